@@ -1,0 +1,140 @@
+"""Everything the rules know about one file, built once per check."""
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+from typing import Dict, List, Optional, Tuple
+
+from .findings import Applicability, Edit, Finding, Fix, Position, Range, Related, Severity
+from .imports import ImportMap, collect_imports
+from .modules import moves_own_state, resolve_modules
+from .scopes import ClassInfo, Index, Scope, build_index
+from .source import SourceText
+from .values import Classifier, Value
+
+
+class FileContext:
+    def __init__(self, text: str, path: str, tree: ast.Module, inference=None):
+        self.path = path
+        self.source = SourceText(text)
+        self.tree = tree
+        self.index: Index = build_index(tree)
+        self.imports: ImportMap = collect_imports(tree, self.index.imports)
+        self.inference = inference  # the jedi layer, or None for names only
+        external = inference.is_module_base if inference is not None else None
+        self.classes: Dict[str, ClassInfo] = resolve_modules(self.index.classes, self.imports, external)
+        self.classifier = Classifier(self.imports, self.classes,
+                                     inference.classify if inference is not None else None)
+
+    # -- facts -------------------------------------------------------------------------------
+    def classify(self, node: Optional[ast.expr], scope: Optional[Scope] = None) -> Value:
+        return self.classifier.classify(node, scope)
+
+    def qualify(self, node: ast.AST) -> Optional[str]:
+        return self.imports.qualify(node)
+
+    @property
+    def module_classes(self) -> List[ClassInfo]:
+        return [c for c in self.index.classes if c.is_module]
+
+    def class_chain(self, info: ClassInfo) -> List[ClassInfo]:
+        """The class and its bases defined in this file."""
+        chain, stack = [], [info]
+        while stack:
+            cls = stack.pop()
+            if cls not in chain:
+                chain.append(cls)
+                stack.extend(self.classes[b] for b in cls.bases if b in self.classes)
+        return chain
+
+    def registered_names(self, info: ClassInfo) -> set:
+        """Names registered or unregistered by hand anywhere in the class chain."""
+        names = set()
+        for cls in self.class_chain(info):
+            names.update(cls.registered)
+            names.update(cls.unregistered)
+        return names
+
+    def moves_own_state(self, info: ClassInfo) -> bool:
+        return moves_own_state(info, self.classes)
+
+    def range(self, node: ast.AST) -> Range:
+        return self.source.node_range(node)
+
+    def text(self, node: ast.AST) -> str:
+        return self.source.segment(node)
+
+    # -- findings ----------------------------------------------------------------------------
+    def finding(self, code: str, message: str, node_or_range, severity: Severity,
+                fixes: Tuple[Fix, ...] = (), related: Tuple[Related, ...] = (), deprecated: bool = False) -> Finding:
+        rng = node_or_range if isinstance(node_or_range, Range) else self.range(node_or_range)
+        return Finding(code, message, severity, rng, tuple(fixes), tuple(related), deprecated)
+
+    def related(self, node: ast.AST, message: str) -> Related:
+        return Related(self.range(node), message)
+
+    @staticmethod
+    def fix(title: str, edits, safe: bool, preferred: bool = False) -> Fix:
+        return Fix(title, Applicability.SAFE if safe else Applicability.UNSAFE, tuple(e for e in edits if e),
+                   preferred)
+
+    # -- edit helpers ------------------------------------------------------------------------
+    def spell(self, qualified: str) -> Tuple[str, Optional[Edit]]:
+        """How to write a torch name here, with the import edit it needs (if any)."""
+        spelled = self.imports.spelling(qualified)
+        if spelled is not None:
+            return spelled, None
+        return qualified, self._add_import(qualified.split(".", 1)[0])
+
+    def _add_import(self, module: str) -> Edit:
+        line = self.imports.first_import_line or self._first_code_line()
+        return Edit(Range(Position(line, 0), Position(line, 0)), "import %s%s" % (module, self.source.newline()))
+
+    def _first_code_line(self) -> int:
+        body = self.tree.body
+        for stmt in body:
+            is_docstring = (stmt is body[0] and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+                            and isinstance(stmt.value.value, str))
+            if is_docstring or (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
+                continue
+            return stmt.lineno
+        return self.source.line_count
+
+    def replace(self, node_or_range, new_text: str) -> Edit:
+        rng = node_or_range if isinstance(node_or_range, Range) else self.range(node_or_range)
+        return Edit(rng, new_text)
+
+    def wrap(self, node: ast.AST, before: str, after: str) -> List[Edit]:
+        """Two insertions around a node: whatever is inside (comments too) stays as it is."""
+        rng = self.range(node)
+        return [Edit(Range(rng.start, rng.start), before), Edit(Range(rng.end, rng.end), after)]
+
+    def stands_alone(self, stmt: ast.stmt) -> bool:
+        """The statement starts its first line and ends its last (no `a = 1; b = 2`, no `if x: y`)."""
+        rng = self.range(stmt)
+        first = self.source.line(rng.start.line)
+        if first[: rng.start.column].strip():
+            return False
+        rest = self.source.line(rng.end.line)[rng.end.column:].strip()
+        return not rest or rest.startswith("#")
+
+    def indent(self, stmt: ast.stmt) -> str:
+        return self.source.indent_of(stmt.lineno)
+
+    @cached_property
+    def indent_unit(self) -> str:
+        """The file's own indentation step (4 spaces, 2 spaces, a tab)."""
+        for lineno in range(1, self.source.line_count + 1):
+            line = self.source.line(lineno)
+            stripped = line.lstrip(" \t")
+            if stripped and len(line) != len(stripped) and not stripped.startswith("#"):
+                return line[: len(line) - len(stripped)]
+        return "    "
+
+    def no_grad_block(self, stmt: ast.stmt, body: str) -> Tuple[str, Optional[Edit]]:
+        """`with torch.no_grad():` + body, indented to replace ``stmt`` in place."""
+        no_grad, import_edit = self.spell("torch.no_grad")
+        newline = self.source.newline()
+        text = "with %s():%s%s%s%s" % (no_grad, newline, self.indent(stmt), self.indent_unit, body)
+        return text, import_edit
+

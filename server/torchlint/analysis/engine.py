@@ -1,0 +1,71 @@
+"""Run the rules over one file: parse, build the context once, check, filter.
+
+This is the whole public surface of the core: source text in, findings out.
+"""
+from __future__ import annotations
+
+import ast
+import logging
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, List, Optional
+
+from .context import FileContext
+from .findings import CheckResult, Finding, ParseError, Position, Severity
+from .noqa import parse_directives
+
+log = logging.getLogger("torchlint")
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """Which rules run on a file and at which severity (already resolved for that file)."""
+
+    enabled: Optional[FrozenSet[str]] = None  # None: every rule
+    severities: Dict[str, Severity] = field(default_factory=dict)
+
+
+DEFAULT_OPTIONS = CheckOptions()
+
+
+def parse(text: str, path: str):
+    """The syntax tree, or a ParseError saying where and why it does not parse."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences and the like are not ours to report
+            return ast.parse(text, filename=path), None
+    except SyntaxError as err:
+        line = err.lineno or 1
+        column = max((err.offset or 1) - 1, 0)
+        return None, ParseError("SyntaxError: %s" % (err.msg,), Position(line, column))
+    except (ValueError, RecursionError, MemoryError) as err:  # null bytes, absurd nesting
+        return None, ParseError("cannot parse: %s" % (err,), Position(1, 0))
+
+
+def check_source(text: str, path: str = "<stdin>", options: CheckOptions = DEFAULT_OPTIONS,
+                 inference=None) -> CheckResult:
+    from ..rules import ALL_RULES  # rules import the analysis package; import them late
+
+    tree, error = parse(text, path)
+    if tree is None:
+        return CheckResult([], error)
+    ctx = FileContext(text, path, tree, inference)
+    directives = parse_directives(ctx.source)
+    result = CheckResult()
+    findings: List[Finding] = []
+    for rule in ALL_RULES:
+        if options.enabled is not None and rule.code not in options.enabled:
+            continue
+        try:
+            findings.extend(rule.check(ctx))
+        except Exception:  # a bug in one rule must not cost the user the others
+            log.error("rule %s failed on %s:\n%s", rule.code, path, traceback.format_exc())
+            result.internal_errors.append("%s: %s" % (rule.code, traceback.format_exc(limit=3)))
+    for finding in findings:
+        if directives.suppresses(finding):
+            continue
+        severity = options.severities.get(finding.code)
+        result.findings.append(finding.with_severity(severity) if severity else finding)
+    result.findings.sort(key=lambda f: (f.range.start, f.code))
+    return result

@@ -1,0 +1,100 @@
+"""Findings as plain data: what the core returns and every adapter consumes.
+
+Positions are 1-based lines and 0-based columns counted in code points (Python
+``str`` indices). Adapters convert: the CLI prints 1-based columns, the language
+server sends UTF-16 columns.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+
+class Severity(enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+    HINT = "hint"
+
+
+class Applicability(enum.Enum):
+    SAFE = "safe"  # keeps the code's intent; applied by --fix and fix-all
+    UNSAFE = "unsafe"  # may change behaviour; applied only when asked
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    line: int  # 1-based
+    column: int  # 0-based, code points
+
+
+@dataclass(frozen=True, order=True)
+class Range:
+    start: Position
+    end: Position
+
+    @classmethod
+    def of(cls, line: int, col: int, end_line: int, end_col: int) -> "Range":
+        return cls(Position(line, col), Position(end_line, end_col))
+
+
+@dataclass(frozen=True)
+class Edit:
+    range: Range
+    new_text: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    title: str
+    applicability: Applicability
+    edits: Tuple[Edit, ...]
+    preferred: bool = False
+
+    @property
+    def is_safe(self) -> bool:
+        return self.applicability is Applicability.SAFE
+
+
+@dataclass(frozen=True)
+class Related:
+    """Another place that explains a finding (where the optimizer was built...)."""
+
+    range: Range
+    message: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    message: str
+    severity: Severity
+    range: Range
+    fixes: Tuple[Fix, ...] = ()
+    related: Tuple[Related, ...] = ()
+    deprecated: bool = False  # editors strike the range through (TL301)
+    source: str = "torchlint"
+
+    @property
+    def noqa_line(self) -> int:
+        return self.range.start.line
+
+    def with_severity(self, severity: Severity) -> "Finding":
+        return Finding(self.code, self.message, severity, self.range, self.fixes,
+                       self.related, self.deprecated, self.source)
+
+
+@dataclass(frozen=True)
+class ParseError:
+    """The file could not be parsed; no rule ran on it."""
+
+    message: str
+    position: Position
+
+
+@dataclass
+class CheckResult:
+    findings: list = field(default_factory=list)
+    parse_error: Optional[ParseError] = None
+    internal_errors: list = field(default_factory=list)  # rules that crashed (a torchlint bug)

@@ -1,0 +1,80 @@
+"""Which classes of a file are ``nn.Module`` subclasses.
+
+A class is a Module when a base resolves (through the file's imports) to
+``torch.nn.Module``, to any ``torch.nn`` layer, to a known third-party Module
+base, or to another Module class of the same file, however deep. Bases the file
+cannot resolve are left to the jedi layer (``external_bases``).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Callable, Dict, List, Optional
+
+from . import torch_names as tn
+from .imports import ImportMap
+from .scopes import ClassInfo
+
+
+def resolve_modules(classes: List[ClassInfo], imports: ImportMap,
+                    external: Optional[Callable[[ClassInfo, ast.expr], bool]] = None) -> Dict[str, ClassInfo]:
+    """Mark ``is_module`` on each class; returns classes by name (the last definition wins)."""
+    by_name: Dict[str, ClassInfo] = {}
+    for info in classes:
+        by_name[info.name] = info
+        info.bases = []
+        for base in info.node.bases:
+            qualified = imports.qualify(base)
+            if qualified is not None:
+                info.bases.append(qualified)
+            elif isinstance(base, ast.Name):
+                info.bases.append(base.id)
+
+    # Fixed point: a class is a Module once any base is.
+    changed = True
+    while changed:
+        changed = False
+        for info in classes:
+            if info.is_module:
+                continue
+            for base in info.bases:
+                local = by_name.get(base)
+                if (local is not None and local is not info and local.is_module) or (
+                        local is None and (base in tn.MODULE_BASES or tn.is_module_class(base))):
+                    info.is_module = True
+                    changed = True
+                    break
+    if external is not None:
+        for info in classes:
+            if not info.is_module and any(external(info, b) for b in info.node.bases if _unresolved(b, info, by_name,
+                                                                                                   imports)):
+                info.is_module = True
+        # a local subclass of a class that the jedi layer found to be a Module
+        changed = True
+        while changed:
+            changed = False
+            for info in classes:
+                if not info.is_module and any(by_name.get(b) is not None and by_name[b].is_module for b in info.bases):
+                    info.is_module = changed = True
+    return by_name
+
+
+def _unresolved(base: ast.expr, info: ClassInfo, by_name, imports: ImportMap) -> bool:
+    if isinstance(base, ast.Name) and base.id in by_name:
+        return False
+    qualified = imports.qualify(base)
+    return qualified is None or not qualified.startswith("torch")
+
+
+def moves_own_state(info: ClassInfo, by_name: Dict[str, ClassInfo]) -> bool:
+    """Classes that override ``_apply`` move their own tensors (torchmetrics style)."""
+    seen = set()
+    stack = [info]
+    while stack:
+        cls = stack.pop()
+        if id(cls) in seen:
+            continue
+        seen.add(id(cls))
+        if "_apply" in cls.methods:
+            return True
+        stack.extend(by_name[b] for b in cls.bases if b in by_name)
+    return False

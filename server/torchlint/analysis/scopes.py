@@ -1,0 +1,279 @@
+"""One pass over the syntax tree that indexes what the rules ask about.
+
+The walk records, per function (or the module body), every binding of a local
+name and every ``name.append(...)``; per class, every ``self.<attr> = value``.
+Rules then read these indexes instead of walking the tree again.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass
+class Binding:
+    """``target = value`` inside a scope (a local name or ``self.<attr>``)."""
+
+    name: str
+    value: Optional[ast.expr]  # None for loop targets, params and other non-assignments
+    stmt: ast.stmt
+    scope: "Scope"
+    annotation: Optional[ast.expr] = None
+    iter_of: Optional[ast.expr] = None  # set for `for name in <iter_of>`
+    unpack_index: Optional[int] = None  # position in `for a, b in ...`
+
+
+@dataclass
+class Scope:
+    node: ast.AST  # ast.Module or a function
+    parent: Optional["Scope"]
+    cls: Optional["ClassInfo"] = None  # the class whose method this is
+    self_name: Optional[str] = None  # first parameter of a method
+    locals: Dict[str, List[Binding]] = field(default_factory=dict)
+    appends: Dict[str, List[ast.Call]] = field(default_factory=dict)  # "x" / "self.x" -> its .append(...) calls
+    statements: List[ast.stmt] = field(default_factory=list)  # simple statements, in order
+
+    @property
+    def name(self) -> str:
+        return getattr(self.node, "name", "<module>")
+
+    def is_self(self, node: ast.AST) -> bool:
+        return self.self_name is not None and isinstance(node, ast.Name) and node.id == self.self_name
+
+
+@dataclass
+class ClassInfo:
+    node: ast.ClassDef
+    scope: Optional[Scope]  # scope the class is defined in
+    methods: Dict[str, ast.AST] = field(default_factory=dict)
+    method_scopes: Dict[str, Scope] = field(default_factory=dict)
+    attr_assignments: List[Binding] = field(default_factory=list)  # self.<attr> = value, all methods
+    registered: Dict[str, ast.AST] = field(default_factory=dict)  # register_buffer/parameter("name")
+    registered_parameters: Dict[str, ast.AST] = field(default_factory=dict)
+    registered_buffers: Dict[str, ast.AST] = field(default_factory=dict)
+    unregistered: set = field(default_factory=set)  # del self._parameters["x"] and friends
+    bases: List[str] = field(default_factory=list)  # qualified, or local class names
+    is_module: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+
+def block_chain(index: "Index", stmt: ast.stmt) -> List[tuple]:
+    """The nested blocks holding a statement, innermost first, as (owner id, block name)."""
+    chain = []
+    entry = index.blocks.get(id(stmt))
+    while entry is not None:
+        owner, name = entry
+        chain.append((id(owner), name))
+        entry = index.blocks.get(id(owner))
+    return chain
+
+
+@dataclass
+class Index:
+    module_scope: Scope
+    scopes: List[Scope]
+    classes: List[ClassInfo]
+    calls: List[ast.Call]
+    call_scopes: Dict[int, Scope]  # id(call) -> scope
+    expr_statements: List[tuple]  # (ast.Expr, Scope)
+    attribute_stores: List[tuple]  # (target ast.Attribute, value, stmt, Scope)
+    imports: List[ast.stmt]
+    blocks: Dict[int, tuple] = field(default_factory=dict)  # id(stmt) -> (owner stmt, block name)
+
+
+_REGISTER_METHODS = {"register_buffer": "registered_buffers", "register_parameter": "registered_parameters",
+                     "register_module": None, "add_module": None}
+
+
+def build_index(tree: ast.Module) -> Index:
+    module_scope = Scope(tree, None)
+    index = Index(module_scope, [module_scope], [], [], {}, [], [], [])
+    _walk_body(tree.body, module_scope, index, None)
+    return index
+
+
+def _walk_body(body, scope: Scope, index: Index, cls: Optional[ClassInfo]) -> None:
+    for stmt in body:
+        _walk_stmt(stmt, scope, index, cls)
+
+
+def _walk_stmt(stmt: ast.stmt, scope: Scope, index: Index, cls: Optional[ClassInfo]) -> None:
+    if isinstance(stmt, FunctionNode):
+        _visit_exprs(stmt.decorator_list + _defaults(stmt.args), stmt, scope, index)
+        inner = Scope(stmt, scope)
+        if cls is not None:
+            cls.methods[stmt.name] = stmt
+            cls.method_scopes[stmt.name] = inner
+            inner.cls = cls
+            args = stmt.args.posonlyargs + stmt.args.args
+            is_static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in stmt.decorator_list)
+            if args and not is_static:
+                inner.self_name = args[0].arg
+        for arg in stmt.args.posonlyargs + stmt.args.args + stmt.args.kwonlyargs:
+            inner.locals.setdefault(arg.arg, []).append(Binding(arg.arg, None, stmt, inner, arg.annotation))
+        index.scopes.append(inner)
+        _walk_body(stmt.body, inner, index, None)
+        return
+    if isinstance(stmt, ast.ClassDef):
+        _visit_exprs(stmt.bases + [k.value for k in stmt.keywords] + stmt.decorator_list, stmt, scope, index)
+        info = ClassInfo(stmt, scope)
+        index.classes.append(info)
+        for child in stmt.body:
+            _walk_stmt(child, scope, index, info)
+        return
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        index.imports.append(stmt)
+        return
+
+    scope.statements.append(stmt)
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        value = stmt.value
+        for target in targets:
+            _record_target(target, value if not isinstance(stmt, ast.AugAssign) else None, stmt, scope, index,
+                           getattr(stmt, "annotation", None))
+    elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+        _record_target(stmt.target, None, stmt, scope, index, None, iter_of=stmt.iter)
+    elif isinstance(stmt, ast.Expr):
+        index.expr_statements.append((stmt, scope))
+        _record_registration(stmt.value, scope)
+    elif isinstance(stmt, ast.Delete):
+        for target in stmt.targets:
+            _record_deletion(target, scope)
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        for item in stmt.items:
+            if item.optional_vars is not None:
+                _record_target(item.optional_vars, None, stmt, scope, index, None)
+
+    # Expressions of this statement (not its nested blocks).
+    for name, value in ast.iter_fields(stmt):
+        if name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            continue
+        if isinstance(value, ast.AST):
+            _visit_exprs([value], stmt, scope, index)
+        elif isinstance(value, list):
+            _visit_exprs([v for v in value if isinstance(v, ast.AST)], stmt, scope, index)
+    blocks = [(getattr(stmt, name, None) or [], name) for name in ("body", "orelse", "finalbody")]
+    blocks += [(h.body, "handler%d" % i) for i, h in enumerate(getattr(stmt, "handlers", ()) or ())]
+    blocks += [(c.body, "case%d" % i) for i, c in enumerate(getattr(stmt, "cases", ()) or ())]
+    for children, name in blocks:
+        for child in children:
+            index.blocks[id(child)] = (stmt, name)
+        _walk_body(children, scope, index, cls)
+
+
+def _defaults(args: ast.arguments) -> list:
+    return [d for d in args.defaults + args.kw_defaults if d is not None]
+
+
+def _visit_exprs(nodes, stmt, scope: Scope, index: Index) -> None:
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Call):
+            index.calls.append(node)
+            index.call_scopes[id(node)] = scope
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "append" and len(node.args) == 1:
+                key = _dotted(func.value)
+                if key is not None:
+                    scope.appends.setdefault(key, []).append(node)
+        elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+            scope.locals.setdefault(node.target.id, []).append(Binding(node.target.id, node.value, stmt, scope))
+        elif isinstance(node, ast.Lambda):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _record_target(target, value, stmt, scope: Scope, index: Index, annotation, iter_of=None,
+                   unpack_index=None) -> None:
+    if isinstance(target, ast.Name):
+        scope.locals.setdefault(target.id, []).append(
+            Binding(target.id, value, stmt, scope, annotation, iter_of, unpack_index))
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for position, elt in enumerate(target.elts):
+            # Unpacking: the value of each element is unknown to a syntactic pass.
+            _record_target(elt.value if isinstance(elt, ast.Starred) else elt, None, stmt, scope, index, None,
+                           iter_of, position)
+    elif isinstance(target, ast.Attribute):
+        if value is not None:
+            index.attribute_stores.append((target, value, stmt, scope))
+        owner = _method_owner(scope)
+        if owner is not None and scope.is_self(target.value):
+            owner.attr_assignments.append(Binding(target.attr, value, stmt, scope, annotation))
+            if isinstance(stmt, ast.AugAssign):
+                return
+    elif isinstance(target, ast.Subscript):
+        # self.__dict__["x"] = ... is a deliberate bypass; self._parameters["x"] = p registers.
+        owner = _method_owner(scope)
+        if owner is not None and isinstance(target.value, ast.Attribute) and scope.is_self(target.value.value):
+            key = _string(target.slice)
+            if key and target.value.attr in ("_parameters", "_buffers", "_modules"):
+                owner.registered[key] = stmt
+                if target.value.attr == "_parameters":
+                    owner.registered_parameters[key] = stmt
+                elif target.value.attr == "_buffers":
+                    owner.registered_buffers[key] = stmt
+
+
+def _method_owner(scope: Scope) -> Optional[ClassInfo]:
+    return scope.cls if scope.self_name else None
+
+
+def _record_registration(call: ast.AST, scope: Scope) -> None:
+    """self.register_buffer("x", ...) / self._parameters.pop("x") / delattr(self, "x")."""
+    owner = _method_owner(scope)
+    if owner is None or not isinstance(call, ast.Call) or not call.args:
+        return
+    func = call.func
+    key = _string(call.args[0]) if call.args else None
+    if isinstance(func, ast.Attribute) and scope.is_self(func.value) and key:
+        if func.attr in _REGISTER_METHODS:
+            owner.registered[key] = call
+            kind = _REGISTER_METHODS[func.attr]
+            if kind:
+                getattr(owner, kind)[key] = call
+    elif (isinstance(func, ast.Attribute) and func.attr == "pop" and isinstance(func.value, ast.Attribute)
+          and func.value.attr in ("_parameters", "_buffers") and scope.is_self(func.value.value) and key):
+        owner.unregistered.add(key)
+    elif isinstance(func, ast.Name) and func.id == "delattr" and len(call.args) == 2 and scope.is_self(call.args[0]):
+        name = _string(call.args[1])
+        if name:
+            owner.unregistered.add(name)
+
+
+def _record_deletion(target: ast.AST, scope: Scope) -> None:
+    owner = _method_owner(scope)
+    if owner is None:
+        return
+    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) \
+            and target.value.attr in ("_parameters", "_buffers") and scope.is_self(target.value.value):
+        key = _string(target.slice)
+        if key:
+            owner.unregistered.add(key)
+    elif isinstance(target, ast.Attribute) and scope.is_self(target.value):
+        owner.unregistered.add(target.attr)
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    """``a.b.c`` as text, or None for anything that is not a plain dotted name."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _string(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None

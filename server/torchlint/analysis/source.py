@@ -1,0 +1,88 @@
+"""Source text with the line arithmetic every part needs.
+
+Lines are split the way Python's tokenizer splits them (``\\r\\n``, ``\\r``, ``\\n``),
+not with ``str.splitlines``, which also breaks on form feeds and Unicode separators
+and would put ``ast`` line numbers out of step with the text.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterable, List
+
+from .findings import Edit, Position, Range
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+class SourceText:
+    def __init__(self, text: str):
+        self.text = text
+        starts = [0]
+        starts.extend(m.end() for m in _LINE_END.finditer(text))
+        self.line_starts = starts  # offset of each line, index 0 = line 1
+
+    @property
+    def line_count(self) -> int:
+        return len(self.line_starts)
+
+    def line(self, lineno: int) -> str:
+        """The text of a 1-based line, without its line ending."""
+        start = self.line_starts[lineno - 1]
+        end = self.line_starts[lineno] if lineno < len(self.line_starts) else len(self.text)
+        return self.text[start:end].rstrip("\r\n")
+
+    def newline(self) -> str:
+        m = _LINE_END.search(self.text)
+        return m.group(0) if m else "\n"
+
+    def offset(self, pos: Position) -> int:
+        return self.line_starts[pos.line - 1] + pos.column
+
+    def position(self, offset: int) -> Position:
+        lo, hi = 0, len(self.line_starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.line_starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return Position(lo + 1, offset - self.line_starts[lo])
+
+    def column(self, lineno: int, byte_col: int) -> int:
+        """Convert an ``ast`` column (UTF-8 bytes) into code points."""
+        text = self.line(lineno)
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def node_range(self, node: ast.AST) -> Range:
+        return Range(
+            Position(node.lineno, self.column(node.lineno, node.col_offset)),
+            Position(node.end_lineno, self.column(node.end_lineno, node.end_col_offset)),
+        )
+
+    def segment(self, node_or_range) -> str:
+        rng = node_or_range if isinstance(node_or_range, Range) else self.node_range(node_or_range)
+        return self.text[self.offset(rng.start):self.offset(rng.end)]
+
+    def indent_of(self, lineno: int) -> str:
+        line = self.line(lineno)
+        return line[: len(line) - len(line.lstrip())]
+
+
+def apply_edits(text: str, edits: Iterable[Edit]) -> str:
+    """Apply non-overlapping edits; raises ValueError when two overlap."""
+    src = SourceText(text)
+    spans = sorted(((src.offset(e.range.start), src.offset(e.range.end), e.new_text) for e in edits),
+                   key=lambda s: (s[0], s[1]))
+    out: List[str] = []
+    cursor = 0
+    for start, end, new_text in spans:
+        if start < cursor:
+            raise ValueError("overlapping edits")
+        out.append(text[cursor:start])
+        out.append(new_text)
+        cursor = end
+    out.append(text[cursor:])
+    return "".join(out)

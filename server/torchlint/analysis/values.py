@@ -1,0 +1,345 @@
+"""What an expression evaluates to, as far as names and syntax can tell.
+
+The classifier is deliberately modest: it answers ``UNKNOWN`` whenever names
+alone cannot decide, so that rules stay quiet rather than guess. The jedi layer
+can later answer some of those unknowns.
+"""
+from __future__ import annotations
+
+import ast
+import enum
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional
+
+from . import torch_names as tn
+from .imports import ImportMap
+from .scopes import Binding, ClassInfo, Scope
+
+
+class Kind(enum.Enum):
+    UNKNOWN = "unknown"
+    OTHER = "other"  # known not to be a tensor: numbers, strings, shapes, None
+    TENSOR = "tensor"  # a plain torch.Tensor
+    PARAMETER = "parameter"  # an nn.Parameter
+    MOVED_PARAMETER = "moved-parameter"  # nn.Parameter(...).cuda(): a plain non-leaf tensor
+    BUFFER = "buffer"  # nn.Buffer(...): registers itself
+    MODULE = "module"  # an nn.Module instance (registered containers included)
+    MODULE_LIST = "module-list"  # plain list/tuple of new modules
+    MODULE_DICT = "module-dict"
+    PARAMETER_LIST = "parameter-list"
+    PARAMETER_DICT = "parameter-dict"
+
+
+CONTAINER_KINDS = {Kind.MODULE_LIST, Kind.MODULE_DICT, Kind.PARAMETER_LIST, Kind.PARAMETER_DICT}
+TENSOR_KINDS = {Kind.TENSOR, Kind.MOVED_PARAMETER}
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: Kind
+    requires_grad: bool = False
+    factory: Optional[str] = None  # qualified factory name for tensors made by one
+    module_class: Optional[str] = None  # qualified or local class name for modules
+    empty: bool = False  # an empty list/dict literal (filled later by .append?)
+
+
+UNKNOWN = Value(Kind.UNKNOWN)
+OTHER = Value(Kind.OTHER)
+
+
+def _true(node: Optional[ast.AST]) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+class Classifier:
+    """Classifies expressions of one file. ``local_classes`` maps class names to ClassInfo."""
+
+    def __init__(self, imports: ImportMap, local_classes: Dict[str, ClassInfo],
+                 extra: Optional[Callable[[ast.expr, Optional[Scope]], Optional[Value]]] = None):
+        self.imports = imports
+        self.local_classes = local_classes
+        self.extra = extra  # the jedi layer's hook for what names cannot tell
+        self._depth = 0
+        self._binding_cache: Dict[int, Value] = {}  # id(binding) -> value; UNKNOWN while in progress
+        self._attribute_cache: Dict[tuple, Value] = {}
+
+    def qualify(self, node: ast.AST) -> Optional[str]:
+        return self.imports.qualify(node)
+
+    def classify(self, node: Optional[ast.expr], scope: Optional[Scope] = None) -> Value:
+        if node is None or self._depth > 12:
+            return UNKNOWN
+        self._depth += 1
+        try:
+            value = self._classify(node, scope)
+            if value.kind is Kind.UNKNOWN and self.extra is not None:
+                value = self.extra(node, scope) or value
+            return value
+        finally:
+            self._depth -= 1
+
+    # -- the cases -------------------------------------------------------------------------
+    def _classify(self, node: ast.expr, scope: Optional[Scope]) -> Value:
+        if isinstance(node, ast.Constant) or isinstance(node, (ast.JoinedStr, ast.Compare, ast.BoolOp)):
+            return OTHER
+        if isinstance(node, ast.Call):
+            return self._call(node, scope)
+        if isinstance(node, ast.Name):
+            return self._name(node, scope)
+        if isinstance(node, ast.Attribute):
+            if node.attr in tn.TENSOR_PROPERTIES and self.classify(node.value, scope).kind in (
+                    Kind.TENSOR, Kind.PARAMETER, Kind.MOVED_PARAMETER):
+                return Value(Kind.TENSOR)
+            return self._self_attribute(node, scope)
+        if isinstance(node, ast.BinOp):
+            left = self.classify(node.left, scope)
+            right = self.classify(node.right, scope)
+            if left.kind in TENSOR_KINDS | {Kind.PARAMETER} or right.kind in TENSOR_KINDS | {Kind.PARAMETER}:
+                return Value(Kind.TENSOR, requires_grad=left.requires_grad or right.requires_grad)
+            if left.kind is Kind.OTHER and right.kind is Kind.OTHER:
+                return OTHER
+            return UNKNOWN
+        if isinstance(node, ast.UnaryOp):
+            inner = self.classify(node.operand, scope)
+            return Value(Kind.TENSOR) if inner.kind in TENSOR_KINDS | {Kind.PARAMETER} else inner
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return self._sequence(node.elts, scope, dict_like=False, literal=True)
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            return self._sequence([node.elt], scope, dict_like=False, literal=False)
+        if isinstance(node, ast.Dict):
+            if any(k is None for k in node.keys):
+                return UNKNOWN
+            return self._sequence(node.values, scope, dict_like=True, literal=True)
+        if isinstance(node, ast.DictComp):
+            return self._sequence([node.value], scope, dict_like=True, literal=False)
+        if isinstance(node, ast.Subscript):
+            inner = self.classify(node.value, scope)
+            if inner.kind in TENSOR_KINDS | {Kind.PARAMETER}:
+                return Value(Kind.TENSOR)
+            return UNKNOWN
+        return UNKNOWN
+
+    def _sequence(self, elts, scope, dict_like: bool, literal: bool) -> Value:
+        if not elts:
+            return Value(Kind.OTHER, empty=literal)
+        kinds = set()
+        for elt in elts:
+            if isinstance(elt, ast.Starred):
+                return UNKNOWN
+            value = self.classify(elt, scope)
+            if value.kind is Kind.MODULE and not _constructs(elt):
+                # A list of modules that already live elsewhere (self.enc, self.dec) adds nothing unregistered.
+                return UNKNOWN
+            kinds.add(value.kind)
+        if kinds == {Kind.MODULE}:
+            return Value(Kind.MODULE_DICT if dict_like else Kind.MODULE_LIST)
+        if kinds == {Kind.PARAMETER}:
+            return Value(Kind.PARAMETER_DICT if dict_like else Kind.PARAMETER_LIST)
+        if kinds <= {Kind.OTHER}:
+            return OTHER
+        return UNKNOWN
+
+    def _call(self, call: ast.Call, scope: Optional[Scope]) -> Value:
+        func = call.func
+        qualified = self.qualify(func)
+        if qualified is not None:
+            return self._qualified_call(qualified, call, scope)
+        if isinstance(func, ast.Name):
+            info = self.local_classes.get(func.id)
+            if info is not None and func.id not in (scope.locals if scope else {}):
+                return Value(Kind.MODULE, module_class=func.id) if info.is_module else OTHER
+            if func.id in ("int", "float", "str", "len", "tuple", "range", "bool", "round", "max", "min",
+                           "sum", "abs", "list", "dict", "set", "sorted", "isinstance", "getattr"):
+                return OTHER if func.id not in ("list", "tuple", "dict", "max", "min", "sum", "getattr",
+                                               "sorted") else UNKNOWN
+            return UNKNOWN
+        if isinstance(func, ast.Attribute):
+            receiver = self.classify(func.value, scope)
+            method = func.attr
+            if receiver.kind is Kind.PARAMETER:
+                if method in tn.MOVE_METHODS and not (method == "type" and not call.args):
+                    return Value(Kind.MOVED_PARAMETER, requires_grad=True)
+                if method.endswith("_"):
+                    return receiver  # in place: still the Parameter
+                if method in tn.TENSOR_METHODS:
+                    return Value(Kind.TENSOR)
+                return UNKNOWN
+            if receiver.kind in TENSOR_KINDS:
+                if method == "requires_grad_":
+                    grad = not call.args or _true(call.args[0]) or _true(keyword(call, "requires_grad"))
+                    return Value(Kind.TENSOR, requires_grad=grad, factory=receiver.factory)
+                if method.endswith("_") or method in tn.MOVE_METHODS:
+                    return Value(receiver.kind, requires_grad=receiver.requires_grad, factory=receiver.factory)
+                if method in tn.TENSOR_METHODS:
+                    return Value(Kind.TENSOR, requires_grad=receiver.requires_grad and method != "detach")
+                return UNKNOWN
+            if receiver.kind is Kind.MODULE and method in tn.MOVE_METHODS:
+                return receiver  # modules move in place and return themselves
+        return UNKNOWN
+
+    def _qualified_call(self, qualified: str, call: ast.Call, scope) -> Value:
+        if qualified in ("torch.nn.Parameter", "torch.nn.UninitializedParameter"):
+            return Value(Kind.PARAMETER, requires_grad=True)
+        if qualified == "torch.nn.Buffer":
+            return Value(Kind.BUFFER)
+        if qualified == "torch.autograd.Variable":
+            grad = _true(keyword(call, "requires_grad"))
+            return Value(Kind.TENSOR, requires_grad=grad, factory=qualified)
+        if tn.is_tensor_factory(qualified):
+            inner_grad = False
+            if qualified.startswith("torch.nn.functional.") and call.args:
+                inner_grad = self.classify(call.args[0], scope).requires_grad
+            return Value(Kind.TENSOR, requires_grad=_true(keyword(call, "requires_grad")) or inner_grad,
+                         factory=qualified)
+        if tn.is_module_class(qualified):
+            return Value(Kind.MODULE, module_class=qualified)
+        if qualified in ("torch.device", "torch.Size", "torch.finfo", "torch.iinfo", "torch.dtype"):
+            return OTHER
+        return UNKNOWN
+
+    def _name(self, node: ast.Name, scope: Optional[Scope]) -> Value:
+        if node.id in ("True", "False", "None"):
+            return OTHER
+        while scope is not None:
+            bindings = scope.locals.get(node.id)
+            if bindings:
+                return self._from_bindings(node.id, bindings, scope)
+            if scope.parent is None:
+                break
+            scope = scope.parent
+        return UNKNOWN
+
+    def _from_bindings(self, name: str, bindings, scope: Scope) -> Value:
+        """A local name is known when every binding of it agrees."""
+        values = set()
+        for binding in bindings[:8]:
+            values.add(self._binding_value(binding))
+        if len(bindings) > 8 or len(values) != 1:
+            kinds = {v.kind for v in values}
+            if len(kinds) == 1 and kinds <= TENSOR_KINDS:
+                return Value(kinds.pop())
+            return UNKNOWN
+        value = values.pop()
+        if value.empty and value.kind is Kind.OTHER:
+            # `layers = []` then `layers.append(nn.Linear(...))`: an append-built container.
+            appended = {self.classify(c.args[0], scope).kind for c in scope.appends.get(name, ())}
+            if appended == {Kind.MODULE}:
+                return Value(Kind.MODULE_LIST, empty=True)
+            if appended == {Kind.PARAMETER}:
+                return Value(Kind.PARAMETER_LIST, empty=True)
+            if appended:
+                return UNKNOWN
+        return value
+
+    def _binding_value(self, binding: Binding) -> Value:
+        key = id(binding)
+        cached = self._binding_cache.get(key)
+        if cached is None:
+            self._binding_cache[key] = UNKNOWN  # a binding that refers to itself (x = x + 1) stays unknown
+            cached = self._binding_cache[key] = self._compute_binding_value(binding)
+        return cached
+
+    def _compute_binding_value(self, binding: Binding) -> Value:
+        if binding.value is not None:
+            if binding.annotation is not None:
+                annotated = self.annotation(binding.annotation)
+                if annotated.kind is not Kind.UNKNOWN:
+                    return annotated
+            return self.classify(binding.value, binding.scope)
+        if binding.annotation is not None:
+            return self.annotation(binding.annotation)
+        if binding.iter_of is not None and _iterates_parameters(binding):
+            return Value(Kind.PARAMETER)
+        return UNKNOWN
+
+    def annotation(self, node: ast.expr) -> Value:
+        qualified = self.qualify(node)
+        if qualified == "torch.Tensor":
+            return Value(Kind.TENSOR)
+        if qualified == "torch.nn.Parameter":
+            return Value(Kind.PARAMETER)
+        if qualified and (tn.is_module_class(qualified) or qualified in tn.MODULE_BASES):
+            return Value(Kind.MODULE, module_class=qualified)
+        if isinstance(node, ast.Name) and node.id in self.local_classes and self.local_classes[node.id].is_module:
+            return Value(Kind.MODULE, module_class=node.id)
+        return UNKNOWN
+
+    def _self_attribute(self, node: ast.Attribute, scope: Optional[Scope]) -> Value:
+        """``self.x`` in a Module method, or ``obj.x`` where obj is an instance of a Module class of this file."""
+        if scope is not None and scope.is_self(node.value) and scope.cls is not None and scope.cls.is_module:
+            cls = scope.cls
+        else:
+            owner = self.classify(node.value, scope)
+            cls = self.local_classes.get(owner.module_class or "") if owner.kind is Kind.MODULE else None
+            if cls is None:
+                return UNKNOWN
+        key = (id(cls), node.attr)
+        cached = self._attribute_cache.get(key)
+        if cached is None:
+            self._attribute_cache[key] = UNKNOWN
+            cached = self._attribute_cache[key] = self.attribute_of(cls, node.attr)
+        return cached
+
+    def attribute_of(self, cls: ClassInfo, attr: str) -> Value:
+        """What instances of ``cls`` hold in ``attr``, when every assignment agrees.
+
+        A name ever holding a Parameter is a parameter slot (assigning anything else
+        raises); otherwise ``None`` placeholders and unknowns are ignored for modules,
+        but a tensor must be certain.
+        """
+        if attr in cls.registered_parameters:
+            return Value(Kind.PARAMETER)
+        values = []
+        for binding in self.class_attribute_bindings(cls, attr):
+            if binding.value is not None:
+                values.append(self.classify(binding.value, binding.scope))
+        kinds = {v.kind for v in values}
+        if Kind.PARAMETER in kinds:
+            return Value(Kind.PARAMETER)
+        known = [v for v in values if v.kind not in (Kind.UNKNOWN, Kind.OTHER)]
+        if known and all(v.kind is Kind.MODULE for v in known):
+            classes = {v.module_class for v in known}
+            return Value(Kind.MODULE, module_class=classes.pop() if len(classes) == 1 else None)
+        if values and kinds == {Kind.TENSOR}:
+            return Value(Kind.TENSOR)
+        if attr in cls.registered_buffers and kinds <= {Kind.TENSOR, Kind.OTHER}:
+            return Value(Kind.TENSOR)  # a registered buffer holds a tensor
+        return UNKNOWN
+
+    def class_attribute_bindings(self, cls: ClassInfo, attr: str):
+        """Assignments to self.<attr> in this class and its in-file bases."""
+        seen = set()
+        stack = [cls]
+        while stack:
+            info = stack.pop()
+            if id(info) in seen:
+                continue
+            seen.add(id(info))
+            for binding in info.attr_assignments:
+                if binding.name == attr:
+                    yield binding
+            stack.extend(self.local_classes[b] for b in info.bases if b in self.local_classes)
+
+
+def _iterates_parameters(binding: Binding) -> bool:
+    """``for p in m.parameters()`` / ``for name, p in m.named_parameters()``."""
+    call = binding.iter_of
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return False
+    if call.func.attr == "parameters":
+        return binding.unpack_index is None
+    if call.func.attr == "named_parameters":
+        return binding.unpack_index == 1
+    return False
+
+
+def _constructs(node: ast.expr) -> bool:
+    """An element that builds a new object (a call), as opposed to naming an existing one."""
+    return isinstance(node, ast.Call)

@@ -1,0 +1,100 @@
+"""TL101 unregistered-tensor: a tensor stored as a plain attribute of a Module."""
+from __future__ import annotations
+
+import ast
+
+from ..analysis import torch_names as tn
+from ..analysis.findings import Range, Severity
+from ..analysis.values import Kind
+from .base import Rule
+
+
+class UnregisteredTensor(Rule):
+    code = "TL101"
+    name = "unregistered-tensor"
+    summary = "tensor stored as a plain Module attribute: not trained, not saved, not moved by .to()"
+    severity = Severity.WARNING
+
+    def check(self, ctx):
+        for cls in ctx.module_classes:
+            init = cls.method_scopes.get("__init__")
+            if init is None or ctx.moves_own_state(cls):
+                continue
+            registered = ctx.registered_names(cls)
+            for binding in cls.attr_assignments:
+                if binding.scope is not init or binding.value is None or binding.name in registered:
+                    continue
+                value = ctx.classify(binding.value, init)
+                if value.kind is not Kind.TENSOR:
+                    continue  # MOVED_PARAMETER belongs to TL103
+                if _registered_elsewhere(ctx, cls, binding) or _moved_by_hand(ctx, cls, binding.name):
+                    continue
+                yield _finding(ctx, binding, value)
+
+
+def _registered_elsewhere(ctx, cls, binding) -> bool:
+    """nn.Parameter / nn.Buffer assigned to the same name anywhere in the class."""
+    for other in ctx.classifier.class_attribute_bindings(cls, binding.name):
+        if other is not binding and other.value is not None:
+            if ctx.classify(other.value, other.scope).kind in (Kind.PARAMETER, Kind.BUFFER, Kind.MODULE):
+                return True
+    return False
+
+
+def _moved_by_hand(ctx, cls, attr: str) -> bool:
+    """`self.x = self.x.to(device)` in another method: the author manages the device on purpose."""
+    for other in ctx.classifier.class_attribute_bindings(cls, attr):
+        if other.scope.name == "__init__" or other.value is None:
+            continue
+        for node in ast.walk(other.value):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("to", "cuda", "cpu", "type"):
+                return True
+    return False
+
+
+def _prefers_parameter(value, attr: str) -> bool:
+    if value.requires_grad:
+        return True
+    if any(word in attr.lower() for word in tn.WEIGHT_LIKE_NAMES):
+        return True
+    factory = (value.factory or "").rsplit(".", 1)[-1]
+    return bool(factory) and factory not in tn.CONSTANT_FACTORIES
+
+
+def _finding(ctx, binding, value):
+    stmt, attr, self_name = binding.stmt, binding.name, binding.scope.self_name
+    target = "%s.%s" % (self_name, attr)
+    if value.requires_grad:
+        severity = Severity.ERROR
+        message = ("`%s` requires grad but is a plain tensor attribute: it is not in parameters(), so the "
+                   "optimizer never updates it, and it is not saved or moved by .to()" % target)
+    else:
+        severity = Severity.WARNING
+        message = ("`%s` holds a tensor the Module does not register: it is not in parameters() or "
+                   "state_dict(), and .to()/.cuda() leave it behind" % target)
+
+    parameter, import_edit = ctx.spell("torch.nn.Parameter")
+    wrap = ctx.fix("Wrap in `%s(...)` (trainable parameter)" % parameter,
+                   ctx.wrap(binding.value, parameter + "(", ")") + [import_edit], safe=False)
+    fixes = [wrap]
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and ctx.stands_alone(stmt) and _first_binding(ctx, binding):
+        value_range = ctx.range(binding.value)
+        head = ctx.range(stmt).start
+        call = '%s.register_buffer("%s", ' % (self_name, attr)
+        before = ctx.replace(Range(head, value_range.start), call)
+        fixes.append(ctx.fix('Register as a buffer: `register_buffer("%s", ...)`' % attr,
+                             [before, ctx.replace(Range(value_range.end, value_range.end), ")")], safe=False))
+        fixes.append(ctx.fix('Register as a non-persistent buffer (moved by .to(), not saved)',
+                             [before, ctx.replace(Range(value_range.end, value_range.end), ", persistent=False)")],
+                             safe=not value.requires_grad))
+    preferred = 0 if _prefers_parameter(value, attr) or len(fixes) == 1 else 1
+    fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == preferred)) for i, f in enumerate(fixes)]
+    return ctx.finding("TL101", message, stmt, severity, fixes)
+
+
+def _first_binding(ctx, binding) -> bool:
+    """register_buffer raises when the attribute already exists: only offer it on the first assignment."""
+    return all(other.stmt.lineno >= binding.stmt.lineno
+               for other in binding.scope.cls.attr_assignments
+               if other.name == binding.name and other.scope is binding.scope)
