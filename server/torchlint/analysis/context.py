@@ -20,11 +20,12 @@ class FileContext:
         self.tree = tree
         self.index: Index = build_index(tree)
         self.imports: ImportMap = collect_imports(tree, self.index.imports)
-        self.inference = inference  # the jedi layer, or None for names only
-        external = inference.is_module_base if inference is not None else None
+        # The jedi layer (analysis.inference.JediInference), or None: names only.
+        self.inference = inference.for_file(text, path, self.source) if inference is not None else None
+        external = self.inference.is_module_base if self.inference is not None else None
         self.classes: Dict[str, ClassInfo] = resolve_modules(self.index.classes, self.imports, external)
         self.classifier = Classifier(self.imports, self.classes,
-                                     inference.classify if inference is not None else None)
+                                     self.inference.classify if self.inference is not None else None)
 
     # -- facts -------------------------------------------------------------------------------
     def classify(self, node: Optional[ast.expr], scope: Optional[Scope] = None) -> Value:

@@ -95,6 +95,12 @@ for _dims in ("1d", "2d", "3d"):
     for _layer in ("Conv", "ConvTranspose", "LazyConv", "BatchNorm", "InstanceNorm", "LazyBatchNorm"):
         LAYER_PARAMETERS["torch.nn." + _layer + _dims] = ("weight", "bias")
 
+# Layers whose forward does not return one plain tensor (tuples, inputs, anything).
+NON_TENSOR_FORWARD = frozenset("torch.nn." + n for n in """
+Module Sequential ModuleList ModuleDict ParameterList ParameterDict Identity RNN LSTM GRU RNNCell LSTMCell GRUCell
+MultiheadAttention AdaptiveLogSoftmaxWithLoss DataParallel Unflatten
+""".split())
+
 MODULE_BASES = frozenset([
     "torch.nn.Module",
     "pytorch_lightning.LightningModule",

@@ -151,6 +151,9 @@ class Classifier:
         qualified = self.qualify(func)
         if qualified is not None:
             return self._qualified_call(qualified, call, scope)
+        callee = self._callee_module(func, scope)
+        if callee is not None:
+            return self._forward_result(callee)
         if isinstance(func, ast.Name):
             info = self.local_classes.get(func.id)
             if info is not None and func.id not in (scope.locals if scope else {}):
@@ -182,6 +185,37 @@ class Classifier:
                 return UNKNOWN
             if receiver.kind is Kind.MODULE and method in tn.MOVE_METHODS:
                 return receiver  # modules move in place and return themselves
+        return UNKNOWN
+
+    def _callee_module(self, func: ast.expr, scope: Optional[Scope]) -> Optional[Value]:
+        """`self.conv` / `layer` when it holds a Module: calling it goes through Module.__call__."""
+        if scope is None:
+            return None
+        if isinstance(func, ast.Attribute) and scope.is_self(func.value):
+            value = self.classify(func, scope)
+        elif isinstance(func, ast.Name) and func.id not in self.local_classes and self._is_local(func.id, scope):
+            value = self.classify(func, scope)
+        else:
+            return None
+        return value if value.kind is Kind.MODULE else None
+
+    @staticmethod
+    def _is_local(name: str, scope: Scope) -> bool:
+        while scope is not None:
+            if name in scope.locals:
+                return True
+            scope = scope.parent
+        return False
+
+    def _forward_result(self, module: Value) -> Value:
+        """What calling a Module returns: a tensor for torch's plain layers, or per forward's annotation."""
+        name = module.module_class or ""
+        if tn.is_module_class(name):
+            return Value(Kind.TENSOR) if name not in tn.NON_TENSOR_FORWARD else UNKNOWN
+        info = self.local_classes.get(name)
+        forward = info.methods.get("forward") if info is not None else None
+        if forward is not None and forward.returns is not None and self.qualify(forward.returns) == "torch.Tensor":
+            return Value(Kind.TENSOR)
         return UNKNOWN
 
     def _qualified_call(self, qualified: str, call: ast.Call, scope) -> Value:
