@@ -8,6 +8,7 @@ cannot resolve are left to the jedi layer (``external_bases``).
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import Callable, Dict, List, Optional
 
 from . import torch_names as tn
@@ -59,10 +60,16 @@ def resolve_modules(classes: List[ClassInfo], imports: ImportMap,
 
 
 def _unresolved(base: ast.expr, info: ClassInfo, by_name, imports: ImportMap) -> bool:
-    if isinstance(base, ast.Name) and base.id in by_name:
+    """A base that names cannot settle: not a class of this file, not a builtin, not a known torch name."""
+    if isinstance(base, ast.Name) and (base.id in by_name or base.id in _BUILTIN_NAMES):
         return False
+    if not isinstance(base, (ast.Name, ast.Attribute)):
+        return False  # Generic[T], calls: nothing jedi could jump to
     qualified = imports.qualify(base)
-    return qualified is None or not qualified.startswith("torch")
+    return qualified is None or not (qualified in tn.MODULE_BASES or tn.is_module_class(qualified))
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 def moves_own_state(info: ClassInfo, by_name: Dict[str, ClassInfo]) -> bool:

@@ -1,0 +1,96 @@
+"""The jedi layer: cross-file Module bases, helpers, variables, receiver types."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchlint.analysis.engine import check_source
+from torchlint.analysis.inference import JediInference
+
+PROJECT = Path(__file__).parent / "fixtures" / "jedi_project"
+EXPECT = re.compile(r"#\s*expect:\s*(TL\d{3}(?:\s*,\s*TL\d{3})*)")
+
+
+def expected(text):
+    pairs = set()
+    for lineno, line in enumerate(text.splitlines(), 1):
+        match = EXPECT.search(line)
+        if match:
+            pairs.update((lineno, code.strip()) for code in match.group(1).split(","))
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def inference():
+    return JediInference(str(PROJECT))
+
+
+def check(path, inference):
+    text = path.read_text()
+    result = check_source(text, str(path), inference=inference)
+    assert result.parse_error is None and not result.internal_errors
+    return {(f.range.start.line, f.code) for f in result.findings}, result
+
+
+def test_jedi_layer_finds_what_names_cannot(inference):
+    path = PROJECT / "models.py"
+    found, _ = check(path, inference)
+    assert found == expected(path.read_text())
+
+
+def test_syntactic_layer_alone_is_a_strict_subset(inference):
+    path = PROJECT / "models.py"
+    names_only, _ = check(path, None)
+    with_jedi, _ = check(path, inference)
+    assert names_only < with_jedi
+    # Without jedi, none of these classes is known to be a Module (their bases live elsewhere).
+    assert not any(code in ("TL101", "TL102") for _, code in names_only)
+
+
+def test_project_class_called_module_is_not_analysed(inference):
+    found, _ = check(PROJECT / "nets" / "blocks" / "base.py", inference)
+    assert found == set()
+
+
+def test_module_receivers_stay_quiet(inference, tmp_path):
+    source = (
+        "import torch\nfrom torch import nn\nfrom nets.mid import Mid\n\n"
+        "def train(model: Mid, device):\n"
+        "    net = Mid()\n    net.cuda()\n    model.to(device)\n    enc = nn.Linear(2, 2)\n    enc.to(device)\n"
+        "    x = torch.zeros(2)\n    x.to(device)  # expect: TL203\n"
+    )
+    path = PROJECT / "_generated_receivers.py"
+    path.write_text(source)
+    try:
+        found, _ = check(path, inference)
+    finally:
+        path.unlink()
+    assert found == expected(source)
+
+
+def test_parameter_found_through_attribute_chain(inference):
+    _, result = check(PROJECT / "models.py", inference)
+    tl104 = [f for f in result.findings if f.code == "TL104"]
+    assert len(tl104) == 1 and "head.fc.weight" in tl104[0].message
+
+
+def test_interpreter_without_torch_falls_back(tmp_path):
+    venv = tmp_path / "notorch"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    layer = JediInference(str(PROJECT), python=str(python))
+    assert not layer.torch_available
+    assert "no torch" in layer.describe()
+    found, _ = check(PROJECT / "models.py", layer)
+    # Project bases still resolve (that needs no torch), so what names can tell inside those
+    # classes is found; helpers' return values and torch's own _ConvNd base are not.
+    assert found == {(23, "TL101"), (24, "TL101"), (25, "TL101"), (36, "TL203"), (56, "TL104")}
+
+
+def test_broken_python_path_falls_back_to_own_interpreter(tmp_path):
+    layer = JediInference(str(PROJECT), python=str(tmp_path / "no-such-python"))
+    assert layer.python == sys.executable
+    found, _ = check(PROJECT / "models.py", layer)
+    assert (15, "TL101") in found
