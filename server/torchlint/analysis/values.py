@@ -79,11 +79,21 @@ class Classifier:
         self._depth += 1
         try:
             value = self._classify(node, scope)
-            if value.kind is Kind.UNKNOWN and self.extra is not None:
+            if value.kind is Kind.UNKNOWN and self.extra is not None and self._worth_inferring(node, scope):
                 value = self.extra(node, scope) or value
             return value
         finally:
             self._depth -= 1
+
+    def _worth_inferring(self, node: ast.expr, scope: Optional[Scope]) -> bool:
+        """Skip what the slow layer was already asked about: a local name's assigned values were
+        classified (with the hook) when the name was, and so were self.<attr>'s assignments."""
+        if isinstance(node, ast.Name):
+            return not self._is_local(node.id, scope)
+        if isinstance(node, ast.Attribute):
+            return not (scope is not None and scope.is_self(node.value) and scope.cls is not None
+                        and scope.cls.is_module)
+        return isinstance(node, ast.Call)
 
     # -- the cases -------------------------------------------------------------------------
     def _classify(self, node: ast.expr, scope: Optional[Scope]) -> Value:
