@@ -1,0 +1,260 @@
+"""TL103 parameter-lost-by-move: ``nn.Parameter(t).cuda()`` returns a plain tensor, not the Parameter."""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional
+
+from ..analysis import torch_names as tn
+from ..analysis.findings import Range, Severity
+from ..analysis.values import keyword
+from .base import Rule
+
+# Conversions with a fixed floating dtype, and those that make integers (which cannot require grad).
+FLOAT_METHODS = {"half": "torch.float16", "float": "torch.float32", "double": "torch.float64",
+                 "bfloat16": "torch.bfloat16"}
+INTEGER_METHODS = {"long", "int", "short", "byte", "char", "bool"}
+INTEGER_DTYPES = frozenset("torch." + n for n in (
+    "int8 int16 int32 int64 uint8 uint16 uint32 uint64 long int short char byte bool".split()))
+FLOAT_DTYPES = frozenset("torch." + n for n in (
+    "float16 float32 float64 bfloat16 half float double complex64 complex128 cfloat cdouble".split()))
+
+# Factories that take device= and dtype=. Moving their result equals creating it there.
+FACTORIES = frozenset("torch." + n for n in """
+tensor as_tensor zeros ones empty full rand randn randint randperm arange linspace logspace eye
+zeros_like ones_like empty_like full_like rand_like randn_like randint_like empty_strided
+""".split())
+# Values that do not depend on where or in which dtype they are computed.
+EXACT_FACTORIES = frozenset("torch." + n for n in "zeros ones empty eye zeros_like ones_like empty_like".split())
+# Random factories draw from another generator on another device: other numbers for the same seed.
+RANDOM_FACTORIES = frozenset("torch." + n for n in
+                             "rand randn randint randperm rand_like randn_like randint_like".split())
+
+_ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+
+
+class ParameterLostByMove(Rule):
+    code = "TL103"
+    name = "parameter-lost-by-move"
+    summary = "nn.Parameter(t).cuda() / .to() / .half() returns a plain tensor: the Parameter is lost"
+    severity = Severity.ERROR
+
+    def check(self, ctx):
+        outer_move: Dict[int, ast.Call] = {}  # id(receiver call) -> the move called on its result
+        for call in ctx.index.calls:
+            if _is_move(call) and isinstance(call.func.value, ast.Call):
+                outer_move[id(call.func.value)] = call
+        for call in ctx.index.calls:
+            if _is_move(call) and isinstance(call.func.value, ast.Call) \
+                    and ctx.qualify(call.func.value.func) == "torch.nn.Parameter":
+                chain = [call]
+                while id(chain[-1]) in outer_move:
+                    chain.append(outer_move[id(chain[-1])])
+                yield _finding(ctx, call.func.value, chain)
+
+
+def _is_move(call: ast.Call) -> bool:
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in tn.MOVE_METHODS:
+        return False
+    if func.attr in ("type", "to") and not call.args and not call.keywords:
+        return False  # .type() names the type, .to() returns self
+    return True
+
+
+def _finding(ctx, parameter: ast.Call, chain: List[ast.Call]):
+    first = chain[0]
+    spelled = "%s(...).%s%s" % (ctx.text(parameter.func), first.func.attr, _short_args(ctx, first))
+    trainable = not _false(keyword(parameter, "requires_grad"))
+    what = {"cuda": "moved", "cpu": "moved", "to": "moved or converted", "type": "converted"}.get(
+        first.func.attr, "converted")
+    message = ("`%s` returns a %s copy, a plain non-leaf tensor, not the Parameter: it is never registered "
+               "on a Module, so it is not in parameters() or state_dict()%s"
+               % (spelled, what, " and the optimizer never trains it" if trainable else ""))
+    fixes = []
+    inside = _move_inside(ctx, parameter, chain)
+    if inside is not None:
+        fixes.append(inside)
+    factory = _on_factory(ctx, parameter, chain)
+    if factory is not None:
+        fixes.append(factory)
+    preferred = 1 if factory is not None and factory.is_safe else 0
+    fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == preferred)) for i, f in enumerate(fixes)]
+    return ctx.finding("TL103", message, first, ParameterLostByMove.severity, fixes)
+
+
+def _data_argument(parameter: ast.Call) -> Optional[ast.expr]:
+    if parameter.args:
+        return None if isinstance(parameter.args[0], ast.Starred) else parameter.args[0]
+    return keyword(parameter, "data")
+
+
+def _false(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False
+
+
+def _moves_text(ctx, parameter: ast.Call, chain: List[ast.Call]) -> Optional[str]:
+    """`.cuda().half()` rebuilt from the chain, or None when a comment sits inside it."""
+    pieces = []
+    previous_end = ctx.range(parameter).end
+    for call in chain:
+        args_start = ctx.range(call.func).end
+        glue = ctx.source.segment(Range(previous_end, args_start))
+        if "#" in glue:
+            return None  # deleting the glue would delete the comment
+        args = ctx.source.segment(Range(args_start, ctx.range(call).end))
+        pieces.append(".%s%s" % (call.func.attr, args))
+        previous_end = ctx.range(call).end
+    return "".join(pieces)
+
+
+def _delete_chain(ctx, parameter: ast.Call, chain: List[ast.Call]):
+    return ctx.replace(Range(ctx.range(parameter).end, ctx.range(chain[-1]).end), "")
+
+
+def _integral(ctx, chain: List[ast.Call]) -> bool:
+    for call in chain:
+        if call.func.attr in INTEGER_METHODS:
+            return True
+        for node in list(call.args) + [k.value for k in call.keywords]:
+            if ctx.qualify(node) in INTEGER_DTYPES:
+                return True
+    return False
+
+
+def _move_inside(ctx, parameter: ast.Call, chain: List[ast.Call]):
+    """nn.Parameter(t).cuda() -> nn.Parameter(t.cuda())."""
+    data = _data_argument(parameter)
+    moves = _moves_text(ctx, parameter, chain)
+    if data is None or moves is None:
+        return None
+    edits = [_delete_chain(ctx, parameter, chain)]
+    end = ctx.range(data).end
+    if isinstance(data, _ATOMS):
+        edits.append(ctx.replace(Range(end, end), moves))
+    else:
+        start = ctx.range(data).start
+        edits += [ctx.replace(Range(start, start), "("), ctx.replace(Range(end, end), ")" + moves)]
+    extra = ""
+    if _integral(ctx, chain) and keyword(parameter, "requires_grad") is None:
+        # An integer Parameter must not require grad, or nn.Parameter raises.
+        last = ctx.range(_last_argument(parameter)).end
+        extra = ", requires_grad=False"
+        edits.append(ctx.replace(Range(last, last), extra))
+    shown = "".join(".%s%s" % (call.func.attr, _short_args(ctx, call)) for call in chain)
+    title = "Move the call inside: `%s(%s%s%s)`" % (ctx.text(parameter.func), _short(ctx, data), shown, extra)
+    if extra:
+        title += " (integer tensors cannot require grad)"
+    return ctx.fix(title, edits, safe=True)
+
+
+def _on_factory(ctx, parameter: ast.Call, chain: List[ast.Call]):
+    """nn.Parameter(torch.zeros(3)).cuda() -> nn.Parameter(torch.zeros(3, device="cuda"))."""
+    factory = _data_argument(parameter)
+    if not isinstance(factory, ast.Call) or _integral(ctx, chain):
+        return None
+    qualified = ctx.qualify(factory.func)
+    if qualified not in FACTORIES or any(k.arg is None for k in factory.keywords):
+        return None
+    options: Dict[str, str] = {}
+    for call in chain:
+        implied = _implied_options(ctx, call)
+        if implied is None:
+            return None
+        options.update(implied)
+    if not options or any(keyword(factory, name) is not None for name in options):
+        return None
+    deleted = _delete_chain(ctx, parameter, chain)
+    if "#" in ctx.source.segment(deleted.range):
+        return None  # the chain holds a comment that this fix would delete
+    import_edits = []
+    texts = []
+    for name in ("device", "dtype"):
+        if name in options:
+            value = options[name]
+            if value.startswith("torch."):
+                value, import_edit = ctx.spell(value)
+                import_edits.append(import_edit)
+            texts.append("%s=%s" % (name, value))
+    added = ", ".join(texts)
+    arguments = list(factory.args) + list(factory.keywords)
+    if arguments:
+        at = ctx.range(_last_argument(factory)).end
+        insert = ctx.replace(Range(at, at), ", " + added)
+    else:
+        at = ctx.range(factory).end
+        at = type(at)(at.line, at.column - 1)  # just inside the closing parenthesis
+        insert = ctx.replace(Range(at, at), added)
+    exact = qualified in EXACT_FACTORIES or (qualified not in RANDOM_FACTORIES and "dtype" not in options)
+    title = "Create it there: `%s(..., %s)`" % (ctx.text(factory.func), added)
+    if qualified in RANDOM_FACTORIES:
+        title += " (draws other random numbers for the same seed)"
+    elif not exact:
+        title += " (values computed directly in the new dtype may differ slightly)"
+    return ctx.fix(title, [deleted, insert] + import_edits, safe=exact)
+
+
+def _implied_options(ctx, call: ast.Call) -> Optional[Dict[str, str]]:
+    """The factory keywords a move stands for: `.cuda()` -> device="cuda"; None when it cannot tell."""
+    method = call.func.attr
+    if method in FLOAT_METHODS:
+        return None if call.args or call.keywords else {"dtype": FLOAT_METHODS[method]}
+    if method in ("cuda", "cpu"):
+        if call.keywords or len(call.args) > 1:
+            return None
+        if not call.args:
+            return {"device": '"%s"' % method}
+        index = call.args[0]
+        if method == "cuda" and isinstance(index, ast.Constant) and type(index.value) is int:
+            return {"device": '"cuda:%d"' % index.value}
+        return None
+    options = {}
+    for arg in call.args:
+        role = _role(ctx, arg)
+        if role is None or role in options:
+            return None
+        options[role] = ctx.text(arg)
+    for kw in call.keywords:
+        if kw.arg not in ("device", "dtype") or (method == "type" and kw.arg == "device"):
+            return None  # non_blocking=, copy=, memory_format= have no factory equivalent
+        options[kw.arg] = ctx.text(kw.value)
+    if method == "type" and set(options) != {"dtype"}:
+        return None  # .type(torch.cuda.FloatTensor) names a tensor type, not a dtype
+    return options
+
+
+def _role(ctx, node: ast.expr) -> Optional[str]:
+    """Whether a positional argument of .to() is a device or a dtype, when its spelling says so."""
+    qualified = ctx.qualify(node)
+    if qualified in FLOAT_DTYPES:
+        return "dtype"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return "device"
+    if isinstance(node, ast.Call) and ctx.qualify(node.func) == "torch.device":
+        return "device"
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    if "dtype" in name.lower():
+        return "dtype"
+    if name.lower() in ("device", "dev") or name.lower().endswith("device"):
+        return "device"
+    return None
+
+
+def _last_argument(call: ast.Call):
+    nodes = list(call.args) + list(call.keywords)
+    return max(nodes, key=lambda n: (n.end_lineno, n.end_col_offset))
+
+
+def _short_args(ctx, call: ast.Call) -> str:
+    """`(device)` as messages show a move's arguments: whole when short and on one line."""
+    args = ctx.source.segment(Range(ctx.range(call.func).end, ctx.range(call).end))
+    return args if "\n" not in args and len(args) <= 24 else "(...)"
+
+
+def _short(ctx, node: ast.expr) -> str:
+    """The argument as the fix title shows it: whole when short, elided when long."""
+    text = ctx.text(node)
+    if "\n" not in text and len(text) <= 30:
+        return text if isinstance(node, _ATOMS) else "(%s)" % text
+    if isinstance(node, ast.Call) and len(ctx.text(node.func)) <= 30:
+        return "%s(...)" % ctx.text(node.func)
+    return "..." if isinstance(node, _ATOMS) else "(...)"

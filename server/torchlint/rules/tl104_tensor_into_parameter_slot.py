@@ -1,0 +1,188 @@
+"""TL104 tensor-into-parameter-slot: a plain tensor assigned where a Module holds a Parameter."""
+from __future__ import annotations
+
+import ast
+from typing import Optional, Tuple
+
+from ..analysis import torch_names as tn
+from ..analysis.findings import Severity
+from ..analysis.scopes import block_chain
+from ..analysis.values import Kind
+from .base import Rule
+
+PLAIN_TENSOR = (Kind.TENSOR, Kind.MOVED_PARAMETER)
+
+
+class TensorIntoParameterSlot(Rule):
+    code = "TL104"
+    name = "tensor-into-parameter-slot"
+    summary = "plain tensor assigned to an attribute that holds an nn.Parameter: raises TypeError"
+    severity = Severity.ERROR
+
+    def check(self, ctx):
+        for target, value, stmt, scope in ctx.index.attribute_stores:
+            if ctx.classify(value, scope).kind not in PLAIN_TENSOR or _lost_by_move(ctx, value):
+                continue
+            if scope.is_self(target.value) and scope.cls is not None and scope.cls.is_module:
+                origin = _own_slot(ctx, scope, target.attr, stmt)
+            else:
+                origin = _slot_of(ctx, target, scope)
+            if origin is False:
+                continue
+            yield _finding(ctx, target, value, stmt, origin)
+
+
+def _lost_by_move(ctx, value: ast.expr) -> bool:
+    """`nn.Parameter(t).cuda()` itself: TL103 reports it, and its fix mends this assignment too."""
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and isinstance(value.func.value, ast.Call) and ctx.qualify(value.func.value.func) == "torch.nn.Parameter")
+
+
+def _unregistered(ctx, cls, attr: str) -> bool:
+    """`del self._parameters["weight"]` (weight_norm style): the name is a plain attribute now."""
+    return any(attr in info.unregistered for info in ctx.class_chain(cls))
+
+
+def _own_slot(ctx, scope, attr: str, stmt):
+    """`self.<attr> = t` in a method: False when it is no parameter slot, else (where it became one, why)."""
+    cls = scope.cls
+    if _unregistered(ctx, cls, attr) or any(attr in info.registered_buffers for info in ctx.class_chain(cls)):
+        return False
+    places = []  # (statement or call, method scope) that put a Parameter there
+    for info in ctx.class_chain(cls):
+        if attr in info.registered_parameters:
+            node = info.registered_parameters[attr]
+            places.append((node, _scope_of(info, node)))
+    mixed = False
+    for binding in ctx.classifier.class_attribute_bindings(cls, attr):
+        if binding.value is None:
+            continue
+        kind = ctx.classify(binding.value, binding.scope).kind
+        if kind is Kind.PARAMETER:
+            places.append((binding.stmt, binding.scope))
+        elif binding.scope.name == "__init__" and kind in PLAIN_TENSOR + (Kind.BUFFER,):
+            mixed = True  # a Parameter under one option, a tensor under another
+    if not places and scope.name != "__init__":
+        places = _inherited_from_layer(ctx, cls, attr)
+    if not places:
+        return False
+    if scope.name == "__init__":
+        earlier = [node for node, where in places if where is scope and _runs_before(ctx, node, stmt)]
+        return _registered_here(earlier[0], attr) if earlier else False
+    if mixed:
+        return False
+    place = places[0][0]
+    return place if isinstance(place, tuple) else _registered_here(place, attr)
+
+
+def _inherited_from_layer(ctx, cls, attr: str):
+    """`class MaskedLinear(nn.Linear)`: the torch base class registers `weight` and `bias`."""
+    for info in ctx.class_chain(cls):
+        for base in info.node.bases:
+            layer = ctx.qualify(base)
+            if attr in tn.LAYER_PARAMETERS.get(layer, ()):
+                note = "`%s` is a Parameter of the base class %s" % (attr, layer.replace("torch.nn.", "nn."))
+                return [((base, note), None)]
+    return []
+
+
+def _registered_here(node, attr: str):
+    return node, "`%s` becomes a Parameter here" % attr
+
+
+def _scope_of(info, node) -> Optional[object]:
+    for scope in info.method_scopes.values():
+        if scope.node.lineno <= node.lineno <= scope.node.end_lineno:
+            return scope
+    return None
+
+
+def _runs_before(ctx, node, stmt) -> bool:
+    """An earlier statement in a block that encloses ``stmt`` (not the other branch of an if)."""
+    if node.lineno >= stmt.lineno:
+        return False
+    earlier = _statement_of(ctx, node)
+    if earlier is None:
+        return False
+    blocks = block_chain(ctx.index, earlier)
+    later = block_chain(ctx.index, stmt)
+    return later[len(later) - len(blocks):] == blocks if blocks else True
+
+
+def _statement_of(ctx, node):
+    """A register_parameter(...) call is recorded as the call; find its statement."""
+    if isinstance(node, ast.stmt):
+        return node
+    for stmt, _ in ctx.index.expr_statements:
+        if stmt.value is node:
+            return stmt
+    return None
+
+
+def _slot_of(ctx, target: ast.Attribute, scope):
+    """`<module>.<attr> = t` on a layer or a Module class of this file with that parameter: False when it is
+    no parameter slot, else (where it became one, why) or None when that place is unknown."""
+    owner = ctx.classify(target.value, scope)
+    if owner.kind is not Kind.MODULE or owner.module_class is None:
+        return False
+    attr = target.attr
+    if attr in tn.LAYER_PARAMETERS.get(owner.module_class, ()):
+        built = _constructed_at(ctx, target.value, scope)
+        if built is None:
+            return None
+        layer = owner.module_class.replace("torch.nn.", "nn.")
+        return built, "the %s is built here; it registers `%s` as a Parameter" % (layer, attr)
+    cls = ctx.classes.get(owner.module_class)
+    if cls is None or not cls.is_module or _unregistered(ctx, cls, attr):
+        return False
+    if ctx.classifier.attribute_of(cls, attr).kind is not Kind.PARAMETER:
+        return False
+    for info in ctx.class_chain(cls):
+        if attr in info.registered_parameters:
+            return _registered_here(info.registered_parameters[attr], attr)
+    for binding in ctx.classifier.class_attribute_bindings(cls, attr):
+        if binding.value is not None and ctx.classify(binding.value, binding.scope).kind is Kind.PARAMETER:
+            return _registered_here(binding.stmt, attr)
+    return None
+
+
+def _constructed_at(ctx, owner: ast.expr, scope) -> Optional[ast.AST]:
+    """Where the layer was built: `layer = nn.Linear(...)` or `self.fc = nn.Linear(...)`."""
+    if isinstance(owner, ast.Name):
+        while scope is not None:
+            bindings = scope.locals.get(owner.id)
+            if bindings:
+                return bindings[0].stmt if len(bindings) == 1 else None
+            scope = scope.parent
+        return None
+    if isinstance(owner, ast.Attribute):
+        holder = ctx.classify(owner.value, scope)
+        if scope is not None and scope.is_self(owner.value) and scope.cls is not None:
+            cls = scope.cls
+        elif holder.kind is Kind.MODULE:
+            cls = ctx.classes.get(holder.module_class or "")
+        else:
+            cls = None
+        if cls is not None:
+            for binding in ctx.classifier.class_attribute_bindings(cls, owner.attr):
+                if binding.value is not None and ctx.classify(binding.value, binding.scope).kind is Kind.MODULE:
+                    return binding.stmt
+    return None
+
+
+def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt, origin: Optional[Tuple[ast.AST, str]]):
+    name = ctx.text(target)
+    message = ("`%s` holds a registered nn.Parameter: assigning a plain tensor to it raises TypeError at run "
+               "time (Module.__setattr__ accepts only a Parameter or None there)" % name)
+    related = (ctx.related(*origin),) if origin else ()
+    fixes = []
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and ctx.stands_alone(stmt):
+        block, import_edit = ctx.no_grad_block(stmt, "%s.copy_(%s)" % (name, ctx.text(value)))
+        fixes.append(ctx.fix("Copy into the existing parameter: `with %s(): %s.copy_(...)` "
+                             "(the shapes must match)" % (ctx.spell("torch.no_grad")[0], name),
+                             [ctx.replace(stmt, block), import_edit], safe=False, preferred=True))
+    parameter, import_edit = ctx.spell("torch.nn.Parameter")
+    fixes.append(ctx.fix("Replace the parameter: wrap in `%s(...)` (a new tensor the optimizer may not know)"
+                         % parameter, ctx.wrap(value, parameter + "(", ")") + [import_edit],
+                         safe=False, preferred=not fixes))
+    return ctx.finding("TL104", message, stmt, TensorIntoParameterSlot.severity, fixes, related)
