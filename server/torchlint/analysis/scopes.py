@@ -142,7 +142,6 @@ def _walk_stmt(stmt: ast.stmt, scope: Scope, index: Index, cls: Optional[ClassIn
         _record_target(stmt.target, None, stmt, scope, index, None, iter_of=stmt.iter)
     elif isinstance(stmt, ast.Expr):
         index.expr_statements.append((stmt, scope))
-        _record_registration(stmt.value, scope)
     elif isinstance(stmt, ast.Delete):
         for target in stmt.targets:
             _record_deletion(target, scope)
@@ -179,6 +178,7 @@ def _visit_exprs(nodes, stmt, scope: Scope, index: Index) -> None:
         if isinstance(node, ast.Call):
             index.calls.append(node)
             index.call_scopes[id(node)] = scope
+            _record_registration(node, scope)  # also inside expressions: orig = self._parameters.pop("w")
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "append" and len(node.args) == 1:
                 key = _dotted(func.value)

@@ -145,9 +145,11 @@ def is_optimizer_class(qualified: str) -> bool:
 
 
 def is_tensor_factory(qualified: str) -> bool:
+    if qualified in LEGACY_CONSTRUCTORS:
+        return True
     if qualified.startswith("torch.") and qualified.count(".") == 1:
         return qualified[6:] in TENSOR_FACTORIES
     if qualified.startswith("torch.nn.functional."):
         name = qualified.rsplit(".", 1)[1]
         return name[:1].islower() and not name.startswith("_")
-    return qualified in LEGACY_CONSTRUCTORS
+    return False

@@ -321,6 +321,8 @@ class Classifier:
             cls = scope.cls
         else:
             owner = self.classify(node.value, scope)
+            if owner.kind is Kind.MODULE and node.attr in tn.LAYER_PARAMETERS.get(owner.module_class or "", ()):
+                return Value(Kind.PARAMETER)  # nn.Linear(...).weight and friends
             cls = self.local_classes.get(owner.module_class or "") if owner.kind is Kind.MODULE else None
             if cls is None:
                 return UNKNOWN

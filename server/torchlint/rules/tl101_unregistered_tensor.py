@@ -9,6 +9,10 @@ from ..analysis.values import Kind
 from .base import Rule
 
 
+# Attributes frameworks read as plain tensors by design (Lightning's model summary input).
+_PLAIN_BY_CONVENTION = frozenset(["example_input_array"])
+
+
 class UnregisteredTensor(Rule):
     code = "TL101"
     name = "unregistered-tensor"
@@ -22,7 +26,8 @@ class UnregisteredTensor(Rule):
                 continue
             registered = ctx.registered_names(cls)
             for binding in cls.attr_assignments:
-                if binding.scope is not init or binding.value is None or binding.name in registered:
+                if binding.scope is not init or binding.value is None or binding.name in registered \
+                        or binding.name in _PLAIN_BY_CONVENTION:
                     continue
                 value = ctx.classify(binding.value, init)
                 if value.kind is not Kind.TENSOR:
@@ -79,18 +84,30 @@ def _finding(ctx, binding, value):
                    ctx.wrap(binding.value, parameter + "(", ")") + [import_edit], safe=False)
     fixes = [wrap]
     if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and ctx.stands_alone(stmt) and _first_binding(ctx, binding):
-        value_range = ctx.range(binding.value)
-        head = ctx.range(stmt).start
-        call = '%s.register_buffer("%s", ' % (self_name, attr)
-        before = ctx.replace(Range(head, value_range.start), call)
+        # `self.x = (<value>)` -> `self.register_buffer("x", (<value>))`: replace up to the `=`, close at the end.
+        head = _through_equals(ctx, stmt)
+        end = ctx.range(stmt).end
+        call = ctx.replace(head, '%s.register_buffer("%s", ' % (self_name, attr))
         fixes.append(ctx.fix('Register as a buffer: `register_buffer("%s", ...)`' % attr,
-                             [before, ctx.replace(Range(value_range.end, value_range.end), ")")], safe=False))
+                             [call, ctx.replace(Range(end, end), ")")], safe=False))
         fixes.append(ctx.fix('Register as a non-persistent buffer (moved by .to(), not saved)',
-                             [before, ctx.replace(Range(value_range.end, value_range.end), ", persistent=False)")],
+                             [call, ctx.replace(Range(end, end), ", persistent=False)")],
                              safe=not value.requires_grad))
     preferred = 0 if _prefers_parameter(value, attr) or len(fixes) == 1 else 1
     fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == preferred)) for i, f in enumerate(fixes)]
     return ctx.finding("TL101", message, stmt, severity, fixes)
+
+
+def _through_equals(ctx, stmt) -> Range:
+    """From the statement's start through `=` and the spaces after it."""
+    after = stmt.annotation if isinstance(stmt, ast.AnnAssign) else stmt.targets[0]
+    start = ctx.range(stmt).start
+    offset = ctx.source.offset(ctx.range(after).end)
+    text = ctx.source.text
+    offset = text.index("=", offset) + 1
+    while text[offset] in " \t":
+        offset += 1
+    return Range(start, ctx.source.position(offset))
 
 
 def _first_binding(ctx, binding) -> bool:

@@ -68,9 +68,12 @@ def _registered_later(ctx, binding, init) -> bool:
     for call in ctx.index.calls:
         if ctx.index.call_scopes.get(id(call)) is not init:
             continue
+        if isinstance(call.func, ast.Attribute) and call.func.attr in ("add_module", "register_module") \
+                or isinstance(call.func, ast.Name) and call.func.id == "setattr":
+            return True  # modules registered one by one (often in a loop over the list): say nothing
         qualified = ctx.qualify(call.func) or ""
         registers = qualified.startswith("torch.nn.") or (
-            isinstance(call.func, ast.Attribute) and call.func.attr in ("add_module", "register_module", "extend"))
+            isinstance(call.func, ast.Attribute) and call.func.attr == "extend")
         if not registers:
             continue
         for arg in list(call.args) + [k.value for k in call.keywords]:

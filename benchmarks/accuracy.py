@@ -1,0 +1,66 @@
+"""Per rule: what the syntactic layer finds alone, and what it finds with jedi.
+
+Counts the `# expect: TLxxx` marks of the test fixtures (tests/fixtures/rules and the
+multi-file tests/fixtures/jedi_project) and compares them with what each layer reports.
+Prints a markdown table.
+
+    .venv/bin/python benchmarks/accuracy.py
+"""
+from __future__ import annotations
+
+import collections
+import re
+import sys
+from pathlib import Path
+
+from torchlint.analysis.engine import check_source
+from torchlint.analysis.inference import JediInference
+from torchlint.rules import ALL_RULES
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+EXPECT = re.compile(r"#\s*expect:\s*(TL\d{3}(?:\s*,\s*TL\d{3})*)")
+
+
+def expectations(text):
+    marks = set()
+    for lineno, line in enumerate(text.splitlines(), 1):
+        match = EXPECT.search(line)
+        if match:
+            marks.update((lineno, c.strip()) for c in match.group(1).split(","))
+    return marks
+
+
+def main() -> int:
+    files = sorted((FIXTURES / "rules").glob("*.py")) + sorted((FIXTURES / "jedi_project").rglob("*.py"))
+    layers = {"names": None, "jedi": JediInference(str(FIXTURES / "jedi_project"))}
+    expected = collections.Counter()
+    found = {name: collections.Counter() for name in layers}
+    wrong = {name: collections.Counter() for name in layers}
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        marks = expectations(text)
+        for _, code in marks:
+            expected[code] += 1
+        for name, layer in layers.items():
+            result = check_source(text, str(path), inference=layer)
+            reported = {(f.range.start.line, f.code) for f in result.findings}
+            for _, code in reported & marks:
+                found[name][code] += 1
+            for _, code in reported - marks:
+                wrong[name][code] += 1
+    print("| rule | expected | names only | with jedi | false positives (names / jedi) |")
+    print("|---|---|---|---|---|")
+    for rule in ALL_RULES:
+        code = rule.code
+        print("| %s %s | %d | %d | %d | %d / %d |" % (code, rule.name, expected[code], found["names"][code],
+                                                    found["jedi"][code], wrong["names"][code], wrong["jedi"][code]))
+    total = sum(expected.values())
+    print("| all | %d | %d | %d | %d / %d |" % (total, sum(found["names"].values()), sum(found["jedi"].values()),
+                                             sum(wrong["names"].values()), sum(wrong["jedi"].values())))
+    print("\n%d files (%s)" % (len(files), ", ".join(sorted({p.parent.name for p in files}))), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
