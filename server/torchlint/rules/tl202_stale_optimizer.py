@@ -1,0 +1,341 @@
+"""TL202 stale-optimizer: a submodule or parameter re-bound after an optimizer was built from it."""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import List, Optional, Set
+
+from ..analysis import torch_names as tn
+from ..analysis.findings import Position, Range, Severity
+from ..analysis.scopes import block_chain
+from ..analysis.values import Kind
+from .base import Rule
+
+_PARAMETER_SOURCES = ("parameters", "named_parameters")
+
+# torch.nn layers that hold no parameters: swapping one in (`model.fc = nn.Identity()`) leaves
+# nothing for the optimizer to miss.
+_PARAMETER_FREE = frozenset("torch.nn." + name for name in """
+Identity Flatten Unflatten Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout
+ReLU ReLU6 LeakyReLU GELU SiLU Mish ELU CELU SELU Sigmoid Tanh Hardtanh Hardswish Hardsigmoid
+Softplus Softsign Softmax LogSoftmax Softmin Tanhshrink Threshold GLU LogSigmoid
+MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d
+AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d Upsample PixelShuffle
+PixelUnshuffle ZeroPad1d ZeroPad2d ZeroPad3d
+""".split())
+
+
+@dataclass
+class _Build:
+    """`opt = optim.SGD(model.parameters(), ...)`: where, into what, from which modules."""
+
+    stmt: ast.Assign
+    position: int  # index in scope.statements
+    target: str  # dotted text of the assignment target ("optimizer", "self.opt")
+    roots: Set[str]  # "model", "model.fc", "self"
+    direct: bool  # every parameter source is in the optimizer call itself (no helper variable)
+
+
+class StaleOptimizer(Rule):
+    code = "TL202"
+    name = "stale-optimizer"
+    summary = "submodule or parameter re-bound after the optimizer was built: the new weights are never updated"
+    severity = Severity.WARNING
+
+    def check(self, ctx):
+        for scope in ctx.index.scopes:
+            statements = scope.statements
+            reported = set()  # one finding per re-binding, even when two optimizers hold the parameters
+            builds = [b for b in (_build(ctx, scope, i, s) for i, s in enumerate(statements)) if b]
+            for build in builds:
+                for position in range(build.position + 1, len(statements)):
+                    stmt = statements[position]
+                    if _assigns(stmt, build.target):
+                        break  # a newer optimizer in the same variable: its own build is checked
+                    rebound = _rebinding(ctx, scope, stmt, build)
+                    if rebound is None or id(stmt) in reported or not _encloses(ctx, build.stmt, stmt):
+                        continue
+                    if _refreshed(ctx, statements[position + 1:], build) or not _used_later(ctx, scope, build,
+                                                                                            stmt, position):
+                        continue
+                    reported.add(id(stmt))
+                    yield _finding(ctx, scope, build, stmt, *rebound)
+
+
+# -- facts -------------------------------------------------------------------------------------
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _is_optimizer_call(ctx, node) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    qualified = ctx.qualify(node.func)
+    return qualified is not None and tn.is_optimizer_class(qualified)
+
+
+def _build(ctx, scope, position, stmt) -> Optional[_Build]:
+    if not (isinstance(stmt, ast.Assign) and _is_optimizer_call(ctx, stmt.value)):
+        return None
+    target = _dotted(stmt.targets[0])
+    if target is None:
+        return None
+    call = stmt.value
+    arguments = list(call.args) + [kw.value for kw in call.keywords]
+    direct = _parameter_roots(arguments)
+    indirect = _roots_through_names(ctx, scope, arguments, stmt.lineno, depth=3)
+    roots = direct | indirect
+    if not roots:
+        return None
+    return _Build(stmt, position, target, roots, direct=not (indirect - direct))
+
+
+def _parameter_roots(nodes) -> Set[str]:
+    """Receivers of every `<x>.parameters()` / `<x>.named_parameters()` in ``nodes``."""
+    roots = set()
+    for top in nodes:
+        for node in ast.walk(top):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in _PARAMETER_SOURCES:
+                root = _dotted(node.func.value)
+                if root is not None:
+                    roots.add(root)
+    return roots
+
+
+def _roots_through_names(ctx, scope, nodes, before_line: int, depth: int) -> Set[str]:
+    """`params = [p for p in model.parameters() if ...]` then `optim.SGD(params)`, and `params.append(p)` loops."""
+    roots: Set[str] = set()
+    if depth == 0:
+        return roots
+    names = {n.id for top in nodes for n in ast.walk(top) if isinstance(n, ast.Name)}
+    for name in names:
+        sources = []
+        for binding in scope.locals.get(name, ()):
+            if binding.stmt.lineno < before_line:
+                sources += [n for n in (binding.value, binding.iter_of) if n is not None]
+        sources += [arg for call in scope.appends.get(name, ()) if call.lineno < before_line for arg in call.args]
+        roots |= _parameter_roots(sources)
+        roots |= _roots_through_names(ctx, scope, sources, before_line, depth - 1)
+    return roots
+
+
+def _assigns(stmt, target: str) -> bool:
+    return isinstance(stmt, ast.Assign) and any(_dotted(t) == target for t in stmt.targets)
+
+
+def _rebinding(ctx, scope, stmt, build):
+    """(target node, target text, root, value kind) when ``stmt`` re-binds something under a root:
+    `model.fc = ...`, `model.fc.weight = ...`, `model.classifier[6] = ...`."""
+    if not isinstance(stmt, ast.Assign):
+        return None
+    for target in stmt.targets:
+        if isinstance(target, ast.Attribute):
+            owner = _dotted(target)
+        elif isinstance(target, ast.Subscript):
+            owner = _dotted(target.value)
+        else:
+            continue
+        if owner is None:
+            continue
+        text = ctx.text(target)
+        root = next((r for r in sorted(build.roots) if owner == r or owner.startswith(r + ".")), None)
+        if root is None or _reuses(ctx, stmt.value, text) or not _constructs(ctx, scope, stmt.value, depth=3):
+            continue
+        value = ctx.classify(stmt.value, scope)
+        if value.kind not in (Kind.MODULE, Kind.PARAMETER) or value.module_class in _PARAMETER_FREE:
+            continue
+        return target, text, root, value.kind
+    return None
+
+
+def _reuses(ctx, value: ast.expr, target: str) -> bool:
+    """The value holds the object already there: `nn.DataParallel(model.fc)`, `model.fc.to(dev)`.
+
+    Reading an attribute of it (`nn.Linear(model.fc.in_features, 10)`) builds something new.
+    """
+    def is_target(node):
+        return isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and ctx.text(node) == target
+
+    if is_target(value):
+        return True
+    for node in ast.walk(value):
+        for child in ast.iter_child_nodes(node):
+            if is_target(child) and not (isinstance(node, ast.Attribute) and node.attr not in tn.MOVE_METHODS):
+                return True
+    return False
+
+
+def _constructs(ctx, scope, value: ast.expr, depth: int) -> bool:
+    """The value is a new object (`nn.Linear(...)`, `head` bound to one), not an existing one that the
+    optimizer may already hold (`model.encoder.weight` for weight tying)."""
+    if depth == 0:
+        return False
+    if isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr in tn.MOVE_METHODS:
+            return _constructs(ctx, scope, func.value, depth - 1)  # modules move in place
+        return True
+    if isinstance(value, ast.Name):
+        bindings = scope.locals.get(value.id, ())
+        return bool(bindings) and all(b.value is not None and _constructs(ctx, scope, b.value, depth - 1)
+                                      for b in bindings)
+    return False
+
+
+def _chain(ctx, stmt) -> List[tuple]:
+    return block_chain(ctx.index, stmt)
+
+
+def _encloses(ctx, build_stmt, stmt) -> bool:
+    """The block that builds the optimizer holds the re-binding (no exclusive if/else branches)."""
+    outer, inner = _chain(ctx, build_stmt), _chain(ctx, stmt)
+    return len(outer) <= len(inner) and inner[len(inner) - len(outer):] == outer
+
+
+def _refreshed(ctx, later_statements, build) -> bool:
+    """The optimizer is rebuilt, re-bound, or given the new parameters after the re-binding."""
+    for stmt in later_statements:
+        if isinstance(stmt, ast.Assign):
+            if any(_dotted(t) == build.target for t in stmt.targets):
+                return True
+            if _is_optimizer_call(ctx, stmt.value) and _parameter_roots([stmt.value]) & build.roots:
+                return True
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "add_param_group" and _dotted(node.func.value) == build.target:
+                return True
+    return False
+
+
+def _used_later(ctx, scope, build, stmt, position) -> bool:
+    """Whether the stale optimizer can still be used once the re-binding ran.
+
+    An optimizer kept in an attribute outlives the scope. A local one counts when read after
+    the re-binding, inside a loop that repeats the re-binding but not the build, or in a nested
+    function.
+    """
+    if "." in build.target:
+        return True
+    name = build.target
+    later = list(scope.statements[position + 1:])
+    build_owners = {owner_id for owner_id, _ in _chain(ctx, build.stmt)}
+    later += [owner for owner in _owners(ctx, stmt)
+              if isinstance(owner, (ast.For, ast.AsyncFor, ast.While)) and id(owner) not in build_owners]
+    nested = [s.node for s in ctx.index.scopes if _inside(s, scope)]
+    return any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+               for top in later + nested for node in ast.walk(top))
+
+
+def _owners(ctx, stmt) -> List[ast.stmt]:
+    owners = []
+    entry = ctx.index.blocks.get(id(stmt))
+    while entry is not None:
+        owners.append(entry[0])
+        entry = ctx.index.blocks.get(id(entry[0]))
+    return owners
+
+
+def _inside(scope, outer) -> bool:
+    parent = scope.parent
+    while parent is not None:
+        if parent is outer:
+            return True
+        parent = parent.parent
+    return False
+
+
+# -- the finding and its fixes -----------------------------------------------------------------
+
+def _finding(ctx, scope, build, stmt, target, text, root, kind):
+    new = "module's parameters" if kind is Kind.MODULE else "parameter"
+    message = ("`%s` is replaced after the optimizer on line %d took the parameters of `%s`: "
+               "it still holds the old ones and never updates the new %s"
+               % (text, build.stmt.lineno, root, new))
+    related = ctx.related(build.stmt, "`%s` is built here; it keeps the parameters `%s` had at this point"
+                          % (build.target, root))
+    # Something that already uses the optimizer (a scheduler) would keep the old one if it were
+    # re-created; adding the new parameters to it keeps those links.
+    used_between = _mentioned_between(ctx, scope, build.target, build.stmt.end_lineno, stmt.lineno)
+    fixes = []
+    if build.direct and not used_between and _can_move(ctx, build, stmt):
+        fixes.append(_move_fix(ctx, build, stmt, text))
+    add_group = _add_group_fix(ctx, build, stmt, text, kind)
+    if used_between or not build.direct:
+        fixes.append(add_group)
+    if build.direct:
+        fixes.append(_recreate_fix(ctx, build, stmt))
+    if add_group not in fixes:
+        fixes.append(add_group)
+    fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == 0)) for i, f in enumerate(fixes)]
+    return ctx.finding("TL202", message, target, Severity.WARNING, fixes, related=(related,))
+
+
+def _mentioned_between(ctx, scope, target: str, first: int, last: int) -> bool:
+    """``target`` (a name or `self.opt`) appears on a line strictly between ``first`` and ``last``."""
+    return any(isinstance(node, (ast.Name, ast.Attribute)) and first < node.lineno < last
+               and _dotted(node) == target for node in ast.walk(scope.node))
+
+
+def _can_move(ctx, build, stmt) -> bool:
+    """Moving the build below the re-binding changes nothing else: a plain `name = ...` on its own
+    lines, in the same block as the re-binding (the caller checked that nothing uses it in between)."""
+    if len(build.stmt.targets) != 1 or not isinstance(build.stmt.targets[0], ast.Name):
+        return False
+    if _chain(ctx, build.stmt) != _chain(ctx, stmt):
+        return False
+    return ctx.stands_alone(build.stmt) and ctx.stands_alone(stmt)
+
+
+def _after(ctx, stmt):
+    """Where a new line goes after ``stmt``, and the text that must precede it there."""
+    newline = ctx.source.newline()
+    if stmt.end_lineno < ctx.source.line_count:
+        return Position(stmt.end_lineno + 1, 0), ""
+    return Position(stmt.end_lineno, len(ctx.source.line(stmt.end_lineno))), newline
+
+
+def _move_fix(ctx, build, stmt, text):
+    newline = ctx.source.newline()
+    first, last = build.stmt.lineno, build.stmt.end_lineno
+    lines = "".join(ctx.source.line(n) + newline for n in range(first, last + 1))
+    delete = ctx.replace(Range(Position(first, 0), Position(last + 1, 0)), "")
+    where, lead = _after(ctx, stmt)
+    insert = ctx.replace(Range(where, where), lead + lines)
+    return ctx.fix("Build `%s` after `%s` is replaced (move line %d)" % (build.target, text, first),
+                   [delete, insert], safe=False)
+
+
+def _insert_after(ctx, stmt, text: str):
+    """An edit that adds the (possibly multi-line) statement ``text`` right after ``stmt``."""
+    if not ctx.stands_alone(stmt):
+        end = ctx.range(stmt).end
+        return ctx.replace(Range(end, end), "; " + text)
+    newline = ctx.source.newline()
+    where, lead = _after(ctx, stmt)
+    return ctx.replace(Range(where, where), lead + ctx.indent(stmt) + text + newline)
+
+
+def _recreate_fix(ctx, build, stmt):
+    old_indent, new_indent = ctx.indent(build.stmt), ctx.indent(stmt)
+    lines = re.split(r"\r\n|\r|\n", ctx.text(build.stmt))  # as Python splits lines (not at form feeds)
+    # Continuation lines keep their offset from the statement's indentation.
+    lines[1:] = [new_indent + line[len(old_indent):] if line.startswith(old_indent) else line
+                 for line in lines[1:]]
+    copy = ctx.source.newline().join(lines)
+    return ctx.fix("Re-create `%s` after the change" % build.target, [_insert_after(ctx, stmt, copy)], safe=False)
+
+
+def _add_group_fix(ctx, build, stmt, text, kind):
+    params = "%s.parameters()" % text if kind is Kind.MODULE else "[%s]" % text
+    call = '%s.add_param_group({"params": %s})' % (build.target, params)
+    return ctx.fix("Add the new parameters to `%s`" % build.target, [_insert_after(ctx, stmt, call)], safe=False)

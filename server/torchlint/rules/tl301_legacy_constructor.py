@@ -1,0 +1,257 @@
+"""TL301 legacy-constructor: torch.FloatTensor(...) & co, torch.Tensor(...) and Variable(...)."""
+from __future__ import annotations
+
+import ast
+
+from ..analysis import torch_names as tn
+from ..analysis.findings import Position, Range, Severity
+from ..analysis.values import Kind, keyword
+from .base import Rule
+
+# Expressions that can take `.method()` or stand in for a call without parentheses.
+# (Not constants: `3.detach()` does not parse.)
+_ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.List, ast.Dict, ast.Set,
+          ast.ListComp, ast.DictComp, ast.SetComp)
+
+
+# Factories that make a tensor from numbers only (no tensor argument to inherit a graph from).
+_CREATION_FACTORIES = frozenset("torch." + name for name in """
+zeros ones empty full rand randn randint randperm arange linspace logspace eye
+""".split())
+
+
+class LegacyConstructor(Rule):
+    code = "TL301"
+    name = "legacy-constructor"
+    summary = "legacy tensor constructor (torch.FloatTensor, torch.Tensor(...), Variable): deprecated"
+    severity = Severity.WARNING
+
+    def check(self, ctx):
+        for call in ctx.index.calls:
+            qualified = ctx.qualify(call.func)
+            if qualified not in tn.LEGACY_CONSTRUCTORS:
+                continue
+            if qualified == "torch.autograd.Variable":
+                yield _variable(ctx, call)
+            else:
+                yield _typed(ctx, call, qualified)
+
+
+# -- torch.FloatTensor(...), torch.cuda.LongTensor(...), torch.Tensor(...) ----------------------
+
+def _typed(ctx, call, qualified):
+    name = ctx.text(call.func)
+    dtype = tn.TYPED_CONSTRUCTORS.get(qualified.rsplit(".", 1)[1])  # None for torch.Tensor: default dtype
+    on_cuda = qualified.startswith("torch.cuda.")
+    shape = _argument_shape(call)
+
+    # What the modern call needs besides data or sizes, for the message.
+    needs = (", dtype=%s" % dtype if dtype else "") + (', device="cuda"' if on_cuda else "")
+    fixes = []
+    if shape == "data":
+        needs_dtype = dtype is not None or not _float_literal(call.args[0])
+        fixes.append(_rewrite(ctx, call, "torch.tensor", dtype, needs_dtype, on_cuda, "the data", safe=True))
+        modern = "`torch.tensor(data%s)`" % needs
+    elif shape in ("empty", "sizes"):
+        fixes.append(_rewrite(ctx, call, "torch.empty", dtype, dtype is not None, on_cuda, "the sizes",
+                              safe=True))
+        modern = "`torch.empty(*sizes%s)`" % needs
+    else:
+        # One argument the syntax cannot read: data to convert, or a size? Both guesses are unsafe.
+        if shape == "ambiguous":
+            fixes.append(_rewrite(ctx, call, "torch.as_tensor", dtype, True, on_cuda, "it as data", safe=False))
+        fixes.append(_rewrite(ctx, call, "torch.empty", dtype, dtype is not None, on_cuda, "it as the sizes",
+                              safe=False))
+        modern = "`torch.as_tensor(data%s)` or `torch.empty(*sizes%s)`" % (needs, needs)
+    fixes[0] = ctx.fix(fixes[0].title, fixes[0].edits, fixes[0].is_safe, preferred=True)
+    message = "`%s(...)` is a legacy constructor (deprecated): use %s" % (name, modern)
+    return ctx.finding("TL301", message, call.func, Severity.WARNING, fixes, deprecated=True)
+
+
+def _argument_shape(call: ast.Call) -> str:
+    """'data', 'sizes', 'empty' (no argument), 'starred' (`*shape`) or 'ambiguous'."""
+    args = call.args
+    if not args:
+        return "empty"
+    if len(args) > 1:
+        return "sizes"
+    arg = args[0]
+    if isinstance(arg, (ast.List, ast.Tuple, ast.ListComp)):
+        return "data"
+    if isinstance(arg, ast.Starred):
+        return "starred"
+    if isinstance(arg, ast.Constant) and type(arg.value) is int:
+        return "sizes"
+    if _is_size(arg):
+        return "sizes"
+    return "ambiguous"
+
+
+def _is_size(node: ast.expr) -> bool:
+    """`x.size()`, `x.shape`, `x.size(0)`, `x.shape[1]`, `len(xs)`, `int(n)`: a size or a torch.Size."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+        return isinstance(node, ast.Attribute) and node.attr == "shape"
+    if isinstance(node, ast.Attribute):
+        return node.attr == "shape"
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            return func.attr in ("size", "numel", "dim")
+        return isinstance(func, ast.Name) and func.id in ("len", "int")
+    return False
+
+
+def _float_literal(node: ast.expr) -> bool:
+    """A literal of numbers with at least one float: torch.tensor() infers the default float dtype for it."""
+    leaves = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (ast.List, ast.Tuple)):
+            stack.extend(item.elts)
+        elif isinstance(item, ast.UnaryOp) and isinstance(item.op, (ast.USub, ast.UAdd)):
+            stack.append(item.operand)
+        elif isinstance(item, ast.Constant) and type(item.value) in (int, float):
+            leaves.append(item.value)
+        else:
+            return False
+    return any(type(v) is float for v in leaves)
+
+
+def _rewrite(ctx, call, function, dtype, needs_dtype, on_cuda, reading, safe):
+    """Replace the constructor's name with ``function`` and append dtype=/device= to its arguments."""
+    spelled, import_edit = ctx.spell(function)
+    edits = [ctx.replace(call.func, spelled), import_edit]
+    extra = []
+    given = {kw.arg for kw in call.keywords}
+    if needs_dtype and "dtype" not in given:
+        if dtype is None:
+            default, default_import = ctx.spell("torch.get_default_dtype")
+            extra.append("dtype=%s()" % default)
+            edits.append(default_import)
+        else:
+            spelled_dtype, dtype_import = ctx.spell(dtype)
+            extra.append("dtype=%s" % spelled_dtype)
+            edits.append(dtype_import)
+    if on_cuda and "device" not in given:
+        extra.append('device="cuda"')
+
+    if call.args or call.keywords:
+        if not call.args:
+            # Only keywords: add the size of an empty 1-d tensor, as the legacy constructor made.
+            first = ctx.range(call.keywords[0]).start
+            edits.append(ctx.replace(Range(first, first), "0, "))
+        if extra:
+            last = max(ctx.range(a).end for a in list(call.args) + list(call.keywords))
+            edits.append(ctx.replace(Range(last, last), ", " + ", ".join(extra)))
+    else:
+        parentheses = Range(ctx.range(call.func).end, ctx.range(call).end)
+        edits.append(ctx.replace(parentheses, "(%s)" % ", ".join(["0"] + extra)))
+
+    shown = "%s(%s)" % (spelled, ", ".join(["..."] + extra))
+    title = "Use `%s` (reads %s)" % (shown, reading)
+    return ctx.fix(title, _unique(edits), safe=safe)
+
+
+def _unique(edits):
+    """Several spellings may need the same `import torch`: keep one of each edit."""
+    seen, kept = set(), []
+    for edit in edits:
+        if edit is not None and edit not in seen:
+            seen.add(edit)
+            kept.append(edit)
+    return kept
+
+
+# -- torch.autograd.Variable(...) -----------------------------------------------------------
+
+def _variable(ctx, call):
+    name = ctx.text(call.func)
+    message = ("`%s(...)` is deprecated: since PyTorch 0.4 tensors track gradients themselves, and "
+               "`%s(x)` only returns a detached alias of `x`" % (name, name))
+    fixes = []
+    requires_grad = call.args[1] if len(call.args) > 1 else keyword(call, "requires_grad")
+    understood = (len(call.args) in (1, 2, 3) and not any(isinstance(a, ast.Starred) for a in call.args)
+                  and all(kw.arg in ("requires_grad", "volatile") for kw in call.keywords))
+    if understood:
+        fixes.append(_unwrap_variable(ctx, call, requires_grad))
+    return ctx.finding("TL301", message, call.func, Severity.WARNING, fixes, deprecated=True)
+
+
+def _unwrap_variable(ctx, call, requires_grad):
+    """`Variable(x)` -> `x`; `Variable(x, requires_grad=g)` -> `x.detach().requires_grad_(g)`.
+
+    `volatile=` is dropped: it has had no effect since PyTorch 0.4.
+    """
+    data = call.args[0]
+    value = ctx.classify(data, ctx.index.call_scopes.get(id(call)))
+    wants_grad = requires_grad is not None and not (
+        isinstance(requires_grad, ast.Constant) and requires_grad.value is False)
+    # Variable() always detaches; only write .detach() where it can matter.
+    may_require_grad = value.requires_grad or value.kind is Kind.PARAMETER
+    suffix = ""
+    if wants_grad:
+        detach = "" if _fresh(ctx, data) else ".detach()"
+        argument = "" if isinstance(requires_grad, ast.Constant) and requires_grad.value is True \
+            else ctx.text(requires_grad)
+        suffix = "%s.requires_grad_(%s)" % (detach, argument)
+    elif may_require_grad:
+        suffix = ".detach()"
+    needs_parentheses = not isinstance(data, _ATOMS)
+    call_range, data_range = ctx.range(call), ctx.range(data)
+    before = "(" if needs_parentheses else ""
+    after = (")" if needs_parentheses else "") + suffix
+    statement = _self_assignment(ctx, call) if not suffix else None
+    if statement is not None:
+        # `x = Variable(x)` would become `x = x`: drop the line instead.
+        lines = Range(Position(statement.lineno, 0), Position(statement.end_lineno + 1, 0))
+        return ctx.fix("Remove the `%s(...)` wrapping (delete the line)" % ctx.text(call.func),
+                       [ctx.replace(lines, "")], safe=True, preferred=True)
+    edits = [ctx.replace(Range(call_range.start, data_range.start), before),
+             ctx.replace(Range(data_range.end, call_range.end), after)]
+    shown = "%s%s%s" % (before, _short(ctx.text(data)), after)
+    return ctx.fix("Replace with `%s`" % shown, edits, safe=True, preferred=True)
+
+
+def _fresh(ctx, node) -> bool:
+    """A new tensor that nothing else refers to and that needs no grad: `torch.randn(3).type(dtype)`."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in tn.MOVE_METHODS:
+        node = node.func.value
+    return (isinstance(node, ast.Call) and ctx.qualify(node.func) in _CREATION_FACTORIES
+            and keyword(node, "requires_grad") is None)
+
+
+def _self_assignment(ctx, call):
+    """The statement `x = Variable(x)`, on lines of its own and not alone in its block."""
+    for stmt in ctx.index.call_scopes[id(call)].statements:
+        if isinstance(stmt, ast.Assign) and stmt.value is call:
+            break
+    else:
+        return None
+    if len(stmt.targets) != 1 or ctx.text(stmt.targets[0]) != ctx.text(call.args[0]):
+        return None
+    if not ctx.stands_alone(stmt) or stmt.end_lineno >= ctx.source.line_count or _alone_in_block(ctx, stmt):
+        return None
+    return stmt
+
+
+def _alone_in_block(ctx, stmt) -> bool:
+    """Deleting the statement would leave an empty block."""
+    entry = ctx.index.blocks.get(id(stmt))
+    if entry is not None:
+        owner, name = entry
+        if name.startswith("handler"):
+            block = owner.handlers[int(name[len("handler"):])].body
+        elif name.startswith("case"):
+            block = owner.cases[int(name[len("case"):])].body
+        else:
+            block = getattr(owner, name)
+        return len(block) == 1
+    parents = [ctx.tree] + [scope.node for scope in ctx.index.scopes] + [cls.node for cls in ctx.index.classes]
+    return any(parent.body == [stmt] for parent in parents)
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."

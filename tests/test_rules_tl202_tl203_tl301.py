@@ -1,0 +1,622 @@
+"""TL202, TL203, TL301: exact fix outputs, the look-alikes that stay quiet, and fixed code run with torch."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from torchlint.analysis.engine import check_source
+from torchlint.analysis.findings import Severity
+from torchlint.analysis.source import apply_edits
+
+
+@pytest.fixture
+def check():
+    def run_check(text):
+        result = check_source(text, "example.py")
+        assert result.parse_error is None and not result.internal_errors, result
+        return result
+    return run_check
+
+
+def findings(check, text, code):
+    return [f for f in check(textwrap.dedent(text)).findings if f.code == code]
+
+
+def only(check, text, code):
+    found = findings(check, text, code)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def quiet(check, text, code):
+    assert findings(check, text, code) == []
+
+
+def fixed(text, fix):
+    return apply_edits(textwrap.dedent(text), fix.edits)
+
+
+def by_title(finding, start):
+    matches = [f for f in finding.fixes if f.title.startswith(start)]
+    assert len(matches) == 1, [f.title for f in finding.fixes]
+    return matches[0]
+
+
+def preferred(finding):
+    (fix,) = [f for f in finding.fixes if f.preferred]
+    return fix
+
+
+def run(text):
+    """Execute a snippet with the real torch and return its globals."""
+    pytest.importorskip("torch")
+    namespace = {"__name__": "snippet"}
+    exec(compile(textwrap.dedent(text), "snippet.py", "exec"), namespace)
+    return namespace
+
+
+# == TL202 stale-optimizer ===================================================================
+
+FINETUNE = """\
+import torch.nn as nn
+import torch.optim as optim
+from torchvision import models
+
+model = models.resnet18(weights=None)
+optimizer = optim.SGD(model.parameters(), lr=0.01)  # built too early
+model.fc = nn.Linear(512, 10)
+train(model, optimizer)
+"""
+
+
+def test_tl202_finds_the_head_swap_with_related_information(check):
+    finding = only(check, FINETUNE, "TL202")
+    assert finding.severity is Severity.WARNING
+    assert (finding.range.start.line, finding.range.start.column) == (7, 0)
+    assert (finding.range.end.line, finding.range.end.column) == (7, 8)  # the target `model.fc`
+    assert "line 6" in finding.message and "`model.fc`" in finding.message
+    (related,) = finding.related
+    assert related.range.start.line == 6
+
+
+def test_tl202_move_fix_is_preferred_and_keeps_the_comment(check):
+    finding = only(check, FINETUNE, "TL202")
+    fix = preferred(finding)
+    assert fix.title.startswith("Build `optimizer` after")
+    assert not fix.is_safe
+    assert fixed(FINETUNE, fix).splitlines()[5:8] == [
+        "model.fc = nn.Linear(512, 10)",
+        "optimizer = optim.SGD(model.parameters(), lr=0.01)  # built too early",
+        "train(model, optimizer)",
+    ]
+
+
+def test_tl202_recreate_and_add_group_fixes(check):
+    finding = only(check, FINETUNE, "TL202")
+    recreate = by_title(finding, "Re-create `optimizer`")
+    assert fixed(FINETUNE, recreate).splitlines()[6:8] == [
+        "model.fc = nn.Linear(512, 10)",
+        "optimizer = optim.SGD(model.parameters(), lr=0.01)",
+    ]
+    add = by_title(finding, "Add the new parameters")
+    assert fixed(FINETUNE, add).splitlines()[7] == 'optimizer.add_param_group({"params": model.fc.parameters()})'
+    assert not recreate.is_safe and not add.is_safe
+
+
+MULTILINE_IN_BRANCH = """\
+import torch
+import torch.nn as nn
+
+def build(model, num_classes):
+    optimizer = torch.optim.Adam(
+        model.parameters(),
+        lr=1e-3,
+    )
+    if num_classes != 1000:
+        model.classifier[6] = nn.Linear(4096, num_classes)
+    return model, optimizer
+"""
+
+
+def test_tl202_recreate_reindents_a_multiline_build_into_the_branch(check):
+    finding = only(check, MULTILINE_IN_BRANCH, "TL202")
+    assert "`model.classifier[6]`" in finding.message
+    titles = [f.title for f in finding.fixes]
+    assert not any(t.startswith("Build") for t in titles)  # different blocks: no move
+    fix = preferred(finding)
+    assert fix.title.startswith("Re-create")
+    assert fixed(MULTILINE_IN_BRANCH, fix).splitlines()[9:14] == [
+        "        model.classifier[6] = nn.Linear(4096, num_classes)",
+        "        optimizer = torch.optim.Adam(",
+        "            model.parameters(),",
+        "            lr=1e-3,",
+        "        )",
+    ]
+
+
+def test_tl202_prefers_add_param_group_when_a_scheduler_holds_the_optimizer(check):
+    text = """\
+    import torch.nn as nn
+    from torch import optim
+
+    def setup(model):
+        opt = optim.SGD(model.parameters(), lr=0.1)
+        sched = optim.lr_scheduler.StepLR(opt, 10)
+        model.fc = nn.Linear(8, 2)
+        return opt, sched
+    """
+    finding = only(check, text, "TL202")
+    assert preferred(finding).title.startswith("Add the new parameters to `opt`")
+    assert not any(f.title.startswith("Build") for f in finding.fixes)
+
+
+def test_tl202_parameters_collected_in_a_list_get_only_add_param_group(check):
+    text = """\
+    import torch
+    import torch.nn as nn
+
+    def setup(model):
+        decay = []
+        for name, p in model.named_parameters():
+            decay.append(p)
+        opt = torch.optim.AdamW([{"params": decay}], lr=0.1)
+        model.fc.bias = nn.Parameter(torch.zeros(10))
+        return opt
+    """
+    finding = only(check, text, "TL202")
+    assert "new parameter" in finding.message
+    (fix,) = finding.fixes
+    assert fix.preferred
+    assert fixed(text, fix).splitlines()[9] == '    opt.add_param_group({"params": [model.fc.bias]})'
+
+
+def test_tl202_self_optimizer_in_a_method(check):
+    text = """\
+    import torch
+    import torch.nn as nn
+
+    class Trainer:
+        def __init__(self, model):
+            self.model = model
+            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+            self.model.head = nn.Linear(16, 4)
+    """
+    finding = only(check, text, "TL202")
+    assert preferred(finding).title.startswith("Re-create `self.optimizer`")
+    assert fixed(text, preferred(finding)).splitlines()[8] == \
+        "        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)"
+
+
+def test_tl202_one_finding_when_two_optimizers_hold_the_model(check):
+    text = """\
+    import torch.nn as nn
+    import torch.optim as optim
+    model = nn.Sequential(nn.Linear(4, 4))
+    sgd = optim.SGD(model.parameters(), lr=0.1)
+    adam = optim.Adam(model.parameters())
+    model.head = nn.Linear(4, 2)
+    print(sgd, adam)
+    """
+    assert len(findings(check, text, "TL202")) == 1
+
+
+def test_tl202_statement_sharing_a_line_gets_a_semicolon_insert(check):
+    text = """\
+    import torch.nn as nn
+    import torch.optim as optim
+    model = nn.Sequential(nn.Linear(4, 4))
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    if True: model.head = nn.Linear(4, 2)
+    opt.step()
+    """
+    finding = only(check, text, "TL202")
+    add = by_title(finding, "Add the new parameters")
+    assert fixed(text, add).splitlines()[4] == \
+        'if True: model.head = nn.Linear(4, 2); opt.add_param_group({"params": model.head.parameters()})'
+
+
+@pytest.mark.parametrize("body", [
+    # the head swapped first
+    "model.fc = nn.Linear(512, 10)\nopt = optim.SGD(model.parameters(), lr=0.1)\nopt.step()",
+    # rebuilt, re-bound by a helper, or extended after the swap
+    "opt = optim.SGD(model.parameters(), lr=0.1)\nmodel.fc = nn.Linear(512, 10)\n"
+    "opt = optim.SGD(model.parameters(), lr=0.1)\nopt.step()",
+    "opt = optim.SGD(model.parameters(), lr=0.1)\nmodel.fc = nn.Linear(512, 10)\nopt = make(model)\nopt.step()",
+    "opt = optim.SGD(model.parameters(), lr=0.1)\nmodel.fc = nn.Linear(512, 10)\n"
+    "opt.add_param_group({'params': model.fc.parameters()})\nopt.step()",
+    # exclusive branches
+    "if flag:\n    opt = optim.SGD(model.parameters(), lr=0.1)\nelse:\n    model.fc = nn.Linear(512, 10)\n"
+    "    opt = None\nopt.step()",
+    "try:\n    opt = optim.SGD(model.parameters(), lr=0.1)\nexcept ValueError:\n"
+    "    model.fc = nn.Linear(512, 10)\n    opt = None\nopt.step()",
+    # the same module wrapped or moved, parameter-free layers, weight tying
+    "opt = optim.SGD(model.parameters(), lr=0.1)\nmodel.encoder = nn.DataParallel(model.encoder)\nopt.step()",
+    "opt = optim.SGD(model.parameters(), lr=0.1)\nmodel.fc = model.fc.to('cuda')\nopt.step()",
+    "opt = optim.SGD(model.parameters(), lr=0.1)\nmodel.fc = nn.Identity()\nopt.step()",
+    "opt = optim.SGD(model.parameters(), lr=0.1)\nmodel.decoder.weight = model.embed.weight\nopt.step()",
+    # another part of the model, or another object
+    "opt = optim.SGD(model.backbone.parameters(), lr=0.1)\nmodel.head = nn.Linear(512, 10)\nopt.step()",
+    "opt = optim.SGD(model.parameters(), lr=0.1)\nother.fc = nn.Linear(512, 10)\nopt.step()",
+    # the root itself re-bound (same object moved), and values that are not modules
+    "opt = optim.SGD(model.parameters(), lr=0.1)\nmodel = model.cuda()\nopt.step()",
+    "opt = optim.SGD(model.parameters(), lr=0.1)\nmodel.name = 'resnet'\nmodel.fc = build_head()\nopt.step()",
+    # a fresh optimizer per stage, swapped at the end of the stage, never used afterwards
+    "for stage in stages:\n    opt = optim.SGD(model.parameters(), lr=0.1)\n    train(model, opt)\n"
+    "    model.fc = nn.Linear(512, stage)",
+])
+def test_tl202_stays_quiet(check, body):
+    quiet(check, _in_function(body), "TL202")
+
+
+def _in_function(body):
+    return "import torch.nn as nn\nimport torch.optim as optim\n\ndef f(model, other, flag, stages, make):\n" \
+        + textwrap.indent(body, "    ") + "\n"
+
+
+def test_tl202_quiet_template_does_find_the_plain_bug(check):
+    body = "opt = optim.SGD(model.parameters(), lr=0.1)\nmodel.fc = nn.Linear(512, 10)\nopt.step()"
+    assert len(findings(check, _in_function(body), "TL202")) == 1
+
+
+def test_tl202_stage_loop_that_uses_the_optimizer_after_the_swap_is_found(check):
+    text = """\
+    import torch.nn as nn
+    import torch.optim as optim
+
+    def f(model, stages):
+        opt = optim.SGD(model.parameters(), lr=0.1)
+        for stage in stages:
+            opt.step()
+            model.fc = nn.Linear(512, stage)
+    """
+    # the next iteration steps the old optimizer
+    assert len(findings(check, text, "TL202")) == 1
+
+
+RUNNABLE_FINETUNE = """\
+import torch
+import torch.nn as nn
+import torch.optim as optim
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 8)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.body(x)))
+
+torch.manual_seed(0)
+model = Net()
+optimizer = optim.SGD(model.parameters(), lr=0.1)
+model.fc = nn.Linear(8, 2)
+before = model.fc.weight.detach().clone()
+loss = model(torch.randn(5, 4)).pow(2).sum()
+optimizer.zero_grad()
+loss.backward()
+optimizer.step()
+head_trained = not torch.equal(before, model.fc.weight)
+"""
+
+
+def test_tl202_every_fix_makes_the_new_head_train(check):
+    assert run(RUNNABLE_FINETUNE)["head_trained"] is False  # the bug is real
+    finding = only(check, RUNNABLE_FINETUNE, "TL202")
+    assert len(finding.fixes) == 3
+    for fix in finding.fixes:
+        result = fixed(RUNNABLE_FINETUNE, fix)
+        assert findings(check, result, "TL202") == []
+        assert run(result)["head_trained"] is True, fix.title
+
+
+# == TL203 discarded-move ====================================================================
+
+def test_tl203_assigns_the_result_and_keeps_the_rest(check):
+    text = """\
+    import torch
+    device = torch.device("cuda")
+
+    def step(images: torch.Tensor):
+        images.to(device, non_blocking=True)  # move the batch
+        return images
+    """
+    finding = only(check, text, "TL203")
+    assert finding.severity is Severity.WARNING
+    assert (finding.range.start.line, finding.range.start.column) == (5, 4)
+    fix = preferred(finding)
+    assert fix.is_safe
+    assert fixed(text, fix).splitlines()[4] == "    images = images.to(device, non_blocking=True)  # move the batch"
+
+
+def test_tl203_registered_buffer_in_forward(check):
+    text = """\
+    import torch
+    import torch.nn as nn
+
+    class PE(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("pe", torch.zeros(10, 4))
+
+        def forward(self, x):
+            self.pe.to(x.device)
+            return x + self.pe
+    """
+    finding = only(check, text, "TL203")
+    assert "`self.pe`" in finding.message
+    assert fixed(text, preferred(finding)).splitlines()[9] == "        self.pe = self.pe.to(x.device)"
+
+
+def test_tl203_dtype_conversions_and_type_with_argument(check):
+    text = """\
+    import torch
+    x = torch.zeros(3)
+    x.half()
+    x.type(torch.float64)
+    x.type()
+    """
+    lines = [f.range.start.line for f in findings(check, text, "TL203")]
+    assert lines == [3, 4]
+
+
+def test_tl203_global_tensor_in_a_function_is_found_without_a_fix(check):
+    text = """\
+    import torch
+    mean = torch.tensor([0.5])
+
+    def prepare():
+        mean.cuda()
+    """
+    finding = only(check, text, "TL203")
+    assert finding.fixes == ()  # `mean = mean.cuda()` here would raise UnboundLocalError
+
+
+@pytest.mark.parametrize("statement", [
+    "model.to(device)",
+    "model.cuda()",
+    "self_encoder.to(device)",
+    "batch.to(device)",  # unknown: a batch from a loader
+    "x.T.cuda()",  # not something `x.T = ...` could re-bind
+    "x[0].cuda()",
+    "w.cuda()",  # a Parameter: the obvious fix would be TL104
+    "x.type()",
+    "torch.randn(3).cuda()",
+])
+def test_tl203_stays_quiet(check, statement):
+    quiet(check, _tl203_template % statement, "TL203")
+
+
+def test_tl203_quiet_template_does_find_a_tensor_move(check):
+    assert len(findings(check, _tl203_template % "x.cuda()", "TL203")) == 1
+
+
+_tl203_template = """\
+    import torch
+    import torch.nn as nn
+    device = torch.device("cuda")
+    model = nn.Linear(3, 3)
+    self_encoder = nn.Sequential(nn.Linear(3, 3))
+    w = nn.Parameter(torch.zeros(3))
+    x = torch.zeros(3)
+
+    def f(batch):
+        %s
+    """
+
+
+def test_tl203_module_attribute_moves_stay_quiet(check):
+    text = """\
+    import torch.nn as nn
+
+    class AE(nn.Module):
+        def __init__(self, dev):
+            super().__init__()
+            self.encoder = nn.Linear(3, 3)
+            self.encoder.to(dev)
+            self.encoder.half()
+    """
+    quiet(check, text, "TL203")
+
+
+def test_tl203_fixed_code_really_converts(check):
+    text = """\
+    import torch
+    x = torch.zeros(3)
+    x.double()
+    """
+    assert run(text)["x"].dtype.is_floating_point and str(run(text)["x"].dtype) == "torch.float32"
+    result = fixed(text, preferred(only(check, text, "TL203")))
+    assert str(run(result)["x"].dtype) == "torch.float64"
+
+
+# == TL301 legacy-constructor ================================================================
+
+def fix_line(check, text, line=None, title=None):
+    """The given (or preferred) fix of the single TL301 finding, applied; returns the changed line."""
+    finding = only(check, text, "TL301")
+    fix = by_title(finding, title) if title else preferred(finding)
+    lines = fixed(text, fix).splitlines()
+    return lines[line if line is not None else -1], fix
+
+
+@pytest.mark.parametrize("call, expected, safe", [
+    ("torch.FloatTensor([1, 2, 3])", "torch.tensor([1, 2, 3], dtype=torch.float32)", True),
+    ("torch.cuda.LongTensor([[1], [2]])", 'torch.tensor([[1], [2]], dtype=torch.int64, device="cuda")', True),
+    ("torch.IntTensor([i for i in range(3)])", "torch.tensor([i for i in range(3)], dtype=torch.int32)", True),
+    ("torch.FloatTensor()", "torch.empty(0, dtype=torch.float32)", True),
+    ("torch.cuda.FloatTensor()", 'torch.empty(0, dtype=torch.float32, device="cuda")', True),
+    ("torch.FloatTensor(3, 4)", "torch.empty(3, 4, dtype=torch.float32)", True),
+    ("torch.DoubleTensor(5)", "torch.empty(5, dtype=torch.float64)", True),
+    ("torch.ByteTensor(x.size())", "torch.empty(x.size(), dtype=torch.uint8)", True),
+    ("torch.FloatTensor(len(x))", "torch.empty(len(x), dtype=torch.float32)", True),
+    ("torch.cuda.FloatTensor(2, device='cuda:1')", "torch.empty(2, device='cuda:1', dtype=torch.float32)", True),
+    ("torch.FloatTensor(device='cpu')", "torch.empty(0, device='cpu', dtype=torch.float32)", True),
+    ("torch.LongTensor(idxs)", "torch.as_tensor(idxs, dtype=torch.int64)", False),
+    ("torch.FloatTensor(*shape)", "torch.empty(*shape, dtype=torch.float32)", False),
+    ("torch.Tensor([1, 2])", "torch.tensor([1, 2], dtype=torch.get_default_dtype())", True),
+    ("torch.Tensor([[0.5, 1]])", "torch.tensor([[0.5, 1]])", True),
+    ("torch.Tensor(2, 3)", "torch.empty(2, 3)", True),
+    ("torch.Tensor()", "torch.empty(0)", True),
+    ("torch.Tensor(idxs)", "torch.as_tensor(idxs, dtype=torch.get_default_dtype())", False),
+])
+def test_tl301_typed_constructor_fixes(check, call, expected, safe):
+    line, fix = fix_line(check, "import torch\nt = %s\n" % call)
+    assert line == "t = " + expected
+    assert fix.is_safe is safe
+
+
+def test_tl301_ambiguous_argument_offers_both_readings(check):
+    finding = only(check, "import torch\nt = torch.FloatTensor(n)\n", "TL301")
+    assert [(f.title.split("`")[1], f.is_safe, f.preferred) for f in finding.fixes] == [
+        ("torch.as_tensor(..., dtype=torch.float32)", False, True),
+        ("torch.empty(..., dtype=torch.float32)", False, False),
+    ]
+
+
+def test_tl301_is_deprecated_and_covers_the_constructor_name(check):
+    finding = only(check, "import torch\nt = torch.cuda.FloatTensor([1.0]).zero_()\n", "TL301")
+    assert finding.deprecated and finding.severity is Severity.WARNING
+    assert (finding.range.start.column, finding.range.end.column) == (4, 26)
+    assert 'torch.tensor(data, dtype=torch.float32, device="cuda")' in finding.message
+
+
+def test_tl301_uses_the_file_alias(check):
+    line, _ = fix_line(check, "import torch as T\nt = T.cuda.FloatTensor(2, 3)\n")
+    assert line == 't = T.empty(2, 3, dtype=T.float32, device="cuda")'
+
+
+def test_tl301_adds_a_single_import_torch_when_missing(check):
+    text = "from torch import FloatTensor\n\nt = FloatTensor([1, 2])\n"
+    finding = only(check, text, "TL301")
+    assert fixed(text, preferred(finding)) == \
+        "import torch\nfrom torch import FloatTensor\n\nt = torch.tensor([1, 2], dtype=torch.float32)\n"
+
+
+def test_tl301_multiline_call_keeps_its_comment(check):
+    text = "import torch\nt = torch.FloatTensor(\n    [1, 2],  # two\n)\n"
+    finding = only(check, text, "TL301")
+    assert fixed(text, preferred(finding)) == \
+        "import torch\nt = torch.tensor(\n    [1, 2], dtype=torch.float32,  # two\n)\n"
+
+
+@pytest.mark.parametrize("call, expected", [
+    ("Variable(x)", "x"),
+    ("Variable(x, volatile=True)", "x"),
+    ("Variable(x, requires_grad=False)", "x"),
+    ("Variable(x, requires_grad=True)", "x.detach().requires_grad_()"),
+    ("Variable(x, requires_grad=flag)", "x.detach().requires_grad_(flag)"),
+    ("Variable(x + 1)", "(x + 1)"),
+    ("Variable(x * 2, requires_grad=True)", "(x * 2).detach().requires_grad_()"),
+    ("Variable(torch.randn(3), requires_grad=True)", "torch.randn(3).requires_grad_()"),
+    ("Variable(torch.randn(3).type(dtype), requires_grad=True)", "torch.randn(3).type(dtype).requires_grad_()"),
+    # not a fresh factory: it may carry a graph, which Variable() cut
+    ("Variable(x.float(), requires_grad=True)", "x.float().detach().requires_grad_()"),
+    ("Variable(w)", "w.detach()"),  # a Parameter: Variable() really detached it
+])
+def test_tl301_variable_fixes(check, call, expected):
+    text = ("import torch\nimport torch.nn as nn\nfrom torch.autograd import Variable\n"
+            "x = torch.ones(3)\nw = nn.Parameter(torch.ones(3))\ny = %s\n" % call)
+    line, fix = fix_line(check, text)
+    assert line == "y = " + expected
+    assert fix.is_safe
+
+
+def test_tl301_self_wrapping_variable_line_is_deleted(check):
+    text = """\
+    from torch.autograd import Variable
+
+    def train(loader):
+        for inputs, labels in loader:
+            inputs = Variable(inputs)
+            labels = labels.cuda()
+    """
+    finding = only(check, text, "TL301")
+    assert fixed(text, preferred(finding)).splitlines()[3:] == [
+        "    for inputs, labels in loader:",
+        "        labels = labels.cuda()",
+    ]
+
+
+def test_tl301_self_wrapping_variable_alone_in_its_block_is_kept(check):
+    text = """\
+    from torch.autograd import Variable
+
+    def train(loader):
+        for inputs in loader:
+            inputs = Variable(inputs)
+    """
+    finding = only(check, text, "TL301")
+    assert fixed(text, preferred(finding)).splitlines()[4] == "        inputs = inputs"
+
+
+def test_tl301_torch_tensor_as_a_type_stays_quiet(check):
+    text = """\
+    from typing import List
+    import torch
+
+    class Masked(torch.Tensor):
+        @staticmethod
+        def __new__(cls, data: torch.Tensor):
+            return torch.Tensor._make_subclass(cls, data)
+
+    def f(xs: List[torch.Tensor]) -> torch.Tensor:
+        assert isinstance(xs[0], (torch.Tensor, torch.FloatTensor))
+        torch.set_default_tensor_type(torch.FloatTensor)
+        return xs[0].type(torch.cuda.HalfTensor)
+    """
+    quiet(check, text, "TL301")
+
+
+def test_tl101_and_tl301_both_fire_on_the_seed_line(check):
+    text = """\
+    import torch
+    import torch.nn as nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.g = torch.cuda.FloatTensor([1.0])
+    """
+    codes = sorted(f.code for f in check(textwrap.dedent(text)).findings if f.range.start.line == 7)
+    assert codes == ["TL101", "TL301"]
+
+
+EQUIVALENT_ON_CPU = [
+    "torch.FloatTensor([1, 2, 3])",
+    "torch.LongTensor([1.7, -1.7])",
+    "torch.IntTensor([i * 2 for i in range(4)])",
+    "torch.Tensor([1, 2])",
+    "torch.Tensor([[0.5, 1]])",
+    "torch.BoolTensor([1, 0])",
+    "torch.ByteTensor((1, 2))",
+    "Variable(torch.arange(3.0))",
+    "Variable(torch.ones(2), requires_grad=True)",
+    "Variable(x * 2, requires_grad=True)",
+    "Variable(w)",
+    "Variable(w * 2, requires_grad=True)",
+    "Variable(torch.ones(2).type(torch.DoubleTensor), requires_grad=True)",
+]
+
+
+@pytest.mark.parametrize("call", EQUIVALENT_ON_CPU)
+def test_tl301_safe_fixes_build_the_same_tensor(check, call):
+    text = ("import torch\nimport torch.nn as nn\nfrom torch.autograd import Variable\n"
+            "x = torch.ones(3)\nw = nn.Parameter(torch.ones(3))\nt = %s\n" % call)
+    fix = preferred(only(check, text, "TL301"))
+    assert fix.is_safe
+    old, new = run(text)["t"], run(fixed(text, fix))["t"]
+    torch = pytest.importorskip("torch")
+    assert (new.dtype, new.shape, new.requires_grad, new.is_leaf) == \
+        (old.dtype, old.shape, old.requires_grad, old.is_leaf)
+    assert torch.equal(new.detach(), old.detach())
+
+
+@pytest.mark.parametrize("call", ["torch.FloatTensor()", "torch.DoubleTensor(2, 3)", "torch.Tensor(4)",
+                                  "torch.ByteTensor(torch.ones(2, 5).size())", "torch.HalfTensor(len([1, 2]))"])
+def test_tl301_size_fixes_build_the_same_shape_and_dtype(check, call):
+    text = "import torch\nt = %s\n" % call
+    fix = preferred(only(check, text, "TL301"))
+    old, new = run(text)["t"], run(fixed(text, fix))["t"]
+    assert (new.dtype, new.shape, new.device) == (old.dtype, old.shape, old.device)
