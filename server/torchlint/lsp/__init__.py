@@ -1,0 +1,5 @@
+"""The language server: pygls handlers (server.py) over the analysis core.
+
+convert.py turns findings into LSP types, scheduler.py decides when documents are
+analysed, workspace_settings.py turns editor settings into check options.
+"""

@@ -1,0 +1,110 @@
+"""Core findings <-> LSP types.
+
+The core counts 1-based lines and 0-based code-point columns; LSP counts 0-based lines
+and columns in the negotiated encoding (UTF-16 unless the client asked for another).
+Lines are split the way the core and the LSP spec split them (``\\n``, ``\\r\\n``, ``\\r``),
+so conversions use the core's :class:`SourceText`, never ``str.splitlines``.
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Optional
+
+from lsprotocol import types
+from pygls.workspace.position_codec import PositionCodec
+
+from ..analysis.findings import Edit, Finding, Position, Range, Severity
+from ..analysis.source import SourceText
+from ..rules import RULES_BY_CODE
+
+SOURCE = "torchlint"
+
+SEVERITIES = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFO: types.DiagnosticSeverity.Information,
+    Severity.HINT: types.DiagnosticSeverity.Hint,
+}
+
+
+class Converter:
+    """Positions of one text, in the client's units."""
+
+    def __init__(self, source: SourceText, codec: PositionCodec):
+        self.source = source
+        self.codec = codec
+
+    def position(self, pos: Position) -> types.Position:
+        line = min(max(pos.line, 1), self.source.line_count)
+        text = self.source.line(line)
+        if line != pos.line:  # past the end (a finding kept from a longer text): clamp
+            return types.Position(line=line - 1, character=self.codec.client_num_units(text))
+        return types.Position(line=line - 1, character=self.codec.client_num_units(text[:pos.column]))
+
+    def range(self, rng: Range) -> types.Range:
+        return types.Range(start=self.position(rng.start), end=self.position(rng.end))
+
+    def core_position(self, pos: types.Position) -> Position:
+        line = pos.line + 1
+        if line > self.source.line_count:
+            last = self.source.line_count
+            return Position(last, len(self.source.line(last)))
+        text = self.source.line(line)
+        units = 0
+        for column, char in enumerate(text):
+            if units >= pos.character:
+                return Position(line, column)
+            units += self.codec.client_num_units(char)
+        return Position(line, len(text))
+
+    def core_range(self, rng: types.Range) -> Range:
+        return Range(self.core_position(rng.start), self.core_position(rng.end))
+
+    def whole_text(self) -> types.Range:
+        last = self.source.line_count
+        return types.Range(start=types.Position(line=0, character=0),
+                           end=types.Position(line=last - 1,
+                                              character=self.codec.client_num_units(self.source.line(last))))
+
+    def text_edit(self, edit: Edit) -> types.TextEdit:
+        return types.TextEdit(range=self.range(edit.range), new_text=edit.new_text)
+
+    def diagnostic(self, finding: Finding, uri: str) -> types.Diagnostic:
+        rule = RULES_BY_CODE.get(finding.code)
+        return types.Diagnostic(
+            range=self.range(finding.range),
+            message=finding.message,
+            severity=SEVERITIES[finding.severity],
+            code=finding.code,
+            code_description=types.CodeDescription(href=rule.doc_url()) if rule is not None else None,
+            source=SOURCE,
+            tags=[types.DiagnosticTag.Deprecated] if finding.deprecated else None,
+            related_information=[
+                types.DiagnosticRelatedInformation(
+                    location=types.Location(uri=uri, range=self.range(related.range)),
+                    message=related.message)
+                for related in finding.related
+            ] or None,
+            # The code action handler re-checks the current text and re-finds the fixes by
+            # code and range; the titles let a client show them without asking.
+            data={"code": finding.code, "fixes": [fix.title for fix in finding.fixes]},
+        )
+
+    def diagnostics(self, findings: Iterable[Finding], uri: str) -> List[types.Diagnostic]:
+        return [self.diagnostic(finding, uri) for finding in findings]
+
+
+def workspace_edit(uri: str, edits: List[types.TextEdit], version: Optional[int],
+                   document_changes: bool) -> types.WorkspaceEdit:
+    """Edits of one document, versioned when the client takes ``documentChanges``."""
+    if document_changes:
+        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+            edits=edits)])
+    changes: Dict[str, List[types.TextEdit]] = {uri: edits}
+    return types.WorkspaceEdit(changes=changes)
+
+
+def shares_a_line(a: Range, b: Range) -> bool:
+    """Whether two ranges touch a common line: a cursor anywhere on a flagged line asks
+    for that line's fixes (what Neovim sends, and what a lightbulb on the line means)."""
+    return a.start.line <= b.end.line and b.start.line <= a.end.line

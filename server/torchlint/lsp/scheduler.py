@@ -1,0 +1,126 @@
+"""When documents are analysed: debounced, off the event loop, never for an old version.
+
+Each analysis starts from a :class:`Snapshot` (uri, version, text) taken when it starts.
+When it finishes, the result is kept only if the document is still at that version and
+the settings have not changed meanwhile; otherwise it is dropped, unseen. A newer edit
+cancels the pending (debounced) analysis of the same document.
+
+Analyses run in waves, one per entry of ``waves``: the syntactic layer (``None``) first,
+then each inference layer refines the findings of the same snapshot. Adding the jedi
+layer is adding its provider to ``waves``.
+"""
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+from ..analysis.findings import CheckResult
+
+DEBOUNCE_SECONDS = 0.15
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    uri: str
+    version: Optional[int]
+    text: str
+    path: str
+    generation: int  # settings generation the analysis runs under
+
+
+class Stale(Exception):
+    """The document changed, closed, or the settings changed while it was analysed."""
+
+
+class Scheduler:
+    def __init__(self, snapshot: Callable[[str], Optional[Tuple[Optional[int], str, str]]],
+                 analyse: Callable[[Snapshot, Any], CheckResult],
+                 publish: Callable[[Snapshot, CheckResult], None],
+                 executor: Executor, waves: Sequence[Any] = (None,)):
+        self._document = snapshot  # uri -> (version, text, path), or None when not open
+        self._analyse = analyse  # runs in the executor: must not touch the event loop
+        self._publish = publish  # called on the event loop with current results only
+        self._executor = executor
+        self.waves = tuple(waves)
+        self.generation = 0
+        self._pending: Dict[str, asyncio.Task] = {}
+        self._cache: Dict[str, Tuple[Snapshot, int, CheckResult]] = {}  # uri -> (snapshot, wave, result)
+
+    # -- state -----------------------------------------------------------------------------
+    def snapshot(self, uri: str) -> Optional[Snapshot]:
+        document = self._document(uri)
+        if document is None:
+            return None
+        version, text, path = document
+        return Snapshot(uri, version, text, path, self.generation)
+
+    def is_current(self, snap: Snapshot) -> bool:
+        if snap.generation != self.generation:
+            return False
+        document = self._document(snap.uri)
+        return document is not None and document[0] == snap.version and document[1] == snap.text
+
+    def invalidate(self) -> None:
+        """Settings changed: every cached and running analysis is void."""
+        self.generation += 1
+        self._cache.clear()
+
+    def forget(self, uri: str) -> None:
+        """The document closed."""
+        task = self._pending.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        self._cache.pop(uri, None)
+
+    # -- push: debounced, all waves ---------------------------------------------------------
+    def schedule(self, uri: str, delay: float = DEBOUNCE_SECONDS) -> None:
+        task = self._pending.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        self._pending[uri] = asyncio.get_running_loop().create_task(self._run(uri, delay))
+
+    async def _run(self, uri: str, delay: float) -> None:
+        try:
+            if delay:
+                await asyncio.sleep(delay)
+            snap = self.snapshot(uri)
+            if snap is None:
+                return
+            for wave in range(len(self.waves)):
+                result = await self._wave(snap, wave)
+                if not self.is_current(snap):
+                    return  # a newer edit has its own task
+                self._publish(snap, result)
+        finally:
+            if self._pending.get(uri) is asyncio.current_task():
+                del self._pending[uri]
+
+    # -- pull, hover, code actions: the best result for the current text -------------------
+    async def result(self, uri: str, attempts: int = 3) -> Tuple[Snapshot, CheckResult]:
+        """The newest result for the document as it is now (computing the first wave if
+        nothing is cached). Raises Stale if the document keeps changing underneath."""
+        for _ in range(attempts):
+            snap = self.snapshot(uri)
+            if snap is None:
+                raise KeyError(uri)
+            cached = self._cache.get(uri)
+            if cached is not None and cached[0] == snap:
+                return snap, cached[2]
+            result = await self._wave(snap, 0)
+            if self.is_current(snap):
+                return snap, result
+        raise Stale(uri)
+
+    async def run(self, function, *args):
+        """Run ``function`` off the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
+
+    async def _wave(self, snap: Snapshot, wave: int) -> CheckResult:
+        result = await self.run(self._analyse, snap, self.waves[wave])
+        if self.is_current(snap):
+            cached = self._cache.get(snap.uri)
+            if cached is None or cached[0] != snap or cached[1] <= wave:
+                self._cache[snap.uri] = (snap, wave, result)
+        return result

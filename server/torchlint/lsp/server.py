@@ -1,0 +1,383 @@
+"""The torchlint language server: thin LSP handlers over the analysis core.
+
+Diagnostics go out one way per client, decided at ``initialize``: pulled
+(``textDocument/diagnostic``) when the client can pull, pushed (``publishDiagnostics``)
+otherwise. Every handler survives its own failure: the error is logged to the client
+(``window/logMessage``) and the request gets an empty answer.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import sys
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import unquote
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+
+from .. import __version__
+from ..analysis.engine import check_source
+from ..analysis.findings import CheckResult, Finding, ParseError, Position
+from ..analysis.noqa import noqa_edit
+from ..analysis.source import SourceText
+from ..fixing import fix_text
+from ..rules import RULES_BY_CODE
+from .convert import Converter, shares_a_line, workspace_edit
+from .scheduler import Scheduler, Snapshot, Stale
+from .workspace_settings import SECTION, OptionsResolver, parse_settings, unwrap
+
+log = logging.getLogger("torchlint.lsp")
+
+FIX_ALL_KIND = types.CodeActionKind.SourceFixAll + ".torchlint"
+# Above this size a document is not analysed (parsing alone would stall every answer).
+MAX_CHARS = 2_000_000
+SERVER_CANCELLED = -32802  # LSP's ServerCancelled: the client may ask again
+
+
+class TorchlintServer(LanguageServer):
+    def __init__(self):
+        super().__init__("torchlint", __version__,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.pull = False  # the client pulls diagnostics; never push to it then
+        self.config_support = False
+        self.refresh_support = False
+        self.document_changes = False
+        self.markdown = True
+        self.resolver = OptionsResolver(self.log_error)
+        self.initial_settings: Dict[str, Any] = {}  # from initializationOptions
+        self.last_good: Dict[str, List[types.Diagnostic]] = {}  # uri -> diagnostics of the last text that parsed
+        self.too_large: set = set()  # uris already told they are too large
+        self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="torchlint-check")
+        self.scheduler = Scheduler(self.document_state, self.analyse, self.publish, self.executor)
+
+    # -- messages to the client ------------------------------------------------------------
+    def log_message(self, message: str, kind: types.MessageType) -> None:
+        log.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, "%s", message)
+        try:
+            self.window_log_message(types.LogMessageParams(type=kind, message=message))
+        except Exception:  # no connection (yet): stderr has it
+            pass
+
+    def log_error(self, message: str) -> None:
+        self.log_message(message, types.MessageType.Error)
+
+    # -- documents ---------------------------------------------------------------------------
+    def document(self, uri: str):
+        """The open document, or None (an unknown uri is never read from disk)."""
+        try:
+            return self.workspace.text_documents.get(unquote(uri))
+        except Exception:  # not initialized yet
+            return None
+
+    def document_state(self, uri: str) -> Optional[Tuple[Optional[int], str, str]]:
+        document = self.document(uri)
+        if document is None:
+            return None
+        return document.version, document.source, document.path or ""
+
+    def converter(self, text: str) -> Converter:
+        return Converter(SourceText(text), self.workspace.position_codec)
+
+    # -- analysis (runs in the executor) ----------------------------------------------------
+    def analyse(self, snap: Snapshot, inference: Any) -> CheckResult:
+        if len(snap.text) > MAX_CHARS:
+            return CheckResult([], ParseError("too large to analyse", Position(1, 0)))
+        options = self.resolver.options_for(snap.path)
+        result = check_source(snap.text, snap.path or "untitled.py", options, inference)
+        for error in result.internal_errors:
+            self.log_error("internal error (a torchlint bug), other rules still ran: %s" % error)
+        return result
+
+    def diagnostics(self, snap: Snapshot, result: CheckResult) -> List[types.Diagnostic]:
+        """Diagnostics for a current result. While the text does not parse (mid-typing),
+        the last findings of the text that did parse stay up, unchanged."""
+        if result.parse_error is not None:
+            if len(snap.text) > MAX_CHARS and snap.uri not in self.too_large:
+                self.too_large.add(snap.uri)
+                self.log_message("%s is larger than %d characters: not analysed" % (snap.uri, MAX_CHARS),
+                                 types.MessageType.Info)
+            return self.last_good.get(snap.uri, [])
+        diagnostics = self.converter(snap.text).diagnostics(result.findings, snap.uri)
+        self.last_good[snap.uri] = diagnostics
+        return diagnostics
+
+    def publish(self, snap: Snapshot, result: CheckResult) -> None:
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=snap.uri, version=snap.version, diagnostics=self.diagnostics(snap, result)))
+
+    def refresh(self) -> None:
+        """Settings changed: analyse every open document again."""
+        self.scheduler.invalidate()
+        if self.pull:
+            if self.refresh_support:
+                self.workspace_diagnostic_refresh(None)
+            return
+        for uri in list(self.workspace.text_documents):
+            self.scheduler.schedule(uri, delay=0)
+
+    # -- settings ---------------------------------------------------------------------------
+    def apply_settings(self, raw: Any) -> bool:
+        """Take new settings over initializationOptions (bad values are logged and keep their
+        defaults); True if they changed."""
+        merged = dict(self.initial_settings)
+        raw = unwrap(raw)
+        if isinstance(raw, dict):
+            merged.update(raw)
+        elif raw is not None:
+            self.log_error("torchlint settings: expected an object, got %r; ignored" % (raw,))
+        settings, errors = parse_settings(merged)
+        for error in errors:
+            self.log_error(error)
+        if settings == self.resolver.settings:
+            return False
+        self.resolver.update(settings)
+        return True
+
+    async def fetch_settings(self) -> bool:
+        """Ask the client for the ``torchlint`` section; True if the settings changed."""
+        if not self.config_support:
+            return False
+        values = await self.workspace_configuration_async(
+            types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]))
+        # A client that knows no such section answers null: keep what initialize brought.
+        return bool(values) and values[0] is not None and self.apply_settings(values[0])
+
+
+def guarded(server: TorchlintServer, default: Any = None):
+    """A handler that logs its own failure and answers ``default`` instead of dying."""
+
+    def decorate(handler):
+        def report(error: Exception) -> Any:
+            if isinstance(error, JsonRpcException):
+                raise error  # a deliberate protocol answer (ServerCancelled)
+            server.log_error("%s failed: %s" % (handler.__name__, "".join(
+                traceback.format_exception(type(error), error, error.__traceback__))))
+            return default
+
+        if asyncio.iscoroutinefunction(handler):
+            @functools.wraps(handler)
+            async def run_async(params):
+                try:
+                    return await handler(params)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as error:
+                    return report(error)
+            return run_async
+
+        @functools.wraps(handler)
+        def run(params):
+            try:
+                return handler(params)
+            except Exception as error:
+                return report(error)
+        return run
+
+    return decorate
+
+
+def wanted(only: Optional[List[str]], kind: str) -> bool:
+    """Whether ``context.only`` asks for code actions of ``kind``."""
+    if not only:
+        return True
+    return any(o == "" or kind == o or kind.startswith(o + ".") for o in only)
+
+
+def hover_markdown(finding: Finding) -> str:
+    rule = RULES_BY_CODE.get(finding.code)
+    try:
+        doc = rule.doc() if rule is not None else ""
+    except OSError:
+        doc = rule.summary if rule is not None else ""
+    return "**%s** %s\n\n---\n\n%s" % (finding.code, finding.message, doc)
+
+
+def create_server() -> TorchlintServer:
+    server = TorchlintServer()
+
+    @server.feature(types.INITIALIZE)
+    @guarded(server)
+    def initialize(params: types.InitializeParams):
+        caps = params.capabilities
+        server.pull = get_capability(caps, "text_document.diagnostic", None) is not None
+        server.config_support = bool(get_capability(caps, "workspace.configuration", False))
+        server.refresh_support = bool(get_capability(caps, "workspace.diagnostics.refresh_support", False))
+        server.document_changes = bool(get_capability(caps, "workspace.workspace_edit.document_changes", False))
+        formats = get_capability(caps, "text_document.hover.content_format", None)
+        server.markdown = not formats or types.MarkupKind.Markdown in formats
+        if not server.pull:  # advertise pull diagnostics only to clients that pull
+            server.protocol.fm.features.pop(types.TEXT_DOCUMENT_DIAGNOSTIC, None)
+        # Settings that come with initialize are there before the first didOpen.
+        options = unwrap(params.initialization_options)
+        if isinstance(options, dict):
+            server.initial_settings = dict(options)
+        server.apply_settings(None)
+
+    @server.feature(types.INITIALIZED)
+    @guarded(server)
+    async def initialized(params: types.InitializedParams):
+        if await server.fetch_settings():
+            server.refresh()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    @guarded(server)
+    async def did_change_configuration(params: types.DidChangeConfigurationParams):
+        # Clients send the new values, or nothing and expect the server to ask for them.
+        settings = params.settings
+        if isinstance(settings, dict) and isinstance(settings.get(SECTION), dict):
+            server.apply_settings(settings[SECTION])
+        elif server.config_support:
+            await server.fetch_settings()
+        elif settings is not None:
+            server.apply_settings(settings)
+        server.resolver.forget()  # pyproject.toml may have changed too
+        server.refresh()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    @guarded(server)
+    def did_open(params: types.DidOpenTextDocumentParams):
+        if not server.pull:
+            server.scheduler.schedule(params.text_document.uri, delay=0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    @guarded(server)
+    def did_change(params: types.DidChangeTextDocumentParams):
+        if not server.pull:
+            server.scheduler.schedule(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    @guarded(server)
+    def did_save(params: types.DidSaveTextDocumentParams):
+        if params.text_document.uri.endswith("/pyproject.toml"):
+            server.resolver.forget()
+            server.refresh()
+        elif not server.pull:
+            server.scheduler.schedule(params.text_document.uri, delay=0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    @guarded(server)
+    def did_close(params: types.DidCloseTextDocumentParams):
+        uri = params.text_document.uri
+        server.scheduler.forget(uri)
+        server.last_good.pop(uri, None)
+        server.too_large.discard(uri)
+        if not server.pull:
+            server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC,
+                    types.DiagnosticOptions(identifier="torchlint", inter_file_dependencies=False,
+                                            workspace_diagnostics=False))
+    @guarded(server, types.RelatedFullDocumentDiagnosticReport(items=[]))
+    async def diagnostic(params: types.DocumentDiagnosticParams):
+        uri = params.text_document.uri
+        if server.document(uri) is None:
+            return types.RelatedFullDocumentDiagnosticReport(items=[])
+        try:
+            snap, result = await server.scheduler.result(uri)
+        except Stale:
+            raise JsonRpcException("the document changed while it was analysed", SERVER_CANCELLED,
+                                   {"retriggerRequest": True})
+        result_id = "%s:%d" % (snap.version, snap.generation)
+        items = server.diagnostics(snap, result)
+        if params.previous_result_id == result_id:
+            return types.UnchangedDocumentDiagnosticReport(result_id=result_id)
+        return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=result_id)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    @guarded(server)
+    async def hover(params: types.HoverParams):
+        if server.document(params.text_document.uri) is None:
+            return None
+        snap, result = await server.scheduler.result(params.text_document.uri)
+        convert = server.converter(snap.text)
+        at = convert.core_position(params.position)
+        hits = [f for f in result.findings if f.range.start <= at <= f.range.end]
+        if not hits:
+            return None
+        text = "\n\n---\n\n".join(hover_markdown(f) for f in hits)
+        kind = types.MarkupKind.Markdown if server.markdown else types.MarkupKind.PlainText
+        return types.Hover(contents=types.MarkupContent(kind=kind, value=text), range=convert.range(hits[0].range))
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND]))
+    @guarded(server, [])
+    async def code_action(params: types.CodeActionParams):
+        uri = params.text_document.uri
+        if server.document(uri) is None:
+            return []
+        # Findings of the current text (cached per version), never the published ones.
+        snap, result = await server.scheduler.result(uri)
+        if result.parse_error is not None:
+            return []
+        only = params.context.only
+        actions: List[types.CodeAction] = []
+        if wanted(only, types.CodeActionKind.QuickFix):
+            actions.extend(quick_fixes(server, snap, result, params.range))
+        if wanted(only, FIX_ALL_KIND) and any(fix.is_safe for f in result.findings for fix in f.fixes):
+            action = await fix_all(server, snap)
+            if action is not None:
+                actions.append(action)
+        return actions
+
+    return server
+
+
+def quick_fixes(server: TorchlintServer, snap: Snapshot, result: CheckResult,
+                lsp_range: types.Range) -> List[types.CodeAction]:
+    convert = server.converter(snap.text)
+    newline = convert.source.newline()
+    wanted_range = convert.core_range(lsp_range)
+    actions: List[types.CodeAction] = []
+    silenced = set()
+    for finding in result.findings:
+        if not shares_a_line(finding.range, wanted_range):
+            continue
+        diagnostic = convert.diagnostic(finding, snap.uri)
+        for fix in finding.fixes:
+            edits = [convert.text_edit(edit) for edit in fix.edits]
+            for edit in edits:  # keep a CRLF file CRLF
+                if newline != "\n":
+                    edit.new_text = edit.new_text.replace("\r\n", "\n").replace("\n", newline)
+            actions.append(types.CodeAction(
+                title=fix.title, kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
+                is_preferred=fix.preferred or None,
+                edit=workspace_edit(snap.uri, edits, snap.version, server.document_changes)))
+        key = (finding.noqa_line, finding.code)
+        noqa = noqa_edit(convert.source, finding.noqa_line, finding.code) if key not in silenced else None
+        if noqa is not None:
+            silenced.add(key)
+            actions.append(types.CodeAction(
+                title="Disable %s for this line" % finding.code, kind=types.CodeActionKind.QuickFix,
+                diagnostics=[diagnostic],
+                edit=workspace_edit(snap.uri, [convert.text_edit(noqa)], snap.version, server.document_changes)))
+    return actions
+
+
+async def fix_all(server: TorchlintServer, snap: Snapshot) -> Optional[types.CodeAction]:
+    """The document with every safe fix applied (pass after pass, like ``--fix``), as one edit."""
+    options = server.resolver.options_for(snap.path)
+    outcome = await server.scheduler.run(fix_text, snap.text, snap.path or "untitled.py", options)
+    for error in outcome.errors:
+        server.log_error(error)
+    if outcome.text == snap.text or not server.scheduler.is_current(snap):
+        return None
+    convert = server.converter(snap.text)
+    edit = types.TextEdit(range=convert.whole_text(), new_text=outcome.text)
+    return types.CodeAction(title="Fix all safe torchlint problems", kind=FIX_ALL_KIND,
+                            edit=workspace_edit(snap.uri, [edit], snap.version, server.document_changes))
+
+
+def main(argv=None) -> int:
+    """Serve LSP on stdio. stdout carries LSP frames only: anything else printed goes to stderr."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="torchlint-lsp %(levelname)s %(message)s")
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr
+    server = create_server()
+    server.start_io(stdin, stdout)
+    return 0
