@@ -5,7 +5,17 @@ import textwrap
 
 import pytest
 
+from torchlint.analysis.engine import check_source
 from torchlint.analysis.source import apply_edits
+
+
+@pytest.fixture
+def check():
+    def run(text, path="example.py", **kwargs):
+        result = check_source(text, path, **kwargs)
+        assert not result.internal_errors, "\n".join(result.internal_errors)
+        return result
+    return run
 
 
 def findings(check, text, code):

@@ -262,6 +262,10 @@ class Classifier:
 
     def _from_bindings(self, name: str, bindings, scope: Scope) -> Value:
         """A local name is known when every binding of it agrees."""
+        # `x += y` on a tensor updates it in place: it stays a tensor.
+        plain = [b for b in bindings if not isinstance(b.stmt, ast.AugAssign)]
+        if plain and len(plain) < len(bindings) and {self._binding_value(b).kind for b in plain} <= TENSOR_KINDS:
+            bindings = plain
         values = set()
         for binding in bindings[:8]:
             values.add(self._binding_value(binding))
