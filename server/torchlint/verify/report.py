@@ -1,0 +1,176 @@
+"""What a verification run found, as plain data, with text and JSON renderers.
+
+The probe (child process) writes dicts of this shape; ``VerifyReport.from_probe``
+turns them into these dataclasses. Nothing here imports torch.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import List, Optional
+
+CHECK_CODES = ("TL901", "TL902", "TL903", "TL904")
+
+# Outcomes of the whole run.
+COMPLETED = "completed"  # the probe finished (issues or not)
+TIMEOUT = "timeout"  # killed after --timeout seconds
+CANCELLED = "cancelled"  # the caller cancelled; the process tree was killed
+ENDED = "ended"  # the module's code ended the process (os._exit, os.abort, a signal)
+ERROR = "error"  # verification could not run (no torch, no CUDA, no such class, bad interpreter)
+
+
+@dataclass
+class Issue:
+    """One runtime observation: becomes one Finding on the line that assigned the attribute."""
+
+    code: str  # TL901..TL905
+    message: str
+    severity: str = "error"  # "error" | "warning" | "info"
+    class_name: Optional[str] = None  # the class of the file whose `self.<attribute> = ...` it concerns
+    attribute: Optional[str] = None
+    paths: List[str] = field(default_factory=list)  # where in the verified module: "blocks.0.gamma_1"
+    line: Optional[int] = None  # known directly (TL905: from the traceback)
+    detail: str = ""  # a traceback tail
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Issue":
+        return cls(code=str(data.get("code", "TL905")), message=str(data.get("message", "")),
+                   severity=str(data.get("severity", "error")), class_name=data.get("class_name"),
+                   attribute=data.get("attribute"), paths=[str(p) for p in data.get("paths") or []],
+                   line=data.get("line") if isinstance(data.get("line"), int) else None,
+                   detail=str(data.get("detail") or ""))
+
+
+@dataclass
+class CheckStatus:
+    code: str  # TL901..TL904
+    name: str
+    status: str  # "passed" | "failed" | "skipped"
+    summary: str  # what was seen, or why it was skipped
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CheckStatus":
+        return cls(str(data.get("code")), str(data.get("name", "")), str(data.get("status", "")),
+                   str(data.get("summary", "")))
+
+
+@dataclass
+class ClassReport:
+    name: str
+    status: str  # "verified" | "skipped" (could not be built with the given arguments) | "failed" (TL905)
+    skip_reason: Optional[str] = None
+    inputs: Optional[str] = None  # the example inputs used, and where they came from
+    checks: List[CheckStatus] = field(default_factory=list)
+    issues: List[Issue] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ClassReport":
+        return cls(name=str(data.get("name")), status=str(data.get("status", "failed")),
+                   skip_reason=data.get("skip_reason"), inputs=data.get("inputs"),
+                   checks=[CheckStatus.from_dict(c) for c in data.get("checks") or []],
+                   issues=[Issue.from_dict(i) for i in data.get("issues") or []])
+
+    @property
+    def skipped_checks(self) -> List[CheckStatus]:
+        return [check for check in self.checks if check.status == "skipped"]
+
+
+@dataclass
+class VerifyReport:
+    path: str
+    python: str  # the interpreter that ran the module
+    outcome: str = COMPLETED
+    error: Optional[str] = None  # why verification could not run (outcome ERROR)
+    torch_version: Optional[str] = None
+    device: Optional[str] = None  # "cuda:0" / "cpu": where it ran
+    device_name: Optional[str] = None  # the GPU's name on CUDA
+    device_note: str = ""  # what the device means for the checks (the CPU stand-in for TL902)
+    classes: List[ClassReport] = field(default_factory=list)
+    file_issues: List[Issue] = field(default_factory=list)  # TL905 not tied to one class (import, kill)
+    exit_code: Optional[int] = None  # the child's exit status (negative: killed by that signal)
+    duration_s: float = 0.0
+    stdout_tail: str = ""  # what the module's code printed (the end of it)
+    stderr_tail: str = ""
+
+    @property
+    def issues(self) -> List[Issue]:
+        return list(self.file_issues) + [issue for cls in self.classes for issue in cls.issues]
+
+    @property
+    def verified(self) -> List[ClassReport]:
+        return [cls for cls in self.classes if cls.status != "skipped"]
+
+    @property
+    def skipped(self) -> List[ClassReport]:
+        return [cls for cls in self.classes if cls.status == "skipped"]
+
+    @property
+    def device_text(self) -> str:
+        if not self.device:
+            return "not started"
+        return "%s (%s)" % (self.device, self.device_name) if self.device_name else self.device
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["issues_total"] = len(self.issues)
+        return data
+
+
+# -- renderers -------------------------------------------------------------------------------------
+
+def render_json(report: VerifyReport) -> str:
+    return json.dumps(report.to_dict(), indent=2) + "\n"
+
+
+def render_text(report: VerifyReport, display_path: Optional[str] = None, lines: Optional[dict] = None) -> str:
+    """A human report. ``lines`` maps id(issue) -> line number (from verify.findings) to
+    print issues as ``path:line: code message`` like `torchlint check` does."""
+    name = display_path or report.path
+    lines = lines or {}
+    out = []
+    head = "torchlint verify %s: python %s" % (name, report.python)
+    if report.torch_version:
+        head += ", torch %s" % report.torch_version
+    head += ", device %s" % report.device_text
+    out.append(head)
+    if report.device_note:
+        out.append("  note: %s" % report.device_note)
+    if report.error:
+        out.append("error: %s" % report.error)
+
+    for issue in report.issues:
+        line = lines.get(id(issue), issue.line)
+        where = "%s:%d" % (name, line) if line else name
+        label = " [%s]" % issue.class_name if issue.class_name else ""
+        out.append("%s: %s %s%s (%s)" % (where, issue.code, issue.message, label, issue.severity))
+        if issue.detail:
+            out.extend("    " + row for row in issue.detail.splitlines()[-6:])
+
+    for cls in report.classes:
+        if cls.status == "skipped":
+            out.append("%s: skipped: %s" % (cls.name, cls.skip_reason))
+            continue
+        out.append("%s: %s%s" % (cls.name, cls.status, " with inputs %s" % cls.inputs if cls.inputs else ""))
+        for check in cls.checks:
+            out.append("  %s %-14s %-7s %s" % (check.code, check.name, check.status, check.summary))
+    if report.stdout_tail.strip() and report.outcome != COMPLETED:
+        out.append("stdout (last lines):")
+        out.extend("    " + row for row in report.stdout_tail.rstrip().splitlines()[-10:])
+    if report.stderr_tail.strip() and report.outcome != COMPLETED:
+        out.append("stderr (last lines):")
+        out.extend("    " + row for row in report.stderr_tail.rstrip().splitlines()[-10:])
+    out.append(summary_line(report))
+    return "\n".join(out) + "\n"
+
+
+def summary_line(report: VerifyReport) -> str:
+    issues = len(report.issues)
+    verified, skipped = len(report.verified), len(report.skipped)
+    text = "%s in %d class%s" % ("No problems found" if not issues else
+                                 "Found %d problem%s" % (issues, "" if issues == 1 else "s"),
+                                 verified, "" if verified == 1 else "es")
+    if skipped:
+        text += " (%d skipped)" % skipped
+    if report.outcome not in (COMPLETED,):
+        text += "; run %s" % report.outcome
+    return text + " in %.1fs." % report.duration_s
