@@ -36,7 +36,7 @@ log = logging.getLogger("torchlint.lsp")
 
 FIX_ALL_KIND = types.CodeActionKind.SourceFixAll + ".torchlint"
 # Above this size a document is not analysed (parsing alone would stall every answer).
-MAX_CHARS = 2_000_000
+MAX_CHARS = 1_000_000
 SERVER_CANCELLED = -32802  # LSP's ServerCancelled: the client may ask again
 
 
