@@ -425,8 +425,9 @@ def check_step(model, state, run):
     outside = [held for held in state.held if held.tensor.requires_grad]
     with torch.no_grad():
         before = {id(t): t.detach().clone() for t in [p for _, p in parameters] + [h.tensor for h in outside]}
-    optimizer = torch.optim.SGD([p for _, p in parameters], lr=0.1)
-    run("the optimizer step", optimizer.step)
+    if parameters:  # SGD refuses an empty list; with nothing registered, nothing can change
+        optimizer = torch.optim.SGD([p for _, p in parameters], lr=0.1)
+        run("the optimizer step", optimizer.step)
     with torch.no_grad():
         unchanged = [(held.owner, held.path, describe_tensor(held.tensor)) for held in outside
                      if torch.equal(before[id(held.tensor)], held.tensor.detach())]

@@ -144,7 +144,8 @@ def render_text(report: VerifyReport, display_path: Optional[str] = None, lines:
         label = " [%s]" % issue.class_name if issue.class_name else ""
         out.append("%s: %s %s%s (%s)" % (where, issue.code, issue.message, label, issue.severity))
         if issue.detail:
-            out.extend("    " + row for row in issue.detail.splitlines()[-6:])
+            rows = [row for row in issue.detail.splitlines() if row.strip(" ^~")]  # not the caret lines
+            out.extend("    " + row for row in rows[-6:])
 
     for cls in report.classes:
         if cls.status == "skipped":

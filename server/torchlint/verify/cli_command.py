@@ -1,0 +1,85 @@
+"""``torchlint verify FILE[::Class]``: the command-line side of runtime verification.
+
+cli.py hooks it in as a subcommand::
+
+    verify = commands.add_parser("verify", ...)
+    cli_command.add_arguments(verify)
+    verify.set_defaults(handler=cli_command.run)
+
+Exit codes: 0 verified and nothing found, 1 problems found (TL901-TL905),
+2 verification could not run (bad arguments, no torch, no CUDA, no class verified).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .findings import issue_lines
+from .report import COMPLETED, ERROR, render_json, render_text
+from .runner import DEFAULT_TIMEOUT, DEVICES, VerifyError, split_target, verify_file
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Run the nn.Module classes of a file for real in a child process (the workspace's "
+                          "Python, which must have torch) and confirm what the static rules suspect: "
+                          "unregistered tensors (TL901), state left behind by .to() (TL902), gradients the "
+                          "optimizer never sees (TL903), tensors an optimizer step does not change (TL904), "
+                          "and failures (TL905). It executes the file's code.")
+    parser.add_argument("target", metavar="FILE[::Class]",
+                        help="the file, optionally ::ClassName (default: every nn.Module subclass it defines)")
+    parser.add_argument("--device", default="auto", metavar="|".join(DEVICES),
+                        help="where to run: auto = CUDA when available, else CPU (default: auto); cuda:N works too")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                        help="kill the run and everything it started after S seconds (default: %g)" % DEFAULT_TIMEOUT)
+    parser.add_argument("--init-kwargs", metavar="JSON",
+                        help="constructor arguments as a JSON object, e.g. '{\"dim\": 16}' (default: none)")
+    parser.add_argument("--input-shape", action="append", metavar="SHAPE",
+                        help="forward() inputs as shapes: 2,16 or 2,3,32,32; several inputs separated by ';' "
+                             "or by repeating the flag; ':long' makes integer indices (2,8:long)")
+    parser.add_argument("--python", metavar="PATH",
+                        help="the interpreter to run with (default: the active virtualenv, else this Python)")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+
+
+def run(args: argparse.Namespace) -> int:
+    path, class_name = split_target(args.target)
+    shapes = None
+    if args.input_shape:
+        shapes = [part for value in args.input_shape for part in value.split(";") if part.strip()]
+    try:
+        report = verify_file(path, class_name=class_name, device=args.device, timeout=args.timeout,
+                             init_kwargs=args.init_kwargs, input_shapes=shapes, python=args.python)
+    except VerifyError as err:
+        print("torchlint: error: %s" % err, file=sys.stderr)
+        return EXIT_ERROR
+
+    if args.format == "json":
+        sys.stdout.write(render_json(report))
+    else:
+        lines = {}
+        try:
+            with open(report.path, encoding="utf-8") as handle:
+                lines = issue_lines(report, handle.read(), report.path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            pass  # no line numbers then: the report still names classes and attributes
+        sys.stdout.write(render_text(report, _display(path), lines))
+    return exit_code(report)
+
+
+def exit_code(report) -> int:
+    if report.issues:
+        return EXIT_FINDINGS
+    if report.outcome == ERROR or report.outcome != COMPLETED or not report.verified:
+        return EXIT_ERROR
+    return EXIT_CLEAN
+
+
+def _display(path: str) -> str:
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if relative.startswith("..") else relative

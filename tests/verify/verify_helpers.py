@@ -1,0 +1,51 @@
+"""Helpers for the runtime-verification tests: they run real (CPU) torch in child processes.
+
+Each child costs a torch import (1-2 s), so the tests batch many classes into one file
+and one run wherever the outcome of one class cannot disturb the others.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+
+
+def torch_python() -> str:
+    """The interpreter with torch: the checkout's virtualenv, else the one running the tests."""
+    return str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
+
+
+def write_module(folder: Path, name: str, source: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
+    return path
+
+
+def line_of(path: Path, needle: str) -> int:
+    """The 1-based line of the first line containing ``needle``."""
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if needle in line:
+            return number
+    raise AssertionError("%r not in %s" % (needle, path))
+
+
+def issues(report, code=None, verified=None):
+    """The issues of the run, or of the run of one class (``verified``), optionally of one code."""
+    found = class_report(report, verified).issues if verified else report.issues
+    return [i for i in found if code is None or i.code == code]
+
+
+def class_report(report, name):
+    found = [c for c in report.classes if c.name == name]
+    assert found, "no report for %s in %s" % (name, [c.name for c in report.classes])
+    return found[0]
+
+
+def check(cls, code):
+    found = [c for c in cls.checks if c.code == code]
+    assert len(found) == 1, cls.checks
+    return found[0]
