@@ -20,6 +20,7 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 
 from .. import __version__
 from ..analysis.engine import check_source
@@ -40,10 +41,24 @@ MAX_CHARS = 1_000_000
 SERVER_CANCELLED = -32802  # LSP's ServerCancelled: the client may ask again
 
 
+class Protocol(LanguageServerProtocol):
+    def structure_message(self, data: Dict[str, Any]):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            # pygls drops a request whose params do not fit the protocol's types: answer it,
+            # or the client waits forever.
+            if "id" in data and "method" in data:
+                self._send_response(data["id"], error=types.ResponseError(
+                    code=error.code, message="%s: invalid params for %s" % (error.message, data["method"])))
+            raise
+
+
 class TorchlintServer(LanguageServer):
     def __init__(self):
         super().__init__("torchlint", __version__,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=Protocol)
         self.pull = False  # the client pulls diagnostics; never push to it then
         self.config_support = False
         self.refresh_support = False
@@ -66,6 +81,10 @@ class TorchlintServer(LanguageServer):
 
     def log_error(self, message: str) -> None:
         self.log_message(message, types.MessageType.Error)
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """Protocol-level failures (a malformed message): logged, not popped up in the editor."""
+        self.log_error("%s: %s" % (getattr(source, "__name__", source), error))
 
     # -- documents ---------------------------------------------------------------------------
     def document(self, uri: str):
