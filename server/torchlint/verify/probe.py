@@ -737,9 +737,12 @@ def main(request_path):
     result.save()
     stack_file = open(request["stack_path"], "w")
     faulthandler.enable(file=stack_file, all_threads=True)  # os.abort, segfaults: where it was
-    remaining = request["deadline"] - time.time() - 1.0
-    if remaining > 0:
-        faulthandler.dump_traceback_later(remaining, file=stack_file)  # a hang: where it was stuck
+    # A hang: dump where it is stuck just before the parent's kill (late enough to be past
+    # torch's import, early enough to beat the kill).
+    remaining = request["deadline"] - time.time()
+    margin = min(1.0, max(0.25, 0.1 * remaining))
+    if remaining > margin:
+        faulthandler.dump_traceback_later(remaining - margin, file=stack_file)
 
     result.phase("torch")
     try:

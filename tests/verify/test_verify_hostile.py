@@ -1,0 +1,247 @@
+"""TL905 and hostile code: whatever the module's code does, torchlint survives and reports it."""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import pytest
+
+from torchlint.verify import VerifyError, report_to_findings, verify_file
+from torchlint.verify.report import CANCELLED, COMPLETED, ENDED, ERROR, TIMEOUT
+
+from verify_helpers import check, class_report, issues, line_of, torch_python, write_module
+
+posix_only = pytest.mark.skipif(os.name != "posix", reason="process groups and signals are POSIX here")
+
+FAILURES = '''
+import sys
+
+import torch
+import torch.nn as nn
+
+
+class RaisesKeyError(nn.Module):
+    def __init__(self):
+        super().__init__()
+        config = {"width": 4}
+        self.dim = config["dim"]
+
+
+class ExitsInInit(nn.Module):
+    def __init__(self):
+        super().__init__()
+        sys.exit(3)
+
+
+class BadForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x) @ torch.ones(5, 5)
+
+    def torchlint_example_inputs(self):
+        return torch.randn(2, 4)
+
+
+class Chatty(nn.Module):
+    def __init__(self):
+        super().__init__()
+        for i in range(20000):
+            print("constructing, step", i)
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        print("forward says hi")
+        return self.fc(x)
+'''
+
+
+@pytest.fixture(scope="module")
+def failures(tmp_path_factory):
+    path = write_module(tmp_path_factory.mktemp("failures"), "failures.py", FAILURES)
+    report = verify_file(str(path), python=torch_python())
+    assert report.outcome == COMPLETED, (report.error, report.stderr_tail)
+    return path, report
+
+
+def test_exception_in_construction_points_at_the_line(failures):
+    path, report = failures
+    (issue,) = issues(report, "TL905", "RaisesKeyError")
+    assert issue.line == line_of(path, 'self.dim = config["dim"]')
+    assert "constructing RaisesKeyError()" in issue.message and "KeyError: 'dim'" in issue.message
+    assert "Traceback" in issue.detail
+    assert class_report(report, "RaisesKeyError").status == "failed"
+
+
+def test_sys_exit_in_construction_is_caught(failures):
+    path, report = failures
+    (issue,) = issues(report, "TL905", "ExitsInInit")
+    assert "sys.exit(3)" in issue.message and issue.line == line_of(path, "sys.exit(3)")
+
+
+def test_failing_forward_with_given_inputs_is_the_module_s_bug(failures):
+    path, report = failures
+    (issue,) = issues(report, "TL905", "BadForward")
+    assert "BadForward.forward failed" in issue.message and "RuntimeError" in issue.message
+    assert issue.line == line_of(path, "@ torch.ones(5, 5)")
+    findings = report_to_findings(report, path.read_text(), str(path))
+    assert ("TL905", issue.line) in {(f.code, f.range.start.line) for f in findings}
+
+
+def test_printing_to_stdout_does_not_disturb_the_result(failures):
+    _, report = failures
+    cls = class_report(report, "Chatty")
+    assert cls.status == "verified" and cls.issues == []
+    assert check(cls, "TL903").status == "passed"
+    assert "forward says hi" in report.stdout_tail
+    assert len(report.stdout_tail) <= 16 * 1024  # only the tail is kept
+
+
+def test_exception_at_import(tmp_path):
+    path = write_module(tmp_path, "broken_import.py", '''
+        import torch
+        SETTINGS = {}
+        WIDTH = SETTINGS["width"]
+    ''')
+    report = verify_file(str(path), python=torch_python())
+    (issue,) = report.file_issues
+    assert issue.code == "TL905" and issue.line == 3
+    assert "importing broken_import.py failed" in issue.message and "KeyError" in issue.message
+    (finding,) = report_to_findings(report, path.read_text(), str(path))
+    assert finding.range.start.line == 3
+
+
+def test_sys_exit_at_import(tmp_path):
+    path = write_module(tmp_path, "exits.py", '''
+        import sys
+        sys.exit(3)
+    ''')
+    report = verify_file(str(path), python=torch_python())
+    (issue,) = report.file_issues
+    assert "sys.exit(3)" in issue.message and issue.line == 2
+
+
+@posix_only
+def test_os_exit_ends_the_process_before_the_result(tmp_path):
+    path = write_module(tmp_path, "quits.py", '''
+        import os
+        import torch.nn as nn
+
+
+        class Quits(nn.Module):
+            def __init__(self):
+                super().__init__()
+                os._exit(0)
+    ''')
+    report = verify_file(str(path), python=torch_python())
+    assert report.outcome == ENDED and report.exit_code == 0
+    (issue,) = report.issues
+    assert issue.code == "TL905" and issue.class_name == "Quits"
+    assert "ended the process (exit code 0) before verification finished, while constructing Quits" in issue.message
+    (finding,) = report_to_findings(report, path.read_text(), str(path))
+    assert finding.range.start.line == line_of(path, "class Quits")  # no traceback: the class line
+
+
+@posix_only
+def test_abort_in_forward_is_reported_with_its_line(tmp_path):
+    path = write_module(tmp_path, "aborts.py", '''
+        import os
+        import torch.nn as nn
+
+
+        class Aborts(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                os.abort()
+    ''')
+    report = verify_file(str(path), python=torch_python())
+    assert report.outcome == ENDED
+    (issue,) = report.issues
+    assert "killed by SIGABRT" in issue.message and "Aborts forward" in issue.message
+    assert issue.line == line_of(path, "os.abort()")
+
+
+@posix_only
+def test_infinite_loop_is_killed_with_its_children(tmp_path):
+    marker = tmp_path / "child-alive"
+    path = write_module(tmp_path, "loops.py", '''
+        import subprocess
+        import sys
+        import torch.nn as nn
+
+        CHILD = "import time, pathlib\\nwhile True:\\n    pathlib.Path(%r).touch()\\n    time.sleep(0.1)\\n"
+
+
+        class Loops(nn.Module):
+            def __init__(self):
+                super().__init__()
+                subprocess.Popen([sys.executable, "-c", CHILD])
+                while True:
+                    pass
+    ''' % str(marker))
+    started = time.monotonic()
+    report = verify_file(str(path), python=torch_python(), timeout=3)
+    elapsed = time.monotonic() - started
+    assert elapsed < 3 + 2
+    assert report.outcome == TIMEOUT
+    (issue,) = report.issues
+    assert "timed out after 3s while constructing Loops" in issue.message
+    assert issue.line == line_of(path, "        while True:")
+    # The grandchild went down with the process group: the marker stops being touched.
+    time.sleep(0.3)
+    assert marker.exists()  # the grandchild did run
+    if marker.exists():
+        before = marker.stat().st_mtime
+        time.sleep(0.5)
+        assert marker.stat().st_mtime == before
+
+
+def test_cancellation_kills_the_run(tmp_path):
+    path = write_module(tmp_path, "spins.py", '''
+        while True:
+            pass
+    ''')
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    report = verify_file(str(path), python=torch_python(), timeout=60, cancel_event=cancel)
+    assert time.monotonic() - started < 3
+    assert report.outcome == CANCELLED and "cancelled" in report.error
+
+
+@posix_only
+def test_interpreter_without_torch_gets_a_clear_message(tmp_path):
+    no_site = tmp_path / "python-without-torch"
+    no_site.write_text('#!/bin/sh\nexec "%s" -S "$@"\n' % sys.executable)  # -S: no site-packages, no torch
+    no_site.chmod(0o755)
+    path = write_module(tmp_path, "model.py", "import torch\n")
+    report = verify_file(str(path), python=str(no_site))
+    assert report.outcome == ERROR
+    assert "torch cannot be imported" in report.error and "--python" in report.error
+
+
+def test_cuda_asked_for_on_a_cpu_build(tmp_path):
+    path = write_module(tmp_path, "model.py", "import torch\n")
+    report = verify_file(str(path), python=torch_python(), device="cuda")
+    assert report.outcome == ERROR and "torch.cuda.is_available() is False" in report.error
+
+
+def test_bad_arguments_raise_verify_error(tmp_path):
+    path = write_module(tmp_path, "model.py", "import torch\n")
+    with pytest.raises(VerifyError, match="no such file"):
+        verify_file(str(tmp_path / "missing.py"))
+    with pytest.raises(VerifyError, match="JSON"):
+        verify_file(str(path), init_kwargs="{dim: 3}")
+    with pytest.raises(VerifyError, match="shape"):
+        verify_file(str(path), input_shapes="2,a")
+    with pytest.raises(VerifyError, match="device"):
+        verify_file(str(path), device="tpu")
+    with pytest.raises(VerifyError, match="not found"):
+        verify_file(str(path), python=str(tmp_path / "no-python"))
