@@ -114,19 +114,24 @@ async def test_change_republishes_and_close_clears(vscode: LanguageClient, tmp_p
     assert not cleared.diagnostics
 
 
-async def test_incremental_edit_in_the_middle(vscode: LanguageClient, tmp_path):
+@pytest.mark.parametrize("page_break", ["", "# section two\x0c\n"])
+async def test_incremental_edit_in_the_middle(vscode: LanguageClient, tmp_path, page_break):
     client = vscode
-    uri, _ = await opened(client, tmp_path, CLEAN)
+    # A form feed is no line break for LSP (str.splitlines would say it is).
+    text = page_break + CLEAN
+    shift = 1 if page_break else 0
+    uri, _ = await opened(client, tmp_path, text)
     since = len(client.publishes)
     # Type a new unregistered tensor into __init__, after `self.proj = ...`.
-    insert_at = types.Position(line=7, character=len("        self.proj = nn.Linear(dim, dim)"))
+    insert_at = types.Position(line=7 + shift, character=len("        self.proj = nn.Linear(dim, dim)"))
     client.text_document_did_change(types.DidChangeTextDocumentParams(
         text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
         content_changes=[types.TextDocumentContentChangePartial(
             range=types.Range(start=insert_at, end=insert_at), text="\n        self.w = torch.randn(dim)")]))
     published = await wait_for_publish(client, uri, version=2, since=since)
     assert codes(published.diagnostics) == ["TL101"]
-    assert published.diagnostics[0].range.start.line == 8
+    assert published.diagnostics[0].range.start.line == 8 + shift
+    assert published.diagnostics[0].range.start.character == 8
 
 
 async def test_columns_are_utf16(vscode: LanguageClient, tmp_path):

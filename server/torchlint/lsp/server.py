@@ -30,6 +30,7 @@ from ..analysis.source import SourceText
 from ..fixing import fix_text
 from ..rules import RULES_BY_CODE
 from .convert import Converter, shares_a_line, workspace_edit
+from .documents import use_protocol_lines
 from .scheduler import Scheduler, Snapshot, Stale
 from .workspace_settings import SECTION, OptionsResolver, parse_settings, unwrap
 
@@ -223,6 +224,7 @@ def create_server() -> TorchlintServer:
     @server.feature(types.INITIALIZE)
     @guarded(server)
     def initialize(params: types.InitializeParams):
+        use_protocol_lines(server.workspace)
         caps = params.capabilities
         server.pull = get_capability(caps, "text_document.diagnostic", None) is not None
         server.config_support = bool(get_capability(caps, "workspace.configuration", False))
