@@ -1,0 +1,153 @@
+"""Every rule fixture: exactly the announced findings, and every fix leaves working code.
+
+A fixture is a file of plausible PyTorch code in tests/fixtures/rules/. Each line
+where a finding must start carries `# expect: TLnnn`; every other line must stay
+quiet. `fp_*.py` files announce nothing: any finding there is a false positive.
+"""
+from __future__ import annotations
+
+import ast
+from collections import Counter
+
+import pytest
+
+from conftest import RULE_FIXTURES, describe, expected_findings, rule_fixture_files
+from torchlint import rules
+from torchlint.analysis.engine import check_source
+from torchlint.analysis.findings import Finding, Fix
+from torchlint.analysis.source import SourceText, apply_edits
+
+FIXTURES = rule_fixture_files()
+DOC_SECTIONS = ("## What it finds", "## Why it is a bug", "## Example", "## Fix")
+
+
+def _check(path, inference=None):
+    text = path.read_text(encoding="utf-8")
+    result = check_source(text, str(path), inference=inference)
+    assert result.parse_error is None, "%s does not parse: %s" % (path.name, result.parse_error)
+    assert not result.internal_errors, "rules crashed on %s:\n%s" % (path.name, "\n".join(result.internal_errors))
+    return text, result
+
+
+@pytest.fixture(scope="module")
+def inference():
+    from torchlint.analysis.inference import JediInference
+
+    return JediInference(str(RULE_FIXTURES))
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_fixture_findings_match_expectations(path):
+    _assert_expectations(path, *_check(path))
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_fixture_findings_match_expectations_with_inference(path, inference):
+    """The jedi layer only answers what names could not: it must not add or lose findings here."""
+    _assert_expectations(path, *_check(path, inference))
+
+
+def _assert_expectations(path, text, result):
+    expected = expected_findings(text)
+    found = {}
+    for finding in result.findings:
+        found.setdefault((finding.range.start.line, finding.code), []).append(finding)
+
+    lines = SourceText(text)
+    missing = sorted(expected - set(found))
+    unexpected = sorted(set(found) - expected)
+    problems = []
+    for line, code in missing:
+        problems.append("missing   %s:%d %s   | %s" % (path.name, line, code, lines.line(line).strip()))
+    for key in unexpected:
+        for finding in found[key]:
+            problems.append("unexpected %s:%s" % (path.name, describe(finding)))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_fixture_fixes_produce_valid_code(path):
+    text, result = _check(path)
+    before = Counter(f.code for f in result.findings)
+    problems = []
+    for finding in result.findings:
+        problems.extend(_fix_shape_problems(finding))
+        for fix in finding.fixes:
+            problems.extend(_fix_result_problems(path, text, finding, fix, before[finding.code]))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_fixture_codes_have_doc_pages(path):
+    _, result = _check(path)
+    for code in sorted({f.code for f in result.findings}):
+        rule = rules.RULES_BY_CODE[code]
+        assert rule.doc_path().is_file(), "%s has no doc page at %s" % (code, rule.doc_path())
+        doc = rule.doc()
+        assert doc.startswith("# %s " % code), "%s doc must start with `# %s <name>`" % (code, code)
+        for section in DOC_SECTIONS:
+            assert section in doc, "%s doc lacks the section %r" % (code, section)
+
+
+def _fix_shape_problems(finding: Finding):
+    where = describe(finding)
+    if not finding.fixes:
+        yield "%s: no fix offered" % where
+        return
+    preferred = [fix for fix in finding.fixes if fix.preferred]
+    if len(preferred) != 1:
+        yield "%s: %d fixes marked preferred, expected exactly 1" % (where, len(preferred))
+    for fix in finding.fixes:
+        if not fix.edits:
+            yield "%s: fix %r has no edits" % (where, fix.title)
+        if not fix.title.strip():
+            yield "%s: a fix has an empty title" % where
+
+
+def _fix_result_problems(path, text: str, finding: Finding, fix: Fix, count_before: int):
+    where = "%s: fix %r" % (describe(finding), fix.title)
+    try:
+        fixed = apply_edits(text, fix.edits)
+    except ValueError as err:
+        yield "%s: edits cannot be applied: %s" % (where, err)
+        return
+    try:
+        ast.parse(fixed)
+    except SyntaxError as err:
+        yield "%s: fixed code does not parse: %s (line %s: %r)" % (
+            where, err.msg, err.lineno, (err.text or "").rstrip())
+        return
+    after = check_source(fixed, str(path))
+    if after.internal_errors:
+        yield "%s: rules crashed on the fixed code:\n%s" % (where, "\n".join(after.internal_errors))
+    count_after = sum(1 for f in after.findings if f.code == finding.code)
+    # Fixes may shift lines, so count: the finding fixed must be gone and none may appear instead.
+    if count_after >= count_before:
+        left = [describe(f) for f in after.findings if f.code == finding.code]
+        yield "%s: %s findings %d before, %d after (still: %s)" % (
+            where, finding.code, count_before, count_after, "; ".join(left))
+
+
+def test_every_rule_has_a_fixture():
+    missing = []
+    for rule in rules.ALL_RULES:
+        files = sorted(RULE_FIXTURES.glob("%s_*.py" % rule.code.lower()))
+        announced = [p for p in files if any(code == rule.code for _, code in
+                                             expected_findings(p.read_text(encoding="utf-8")))]
+        if not announced:
+            missing.append("%s (%s): no tests/fixtures/rules/%s_*.py with `# expect: %s`" % (
+                rule.code, rule.name, rule.code.lower(), rule.code))
+    assert not missing, "\n".join(missing)
+
+
+def test_false_positive_fixtures_exist_and_announce_nothing():
+    files = sorted(RULE_FIXTURES.glob("fp_*.py"))
+    assert files, "no fp_*.py false-positive fixtures"
+    for path in files:
+        assert not expected_findings(path.read_text(encoding="utf-8")), \
+            "%s is a must-stay-quiet fixture: it must not carry `# expect:` comments" % path.name
+
+
+def test_expectations_parse():
+    text = "a = 1  # expect: TL101\nb = 2\nc = 3  #expect:TL101 , TL301\n"
+    assert expected_findings(text) == {(1, "TL101"), (3, "TL101"), (3, "TL301")}
