@@ -125,7 +125,7 @@ async function start(reason: string): Promise<void> {
   const probe = await probeInterpreter(interpreter.command);
   if (!probe.ok) {
     const message = `torchlint cannot use the Python interpreter ${interpreter.command}: ${probe.problem}. ` +
-      'Set torchlint.interpreter to a Python 3.9+ interpreter.';
+      'Set torchlint.interpreter to a Python 3.10+ interpreter.';
     output.appendLine(message);
     showStatus('error', message);
     void vscode.window.showErrorMessage(message, 'Open Settings', 'Show Output').then((choice) => {

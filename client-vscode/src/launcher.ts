@@ -5,7 +5,7 @@
 import { execFile } from 'child_process';
 import * as path from 'path';
 
-export const MINIMUM_PYTHON: [number, number] = [3, 9];
+export const MINIMUM_PYTHON: [number, number] = [3, 10];  // as bundled/launch.py
 
 export function launchScript(extensionPath: string): string {
   return path.join(extensionPath, 'client-vscode', 'bundled', 'launch.py');

@@ -16,8 +16,8 @@ test('the server runs launch.py from the extension, with the environment untouch
 
 test('interpreter versions', () => {
   assert.deepEqual(judgeVersion('3.11.7\n'), { ok: true, version: '3.11.7' });
-  assert.equal(judgeVersion('3.8.18').ok, false);
-  assert.match(judgeVersion('3.8.18').problem ?? '', /needs 3\.9/);
+  assert.equal(judgeVersion('3.9.18').ok, false);
+  assert.match(judgeVersion('3.9.18').problem ?? '', /needs 3\.10/);
   assert.equal(judgeVersion('Python was not found').ok, false);
 });
 
