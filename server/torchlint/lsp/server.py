@@ -60,6 +60,7 @@ class TorchlintServer(LanguageServer):
         super().__init__("torchlint", __version__,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          protocol_cls=Protocol)
+        self.loop: Optional[asyncio.AbstractEventLoop] = None  # set at initialize
         self.pull = False  # the client pulls diagnostics; never push to it then
         self.config_support = False
         self.refresh_support = False
@@ -74,9 +75,20 @@ class TorchlintServer(LanguageServer):
 
     # -- messages to the client ------------------------------------------------------------
     def log_message(self, message: str, kind: types.MessageType) -> None:
+        """Log to stderr and to the client; safe to call from the analysis threads."""
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, "%s", message)
+        params = types.LogMessageParams(type=kind, message=message)
         try:
-            self.window_log_message(types.LogMessageParams(type=kind, message=message))
+            asyncio.get_running_loop()
+        except RuntimeError:  # an executor thread: frames are written from the event loop only
+            if self.loop is not None:
+                self.loop.call_soon_threadsafe(self._send_log, params)
+            return
+        self._send_log(params)
+
+    def _send_log(self, params: types.LogMessageParams) -> None:
+        try:
+            self.window_log_message(params)
         except Exception:  # no connection (yet): stderr has it
             pass
 
@@ -224,6 +236,7 @@ def create_server() -> TorchlintServer:
     @server.feature(types.INITIALIZE)
     @guarded(server)
     def initialize(params: types.InitializeParams):
+        server.loop = asyncio.get_running_loop()
         use_protocol_lines(server.workspace)
         caps = params.capabilities
         server.pull = get_capability(caps, "text_document.diagnostic", None) is not None

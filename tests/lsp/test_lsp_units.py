@@ -1,4 +1,4 @@
-"""Core findings -> LSP types, without a server."""
+"""The server's parts without a client: conversion, settings, handler guards."""
 from __future__ import annotations
 
 from lsprotocol import types
@@ -69,3 +69,46 @@ def test_settings_parse_and_reject_per_key():
     assert len(errors) == 1 and "torchlint.ignore" in errors[0]
     assert parse_settings(None) == (DEFAULT_SETTINGS, [])
     assert parse_settings([1])[0] == DEFAULT_SETTINGS
+
+
+def test_a_failing_handler_logs_and_answers_empty():
+    import asyncio
+
+    from torchlint.lsp.server import TorchlintServer, guarded
+
+    server = TorchlintServer()
+    logged = []
+    server.log_error = logged.append
+
+    @guarded(server, [])
+    def broken(params):
+        raise RuntimeError("boom")
+
+    @guarded(server, None)
+    async def broken_async(params):
+        raise KeyError("gone")
+
+    assert broken(None) == []
+    assert asyncio.run(broken_async(None)) is None
+    assert "boom" in logged[0] and "broken failed" in logged[0]
+    assert "gone" in logged[1]
+
+
+def test_a_crashing_rule_costs_only_its_own_findings(monkeypatch):
+    from torchlint.lsp.scheduler import Snapshot
+    from torchlint.lsp.server import TorchlintServer
+    from torchlint.rules import RULES_BY_CODE
+
+    server = TorchlintServer()
+    logged = []
+    server.log_error = logged.append
+
+    def crash(ctx):
+        raise ValueError("rule bug")
+
+    monkeypatch.setattr(RULES_BY_CODE["TL301"], "check", crash)
+    text = "import torch\nfrom torch import nn\nclass M(nn.Module):\n" \
+           "    def __init__(self):\n        super().__init__()\n        self.g = torch.cuda.FloatTensor([1.0])\n"
+    result = server.analyse(Snapshot("file:///m.py", 1, text, "/tmp/m.py", 0), None)
+    assert [f.code for f in result.findings] == ["TL101"]
+    assert logged and "TL301" in logged[0]
