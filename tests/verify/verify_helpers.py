@@ -5,7 +5,6 @@ and one run wherever the outcome of one class cannot disturb the others.
 """
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
 from pathlib import Path

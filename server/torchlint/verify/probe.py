@@ -113,7 +113,13 @@ def user_line(exc, user_path):
 def failure_issue(exc, doing, class_name, user_path):
     line, function = user_line(exc, user_path)
     where = " (line %d%s)" % (line, ", in %s" % function if function and function != "<module>" else "") if line else ""
-    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    # The traceback from the user's side: not the probe's frames, nor importlib's.
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None and (
+            _same_file(tb.tb_frame.f_code.co_filename, __file__)
+            or tb.tb_frame.f_code.co_filename.startswith("<frozen importlib")):
+        tb = tb.tb_next
+    lines = traceback.format_exception(type(exc), exc, tb)
     return {
         "code": "TL905",
         "class_name": class_name,
@@ -244,13 +250,13 @@ def describe_container(value, lost):
     if isinstance(value, torch.nn.Module):
         return "the module %s, stored around nn.Module.__setattr__ (so not a submodule)" % type(value).__name__
     modules = sum(1 for item in lost if isinstance(item, torch.nn.Module))
-    parameters = len(lost) - modules
+    tensors = [item for item in lost if not isinstance(item, torch.nn.Module)]
     what = []
     if modules:
-        what.append("%d module%s" % (modules, "" if modules == 1 else "s"))
-    if parameters:
-        what.append("%d parameter%s/trainable tensor%s" % (parameters, "" if parameters == 1 else "s",
-                                                          "" if parameters == 1 else "s"))
+        what.append(_count(modules, "module"))
+    if tensors:
+        all_parameters = all(isinstance(t, torch.nn.Parameter) for t in tensors)
+        what.append(_count(len(tensors), "parameter" if all_parameters else "trainable tensor"))
     return "a plain %s holding %s" % (type(value).__name__, " and ".join(what))
 
 

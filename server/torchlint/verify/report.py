@@ -138,7 +138,8 @@ def render_text(report: VerifyReport, display_path: Optional[str] = None, lines:
     if report.error:
         out.append("error: %s" % report.error)
 
-    for issue in report.issues:
+    ordered = sorted(report.issues, key=lambda i: (lines.get(id(i), i.line) or 0, i.code))  # stable: by class too
+    for issue in ordered:
         line = lines.get(id(issue), issue.line)
         where = "%s:%d" % (name, line) if line else name
         label = " [%s]" % issue.class_name if issue.class_name else ""

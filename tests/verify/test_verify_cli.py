@@ -1,0 +1,81 @@
+"""`torchlint verify` as the CLI runs it: cli_command.add_arguments + run(args)."""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+from torchlint.verify import cli_command
+
+from verify_helpers import ROOT, line_of, torch_python, write_module
+
+DEMO = ROOT / "examples" / "verify_demo.py"
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(prog="torchlint verify")
+    cli_command.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_text_report_of_the_demo(capsys):
+    status = cli_command.run(parse([str(DEMO) + "::LayerScaleBlock", "--python", torch_python(),
+                                    "--input-shape", "2,5,16"]))
+    out = capsys.readouterr().out
+    assert status == cli_command.EXIT_FINDINGS
+    line = line_of(DEMO, "self.gamma_1 = torch.full")
+    for code in ("TL901", "TL902", "TL903", "TL904"):
+        assert "verify_demo.py:%d: %s gamma_1" % (line, code) in out
+    assert "device cpu" in out and "float64" in out
+    assert "LayerScaleBlock: verified with inputs (2, 5, 16) float32 (from --input-shape)" in out
+    assert out.rstrip().splitlines()[-1].startswith("Found 4 problems in 1 class")
+
+
+def test_json_report_and_no_torch_in_torchlint(tmp_path):
+    """Run in a fresh interpreter: the parent side must never import torch."""
+    script = (
+        "import argparse, sys\n"
+        "sys.path.insert(0, %r)\n"
+        "from torchlint.verify import cli_command\n"
+        "parser = argparse.ArgumentParser()\n"
+        "cli_command.add_arguments(parser)\n"
+        "status = cli_command.run(parser.parse_args(sys.argv[1:]))\n"
+        "assert 'torch' not in sys.modules, 'torchlint imported torch'\n"
+        "sys.exit(status)\n" % str(ROOT / "server"))
+    result = subprocess.run([sys.executable, "-c", script, str(DEMO), "--python", torch_python(),
+                             "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == cli_command.EXIT_FINDINGS, result.stderr
+    report = json.loads(result.stdout)
+    assert report["device"] == "cpu" and report["outcome"] == "completed"
+    assert [c["name"] for c in report["classes"]] == ["LayerScaleBlock", "FixedLayerScaleBlock"]
+    fixed = report["classes"][1]
+    assert fixed["issues"] == [] and {c["status"] for c in fixed["checks"]} == {"passed"}
+    assert fixed["inputs"] == "(2, 5, 16) float32 (from example_inputs())"
+    assert sorted(i["code"] for i in report["classes"][0]["issues"]) == ["TL901", "TL902", "TL903", "TL904"]
+    assert report["issues_total"] == 4
+
+
+def test_clean_class_exits_zero(tmp_path, capsys):
+    path = write_module(tmp_path, "clean.py", '''
+        import torch.nn as nn
+
+
+        class Tiny(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(3, 2)
+
+            def forward(self, x):
+                return self.fc(x)
+    ''')
+    assert cli_command.run(parse([str(path), "--python", torch_python()])) == cli_command.EXIT_CLEAN
+    assert "No problems found in 1 class" in capsys.readouterr().out
+
+
+def test_unknown_class_and_usage_errors_exit_two(tmp_path, capsys):
+    path = write_module(tmp_path, "model.py", "import torch\n")
+    assert cli_command.run(parse([str(path) + "::Missing", "--python", torch_python()])) == cli_command.EXIT_ERROR
+    assert "no class 'Missing'" in capsys.readouterr().out
+    assert cli_command.run(parse([str(path), "--init-kwargs", "[1]"])) == cli_command.EXIT_ERROR
+    assert "must be a JSON object" in capsys.readouterr().err
