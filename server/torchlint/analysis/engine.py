@@ -34,13 +34,14 @@ def parse(text: str, path: str):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences and the like are not ours to report
-            return ast.parse(text, filename=path), None
+            # A byte-order mark is an encoding detail, not code (editors may send one).
+            return ast.parse(text[1:] if text.startswith("\ufeff") else text, filename=path), None
     except SyntaxError as err:
         line = err.lineno or 1
         column = max((err.offset or 1) - 1, 0)
         return None, ParseError("SyntaxError: %s" % (err.msg,), Position(line, column))
     except (ValueError, RecursionError, MemoryError) as err:  # null bytes, absurd nesting
-        return None, ParseError("cannot parse: %s" % (err,), Position(1, 0))
+        return None, ParseError("cannot parse: %s" % (str(err) or "too deeply nested",), Position(1, 0))
 
 
 def check_source(text: str, path: str = "<stdin>", options: CheckOptions = DEFAULT_OPTIONS,

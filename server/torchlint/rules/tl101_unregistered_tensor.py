@@ -83,7 +83,8 @@ def _finding(ctx, binding, value):
     wrap = ctx.fix("Wrap in `%s(...)` (trainable parameter)" % parameter,
                    ctx.wrap(binding.value, parameter + "(", ")") + [import_edit], safe=False)
     fixes = [wrap]
-    if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and ctx.stands_alone(stmt) and _first_binding(ctx, binding):
+    single_target = isinstance(stmt, ast.AnnAssign) or (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1)
+    if single_target and ctx.stands_alone(stmt) and _first_binding(ctx, binding):
         # `self.x = (<value>)` -> `self.register_buffer("x", (<value>))`: replace up to the `=`, close at the end.
         head = _through_equals(ctx, stmt)
         end = ctx.range(stmt).end
@@ -92,7 +93,8 @@ def _finding(ctx, binding, value):
                              [call, ctx.replace(Range(end, end), ")")], safe=False))
         fixes.append(ctx.fix('Register as a non-persistent buffer (moved by .to(), not saved)',
                              [call, ctx.replace(Range(end, end), ", persistent=False)")],
-                             safe=not value.requires_grad))
+                             # Safe only where a buffer is the likely intent: --fix must not freeze a weight.
+                             safe=not _prefers_parameter(value, attr)))
     preferred = 0 if _prefers_parameter(value, attr) or len(fixes) == 1 else 1
     fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == preferred)) for i, f in enumerate(fixes)]
     return ctx.finding("TL101", message, stmt, severity, fixes)
