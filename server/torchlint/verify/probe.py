@@ -248,7 +248,7 @@ def describe_container(value, lost):
     import torch
 
     if isinstance(value, torch.nn.Module):
-        return "the module %s, stored around nn.Module.__setattr__ (so not a submodule)" % type(value).__name__
+        return "the module %s, stored around nn.Module.__setattr__" % type(value).__name__
     modules = sum(1 for item in lost if isinstance(item, torch.nn.Module))
     tensors = [item for item in lost if not isinstance(item, torch.nn.Module)]
     what = []
@@ -300,7 +300,10 @@ def check_registration(state):
 
     def message(paths, details):
         description, trainable, container = details[0]
-        if container:
+        if container and description.startswith("the module"):
+            consequence = ("its parameters are not in parameters() or state_dict(), and .to()/.cuda() do not "
+                           "move it (a plain `self.name = module` registers it)")
+        elif container:
             consequence = ("what it holds is not in parameters() or state_dict(), and .to()/.cuda() do not "
                            "move it (nn.ModuleList / ModuleDict / ParameterList register it)")
         elif any(d[1] for d in details):
