@@ -1,0 +1,274 @@
+"""``[tool.torchlint]`` in ``pyproject.toml``: reading, validating, and resolving it per file.
+
+Shared by the command line and the language server, so nothing here prints or exits:
+problems are raised as :class:`ConfigError` with a message naming the file and the key.
+
+Rule selectors are codes or code prefixes: ``"TL101"``, ``"TL1"`` (TL101..TL104),
+``"TL"`` or ``"ALL"`` (every rule). An unknown code or prefix is an error.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+
+from .analysis.engine import CheckOptions
+from .analysis.findings import Severity
+from .files import GlobPattern, relative_to_root
+from .rules import RULES_BY_CODE
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised only on Python < 3.11
+    try:
+        import tomli as tomllib
+    except ImportError:
+        tomllib = None
+
+SECTION = "[tool.torchlint]"
+KEYS = ("select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
+        "severity", "python")
+SEVERITY_NAMES = tuple(s.value for s in Severity)
+_SELECTOR = re.compile(r"^(ALL|TL\d{0,3})$")
+
+
+class ConfigError(Exception):
+    """A configuration problem; the message names where (file and key, or flag) and what."""
+
+
+@dataclass(frozen=True)
+class RuleSelection:
+    """One layer of rule selection: the file's, then the command line's or the editor's."""
+
+    select: Optional[Tuple[str, ...]] = None  # None: keep what the previous layer enabled
+    extend_select: Tuple[str, ...] = ()
+    ignore: Tuple[str, ...] = ()
+
+    def apply(self, enabled: FrozenSet[str]) -> FrozenSet[str]:
+        """The codes enabled after this layer; the most specific selector wins, ignore on ties."""
+        result = set()
+        for code in RULES_BY_CODE:
+            on, best = (code in enabled if self.select is None else False), -1
+            for selector in (self.select or ()) + self.extend_select:
+                if matches(selector, code) and specificity(selector) > best:
+                    on, best = True, specificity(selector)
+            for selector in self.ignore:
+                if matches(selector, code) and specificity(selector) >= best:
+                    on, best = False, specificity(selector)
+            if on:
+                result.add(code)
+        return frozenset(result)
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Optional[Path] = None  # the pyproject.toml the settings came from (None: defaults)
+    root: Path = field(default_factory=Path.cwd)  # anchored globs are relative to it
+    selections: Tuple[RuleSelection, ...] = ()  # applied in order: file, then overrides
+    per_file_ignores: Tuple[Tuple[GlobPattern, FrozenSet[str]], ...] = ()
+    exclude: Tuple[str, ...] = ()
+    extend_exclude: Tuple[str, ...] = ()
+    severities: Tuple[Tuple[str, Severity], ...] = ()  # (selector, severity), later entries win
+    python: Optional[str] = None  # the interpreter whose packages the jedi layer analyses
+
+    @property
+    def exclude_patterns(self) -> List[GlobPattern]:
+        return [GlobPattern(p) for p in self.exclude + self.extend_exclude]
+
+    def enabled_codes(self) -> FrozenSet[str]:
+        enabled = frozenset(RULES_BY_CODE)
+        for selection in self.selections:
+            enabled = selection.apply(enabled)
+        return enabled
+
+    def severity_overrides(self) -> Dict[str, Severity]:
+        overrides: Dict[str, Tuple[int, Severity]] = {}
+        for selector, severity in self.severities:
+            for code in RULES_BY_CODE:
+                if matches(selector, code) and specificity(selector) >= overrides.get(code, (-1, None))[0]:
+                    overrides[code] = (specificity(selector), severity)
+        return {code: severity for code, (_, severity) in overrides.items()}
+
+    def options_for(self, path) -> CheckOptions:
+        """What check_source needs for one file: enabled rules and severity overrides."""
+        enabled = self.enabled_codes()
+        rel = relative_to_root(Path(path), self.root)
+        for pattern, codes in self.per_file_ignores:
+            if pattern.matches_file(rel, Path(path).name):
+                enabled = enabled - codes
+        return CheckOptions(enabled=enabled, severities=self.severity_overrides())
+
+    def with_overrides(self, select: Optional[Sequence[str]] = None, extend_select: Sequence[str] = (),
+                       ignore: Sequence[str] = (), severities: Optional[Dict[str, str]] = None,
+                       label: str = "%s") -> "Config":
+        """The settings with a higher-priority layer on top (command-line flags, editor settings).
+        ``label`` turns a setting's name into what errors call it (``"--%s"``, ``"torchlint.%s"``)."""
+        selection = RuleSelection(
+            None if select is None else tuple(_selectors(select, label % "select")),
+            tuple(_selectors(extend_select, label % "extend-select")),
+            tuple(_selectors(ignore, label % "ignore")),
+        )
+        extra = tuple(_severities(severities or {}, label % "severity"))
+        return replace(self, selections=self.selections + (selection,), severities=self.severities + extra)
+
+
+# -- selectors ---------------------------------------------------------------------------------
+
+def matches(selector: str, code: str) -> bool:
+    return selector == "ALL" or code.startswith(selector)
+
+
+def specificity(selector: str) -> int:
+    return 0 if selector == "ALL" else len(selector)
+
+
+def expand(selectors: Iterable[str]) -> FrozenSet[str]:
+    """The rule codes a list of (already validated) selectors covers."""
+    return frozenset(code for code in RULES_BY_CODE for s in selectors if matches(s, code))
+
+
+def _selectors(values, where: str) -> List[str]:
+    if isinstance(values, str) or not isinstance(values, (list, tuple)):
+        raise ConfigError("%s: expected a list of rule codes, got %r" % (where, values))
+    result = []
+    for value in values:
+        if not isinstance(value, str):
+            raise ConfigError("%s: expected a rule code, got %r" % (where, value))
+        selector = value.strip().upper()
+        if not _SELECTOR.match(selector) or not any(matches(selector, c) for c in RULES_BY_CODE):
+            raise ConfigError("%s: unknown rule code or prefix %r (known: %s)"
+                              % (where, value, ", ".join(RULES_BY_CODE) or "none"))
+        result.append(selector)
+    return result
+
+
+def _severities(table, where: str) -> List[Tuple[str, Severity]]:
+    if not isinstance(table, dict):
+        raise ConfigError("%s: expected a table of rule code = severity, got %r" % (where, table))
+    result = []
+    for key, value in sorted(table.items(), key=lambda kv: specificity(str(kv[0]).upper())):
+        (selector,) = _selectors([key], where)
+        if not isinstance(value, str) or value.lower() not in SEVERITY_NAMES:
+            raise ConfigError("%s.%s: expected one of %s, got %r"
+                              % (where, key, ", ".join('"%s"' % s for s in SEVERITY_NAMES), value))
+        result.append((selector, Severity(value.lower())))
+    return result
+
+
+def _strings(value, where: str) -> Tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError("%s: expected a list of strings, got %r" % (where, value))
+    return tuple(value)
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+def display(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
+
+
+def read_table(path: Path) -> Optional[dict]:
+    """The ``[tool.torchlint]`` table of a pyproject.toml (None when it has none)."""
+    if tomllib is None:
+        raise ConfigError("%s: reading TOML needs Python 3.11+ or the 'tomli' package (pip install tomli)"
+                          % display(path))
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as err:
+        raise ConfigError("%s: cannot read: %s" % (display(path), err.strerror or err))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError("%s: invalid TOML: %s" % (display(path), err))
+    table = data.get("tool", {}).get("torchlint") if isinstance(data.get("tool"), dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError("%s: %s must be a table" % (display(path), SECTION))
+    return table
+
+
+def parse_table(table: dict, path: Path, root: Optional[Path] = None) -> Config:
+    """Validate a ``[tool.torchlint]`` table; every problem names the file and the key."""
+    where = "%s: %s" % (display(path), SECTION)
+    for key in table:
+        if key not in KEYS:
+            close = difflib.get_close_matches(key, KEYS, n=1)
+            hint = " (did you mean %r?)" % close[0] if close else ""
+            raise ConfigError("%s unknown key %r%s" % (where, key, hint))
+
+    def key(name):
+        return "%s %s" % (where, name)
+
+    select = table.get("select")
+    selection = RuleSelection(
+        None if select is None else tuple(_selectors(select, key("select"))),
+        tuple(_selectors(table.get("extend-select", []), key("extend-select"))),
+        tuple(_selectors(table.get("ignore", []), key("ignore"))),
+    )
+    per_file = table.get("per-file-ignores", {})
+    if not isinstance(per_file, dict):
+        raise ConfigError("%s: expected a table of glob = [codes], got %r" % (key("per-file-ignores"), per_file))
+    per_file_ignores = tuple(
+        (GlobPattern(glob), expand(_selectors(codes, '%s."%s"' % (key("per-file-ignores"), glob))))
+        for glob, codes in per_file.items()
+    )
+    python = table.get("python")
+    if python is not None and (not isinstance(python, str) or not python.strip()):
+        raise ConfigError("%s: expected the path of a Python interpreter, got %r" % (key("python"), python))
+    return Config(
+        path=path,
+        root=root or path.parent,
+        selections=(selection,),
+        per_file_ignores=per_file_ignores,
+        exclude=_strings(table.get("exclude", []), key("exclude")),
+        extend_exclude=_strings(table.get("extend-exclude", []), key("extend-exclude")),
+        severities=tuple(_severities(table.get("severity", {}), key("severity"))),
+        python=python,
+    )
+
+
+def load_config(path) -> Config:
+    """Settings from an explicitly named pyproject.toml (``--config``)."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise ConfigError("%s: no such file" % display(path))
+    table = read_table(path)
+    if table is None:
+        raise ConfigError("%s: no %s table" % (display(path), SECTION))
+    return parse_table(table, path)
+
+
+def find_config(start=None) -> Config:
+    """Settings from the nearest pyproject.toml with a ``[tool.torchlint]`` table at or above
+    ``start`` (a file or directory; default: the working directory), else the defaults."""
+    start = Path(start or Path.cwd()).resolve()
+    if not start.is_dir():
+        start = start.parent
+    for directory in (start, *start.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file() and _mentions_torchlint(candidate):
+            table = read_table(candidate)
+            if table is not None:
+                return parse_table(table, candidate)
+    return Config(root=project_root(start))
+
+
+def _mentions_torchlint(path: Path) -> bool:
+    """A cheap look before parsing: most pyproject.toml files on the way up are someone else's."""
+    try:
+        return b"torchlint" in path.read_bytes()
+    except OSError:
+        return False
+
+
+def project_root(start: Path) -> Path:
+    """Without a config: the nearest directory that looks like a project, else ``start``."""
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists() or (directory / "pyproject.toml").is_file():
+            return directory
+    return start

@@ -1,0 +1,25 @@
+"""torchlint's findings inside flake8: ``flake8 --select TL`` (entry point ``TL`` in pyproject.toml).
+
+flake8 handles ``# noqa``, selection and output itself; this only runs the rules.
+"""
+from __future__ import annotations
+
+from typing import Iterator, List, Tuple
+
+from . import __version__
+from .analysis.engine import check_source
+
+
+class Flake8Plugin:
+    name = "torchlint"
+    version = __version__
+
+    def __init__(self, tree, filename: str, lines: List[str]):
+        self.filename = filename
+        self.lines = lines
+
+    def run(self) -> Iterator[Tuple[int, int, str, type]]:
+        result = check_source("".join(self.lines), self.filename)
+        for finding in result.findings:  # a file that does not parse is flake8's E999
+            start = finding.range.start
+            yield start.line, start.column, "%s %s" % (finding.code, finding.message), type(self)

@@ -1,0 +1,64 @@
+"""Renderers: turn the per-file reports of a run into text, JSON, SARIF or GitHub annotations.
+
+Every renderer is a function ``render(reports, options) -> str``; nothing here reads files
+or decides exit codes.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+from ..analysis.findings import Finding, ParseError
+
+
+@dataclass
+class FileReport:
+    """What a run found in one file. Plain data: it travels back from worker processes."""
+
+    path: str  # absolute
+    findings: List[Finding] = field(default_factory=list)
+    error: Optional[ParseError] = None  # the file could not be read, decoded or parsed
+    internal_errors: List[str] = field(default_factory=list)  # rules or fixes that crashed
+    fixed: int = 0  # findings fixed (--fix) or fixable (--diff)
+    diff: str = ""  # --diff: what --fix would change
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    unsafe_fixes: bool = False  # unsafe fixes count as applicable
+    fix_mode: bool = False  # --fix ran: the summary says what was fixed
+    quiet: bool = False  # findings only, no summary
+    cwd: str = field(default_factory=os.getcwd)
+
+
+def display_path(path: str, cwd: str) -> str:
+    """The path relative to the working directory when it is inside it, with forward slashes."""
+    rel = os.path.relpath(path, cwd) if inside(path, cwd) else path
+    return rel.replace(os.sep, "/")
+
+
+def inside(path: str, directory: str) -> bool:
+    try:
+        return os.path.commonpath([os.path.abspath(path), os.path.abspath(directory)]) == os.path.abspath(directory)
+    except ValueError:
+        return False
+
+
+def sorted_findings(reports: List[FileReport]):
+    """(report, finding) pairs in path, then position order."""
+    for report in sorted(reports, key=lambda r: r.path):
+        for finding in sorted(report.findings, key=lambda f: (f.range.start, f.code)):
+            yield report, finding
+
+
+def renderers() -> Dict[str, Callable[[List[FileReport], OutputOptions], str]]:
+    from . import github, json_format, sarif, text
+    return {"text": text.render, "json": json_format.render, "sarif": sarif.render, "github": github.render}
+
+
+FORMATS = ("text", "json", "sarif", "github")
+
+
+def render(reports: List[FileReport], fmt: str, options: OutputOptions = OutputOptions()) -> str:
+    return renderers()[fmt](reports, options)

@@ -1,0 +1,38 @@
+"""GitHub Actions workflow commands: one ``::error``/``::warning``/``::notice`` per finding,
+shown as annotations on the pull request's diff."""
+from __future__ import annotations
+
+from typing import List
+
+from . import FileReport, OutputOptions, display_path, sorted_findings
+
+LEVELS = {"error": "error", "warning": "warning", "info": "notice", "hint": "notice"}
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(level: str, title: str, path: str, start, end, message: str) -> str:
+    properties = [("title", title), ("file", path), ("line", start.line), ("col", start.column + 1),
+                  ("endLine", end.line), ("endColumn", end.column + 1)]
+    return "::%s %s::%s" % (level, ",".join("%s=%s" % (key, escape_property(str(value))) for key, value in properties),
+                            escape_data(message))
+
+
+def render(reports: List[FileReport], options: OutputOptions) -> str:
+    lines = []
+    for report in sorted(reports, key=lambda r: r.path):
+        if report.error is not None:
+            pos = report.error.position
+            lines.append(annotation("error", "torchlint", display_path(report.path, options.cwd), pos, pos,
+                                    report.error.message))
+    for report, finding in sorted_findings(reports):
+        lines.append(annotation(LEVELS[finding.severity.value], "torchlint (%s)" % finding.code,
+                                display_path(report.path, options.cwd), finding.range.start, finding.range.end,
+                                "%s %s" % (finding.code, finding.message)))
+    return "".join(line + "\n" for line in lines)

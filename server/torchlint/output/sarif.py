@@ -1,0 +1,109 @@
+"""SARIF 2.1.0, for code-scanning upload (GitHub, Azure DevOps, IDE viewers).
+
+Lines and columns are 1-based; columns count Unicode code points (``columnKind``).
+Files that could not be read or parsed are reported as tool execution notifications,
+since they are not findings of a rule.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import List
+
+from .. import __version__
+from ..fixing import preferred_fix
+from ..rules import ALL_RULES
+from . import FileReport, OutputOptions, inside, display_path, sorted_findings
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://pypi.org/project/torchlint/"
+LEVELS = {"error": "error", "warning": "warning", "info": "note", "hint": "note"}
+SOURCE_ROOT = "%SRCROOT%"
+
+
+def _full_description(rule) -> str:
+    """The first paragraph of the doc's "What it finds" section (the summary without a doc)."""
+    try:
+        doc = rule.doc()
+    except OSError:
+        return rule.summary
+    match = re.search(r"^## What it finds\s*\n(.*?)(?:\n\s*\n|\n#|\Z)", doc, re.S | re.M)
+    return " ".join(match.group(1).split()) if match else rule.summary
+
+
+def _rule(rule) -> dict:
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": _full_description(rule)},
+        "helpUri": rule.doc_url(),
+        "defaultConfiguration": {"level": LEVELS[rule.severity.value]},
+    }
+
+
+def _artifact(path: str, cwd: str) -> dict:
+    if inside(path, cwd):
+        return {"uri": display_path(path, cwd), "uriBaseId": SOURCE_ROOT}
+    return {"uri": Path(path).resolve().as_uri()}
+
+
+def _region(start, end) -> dict:
+    return {"startLine": start.line, "startColumn": start.column + 1,
+            "endLine": end.line, "endColumn": end.column + 1}
+
+
+def _result(report: FileReport, finding, rule_index: dict, cwd: str) -> dict:
+    artifact = _artifact(report.path, cwd)
+    result = {
+        "ruleId": finding.code,
+        "level": LEVELS[finding.severity.value],
+        "message": {"text": finding.message},
+        "locations": [{"physicalLocation": {"artifactLocation": artifact,
+                                            "region": _region(finding.range.start, finding.range.end)}}],
+    }
+    if finding.code in rule_index:
+        result["ruleIndex"] = rule_index[finding.code]
+    if finding.related:
+        result["relatedLocations"] = [
+            {"id": i, "message": {"text": related.message},
+             "physicalLocation": {"artifactLocation": artifact,
+                                  "region": _region(related.range.start, related.range.end)}}
+            for i, related in enumerate(finding.related)]
+    fix = preferred_fix(finding)
+    if fix is not None:
+        result["fixes"] = [{
+            "description": {"text": fix.title},
+            "artifactChanges": [{"artifactLocation": artifact, "replacements": [
+                {"deletedRegion": _region(edit.range.start, edit.range.end), "insertedContent": {"text": edit.new_text}}
+                for edit in fix.edits]}],
+        }]
+    return result
+
+
+def sarif_log(reports: List[FileReport], options: OutputOptions) -> dict:
+    rule_index = {rule.code: i for i, rule in enumerate(ALL_RULES)}
+    notifications = [
+        {"level": "error", "message": {"text": report.error.message},
+         "locations": [{"physicalLocation": {"artifactLocation": _artifact(report.path, options.cwd),
+                                             "region": _region(report.error.position, report.error.position)}}]}
+        for report in sorted(reports, key=lambda r: r.path) if report.error is not None]
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "torchlint", "version": __version__, "semanticVersion": __version__,
+                                "informationUri": INFORMATION_URI, "rules": [_rule(rule) for rule in ALL_RULES]}},
+            "originalUriBaseIds": {SOURCE_ROOT: {"uri": Path(options.cwd).resolve().as_uri().rstrip("/") + "/"}},
+            "columnKind": "unicodeCodePoints",
+            "invocations": [{"executionSuccessful": not any(r.internal_errors for r in reports),
+                             "toolExecutionNotifications": notifications}],
+            "results": [_result(report, finding, rule_index, options.cwd)
+                        for report, finding in sorted_findings(reports)],
+        }],
+    }
+
+
+def render(reports: List[FileReport], options: OutputOptions) -> str:
+    return json.dumps(sarif_log(reports, options), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,67 @@
+"""ruff-style text: ``path:line:col: TL101 [*] message``, then a summary line."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import List
+
+from ..fixing import choose_fix
+from ..rules import RULES_BY_CODE
+from . import FileReport, OutputOptions, display_path
+
+
+def render(reports: List[FileReport], options: OutputOptions) -> str:
+    rows = []  # (path, line, column, text): parse errors sit among findings by position
+    for report in reports:
+        path = display_path(report.path, options.cwd)
+        if report.error is not None:
+            pos = report.error.position
+            rows.append((path, pos.line, pos.column + 1, report.error.message))
+        for finding in report.findings:
+            start = finding.range.start
+            marker = "[*] " if choose_fix(finding, options.unsafe_fixes) else ""
+            rows.append((path, start.line, start.column + 1, "%s %s%s" % (finding.code, marker, finding.message)))
+    rows.sort()
+    lines = ["%s:%d:%d: %s" % row for row in rows]
+    if not options.quiet:
+        if lines:
+            lines.append("")
+        lines.append(summary(reports, options))
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def _plural(count: int) -> str:
+    return "%d finding%s" % (count, "" if count == 1 else "s")
+
+
+def summary(reports: List[FileReport], options: OutputOptions) -> str:
+    findings = [f for r in reports for f in r.findings]
+    remaining = len(findings) + sum(1 for r in reports if r.error is not None)
+    fixed = sum(r.fixed for r in reports) if options.fix_mode else 0
+    fixable = sum(1 for f in findings if choose_fix(f, options.unsafe_fixes))
+    hidden = 0 if options.unsafe_fixes else sum(1 for f in findings if not choose_fix(f) and choose_fix(f, True))
+    if remaining == 0 and fixed == 0:
+        return "All checks passed!"
+    notes = []
+    if fixed:
+        notes.append("%d fixed, %d remaining" % (fixed, remaining))
+    if fixable and not options.fix_mode:
+        notes.append("%d fixable with --fix" % fixable)
+    if hidden:
+        notes.append(("%d more fixable with --unsafe-fixes" if fixable or fixed
+                      else "%d fixable with --fix --unsafe-fixes") % hidden)
+    return "Found %s%s." % (_plural(remaining + fixed), " (%s)" % "; ".join(notes) if notes else "")
+
+
+def render_statistics(reports: List[FileReport], options: OutputOptions) -> str:
+    """One line per rule with findings: count, code, fixability marker, rule name."""
+    counts = Counter(f.code for r in reports for f in r.findings)
+    fixable = {f.code for r in reports for f in r.findings if choose_fix(f, options.unsafe_fixes)}
+    errors = sum(1 for r in reports if r.error is not None)
+    rows = [(count, code, "[*]" if code in fixable else "   ", getattr(RULES_BY_CODE.get(code), "name", ""))
+            for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    if errors:
+        rows.append((errors, "", "   ", "syntax-error"))
+    width = max((len(str(r[0])) for r in rows), default=1)
+    code_width = max((len(r[1]) for r in rows), default=5)
+    return "".join("%*d\t%-*s\t%s %s\n" % (width, count, code_width, code, marker, name)
+                   for count, code, marker, name in rows)

@@ -1,0 +1,378 @@
+"""The torchlint command line: exit codes, fixing, discovery, robustness, subprocess and flake8."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchlint import cli, fixing
+from torchlint.rules import RULES_BY_CODE
+
+# One TL101 finding whose preferred fix (register_buffer) is unsafe and whose
+# non-persistent-buffer fix is safe.
+MASK = '''import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mask = torch.tril(torch.ones(4, 4))
+'''
+
+# One TL101 finding with unsafe fixes only (it requires grad).
+TRAINABLE = '''import torch
+from torch import nn
+
+
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.randn(3, requires_grad=True)
+'''
+
+CLEAN = '''import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mask", torch.tril(torch.ones(4, 4)))
+'''
+
+
+def write(path: Path, text: str, newline: str = "\n") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.replace("\n", newline).encode("utf-8"))
+    return path
+
+
+def run(argv, capsys, cwd=None):
+    """cli.main in-process, from ``cwd``: (exit code, stdout, stderr)."""
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        code = cli.main([str(a) for a in argv])
+    finally:
+        os.chdir(old)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- exit codes ----------------------------------------------------------------------------------
+
+def test_clean_file_exits_0(tmp_path, capsys):
+    write(tmp_path / "ok.py", CLEAN)
+    code, out, _ = run(["check", tmp_path / "ok.py"], capsys)
+    assert code == 0
+    assert "All checks passed!" in out
+
+
+def test_findings_exit_1_with_ruff_style_lines(tmp_path, capsys):
+    write(tmp_path / "model.py", MASK)
+    code, out, _ = run(["check", "model.py", "--select", "TL101"], capsys, cwd=tmp_path)
+    assert code == 1
+    assert out.splitlines()[0].startswith("model.py:8:9: TL101 [*] `self.mask`")
+    assert out.rstrip().endswith("Found 1 finding (1 fixable with --fix).")
+
+
+def test_unsafe_only_fixes_have_no_marker_and_a_hint(tmp_path, capsys):
+    write(tmp_path / "model.py", TRAINABLE)
+    code, out, _ = run(["check", "model.py", "--select", "TL101"], capsys, cwd=tmp_path)
+    assert code == 1
+    assert "TL101 `self.w`" in out and "[*]" not in out
+    assert "1 fixable with --fix --unsafe-fixes" in out
+    _, out, _ = run(["check", "model.py", "--select", "TL101", "--unsafe-fixes"], capsys, cwd=tmp_path)
+    assert "TL101 [*] `self.w`" in out
+
+
+def test_exit_zero_and_quiet(tmp_path, capsys):
+    write(tmp_path / "model.py", MASK)
+    code, out, _ = run(["check", "-q", "--exit-zero", tmp_path / "model.py"], capsys)
+    assert code == 0
+    assert "TL101" in out and "Found" not in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "--no-such-flag"],
+    ["check", "--format", "xml"],
+    [],
+    ["rule", "TL999"],
+])
+def test_usage_errors_exit_2(argv, capsys):
+    code, _, _ = run(argv, capsys)
+    assert code == 2
+
+
+def test_missing_path_exits_2(tmp_path, capsys):
+    code, _, err = run(["check", tmp_path / "nope.py"], capsys)
+    assert code == 2
+    assert "nope.py" in err
+
+
+def test_unknown_select_code_exits_2(tmp_path, capsys):
+    write(tmp_path / "model.py", MASK)
+    code, _, err = run(["check", "--select", "TL999", tmp_path / "model.py"], capsys)
+    assert code == 2
+    assert "TL999" in err
+
+
+def test_config_error_exits_2_and_names_the_key(tmp_path, capsys):
+    write(tmp_path / "pyproject.toml", "[tool.torchlint]\nselekt = ['TL101']\n")
+    write(tmp_path / "model.py", MASK)
+    code, out, err = run(["check", "."], capsys, cwd=tmp_path)
+    assert code == 2
+    assert "pyproject.toml" in err and "'selekt'" in err
+    assert out == ""
+
+
+def test_internal_error_is_reported_and_other_files_still_checked(tmp_path, capsys, monkeypatch):
+    def crash(self, ctx):
+        if ctx.path.endswith("boom.py"):
+            raise RuntimeError("rule exploded")
+        return original(self, ctx)
+
+    rule_type = type(RULES_BY_CODE["TL101"])
+    original = rule_type.check
+    monkeypatch.setattr(rule_type, "check", crash)
+    write(tmp_path / "a_boom.py", MASK.replace("Block", "Boom")).rename(tmp_path / "boom.py")
+    write(tmp_path / "model.py", MASK)
+    code, out, err = run(["check", "--select", "TL101", "."], capsys, cwd=tmp_path)
+    assert code == 2
+    assert err.count("RuntimeError: rule exploded") == 1 and "boom.py" in err
+    assert "model.py:8:9: TL101" in out
+
+
+# -- files that cannot be checked ----------------------------------------------------------------
+
+def test_syntax_error_is_reported_and_other_files_checked(tmp_path, capsys):
+    write(tmp_path / "a_broken.py", "def f(:\n    pass\n")
+    write(tmp_path / "b_model.py", MASK)
+    code, out, _ = run(["check", "--select", "TL101", "."], capsys, cwd=tmp_path)
+    assert code == 1
+    assert "a_broken.py:1:7: SyntaxError:" in out
+    assert "b_model.py:8:9: TL101" in out
+    assert "Found 2 findings" in out
+
+
+def test_syntax_error_alone_exits_1(tmp_path, capsys):
+    write(tmp_path / "broken.py", "x = (\n")
+    code, out, _ = run(["check", tmp_path / "broken.py"], capsys)
+    assert code == 1
+    assert "SyntaxError" in out
+
+
+def test_undecodable_file_is_reported_and_other_files_checked(tmp_path, capsys):
+    (tmp_path / "a_latin.py").write_bytes(b"x = 1\nname = '\xe9t\xe9'\n")
+    write(tmp_path / "b_model.py", MASK)
+    code, out, _ = run(["check", "--select", "TL101", "."], capsys, cwd=tmp_path)
+    assert code == 1
+    assert "a_latin.py:2:9: DecodeError:" in out
+    assert "b_model.py:8:9: TL101" in out
+
+
+def test_coding_cookie_is_honoured(tmp_path, capsys):
+    text = "# -*- coding: latin-1 -*-\n# caf\xe9\n" + MASK
+    (tmp_path / "model.py").write_bytes(text.encode("latin-1"))
+    code, out, _ = run(["check", "--select", "TL101", tmp_path / "model.py"], capsys)
+    assert code == 1
+    assert "model.py:10:9: TL101" in out
+
+
+# -- --fix, --unsafe-fixes, --diff ----------------------------------------------------------------
+
+def test_fix_applies_safe_fix_and_reports_what_remains(tmp_path, capsys):
+    path = write(tmp_path / "model.py", MASK + TRAINABLE.split("\n\n\n", 1)[1])
+    code, out, _ = run(["check", "--fix", "--select", "TL101", path], capsys)
+    fixed = path.read_text()
+    ast.parse(fixed)
+    assert 'self.register_buffer("mask", torch.tril(torch.ones(4, 4)), persistent=False)' in fixed
+    assert "self.w = torch.randn(3, requires_grad=True)" in fixed  # unsafe: left alone
+    assert code == 1  # self.w remains
+    assert "Found 2 findings (1 fixed, 1 remaining; 1 more fixable with --unsafe-fixes)." in out
+    assert ":8:9:" not in out  # the fixed finding is not listed
+
+
+def test_fix_everything_exits_0(tmp_path, capsys):
+    path = write(tmp_path / "model.py", MASK)
+    code, out, _ = run(["check", "--fix", "--select", "TL101", path], capsys)
+    assert code == 0
+    assert "(1 fixed, 0 remaining)" in out
+
+
+def test_unsafe_fix_applied_only_with_unsafe_fixes(tmp_path, capsys):
+    path = write(tmp_path / "model.py", TRAINABLE)
+    run(["check", "--fix", "--select", "TL101", path], capsys)
+    assert path.read_text() == TRAINABLE
+    code, _, _ = run(["check", "--fix", "--unsafe-fixes", "--select", "TL101", path], capsys)
+    fixed = path.read_text()
+    assert "self.w = nn.Parameter(torch.randn(3, requires_grad=True))" in fixed
+    ast.parse(fixed)
+    assert code == 0
+
+
+def test_unsafe_fixes_prefer_the_rules_preferred_fix(tmp_path, capsys):
+    path = write(tmp_path / "model.py", MASK)
+    run(["check", "--fix", "--unsafe-fixes", "--select", "TL101", path], capsys)
+    assert 'self.register_buffer("mask", torch.tril(torch.ones(4, 4)))\n' in path.read_text()
+
+
+def test_fix_keeps_crlf_and_file_mode(tmp_path, capsys):
+    path = write(tmp_path / "model.py", MASK, newline="\r\n")
+    path.chmod(0o640)
+    run(["check", "--fix", "--select", "TL101", path], capsys)
+    data = path.read_bytes()
+    assert b"persistent=False)\r\n" in data
+    assert data.count(b"\r\n") == MASK.count("\n") and b"\n" not in data.replace(b"\r\n", b"")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["model.py"]  # no temporary file left
+
+
+def test_fix_adds_import_with_the_files_newline(tmp_path, capsys):
+    text = "from torch import nn, ones\n\n\nclass M(nn.Module):\n    def __init__(self):\n" \
+           "        super().__init__()\n        self.w = ones(3, requires_grad=True)\n"
+    path = write(tmp_path / "model.py", text, newline="\r\n")
+    run(["check", "--fix", "--unsafe-fixes", "--select", "TL101", path], capsys)
+    data = path.read_bytes()
+    assert b"nn.Parameter(ones(3, requires_grad=True))" in data
+    assert b"\n" not in data.replace(b"\r\n", b"")
+
+
+def test_crash_during_write_leaves_original_intact(tmp_path, capsys, monkeypatch):
+    path = write(tmp_path / "model.py", MASK)
+
+    def crash(src, dst):
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(fixing.os, "replace", crash)
+    code, _, err = run(["check", "--fix", "--select", "TL101", path], capsys)
+    assert code == 2
+    assert "disk on fire" in err
+    assert path.read_text() == MASK
+    assert [p.name for p in tmp_path.iterdir()] == ["model.py"]
+
+
+def test_diff_prints_and_writes_nothing(tmp_path, capsys):
+    path = write(tmp_path / "model.py", MASK)
+    code, out, err = run(["check", "--diff", "--select", "TL101", "model.py"], capsys, cwd=tmp_path)
+    assert code == 1
+    assert path.read_text() == MASK
+    assert "--- model.py\n+++ model.py\n" in out
+    assert "-        self.mask = torch.tril(torch.ones(4, 4))\n" in out
+    assert '+        self.register_buffer("mask", torch.tril(torch.ones(4, 4)), persistent=False)\n' in out
+    assert "Would fix 1 finding in 1 file." in err
+
+
+def test_diff_with_nothing_to_fix_exits_0(tmp_path, capsys):
+    write(tmp_path / "ok.py", CLEAN)
+    code, out, _ = run(["check", "--diff", tmp_path / "ok.py"], capsys)
+    assert code == 0 and out == ""
+
+
+def test_fix_leaves_unparsable_files_alone(tmp_path, capsys):
+    path = write(tmp_path / "broken.py", "def f(:\n")
+    code, _, _ = run(["check", "--fix", path], capsys)
+    assert code == 1
+    assert path.read_text() == "def f(:\n"
+
+
+# -- discovery -----------------------------------------------------------------------------------
+
+def test_directory_walk_skips_excluded_folders(tmp_path, capsys):
+    for folder in [".venv/lib", "node_modules/pkg", "build/lib", "generated", "myenv", "src/__pycache__",
+                   "pkg.egg-info", "vendored/deep"]:
+        write(tmp_path / folder / "bad.py", MASK)
+    write(tmp_path / "myenv" / "pyvenv.cfg", "home = /usr/bin\n")
+    write(tmp_path / ".gitignore", "# generated code\n/generated/\nvendored\n*.tmp.py\n")
+    write(tmp_path / "scratch.tmp.py", MASK)
+    write(tmp_path / "src" / "model.py", MASK)
+    write(tmp_path / "src" / "notes.txt", "not python")
+    write(tmp_path / "pyproject.toml", "[project]\nname = 'x'\n")
+    code, out, _ = run(["check", "--select", "TL101", "--format", "json", "."], capsys, cwd=tmp_path)
+    assert code == 1
+    files = sorted({Path(entry["filename"]).relative_to(tmp_path).as_posix() for entry in json.loads(out)})
+    assert files == ["src/model.py"]
+
+
+def test_config_exclude_and_explicit_files(tmp_path, capsys):
+    write(tmp_path / "pyproject.toml", '[tool.torchlint]\nexclude = ["tests/fixtures"]\n'
+                                       'extend-exclude = ["legacy_*.py"]\n')
+    write(tmp_path / "tests" / "fixtures" / "bad.py", MASK)
+    write(tmp_path / "legacy_model.py", MASK)
+    write(tmp_path / "model.py", MASK)
+    write(tmp_path / ".venv" / "explicit.py", MASK)
+    code, out, _ = run(["check", "--select", "TL101", "."], capsys, cwd=tmp_path)
+    assert "model.py:8:9" in out and "bad.py" not in out and "legacy_model.py" not in out
+    # Files named explicitly are always checked.
+    code, out, _ = run(["check", "--select", "TL101", "tests/fixtures/bad.py", ".venv/explicit.py"], capsys,
+                       cwd=tmp_path)
+    assert "tests/fixtures/bad.py:8:9" in out and ".venv/explicit.py:8:9" in out
+    # ... unless --force-exclude (what pre-commit runs, naming every changed file).
+    code, out, _ = run(["check", "--force-exclude", "--select", "TL101", "tests/fixtures/bad.py",
+                        ".venv/explicit.py", "legacy_model.py", "model.py"], capsys, cwd=tmp_path)
+    assert code == 1 and out.splitlines()[0].startswith("model.py:8:9") and "Found 1 finding" in out
+
+
+def test_pre_commit_hooks_file():
+    yaml = pytest.importorskip("yaml")
+    hooks = yaml.safe_load((Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text())
+    by_id = {hook["id"]: hook for hook in hooks}
+    assert set(by_id) == {"torchlint", "torchlint-fix"}
+    assert by_id["torchlint"]["entry"].startswith("torchlint check")
+    assert "--fix" in by_id["torchlint-fix"]["entry"].split()
+    assert all(hook["language"] == "python" and hook["types"] == ["python"] for hook in hooks)
+
+
+def test_many_files_in_parallel_give_sorted_complete_results(tmp_path, capsys):
+    for i in range(cli.PARALLEL_MIN_FILES + 4):
+        write(tmp_path / ("m%02d.py" % i), MASK if i % 2 else CLEAN)
+    write(tmp_path / "m99_broken.py", "def f(:\n")
+    code, out, _ = run(["check", "--select", "TL101", "."], capsys, cwd=tmp_path)
+    assert code == 1
+    lines = [line for line in out.splitlines() if line.startswith("m")]
+    assert lines == sorted(lines)
+    assert len([line for line in lines if "TL101" in line]) == (cli.PARALLEL_MIN_FILES + 4) // 2
+    assert "m99_broken.py:1:7: SyntaxError" in out
+
+
+# -- other commands and entry points ----------------------------------------------------------------
+
+def test_rule_prints_the_doc_page(capsys):
+    code, out, _ = run(["rule", "tl101"], capsys)
+    assert code == 0
+    assert out.startswith("# TL101 unregistered-tensor")
+
+
+def test_rule_all_lists_every_rule(capsys):
+    code, out, _ = run(["rule", "--all"], capsys)
+    assert code == 0
+    assert [line.split()[0] for line in out.splitlines()] == sorted(RULES_BY_CODE)
+    assert "unregistered-tensor" in out
+
+
+def test_python_dash_m_torchlint(tmp_path):
+    write(tmp_path / "model.py", MASK)
+    write(tmp_path / "broken.py", "x = (\n")
+    proc = subprocess.run([sys.executable, "-m", "torchlint", "check", "--select", "TL101", "--format", "json", "."],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    entries = json.loads(proc.stdout)
+    assert [(Path(e["filename"]).name, e["code"]) for e in entries] == [("broken.py", None), ("model.py", "TL101")]
+
+
+def test_flake8_plugin_reports_tl_codes(tmp_path):
+    write(tmp_path / "model.py", MASK.replace("torch.ones(4, 4))", "torch.ones(4, 4))  # keep it"))
+    write(tmp_path / "quiet.py", MASK.replace("torch.ones(4, 4))", "torch.ones(4, 4))  # noqa: TL101"))
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--select", "TL", "model.py", "quiet.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("model.py:8:9: TL101 `self.mask`"), proc.stdout
