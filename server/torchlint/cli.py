@@ -29,6 +29,7 @@ from .fixing import fix_text, write_atomic
 from .output import FORMATS, FileReport, OutputOptions, display_path, render
 from .output.text import render_statistics
 from .rules import ALL_RULES, RULES_BY_CODE
+from .verify import cli_command as verify_command
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 PARALLEL_MIN_FILES = 16
@@ -67,6 +68,27 @@ class Job:
     unsafe_fixes: bool = False
     infer: bool = True  # False: --no-infer
     python: Optional[str] = None  # the interpreter the jedi layer analyses
+    root: str = "."  # the project root: where jedi looks for the project's own modules
+
+
+# One jedi layer per process and project, shared by every file that process checks: jedi's
+# first trip into torch costs seconds, later ones milliseconds.
+_INFERENCE = {}
+
+
+def inference_for(job: Job):
+    """The jedi layer for this job, or None (--no-infer, or jedi unusable: names alone then)."""
+    if not job.infer:
+        return None
+    key = (job.root, job.python)
+    if key not in _INFERENCE:
+        try:
+            from .analysis.inference import JediInference
+            _INFERENCE[key] = JediInference(job.root, job.python)
+        except Exception as err:  # no jedi, or an environment it cannot start: fall back, never fail
+            logging.getLogger("torchlint").warning("type inference is off: %s", err)
+            _INFERENCE[key] = None
+    return _INFERENCE[key]
 
 
 def check_file(job: Job) -> FileReport:
@@ -80,10 +102,8 @@ def check_file(job: Job) -> FileReport:
     text, encoding, report.error = decode_source(data)
     if text is None:
         return report
-    # The type-inference layer for this file (job.infer, job.python say what it would analyse);
-    # the syntactic layer alone runs while it is None, which --no-infer asks for.
-    inference = None
     try:
+        inference = inference_for(job)
         result = check_source(text, job.path, job.options, inference)
         if job.mode != "check" and result.parse_error is None:
             outcome = fix_text(text, job.path, job.options, job.unsafe_fixes, inference, result)
@@ -174,14 +194,19 @@ def command_check(args) -> int:
         return EXIT_ERROR
     if not files and not args.quiet:
         print("torchlint: warning: no Python files found under %s" % " ".join(args.paths), file=sys.stderr)
+    python = args.python or config.python
     if args.verbose:
         print("torchlint %s: config %s, root %s, %d files" % (
             __version__, config.path or "(defaults)", config.root, len(files)), file=sys.stderr)
+        if not args.no_infer:
+            layer = inference_for(Job("", "", CheckOptions(), root=str(config.root), python=python))
+            print("torchlint: %s" % (layer.describe() if layer else "type inference is off (jedi unusable)"),
+                  file=sys.stderr)
 
     mode = "diff" if args.diff else "fix" if args.fix else "check"
     cwd = os.getcwd()
     jobs = [Job(str(path), display_path(str(path), cwd), config.options_for(path), mode, args.unsafe_fixes,
-                not args.no_infer, config.python) for path in files]
+                not args.no_infer, python, str(config.root)) for path in files]
     configure_logging(args.verbose)
     reports = run_jobs(jobs, args.verbose)
 
@@ -245,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--extend-select", action="append", metavar="CODES", help="rules to run in addition")
     check.add_argument("--ignore", action="append", metavar="CODES", help="rules not to run")
     check.add_argument("--no-infer", action="store_true", help="syntactic layer only (no type inference)")
+    check.add_argument("--python", metavar="PATH",
+                       help="the interpreter whose packages the code uses, for type inference "
+                            "(default: config `python`, the active virtualenv, else this Python)")
     check.add_argument("--config", metavar="PATH", help="pyproject.toml to read [tool.torchlint] from")
     check.add_argument("--force-exclude", action="store_true",
                        help="apply the excludes to files named on the command line too (for pre-commit)")
@@ -259,7 +287,20 @@ def build_parser() -> argparse.ArgumentParser:
     rule.add_argument("code", nargs="?", help="rule code, e.g. TL101")
     rule.add_argument("--all", action="store_true", help="list every rule")
     rule.set_defaults(handler=command_rule)
+
+    serve = commands.add_parser("serve", help="run the language server on stdio",
+                                description="Serve the Language Server Protocol on stdin/stdout (for editors).")
+    serve.set_defaults(handler=command_serve)
+
+    verify = commands.add_parser("verify", help="run a Module for real and confirm the findings")
+    verify_command.add_arguments(verify)
+    verify.set_defaults(handler=verify_command.run)
     return parser
+
+
+def command_serve(args) -> int:
+    from .lsp.server import main as serve_lsp  # pygls loads only for this command
+    return serve_lsp()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
