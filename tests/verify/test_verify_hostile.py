@@ -193,7 +193,8 @@ def test_infinite_loop_is_killed_with_its_children(tmp_path):
     assert report.outcome == TIMEOUT
     (issue,) = report.issues
     assert "timed out after 3s while constructing Loops" in issue.message
-    assert issue.line == line_of(path, "        while True:")
+    loop = line_of(path, "        while True:")
+    assert issue.line in (loop, loop + 1)  # the `while` or its `pass`, wherever the kill found it
     # The grandchild went down with the process group: the marker stops being touched.
     time.sleep(0.3)
     assert marker.exists()  # the grandchild did run

@@ -18,6 +18,7 @@ import importlib.util
 import inspect
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -746,12 +747,15 @@ def main(request_path):
     result.save()
     stack_file = open(request["stack_path"], "w")
     faulthandler.enable(file=stack_file, all_threads=True)  # os.abort, segfaults: where it was
-    # A hang: dump where it is stuck just before the parent's kill (late enough to be past
-    # torch's import, early enough to beat the kill).
-    remaining = request["deadline"] - time.time()
-    margin = min(1.0, max(0.25, 0.1 * remaining))
-    if remaining > margin:
-        faulthandler.dump_traceback_later(remaining - margin, file=stack_file)
+    # A hang: the parent sends SIGUSR1 just before the kill, and faulthandler writes where it
+    # is stuck. Where there are no such signals (Windows), a timer does it shortly before the deadline.
+    if hasattr(faulthandler, "register") and hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
+    else:
+        remaining = request["deadline"] - time.time()
+        margin = min(1.0, max(0.25, 0.1 * remaining))
+        if remaining > margin:
+            faulthandler.dump_traceback_later(remaining - margin, file=stack_file)
 
     result.phase("torch")
     try:

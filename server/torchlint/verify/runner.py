@@ -30,6 +30,7 @@ DEFAULT_TIMEOUT = 60.0
 DEVICES = ("auto", "cuda", "cpu")
 TAIL_BYTES = 16 * 1024
 POLL_S = 0.05
+STACK_WAIT_S = 0.5  # how long a hung child gets to write its stack before the kill
 
 # --input-shape dtypes: `2,16` is float32; `2,8:long` gives integer indices (for nn.Embedding).
 DTYPES = {"float": "float32", "float32": "float32", "float64": "float64", "double": "float64",
@@ -162,6 +163,27 @@ def kill_tree(process: subprocess.Popen) -> None:
         pass
 
 
+def _ask_for_stack(process: subprocess.Popen, stack_path: str) -> None:
+    """Have the hung child's faulthandler write its Python stack (SIGUSR1), and give it a moment."""
+    if not hasattr(signal, "SIGUSR1"):
+        return  # the probe's own timer wrote it
+    try:
+        os.kill(process.pid, signal.SIGUSR1)
+    except (ProcessLookupError, PermissionError):
+        return
+    deadline = time.monotonic() + STACK_WAIT_S
+    size = -1
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
+        try:
+            current = os.path.getsize(stack_path)
+        except OSError:
+            current = 0
+        if current and current == size:
+            return  # written, and no longer growing
+        size = current
+
+
 def _child_env() -> Dict[str, str]:
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"  # the stdout tail is complete even when the process is killed
@@ -212,6 +234,8 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
             return report
         stdout, stderr = _Tail(process.stdout), _Tail(process.stderr)
         outcome = _wait(process, started + timeout, cancel_event)
+        if outcome == TIMEOUT:
+            _ask_for_stack(process, request["stack_path"])
         kill_tree(process)
         process.wait()
         report.exit_code = process.returncode
