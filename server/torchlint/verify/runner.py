@@ -233,11 +233,15 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
             report.outcome, report.error = ERROR, "cannot run %s: %s" % (python, err.strerror or err)
             return report
         stdout, stderr = _Tail(process.stdout), _Tail(process.stderr)
-        outcome = _wait(process, started + timeout, cancel_event)
-        if outcome == TIMEOUT:
-            _ask_for_stack(process, request["stack_path"])
-        kill_tree(process)
-        process.wait()
+        try:
+            outcome = _wait(process, started + timeout, cancel_event)
+            if outcome == TIMEOUT:
+                _ask_for_stack(process, request["stack_path"])
+        finally:
+            # Also on Ctrl-C in the parent: the child has its own session, so the terminal's
+            # SIGINT never reaches it.
+            kill_tree(process)
+            process.wait()
         report.exit_code = process.returncode
         report.stdout_tail, report.stderr_tail = stdout.text(), stderr.text()
         for stream in (process.stdout, process.stderr):
