@@ -156,6 +156,170 @@ function writeSettings(userDir, settings) {
   fs.writeFileSync(path.join(userDir, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
 }
 
+async function openExample(page, port, workspace, name) {
+  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+  await page.waitForSelector('.monaco-workbench', { timeout: TIMEOUT });
+  step(`workbench loaded; opening ${name}`);
+  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).click({ timeout: TIMEOUT });
+  await page.waitForSelector('.editor-instance .view-lines', { timeout: TIMEOUT });
+  await page.locator('.monaco-editor textarea').first().focus();
+  await runCommand(page, 'Focus on Problems View');
+  await problemRows(page, 'TL101').first().waitFor({ timeout: TIMEOUT });
+}
+
+async function statusLabel(page) {
+  return (await page.locator('.statusbar-item', { hasText: 'torchlint' }).first().getAttribute('aria-label')) ?? '';
+}
+
+// A trusted workspace: diagnostics, quick fix, fix-all, interpreter change, verification.
+async function trustedSession(ctx, page, port) {
+  await openExample(page, port, ctx.workspace, 'scaled_block.py');
+  const tl101 = await problemRows(page, 'TL101').count();
+  const squiggles = await page.locator('.editor-instance .squiggly-warning, .editor-instance .squiggly-error').count();
+  step(`Problems panel: ${tl101} TL101 rows; ${squiggles} squiggles in the editor`);
+  if (tl101 < 3) fail(`expected TL101 on gamma_1, temperature, weight and bias; the Problems panel has ${tl101}`);
+  if (squiggles === 0) fail('no squiggle in the editor');
+  if (await problemRows(page, 'self.gamma_1').count() === 0) fail('no problem about self.gamma_1');
+  step(`status bar: ${(await statusLabel(page)).replace(/\s+/g, ' ')}`);
+
+  step('quick fix on self.gamma_1 (line 14) with Ctrl+.');
+  await page.locator('.monaco-editor textarea').first().focus();
+  await goToLine(page, 14, 9);
+  await page.keyboard.press('Control+.');
+  await page.locator('.action-widget .monaco-list-row', { hasText: 'nn.Parameter' }).first().waitFor({ timeout: TIMEOUT });
+  const offered = await page.locator('.action-widget .monaco-list-row').allInnerTexts();
+  step(`offered: ${offered.map((text) => text.replace(/\s+/g, ' ').trim()).filter(Boolean).join(' | ')}`);
+  const menuShot = path.join(ctx.artifacts, 'quick-fix.png');
+  await page.screenshot({ path: menuShot });
+  if (UPDATE_SCREENSHOT) {
+    fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
+    fs.copyFileSync(menuShot, SCREENSHOT);
+    step(`screenshot updated: ${path.relative(REPO, SCREENSHOT)}`);
+  }
+  // Mouse clicks land on the widget's pointer block: choose with the keyboard instead.
+  for (let tries = 0; tries < 10 && !/nn\.Parameter/.test(
+    await page.locator('.action-widget .monaco-list-row.focused').getAttribute('aria-label') ?? ''); tries++) {
+    await page.keyboard.press('ArrowDown');
+  }
+  await page.keyboard.press('Enter');
+  const wrapped = 'self.gamma_1 = nn.Parameter(torch.cuda.FloatTensor([1.0]))';
+  await waitUntil('the quick fix in the text', async () => (await editorText(page)).includes(wrapped), TIMEOUT);
+  step(`edited: ${wrapped}`);
+  await waitUntil('the gamma_1 TL101 to leave the Problems panel',
+    async () => (await problemRows(page, 'self.gamma_1').count()) === 0, TIMEOUT);
+  step('the server re-checked the edited text: no TL101 on gamma_1 any more');
+
+  step('command "torchlint: Fix all safe problems"');
+  await page.locator('.monaco-editor textarea').first().focus();
+  await runCommand(page, 'torchlint: Fix all safe problems');
+  await waitUntil('the safe TL301 fix (torch.tensor) in the text',
+    async () => !(await editorText(page)).includes('torch.cuda.FloatTensor'), TIMEOUT);
+  step('fix-all applied: no legacy constructor left');
+  await page.keyboard.press('Control+s');
+
+  // Trusted: the palette offers the verify command (the untrusted session checks it does not).
+  await page.keyboard.press('F1');
+  await page.keyboard.type('torchlint: Verify');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Verify module on GPU' }).first()
+    .waitFor({ timeout: TIMEOUT });
+  await page.keyboard.press('Escape');
+  step('trusted: the palette offers "torchlint: Verify module on GPU"');
+
+  if (spawnSync(TORCH_PYTHON, ['-c', 'import torch'], { stdio: 'ignore' }).status !== 0) {
+    step(`NOTE: interpreter-change and verify steps skipped: ${TORCH_PYTHON} cannot import torch ` +
+         '(set TORCHLINT_E2E_TORCH_PYTHON)');
+    return;
+  }
+  step(`settings UI: torchlint.interpreter = ${TORCH_PYTHON}; the server must restart on it`);
+  await runCommand(page, 'Preferences: Open User Settings');
+  await page.locator('.settings-editor .suggest-input-container textarea, .settings-editor .search-container textarea')
+    .first().waitFor({ timeout: TIMEOUT });
+  await page.keyboard.type('torchlint.interpreter');
+  // A machine-overridable setting: code-server lists it under the Remote (machine) tab.
+  await page.locator('.settings-editor .settings-tabs-widget .action-label', { hasText: 'Remote' }).click();
+  const field = page.locator('.settings-editor .setting-item-text', {
+    has: page.locator('.setting-item-title', { hasText: 'Interpreter' }) }).locator('input').first();
+  await field.waitFor({ timeout: TIMEOUT });
+  await field.fill(TORCH_PYTHON);
+  await field.press('Tab');
+  await waitUntil('the status bar to name the new interpreter', async () => {
+    const label = await statusLabel(page);
+    return label.includes(TORCH_PYTHON) && label.includes('check');
+  }, TIMEOUT);
+  step(`restarted: ${(await statusLabel(page)).replace(/\s+/g, ' ')}`);
+
+  if (!serverCommands(PLAIN_PYTHON).includes('torchlint.verifyModule')) {
+    step('NOTE: verify step skipped: this torchlint server does not offer torchlint.verifyModule yet');
+    return;
+  }
+  await page.locator('.monaco-editor textarea').first().focus();
+  await runCommand(page, 'torchlint: Verify module on GPU');
+  await problemRows(page, 'TL90').first().waitFor({ timeout: 180000 });
+  const rows = await problemRows(page, 'TL90').allInnerTexts();
+  step(`verification findings: ${rows.map((text) => text.replace(/\s+/g, ' ').trim()).join(' | ')}`);
+}
+
+// Restricted Mode: torchlint still checks (it only reads code), the verify command is gone.
+async function untrustedSession(ctx, page, port) {
+  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ctx.workspace)}`);
+  await page.waitForSelector('.monaco-workbench', { timeout: TIMEOUT });
+  const distrust = page.locator('.monaco-dialog-box .monaco-button', { hasText: /No, I don.t trust/ });
+  await distrust.waitFor({ timeout: TIMEOUT });
+  await distrust.click();
+  step('workspace opened in Restricted Mode');
+  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'causal_attention.py' }).first()
+    .waitFor({ timeout: TIMEOUT });
+  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'scaled_block.py' }).click({ timeout: TIMEOUT });
+  await page.waitForSelector('.editor-instance .view-lines', { timeout: TIMEOUT });
+  await page.locator('.monaco-editor textarea').first().focus();
+  await runCommand(page, 'Focus on Problems View');
+  await problemRows(page, 'TL101').first().waitFor({ timeout: TIMEOUT });
+  step(`untrusted: ${await problemRows(page, 'TL101').count()} TL101 rows (checking still works)`);
+  await page.locator('.monaco-editor textarea').first().focus();
+  await page.keyboard.press('F1');
+  await page.locator('.quick-input-widget input').waitFor({ timeout: TIMEOUT });
+  await page.keyboard.type('torchlint: ');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Restart Server' }).first().waitFor({ timeout: TIMEOUT });
+  const offered = (await page.locator('.quick-input-list .monaco-list-row').allInnerTexts()).join(' | ');
+  await page.screenshot({ path: path.join(ctx.artifacts, 'untrusted.png') });
+  await page.keyboard.press('Escape');
+  if (offered.includes('Verify module')) fail(`the verify command is offered in Restricted Mode: ${offered}`);
+  step('untrusted: the palette does not offer "Verify module on GPU"');
+}
+
+async function withCodeServer(ctx, name, extraArgs, session) {
+  const port = await freePort();
+  const log = fs.openSync(path.join(ctx.artifacts, `code-server-${name}.log`), 'w');
+  const child = spawn(CODE_SERVER, [...ctx.common, '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none',
+    '--disable-telemetry', '--disable-update-check', '--disable-getting-started-override', ...extraArgs],
+    { env: ctx.env, detached: true, stdio: ['ignore', log, log] });  // detached: setsid, own group
+  serverGroup = child.pid;
+  const browser = await chromium().launch({
+    executablePath: CHROMIUM, headless: true, env: ctx.env,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    await waitUntil('code-server /healthz', () => healthy(port), TIMEOUT);
+    step(`[${name}] code-server is up on port ${port} (process group ${serverGroup})`);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 850 } });
+    try {
+      await session(ctx, page, port);
+      await page.screenshot({ path: path.join(ctx.artifacts, `${name}-final.png`) });
+    } catch (error) {
+      await page.screenshot({ path: path.join(ctx.artifacts, `${name}-failure.png`) }).catch(() => {});
+      throw error;
+    }
+  } finally {
+    await browser.close().catch(() => {});
+    killServer();
+  }
+}
+
+function chromium() {
+  return require(path.join(CACHE, 'driver', 'node_modules', 'playwright-core')).chromium;
+}
+
 async function main() {
   if (!fs.existsSync(CODE_SERVER)) fail(`no code-server in ${CACHE}: run tests/e2e_vscode/setup.sh first`);
   if (!fs.existsSync(VSIX)) fail(`no ${VSIX}: run npm run package first`);
@@ -164,14 +328,12 @@ async function main() {
     : 'no pygls: only the bundled libraries can serve'})`);
 
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'torchlint-e2e-'));
-  const artifacts = process.env.TORCHLINT_E2E_ARTIFACTS || root;
-  fs.mkdirSync(artifacts, { recursive: true });
-  const workspace = path.join(root, 'workspace');
-  fs.cpSync(path.join(REPO, 'examples'), workspace, { recursive: true });
-  const userDir = path.join(root, 'ud');
-  const baseSettings = {
+  const ctx = { root, artifacts: process.env.TORCHLINT_E2E_ARTIFACTS || root, workspace: path.join(root, 'workspace'),
+                userDir: path.join(root, 'ud'), env: { ...process.env } };
+  fs.mkdirSync(ctx.artifacts, { recursive: true });
+  fs.cpSync(path.join(REPO, 'examples'), ctx.workspace, { recursive: true });
+  ctx.settings = {
     'workbench.startupEditor': 'none',
-    'security.workspace.trust.enabled': false,
     'workbench.tips.enabled': false,
     'extensions.ignoreRecommendations': true,
     'telemetry.telemetryLevel': 'off',
@@ -179,115 +341,32 @@ async function main() {
     'torchlint.interpreter': PLAIN_PYTHON,
     'torchlint.trace.server': 'messages',
   };
-  writeSettings(userDir, baseSettings);
-  const env = { ...process.env };
+  writeSettings(ctx.userDir, ctx.settings);
   for (const name of ['CONFIG', 'DATA', 'STATE', 'CACHE']) {
-    env[`XDG_${name}_HOME`] = path.join(root, `xdg-${name.toLowerCase()}`);
+    ctx.env[`XDG_${name}_HOME`] = path.join(root, `xdg-${name.toLowerCase()}`);
   }
-  delete env.PYTHONPATH;  // the server must find its libraries through launch.py alone
-  const port = await freePort();
-  fs.writeFileSync(path.join(root, 'cs-config.yaml'), `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
-  const common = ['--config', path.join(root, 'cs-config.yaml'), '--user-data-dir', userDir,
-                  '--extensions-dir', path.join(root, 'ext')];
+  delete ctx.env.PYTHONPATH;  // the server must find its libraries through launch.py alone
+  fs.writeFileSync(path.join(root, 'cs-config.yaml'), 'auth: none\ncert: false\n');
+  ctx.common = ['--config', path.join(root, 'cs-config.yaml'), '--user-data-dir', ctx.userDir,
+                '--extensions-dir', path.join(root, 'ext')];
 
   step(`installing ${path.basename(VSIX)} (${(fs.statSync(VSIX).size / 1e6).toFixed(2)} MB)`);
-  execFileSync(CODE_SERVER, [...common, '--install-extension', VSIX], { env, stdio: 'inherit', timeout: 120000 });
+  execFileSync(CODE_SERVER, [...ctx.common, '--install-extension', VSIX],
+    { env: ctx.env, stdio: 'inherit', timeout: 120000 });
 
-  const log = fs.openSync(path.join(artifacts, 'code-server.log'), 'w');
-  const child = spawn(CODE_SERVER, [...common, '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none',
-    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust',
-    '--disable-getting-started-override', workspace], { env, detached: true, stdio: ['ignore', log, log] });
-  serverGroup = child.pid;
-  await waitUntil('code-server /healthz', () => healthy(port), TIMEOUT);
-  step(`code-server is up on port ${port} (process group ${serverGroup})`);
-
-  const { chromium } = require(path.join(CACHE, 'driver', 'node_modules', 'playwright-core'));
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM, headless: true, env,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  const page = await browser.newPage({ viewport: { width: 1400, height: 850 } });
   try {
-    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
-    await page.waitForSelector('.monaco-workbench', { timeout: TIMEOUT });
-    step('workbench loaded; opening scaled_block.py');
-    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'scaled_block.py' }).click({ timeout: TIMEOUT });
-    await page.waitForSelector('.editor-instance .view-lines', { timeout: TIMEOUT });
-    await page.locator('.monaco-editor textarea').first().focus();
-
-    await runCommand(page, 'Focus on Problems View');
-    await problemRows(page, 'TL101').first().waitFor({ timeout: TIMEOUT });
-    const tl101 = await problemRows(page, 'TL101').count();
-    const squiggles = await page.locator('.editor-instance .squiggly-warning, .editor-instance .squiggly-error').count();
-    step(`Problems panel: ${tl101} TL101 rows; ${squiggles} squiggles in the editor`);
-    if (tl101 < 3) fail(`expected TL101 on gamma_1, temperature, weight and bias; the Problems panel has ${tl101}`);
-    if (squiggles === 0) fail('no squiggle in the editor');
-    if (await problemRows(page, 'self.gamma_1').count() === 0) fail('no problem about self.gamma_1');
-    const statusItem = await page.locator('.statusbar-item', { hasText: 'torchlint' }).first().getAttribute('aria-label');
-    step(`status bar: ${statusItem}`);
-
-    step('quick fix on self.gamma_1 (line 14) with Ctrl+.');
-    await page.locator('.monaco-editor textarea').first().focus();
-    await goToLine(page, 14, 9);
-    await page.keyboard.press('Control+.');
-    const wrap = page.locator('.action-widget .monaco-list-row', { hasText: 'nn.Parameter' }).first();
-    await wrap.waitFor({ timeout: TIMEOUT });
-    const offered = await page.locator('.action-widget .monaco-list-row').allInnerTexts();
-    step(`offered: ${offered.map((text) => text.replace(/\s+/g, ' ').trim()).filter(Boolean).join(' | ')}`);
-    const menuShot = path.join(artifacts, 'quick-fix.png');
-    await page.screenshot({ path: menuShot });
-    if (UPDATE_SCREENSHOT) {
-      fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
-      fs.copyFileSync(menuShot, SCREENSHOT);
-      step(`screenshot updated: ${path.relative(REPO, SCREENSHOT)}`);
-    }
-    // Mouse clicks land on the widget's pointer block: choose with the keyboard instead.
-    for (let tries = 0; tries < 10 && !/nn\.Parameter/.test(
-      await page.locator('.action-widget .monaco-list-row.focused').getAttribute('aria-label') ?? ''); tries++) {
-      await page.keyboard.press('ArrowDown');
-    }
-    await page.keyboard.press('Enter');
-    const wrapped = 'self.gamma_1 = nn.Parameter(torch.cuda.FloatTensor([1.0]))';
-    await waitUntil('the quick fix in the text', async () => (await editorText(page)).includes(wrapped), TIMEOUT);
-    step(`edited: ${wrapped}`);
-    await waitUntil('the gamma_1 TL101 to leave the Problems panel',
-      async () => (await problemRows(page, 'self.gamma_1').count()) === 0, TIMEOUT);
-    step('the server re-checked the edited text: no TL101 on gamma_1 any more');
-
-    step('command "torchlint: Fix all safe problems"');
-    await page.locator('.monaco-editor textarea').first().focus();
-    await runCommand(page, 'torchlint: Fix all safe problems');
-    await waitUntil('the safe TL301 fix (torch.tensor) in the text',
-      async () => !(await editorText(page)).includes('torch.cuda.FloatTensor'), TIMEOUT);
-    step('fix-all applied: no legacy constructor left');
-    await page.keyboard.press('Control+s');
-
-    const commands = serverCommands(PLAIN_PYTHON);
-    if (!commands.includes('torchlint.verifyModule')) {
-      step('NOTE: verify step skipped: this torchlint server does not offer torchlint.verifyModule yet');
-    } else if (spawnSync(TORCH_PYTHON, ['-c', 'import torch'], { stdio: 'ignore' }).status !== 0) {
-      step(`NOTE: verify step skipped: ${TORCH_PYTHON} cannot import torch (set TORCHLINT_E2E_TORCH_PYTHON)`);
-    } else {
-      step(`verify: switching torchlint.interpreter to ${TORCH_PYTHON} (the server restarts)`);
-      writeSettings(userDir, { ...baseSettings, 'torchlint.interpreter': TORCH_PYTHON });
-      await page.waitForTimeout(4000);  // the restart: old server down, new one up
-      await page.locator('.monaco-editor textarea').first().focus();
-      await runCommand(page, 'torchlint: Verify module on GPU');
-      await problemRows(page, 'TL90').first().waitFor({ timeout: 180000 });
-      const rows = await problemRows(page, 'TL90').allInnerTexts();
-      step(`verification findings: ${rows.map((text) => text.replace(/\s+/g, ' ').trim()).join(' | ')}`);
-    }
-    await page.screenshot({ path: path.join(artifacts, 'final.png') });
-    step(`PASS (screenshots and code-server.log in ${artifacts})`);
+    await withCodeServer(ctx, 'trusted', ['--disable-workspace-trust', ctx.workspace], trustedSession);
+    // A fresh copy: the first session edited and saved scaled_block.py.
+    fs.rmSync(ctx.workspace, { recursive: true, force: true });
+    fs.cpSync(path.join(REPO, 'examples'), ctx.workspace, { recursive: true });
+    fs.rmSync(path.join(ctx.userDir, 'Machine'), { recursive: true, force: true });  // the interpreter set above
+    writeSettings(ctx.userDir, { ...ctx.settings, 'security.workspace.trust.enabled': true });
+    await withCodeServer(ctx, 'untrusted', [ctx.workspace], untrustedSession);
   } catch (error) {
-    await page.screenshot({ path: path.join(artifacts, 'failure.png') }).catch(() => {});
-    console.error(`[e2e] FAIL; screenshot and code-server.log in ${artifacts}`);
+    console.error(`[e2e] FAIL; screenshots and code-server logs in ${ctx.artifacts}`);
     throw error;
-  } finally {
-    await browser.close().catch(() => {});
-    killServer();
   }
+  step(`PASS (screenshots and code-server logs in ${ctx.artifacts})`);
 }
 
 main().then(() => process.exit(0), (error) => {
