@@ -389,3 +389,35 @@ async def test_pull_client_gets_code_actions_and_hover(neovim: LanguageClient, t
         text_document=types.TextDocumentIdentifier(uri=uri), position=diagnostic.range.start))
     assert re.search(r"TL101", hover.contents.value)
     assert client.publishes == []
+
+
+HELPER_MADE = '''import torch
+from torch import nn
+
+
+def make_weight(n):
+    return torch.zeros(n, n)
+
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = make_weight(3)
+'''
+
+
+async def test_jedi_wave_refines_the_first(vscode: LanguageClient, tmp_path):
+    """Names alone cannot see that make_weight returns a tensor; the second (jedi) wave can,
+    and publishes the same version again with the finding."""
+    client = vscode
+    uri, first = await opened(client, tmp_path, HELPER_MADE)
+    assert codes(first.diagnostics) == []
+    since = client.publishes.index(first) + 1
+
+    def refined():
+        return next((p for p in client.publishes[since:] if p.uri == uri and codes(p.diagnostics)), None)
+    await wait_for(lambda: refined() is not None, timeout=60, what="the jedi wave")
+    published = refined()
+    assert published.version == 1
+    assert codes(published.diagnostics) == ["TL101"]
+    assert published.diagnostics[0].range.start.line == 11

@@ -141,7 +141,7 @@ async def test_random_edits_never_break_the_server(vscode: LanguageClient, tmp_p
     ours = [p for p in client.publishes[since:] if p.uri == uri and p.version is not None]
     versions = [p.version for p in ours]
     assert versions == sorted(versions), versions
-    assert ours[-1] is last
+    assert ours[-1].version == last.version  # each wave publishes the same version once more
     for published in ours:
         result = check_source(texts[published.version], "random.py")
         if result.parse_error is None:  # otherwise: the last good findings, by design

@@ -38,11 +38,14 @@ class Scheduler:
     def __init__(self, snapshot: Callable[[str], Optional[Tuple[Optional[int], str, str]]],
                  analyse: Callable[[Snapshot, Any], CheckResult],
                  publish: Callable[[Snapshot, CheckResult], None],
-                 executor: Executor, waves: Sequence[Any] = (None,)):
+                 executor: Executor, waves: Sequence[Any] = (None,),
+                 wave_executors: Optional[Dict[int, Executor]] = None):
         self._document = snapshot  # uri -> (version, text, path), or None when not open
         self._analyse = analyse  # runs in the executor: must not touch the event loop
         self._publish = publish  # called on the event loop with current results only
         self._executor = executor
+        # A slow wave gets its own threads, so it never holds up the fast wave of another edit.
+        self._wave_executors = dict(wave_executors or {})
         self.waves = tuple(waves)
         self.generation = 0
         self._pending: Dict[str, asyncio.Task] = {}
@@ -113,12 +116,16 @@ class Scheduler:
                 return snap, result
         raise Stale(uri)
 
-    async def run(self, function, *args):
+    def newest_wave(self, uri: str) -> Optional[int]:
+        cached = self._cache.get(uri)
+        return cached[1] if cached is not None else None
+
+    async def run(self, function, *args, executor: Optional[Executor] = None):
         """Run ``function`` off the event loop."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
+        return await asyncio.get_running_loop().run_in_executor(executor or self._executor, function, *args)
 
     async def _wave(self, snap: Snapshot, wave: int) -> CheckResult:
-        result = await self.run(self._analyse, snap, self.waves[wave])
+        result = await self.run(self._analyse, snap, self.waves[wave], executor=self._wave_executors.get(wave))
         if self.is_current(snap):
             cached = self._cache.get(snap.uri)
             if cached is None or cached[0] != snap or cached[1] <= wave:

@@ -31,6 +31,7 @@ from ..fixing import fix_text
 from ..rules import RULES_BY_CODE
 from .convert import Converter, shares_a_line, workspace_edit
 from .documents import use_protocol_lines
+from .inference_layers import JEDI_WAVE, InferenceLayers
 from .scheduler import Scheduler, Snapshot, Stale
 from .workspace_settings import SECTION, OptionsResolver, parse_settings, unwrap
 
@@ -71,7 +72,11 @@ class TorchlintServer(LanguageServer):
         self.last_good: Dict[str, List[types.Diagnostic]] = {}  # uri -> diagnostics of the last text that parsed
         self.too_large: set = set()  # uris already told they are too large
         self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="torchlint-check")
-        self.scheduler = Scheduler(self.document_state, self.analyse, self.publish, self.executor)
+        self.inference = InferenceLayers(lambda message: self.log_message(message, types.MessageType.Info))
+        # Two waves: names at once, then jedi refines the same snapshot.
+        self.inference_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-jedi")
+        self.scheduler = Scheduler(self.document_state, self.analyse, self.publish, self.executor,
+                                   waves=(None, JEDI_WAVE), wave_executors={1: self.inference_executor})
 
     # -- messages to the client ------------------------------------------------------------
     def log_message(self, message: str, kind: types.MessageType) -> None:
@@ -121,10 +126,25 @@ class TorchlintServer(LanguageServer):
         if len(snap.text) > MAX_CHARS:
             return CheckResult([], ParseError("too large to analyse", Position(1, 0)))
         options = self.resolver.options_for(snap.path)
-        result = check_source(snap.text, snap.path or "untitled.py", options, inference)
+        path = snap.path or "untitled.py"
+        if inference == JEDI_WAVE:
+            layer = self.inference_layer(snap.path)
+            if layer is None:
+                return check_source(snap.text, path, options)
+            with self.inference.lock:
+                result = check_source(snap.text, path, options, layer)
+        else:
+            result = check_source(snap.text, path, options)
         for error in result.internal_errors:
             self.log_error("internal error (a torchlint bug), other rules still ran: %s" % error)
         return result
+
+    def inference_layer(self, path: str):
+        if not path:
+            return None
+        config = self.resolver.config_for(path)
+        python = self.resolver.settings.interpreter or config.python
+        return self.inference.layer(str(config.root), python)
 
     def diagnostics(self, snap: Snapshot, result: CheckResult) -> List[types.Diagnostic]:
         """Diagnostics for a current result. While the text does not parse (mid-typing),
@@ -140,6 +160,11 @@ class TorchlintServer(LanguageServer):
         return diagnostics
 
     def publish(self, snap: Snapshot, result: CheckResult) -> None:
+        if self.pull:
+            # Pull clients ask for diagnostics themselves: once the last wave is in, tell them to ask again.
+            if self.scheduler.newest_wave(snap.uri) == len(self.scheduler.waves) - 1:
+                self.workspace_diagnostic_refresh(None)
+            return
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=snap.uri, version=snap.version, diagnostics=self.diagnostics(snap, result)))
 
@@ -276,13 +301,13 @@ def create_server() -> TorchlintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     @guarded(server)
     def did_open(params: types.DidOpenTextDocumentParams):
-        if not server.pull:
+        if not server.pull or server.refresh_support:
             server.scheduler.schedule(params.text_document.uri, delay=0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     @guarded(server)
     def did_change(params: types.DidChangeTextDocumentParams):
-        if not server.pull:
+        if not server.pull or server.refresh_support:
             server.scheduler.schedule(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
