@@ -14,6 +14,7 @@ from pygls.workspace.position_codec import PositionCodec
 
 from ..analysis.findings import Edit, Finding, Position, Range, Severity
 from ..analysis.source import SourceText
+from ..rules.base import DOCS_DIR
 from ..rules import RULES_BY_CODE
 
 SOURCE = "torchlint"
@@ -70,13 +71,14 @@ class Converter:
 
     def diagnostic(self, finding: Finding, uri: str) -> types.Diagnostic:
         rule = RULES_BY_CODE.get(finding.code)
+        href = rule.doc_url() if rule is not None else VERIFY_DOC_URL if finding.code.startswith("TL9") else None
         return types.Diagnostic(
             range=self.range(finding.range),
             message=finding.message,
             severity=SEVERITIES[finding.severity],
             code=finding.code,
-            code_description=types.CodeDescription(href=rule.doc_url()) if rule is not None else None,
-            source=SOURCE,
+            code_description=types.CodeDescription(href=href) if href else None,
+            source=finding.source or SOURCE,
             tags=[types.DiagnosticTag.Deprecated] if finding.deprecated else None,
             related_information=[
                 types.DiagnosticRelatedInformation(
@@ -91,6 +93,9 @@ class Converter:
 
     def diagnostics(self, findings: Iterable[Finding], uri: str) -> List[types.Diagnostic]:
         return [self.diagnostic(finding, uri) for finding in findings]
+
+
+VERIFY_DOC_URL = (DOCS_DIR / "verify.md").as_uri()  # TL901-TL905 share one page
 
 
 def workspace_edit(uri: str, edits: List[types.TextEdit], version: Optional[int],

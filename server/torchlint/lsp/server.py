@@ -32,6 +32,7 @@ from ..rules import RULES_BY_CODE
 from .convert import Converter, shares_a_line, workspace_edit
 from .documents import use_protocol_lines
 from .inference_layers import JEDI_WAVE, InferenceLayers
+from .verification import VERIFY_COMMAND, VerifiedFindings, code_lenses, verify_module
 from .scheduler import Scheduler, Snapshot, Stale
 from .workspace_settings import SECTION, OptionsResolver, parse_settings, unwrap
 
@@ -72,6 +73,7 @@ class TorchlintServer(LanguageServer):
         self.last_good: Dict[str, List[types.Diagnostic]] = {}  # uri -> diagnostics of the last text that parsed
         self.too_large: set = set()  # uris already told they are too large
         self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="torchlint-check")
+        self.verified = VerifiedFindings()  # torchlint.verifyModule results, per document version
         self.inference = InferenceLayers(lambda message: self.log_message(message, types.MessageType.Info))
         # Two waves: names at once, then jedi refines the same snapshot.
         self.inference_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-jedi")
@@ -157,7 +159,8 @@ class TorchlintServer(LanguageServer):
             return self.last_good.get(snap.uri, [])
         diagnostics = self.converter(snap.text).diagnostics(result.findings, snap.uri)
         self.last_good[snap.uri] = diagnostics
-        return diagnostics
+        verified = self.verified.get(snap.uri, snap.version)
+        return diagnostics + self.converter(snap.text).diagnostics(verified, snap.uri) if verified else diagnostics
 
     def publish(self, snap: Snapshot, result: CheckResult) -> None:
         if self.pull:
@@ -167,6 +170,21 @@ class TorchlintServer(LanguageServer):
             return
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=snap.uri, version=snap.version, diagnostics=self.diagnostics(snap, result)))
+
+    def republish(self, uri: str) -> None:
+        """Show a document's diagnostics again (new verification results joined them)."""
+        if self.pull:
+            if self.refresh_support:
+                self.workspace_diagnostic_refresh(None)
+        elif self.document(uri) is not None:
+            self.scheduler.schedule(uri, delay=0)
+
+    def show_error(self, message: str) -> None:
+        self.log_error(message)
+        try:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
+        except Exception:
+            pass
 
     def refresh(self) -> None:
         """Settings changed: analyse every open document again."""
@@ -324,6 +342,7 @@ def create_server() -> TorchlintServer:
     def did_close(params: types.DidCloseTextDocumentParams):
         uri = params.text_document.uri
         server.scheduler.forget(uri)
+        server.verified.forget(uri)
         server.last_good.pop(uri, None)
         server.too_large.discard(uri)
         if not server.pull:
@@ -383,6 +402,19 @@ def create_server() -> TorchlintServer:
             if action is not None:
                 actions.append(action)
         return actions
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    @guarded(server, [])
+    def code_lens(params: types.CodeLensParams):
+        return code_lenses(server, params.text_document.uri)
+
+    @server.command(VERIFY_COMMAND)
+    async def verify(*args):  # not @guarded: commands take their arguments spread out
+        try:
+            return await verify_module(server, *args)
+        except Exception:
+            server.log_error("%s failed: %s" % (VERIFY_COMMAND, traceback.format_exc()))
+            return {"error": "internal error: see the torchlint log"}
 
     return server
 

@@ -1,0 +1,78 @@
+"""torchlint.verifyModule over LSP: code lens, work-done progress, verified diagnostics."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from lsp_helpers import CONFIG, EXAMPLES, VSCODE, initialize, open_document, wait_for, wait_for_publish
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_lsp.fixture(scope="module", config=CONFIG)
+async def vscode(lsp_client: LanguageClient):
+    lsp_client.init_result = await initialize(lsp_client, VSCODE)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def opened_demo(client, tmp_path):
+    path = tmp_path / "verify_demo.py"
+    shutil.copy(EXAMPLES / "verify_demo.py", path)
+    uri = path.as_uri()
+    since = len(client.publishes)
+    open_document(client, uri, path.read_text())
+    await wait_for_publish(client, uri, version=1, since=since)
+    return uri
+
+
+async def test_code_lens_above_each_module_class(vscode: LanguageClient, tmp_path):
+    client = vscode
+    assert client.init_result.capabilities.code_lens_provider is not None
+    uri = await opened_demo(client, tmp_path)
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    names = [lens.command.arguments[0]["className"] for lens in lenses]
+    assert names == ["LayerScaleBlock", "FixedLayerScaleBlock"]
+    assert all(lens.command.command == "torchlint.verifyModule" for lens in lenses)
+    assert lenses[0].range.start.line == 16  # `class LayerScaleBlock(nn.Module):`
+
+
+async def test_verify_module_reports_progress_and_publishes_verified_findings(vscode: LanguageClient, tmp_path):
+    client = vscode
+    uri = await opened_demo(client, tmp_path)
+    since = len(client.publishes)
+    tokens_before = set(client.progress_reports)
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="torchlint.verifyModule", arguments=[{"uri": uri, "className": "LayerScaleBlock", "device": "cpu"}]))
+    assert result["error"] is None and result["outcome"] == "completed", result
+    assert result["device"].startswith("cpu")
+    codes = sorted({issue["code"] for cls in result["classes"] for issue in cls["issues"]})
+    assert "TL901" in codes and "TL903" in codes
+
+    (token,) = set(client.progress_reports) - tokens_before
+    kinds = [report.kind for report in client.progress_reports[token]]
+    assert kinds[0] == "begin" and kinds[-1] == "end"
+
+    def verified():
+        return next((p for p in client.publishes[since:] if p.uri == uri
+                     and any(d.source == "torchlint-verify" for d in p.diagnostics)), None)
+    await wait_for(lambda: verified() is not None, timeout=30, what="verified diagnostics")
+    lines = {d.range.start.line for d in verified().diagnostics if d.source == "torchlint-verify"}
+    assert lines == {23}  # `self.gamma_1 = torch.full(...)`: where the attribute was assigned
+
+
+@pytest.mark.parametrize("arguments", [[], [{"className": "X"}], [{"uri": 3}], [{"uri": "file:///no/such.py"}],
+                                       [{"uri": "file:///tmp/x.py", "className": "not a name"}], [1, 2, 3, 4]])
+async def test_bad_arguments_get_an_error_and_the_server_lives(vscode: LanguageClient, arguments):
+    client = vscode
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="torchlint.verifyModule", arguments=arguments))
+    assert result.get("error")
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri="file:///nowhere.py"), position=types.Position(line=0, character=0)))
+    assert hover is None
