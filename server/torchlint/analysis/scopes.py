@@ -181,7 +181,7 @@ def _visit_exprs(nodes, stmt, scope: Scope, index: Index) -> None:
             _record_registration(node, scope)  # also inside expressions: orig = self._parameters.pop("w")
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "append" and len(node.args) == 1:
-                key = _dotted(func.value)
+                key = dotted_name(func.value)
                 if key is not None:
                     scope.appends.setdefault(key, []).append(node)
         elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
@@ -261,7 +261,7 @@ def _record_deletion(target: ast.AST, scope: Scope) -> None:
         owner.unregistered.add(target.attr)
 
 
-def _dotted(node: ast.AST) -> Optional[str]:
+def dotted_name(node: ast.AST) -> Optional[str]:
     """``a.b.c`` as text, or None for anything that is not a plain dotted name."""
     parts = []
     while isinstance(node, ast.Attribute):

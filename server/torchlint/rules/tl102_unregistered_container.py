@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import ast
 
-from ..analysis.findings import Range, Severity
+from ..analysis.findings import Severity
+from ..analysis.scopes import dotted_name
 from ..analysis.values import CONTAINER_KINDS, Kind
 from .base import Rule
 
@@ -78,7 +79,7 @@ def _registered_later(ctx, binding, init) -> bool:
             continue
         for arg in list(call.args) + [k.value for k in call.keywords]:
             inner = arg.value if isinstance(arg, ast.Starred) else arg
-            if _dotted(inner) == own or (source_name and isinstance(inner, ast.Name) and inner.id == source_name):
+            if dotted_name(inner) == own or (source_name and isinstance(inner, ast.Name) and inner.id == source_name):
                 return True
     return False
 
@@ -95,17 +96,6 @@ def _hidden_on_purpose(ctx, binding) -> bool:
     if stmt.lineno > 1:
         lines.append(ctx.source.line(stmt.lineno - 1))
     return any("#" in line for line in lines)
-
-
-def _dotted(node):
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _finding(ctx, binding, value):

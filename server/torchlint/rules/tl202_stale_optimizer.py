@@ -8,7 +8,7 @@ from typing import List, Optional, Set
 
 from ..analysis import torch_names as tn
 from ..analysis.findings import Position, Range, Severity
-from ..analysis.scopes import block_chain
+from ..analysis.scopes import block_chain, dotted_name
 from ..analysis.values import Kind
 from .base import Rule
 
@@ -65,17 +65,6 @@ class StaleOptimizer(Rule):
 
 # -- facts -------------------------------------------------------------------------------------
 
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _is_optimizer_call(ctx, node) -> bool:
     if not isinstance(node, ast.Call):
         return False
@@ -86,7 +75,7 @@ def _is_optimizer_call(ctx, node) -> bool:
 def _build(ctx, scope, position, stmt) -> Optional[_Build]:
     if not (isinstance(stmt, ast.Assign) and _is_optimizer_call(ctx, stmt.value)):
         return None
-    target = _dotted(stmt.targets[0])
+    target = dotted_name(stmt.targets[0])
     if target is None:
         return None
     call = stmt.value
@@ -106,7 +95,7 @@ def _parameter_roots(nodes) -> Set[str]:
         for node in ast.walk(top):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and node.func.attr in _PARAMETER_SOURCES:
-                root = _dotted(node.func.value)
+                root = dotted_name(node.func.value)
                 if root is not None:
                     roots.add(root)
     return roots
@@ -130,7 +119,7 @@ def _roots_through_names(ctx, scope, nodes, before_line: int, depth: int) -> Set
 
 
 def _assigns(stmt, target: str) -> bool:
-    return isinstance(stmt, ast.Assign) and any(_dotted(t) == target for t in stmt.targets)
+    return isinstance(stmt, ast.Assign) and any(dotted_name(t) == target for t in stmt.targets)
 
 
 def _rebinding(ctx, scope, stmt, build):
@@ -140,9 +129,9 @@ def _rebinding(ctx, scope, stmt, build):
         return None
     for target in stmt.targets:
         if isinstance(target, ast.Attribute):
-            owner = _dotted(target)
+            owner = dotted_name(target)
         elif isinstance(target, ast.Subscript):
-            owner = _dotted(target.value)
+            owner = dotted_name(target.value)
         else:
             continue
         if owner is None:
@@ -206,13 +195,13 @@ def _refreshed(ctx, later_statements, build) -> bool:
     """The optimizer is rebuilt, re-bound, or given the new parameters after the re-binding."""
     for stmt in later_statements:
         if isinstance(stmt, ast.Assign):
-            if any(_dotted(t) == build.target for t in stmt.targets):
+            if any(dotted_name(t) == build.target for t in stmt.targets):
                 return True
             if _is_optimizer_call(ctx, stmt.value) and _parameter_roots([stmt.value]) & build.roots:
                 return True
         for node in ast.walk(stmt):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr == "add_param_group" and _dotted(node.func.value) == build.target:
+                    and node.func.attr == "add_param_group" and dotted_name(node.func.value) == build.target:
                 return True
     return False
 
@@ -283,7 +272,7 @@ def _finding(ctx, scope, build, stmt, target, text, root, kind):
 def _mentioned_between(ctx, scope, target: str, first: int, last: int) -> bool:
     """``target`` (a name or `self.opt`) appears on a line strictly between ``first`` and ``last``."""
     return any(isinstance(node, (ast.Name, ast.Attribute)) and first < node.lineno < last
-               and _dotted(node) == target for node in ast.walk(scope.node))
+               and dotted_name(node) == target for node in ast.walk(scope.node))
 
 
 def _can_move(ctx, build, stmt) -> bool:
