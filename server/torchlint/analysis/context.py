@@ -138,4 +138,3 @@ class FileContext:
         newline = self.source.newline()
         text = "with %s():%s%s%s%s" % (no_grad, newline, self.indent(stmt), self.indent_unit, body)
         return text, import_edit
-

@@ -46,8 +46,8 @@ def resolve_modules(classes: List[ClassInfo], imports: ImportMap,
                     break
     if external is not None:
         for info in classes:
-            if not info.is_module and any(external(info, b) for b in info.node.bases if _unresolved(b, info, by_name,
-                                                                                                   imports)):
+            unresolved = [b for b in info.node.bases if _unresolved(b, info, by_name, imports)]
+            if not info.is_module and any(external(info, base) for base in unresolved):
                 info.is_module = True
         # a local subclass of a class that the jedi layer found to be a Module
         changed = True

@@ -44,6 +44,8 @@ class Value:
 
 
 UNKNOWN = Value(Kind.UNKNOWN)
+# Builtins whose result is never a tensor (max/sum/list... may hold or return tensors).
+_PLAIN_BUILTINS = frozenset(["int", "float", "str", "len", "range", "bool", "round", "isinstance", "repr"])
 OTHER = Value(Kind.OTHER)
 
 
@@ -168,11 +170,7 @@ class Classifier:
             info = self.local_classes.get(func.id)
             if info is not None and func.id not in (scope.locals if scope else {}):
                 return Value(Kind.MODULE, module_class=func.id) if info.is_module else OTHER
-            if func.id in ("int", "float", "str", "len", "tuple", "range", "bool", "round", "max", "min",
-                           "sum", "abs", "list", "dict", "set", "sorted", "isinstance", "getattr"):
-                return OTHER if func.id not in ("list", "tuple", "dict", "max", "min", "sum", "getattr",
-                                               "sorted") else UNKNOWN
-            return UNKNOWN
+            return OTHER if func.id in _PLAIN_BUILTINS else UNKNOWN
         if isinstance(func, ast.Attribute):
             receiver = self.classify(func.value, scope)
             method = func.attr

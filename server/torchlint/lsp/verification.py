@@ -128,11 +128,11 @@ async def verify_module(server, *args) -> Dict[str, Any]:
     token = str(uuid.uuid4())
     cancel = threading.Event()
     progress = server.work_done_progress
+    python = settings.interpreter or config.python
     try:
         await progress.create_async(token)
         progress.begin(token, types.WorkDoneProgressBegin(
-            title="torchlint: verifying %s" % target, message="running it in %s" % (settings.interpreter or
-                                                                                  config.python or "python"),
+            title="torchlint: verifying %s" % target, message="running it in %s" % (python or "python"),
             cancellable=True))
         future = progress.tokens.get(token)
         if future is not None:
@@ -144,7 +144,7 @@ async def verify_module(server, *args) -> Dict[str, Any]:
     try:
         report = await loop.run_in_executor(None, lambda: verify_file(
             path, request["class_name"], device, settings.verify_timeout,
-            python=settings.interpreter or config.python, cancel_event=cancel, cwd=str(config.root)))
+            python=python, cancel_event=cancel, cwd=str(config.root)))
     except VerifyError as err:
         if token is not None:
             progress.end(token, types.WorkDoneProgressEnd(message=str(err)))
