@@ -10,7 +10,7 @@ import runpy
 import sys
 
 # The module that serves LSP on stdio, and its arguments (``python -m torchlint.lsp``).
-SERVER_MODULE = ("torchlint.lsp",)
+SERVER_MODULE = ("torchlint", "serve")
 MINIMUM_PYTHON = (3, 10)  # the bundled jedi 0.20 and cattrs 26 need 3.10
 
 HERE = os.path.dirname(os.path.abspath(__file__))
