@@ -1,0 +1,359 @@
+"""CLI throughput of torchlint next to other Python linters, on the same corpus, in one run.
+
+    .venv/bin/python benchmarks/make_corpus.py
+    .venv/bin/python benchmarks/bench_cli.py [--runs 3] [--skip-pylint] [--pylint-files N]
+
+Every row is wall-clock seconds, best of N runs. Subprocess rows also give the CPU
+seconds (user + sys, all processes of the tool) and the peak RSS of the tool's largest
+single process, both from os.wait4. Ratios compare seconds on the same files: to the
+``ast.parse`` floor (read + parse every file, one process) and to
+``torchlint check --no-infer``. Rows run on a subset (pylint with --pylint-files) are
+compared with the floor and torchlint measured on that same subset, never scaled.
+
+Tools are run from the interpreter running this script (use the project's .venv).
+Nothing here is a pass/fail test: it prints figures.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+DEFAULT_CORPUS = Path(__file__).resolve().parent / "corpus"
+PYTHON = sys.executable
+BIN = Path(sys.executable).parent
+
+# flake8 as it ships (pyflakes, pycodestyle, mccabe): torchlint registers a flake8
+# plugin in the same environment, and the flake8 row must not run torchlint too.
+FLAKE8_WITHOUT_TORCHLINT = """
+import sys
+from flake8.plugins import finder
+_all = finder._find_importlib_plugins
+finder._find_importlib_plugins = lambda: (p for p in _all() if p.package.lower() != "torchlint")
+from flake8.main.cli import main
+sys.argv[0] = "flake8"
+sys.exit(main())
+"""
+
+
+@dataclass
+class Row:
+    tool: str
+    files: int
+    seconds: float
+    runs: int
+    group: str = "all"  # ratios compare rows of the same group (same files)
+    cpu: Optional[float] = None
+    rss_mib: Optional[float] = None
+    rc: Optional[int] = None
+    note: str = ""
+
+
+@dataclass
+class Outcome:
+    seconds: float
+    cpu: float
+    rss_mib: float
+    rc: int
+    stdout: bytes
+    stderr: bytes
+
+
+def run_once(cmd: Sequence[str], cwd: Path) -> Outcome:
+    """Run a command; its wall time, CPU time and peak RSS (largest single process)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(list(cmd), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        out.seek(0)
+        err.seek(0)
+        return Outcome(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0,
+                       proc.returncode, out.read(), err.read())
+
+
+def best_of(runs: int, cmd: Sequence[str], cwd: Path) -> Outcome:
+    outcomes = [run_once(cmd, cwd) for _ in range(runs)]
+    best = min(outcomes, key=lambda o: o.seconds)
+    best.rss_mib = max(o.rss_mib for o in outcomes)
+    return best
+
+
+def time_in_process(runs: int, work: Callable[[], object]) -> Tuple[float, float]:
+    """Best wall-clock seconds over the runs, and the CPU seconds of that run."""
+    best = (float("inf"), 0.0)
+    for _ in range(runs):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        work()
+        best = min(best, (time.perf_counter() - start, time.process_time() - start_cpu))
+    return best
+
+
+def parse_all(paths: Sequence[Path]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escape sequences in old docstrings
+        for path in paths:
+            ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def torchlint_all(paths: Sequence[Path]) -> int:
+    from torchlint.analysis.engine import check_source
+
+    return sum(len(check_source(path.read_text(encoding="utf-8"), path.name).findings) for path in paths)
+
+
+def json_problem(outcome: Outcome) -> str:
+    try:
+        json.loads(outcome.stdout.decode("utf-8"))
+    except ValueError:
+        return "no JSON on stdout"
+    return ""
+
+
+def checked_files_line(cmd: Sequence[str], cwd: Path) -> str:
+    """torchlint's own count of the files it checked (its -v summary), from one untimed run."""
+    outcome = run_once(list(cmd) + ["-v"], cwd)
+    found = re.search(r"checked \d+ files?[^\n]*", (outcome.stdout + outcome.stderr).decode("utf-8", "replace"))
+    return found.group(0) if found else "(no 'checked N files' line from torchlint -v)"
+
+
+def torchlint_command() -> List[str]:
+    script = BIN / "torchlint"
+    return [str(script)] if script.exists() else [PYTHON, "-m", "torchlint"]
+
+
+def torchfix_command() -> List[str]:
+    script = BIN / "torchfix"
+    return [str(script)] if script.exists() else [PYTHON, "-m", "torchfix"]
+
+
+def version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def evenly_spaced(items: Sequence[Path], count: int) -> List[Path]:
+    if count >= len(items):
+        return list(items)
+    return [items[i * len(items) // count] for i in range(count)]
+
+
+def tail(data: bytes, lines: int = 5) -> str:
+    return "\n".join(data.decode("utf-8", "replace").strip().splitlines()[-lines:])
+
+
+class Bench:
+    def __init__(self, corpus: Path, runs: int):
+        self.corpus = corpus
+        self.runs = runs
+        self.rows: List[Row] = []
+        self.notes: List[str] = []
+
+    def subprocess_row(self, tool: str, cmd: Sequence[str], files: int, ok_codes=(0, 1), runs=None,
+                       group="all", validate: Callable[[Outcome], str] = lambda outcome: "") -> Outcome:
+        """``validate`` says what is wrong with an outcome ("" when it looks like a real run)."""
+        runs = runs or self.runs
+        print("  %-40s" % tool, end="", flush=True)
+        outcome = best_of(runs, cmd, self.corpus)
+        print("%8.2f s" % outcome.seconds, flush=True)
+        note = validate(outcome)
+        if outcome.rc not in ok_codes:
+            note = "unexpected exit code"
+        if note:
+            note = "FAILED: " + note
+            self.notes.append("%s: %s, exit code %d; stderr ends with:\n%s" % (
+                tool, note, outcome.rc, tail(outcome.stderr)))
+        self.rows.append(Row(tool, files, outcome.seconds, runs, group, outcome.cpu, outcome.rss_mib,
+                             outcome.rc, note))
+        return outcome
+
+    def in_process_row(self, tool: str, work: Callable[[], object], files: int, group="all") -> None:
+        print("  %-40s" % tool, end="", flush=True)
+        seconds, cpu = time_in_process(self.runs, work)
+        print("%8.2f s" % seconds, flush=True)
+        self.rows.append(Row(tool, files, seconds, self.runs, group, cpu, note="in-process"))
+
+
+def corpus_files(corpus: Path) -> List[Path]:
+    return sorted(p for p in corpus.glob("*.py") if p.is_file())
+
+
+def exit_column(row: Row) -> str:
+    if row.rc is None:
+        return "-"
+    return "%d (%s)" % (row.rc, row.note) if row.note else str(row.rc)
+
+
+def print_table(rows: List[Row], floor_tool: Dict[str, str], torchlint_tool: Dict[str, str]) -> None:
+    by_tool = {(r.group, r.tool): r for r in rows}
+    header = ["tool", "files", "runs", "seconds", "files/s", "x floor", "x torchlint --no-infer",
+              "CPU s", "peak RSS MiB", "exit"]
+    lines = [header]
+    for row in rows:
+        floor = by_tool.get((row.group, floor_tool[row.group]))
+        reference = by_tool.get((row.group, torchlint_tool[row.group]))
+        lines.append([
+            row.tool,
+            str(row.files),
+            str(row.runs),
+            "%.2f" % row.seconds,
+            "%.0f" % (row.files / row.seconds) if row.seconds else "-",
+            "%.2f" % (row.seconds / floor.seconds) if floor else "-",
+            "%.2f" % (row.seconds / reference.seconds) if reference else "-",
+            "%.2f" % row.cpu if row.cpu is not None else "-",
+            "%.0f" % row.rss_mib if row.rss_mib is not None else "-",
+            exit_column(row),
+        ])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    for index, line in enumerate(lines):
+        cells = [cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width) in
+                 enumerate(zip(line, widths))]
+        print("| " + " | ".join(cells) + " |")
+        if index == 0:
+            print("|" + "|".join("-" * (w + 1) + (":" if i else "-") for i, w in enumerate(widths)) + "|")
+
+
+def summarize_findings(outcome: Outcome, list_findings: bool) -> Optional[int]:
+    try:
+        findings = json.loads(outcome.stdout.decode("utf-8"))
+    except ValueError:
+        print("torchlint --format json did not print JSON; stdout starts with: %r" % outcome.stdout[:300])
+        return None
+    counts = collections.Counter(f.get("code") or "?" for f in findings)
+    print("\ntorchlint --no-infer findings on the corpus: %d in %d files" % (
+        len(findings), len({f.get("filename") for f in findings})))
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], str(item[0]))):
+        print("  %-8s %5d" % (code, count))
+    if list_findings:
+        print()
+        for f in sorted(findings, key=lambda f: (f.get("filename") or "", (f.get("location") or {}).get("row", 0))):
+            print("%s:%s:%s: %s" % (Path(f.get("filename") or "?").name, (f.get("location") or {}).get("row"),
+                                    f.get("code"), f.get("message")))
+    return len(findings)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS,
+                        help="folder of .py files (default: benchmarks/corpus, see make_corpus.py)")
+    parser.add_argument("--runs", type=int, default=3, help="best of this many runs per row (default 3)")
+    parser.add_argument("--skip-pylint", action="store_true", help="leave pylint out (it is slow)")
+    parser.add_argument("--pylint-files", type=int, default=0,
+                        help="run pylint on this many files only (evenly spaced through the corpus)")
+    parser.add_argument("--pylint-runs", type=int, default=1,
+                        help="best of this many pylint runs (default 1: it takes minutes)")
+    parser.add_argument("--pylint-defaults", action="store_true",
+                        help="pylint with its default checks (default: --disable=all --enable=E,W)")
+    parser.add_argument("--skip-flake8", action="store_true")
+    parser.add_argument("--flake8-plugin", action="store_true",
+                        help="add a row for flake8 with torchlint's flake8 plugin (TL codes) loaded")
+    parser.add_argument("--skip-torchfix", action="store_true")
+    parser.add_argument("--list-findings", action="store_true",
+                        help="print every torchlint finding (file:line:code: message)")
+    args = parser.parse_args(argv)
+
+    corpus = args.corpus.resolve()
+    files = corpus_files(corpus)
+    if not files:
+        sys.exit("no .py files in %s: run benchmarks/make_corpus.py first" % corpus)
+    texts = [p.read_bytes() for p in files]
+    print("torchlint CLI benchmark, %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"))
+    print("machine: %s, %d cores, Python %s" % (platform.machine(), os.cpu_count() or 0, platform.python_version()))
+    print("corpus:  %s: %d files, %d lines, %.1f MiB" % (
+        corpus, len(files), sum(t.count(b"\n") for t in texts), sum(map(len, texts)) / 2 ** 20))
+    print("tools:   torchlint %s, flake8 %s, pylint %s, TorchFix %s" % (
+        version("torchlint"), version("flake8"), version("pylint"), version("TorchFix")))
+    print("best of %d runs per row (pylint: %d)\n" % (args.runs, args.pylint_runs))
+
+    bench = Bench(corpus, args.runs)
+    count = len(files)
+    torchlint = torchlint_command()
+
+    bench.in_process_row("ast.parse floor (read + parse)", lambda: parse_all(files), count)
+    in_process_findings = []
+    bench.in_process_row("torchlint in-process (check_source)",
+                         lambda: in_process_findings.append(torchlint_all(files)), count)
+    no_infer = bench.subprocess_row("torchlint check --no-infer",
+                                    torchlint + ["check", "--no-infer", "--format", "json", "."], count,
+                                    validate=json_problem)
+    bench.subprocess_row("torchlint check (default mode)", torchlint + ["check", "--format", "json", "."], count,
+                         validate=json_problem)
+
+    if not args.skip_flake8:
+        bench.subprocess_row("flake8 --jobs=auto", [PYTHON, "-c", FLAKE8_WITHOUT_TORCHLINT, "--jobs=auto", "."],
+                             count)
+        if args.flake8_plugin:
+            bench.subprocess_row("flake8 --jobs=auto + torchlint plugin",
+                                 [PYTHON, "-m", "flake8", "--jobs=auto", "."], count)
+
+    if not args.skip_torchfix:
+        bench.subprocess_row("torchfix", torchfix_command() + ["."], count)
+
+    floor_tool = {"all": "ast.parse floor (read + parse)"}
+    torchlint_tool = {"all": "torchlint check --no-infer"}
+    if not args.skip_pylint:
+        checks = [] if args.pylint_defaults else ["--disable=all", "--enable=E,W"]
+        label = "pylint --jobs=0" + (" (default checks)" if args.pylint_defaults else " -d all -e E,W")
+        pylint = [PYTHON, "-m", "pylint", "--jobs=0", "--score=n", "--reports=n"] + checks
+        # pylint exit codes are a bit mask of message kinds; 32 is a usage error.
+        pylint_ok = tuple(code for code in range(32) if not code & 1)  # 1: fatal message
+        if args.pylint_files and args.pylint_files < count:
+            subset = evenly_spaced(files, args.pylint_files)
+            names = [p.name for p in subset]
+            group = "subset of %d" % len(subset)
+            floor_tool[group] = "ast.parse floor, pylint subset"
+            torchlint_tool[group] = "torchlint --no-infer, pylint subset"
+            bench.in_process_row(floor_tool[group], lambda: parse_all(subset), len(subset), group)
+            bench.subprocess_row(torchlint_tool[group], torchlint + ["check", "--no-infer", "--format", "json"]
+                                 + names, len(subset), group=group, validate=json_problem)
+            bench.subprocess_row(label + ", subset", pylint + names, len(subset), ok_codes=pylint_ok,
+                                 runs=args.pylint_runs, group=group)
+        else:
+            bench.subprocess_row(label, pylint + ["--recursive=y", "."], count, ok_codes=pylint_ok,
+                                 runs=args.pylint_runs)
+
+    checked = checked_files_line(torchlint + ["check", "--no-infer", "."], corpus)
+    print("\ntorchlint check --no-infer -v says: " + checked)
+    print()
+    print_table(bench.rows, floor_tool, torchlint_tool)
+    floor = bench.rows[0].seconds
+    tl_row = next(r for r in bench.rows if r.tool == "torchlint check --no-infer")
+    print("in CPU seconds (steadier than wall clock on a busy machine), torchlint --no-infer is %.2fx the floor" % (
+        tl_row.cpu / bench.rows[0].cpu))
+    if tl_row.note:
+        print("\nSPEC target (torchlint --no-infer within 3x of the ast.parse floor): not measured, the run failed")
+    else:
+        print("\nSPEC target: torchlint --no-infer within 3x of the ast.parse floor: %.2fx (%s)" % (
+            tl_row.seconds / floor, "met" if tl_row.seconds <= 3 * floor else "NOT met"))
+    print("in-process torchlint alone is %.2fx the floor; the rest of the CLI row is process start-up, "
+          "file walking, worker processes and output" % (bench.rows[1].seconds / floor))
+    for note in bench.notes:
+        print("\nnote: " + note)
+
+    cli_findings = summarize_findings(no_infer, args.list_findings)
+    if cli_findings is not None and in_process_findings and cli_findings != in_process_findings[-1]:
+        print("\nwarning: the CLI reported %d findings, check_source %d on the same files "
+              "(configuration, exclusions or a difference between the two paths)" % (
+                  cli_findings, in_process_findings[-1]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
