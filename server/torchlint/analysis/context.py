@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Tuple
 from .findings import Applicability, Edit, Finding, Fix, Position, Range, Related, Severity
 from .imports import ImportMap, collect_imports
 from .modules import moves_own_state, resolve_modules
-from .scopes import ClassInfo, Index, Scope, build_index
+from .scopes import ClassInfo, Index, Scope, block_chain, build_index
 from .source import SourceText
 from .values import Classifier, Value
 
@@ -30,6 +30,18 @@ class FileContext:
     # -- facts -------------------------------------------------------------------------------
     def classify(self, node: Optional[ast.expr], scope: Optional[Scope] = None) -> Value:
         return self.classifier.classify(node, scope)
+
+    def classify_at(self, node: ast.expr, scope: Scope, stmt: ast.stmt) -> Value:
+        """Like classify, but a local name takes the value of the assignment that reaches
+        ``stmt`` when that is plain to see: the nearest earlier one, in the same block."""
+        bindings = scope.locals.get(node.id, ()) if isinstance(node, ast.Name) else ()
+        earlier = [b for b in bindings if b.value is not None and b.stmt.lineno < stmt.lineno]
+        if earlier:
+            nearest = max(earlier, key=lambda b: (b.stmt.lineno, b.stmt.col_offset))
+            between = [b for b in bindings if nearest.stmt.lineno < b.stmt.lineno < stmt.lineno]
+            if not between and block_chain(self.index, nearest.stmt) == block_chain(self.index, stmt):
+                return self.classifier.binding_value(nearest)
+        return self.classify(node, scope)
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         return self.imports.qualify(node)

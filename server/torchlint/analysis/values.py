@@ -262,11 +262,11 @@ class Classifier:
         """A local name is known when every binding of it agrees."""
         # `x += y` on a tensor updates it in place: it stays a tensor.
         plain = [b for b in bindings if not isinstance(b.stmt, ast.AugAssign)]
-        if plain and len(plain) < len(bindings) and {self._binding_value(b).kind for b in plain} <= TENSOR_KINDS:
+        if plain and len(plain) < len(bindings) and {self.binding_value(b).kind for b in plain} <= TENSOR_KINDS:
             bindings = plain
         values = set()
         for binding in bindings[:8]:
-            values.add(self._binding_value(binding))
+            values.add(self.binding_value(binding))
         if len(bindings) > 8 or len(values) != 1:
             kinds = {v.kind for v in values}
             if len(kinds) == 1 and kinds <= TENSOR_KINDS:
@@ -284,7 +284,7 @@ class Classifier:
                 return UNKNOWN
         return value
 
-    def _binding_value(self, binding: Binding) -> Value:
+    def binding_value(self, binding: Binding) -> Value:
         key = id(binding)
         cached = self._binding_cache.get(key)
         if cached is None:

@@ -32,7 +32,7 @@ class UnregisteredTensor(Rule):
                 value = ctx.classify(binding.value, init)
                 if value.kind is not Kind.TENSOR:
                     continue  # MOVED_PARAMETER belongs to TL103
-                if _registered_elsewhere(ctx, cls, binding) or _moved_by_hand(ctx, cls, binding.name):
+                if _registered_elsewhere(ctx, cls, binding) or _handled_by_hand(ctx, cls, binding.name, value):
                     continue
                 yield _finding(ctx, binding, value)
 
@@ -46,16 +46,40 @@ def _registered_elsewhere(ctx, cls, binding) -> bool:
     return False
 
 
-def _moved_by_hand(ctx, cls, attr: str) -> bool:
-    """`self.x = self.x.to(device)` in another method: the author manages the device on purpose."""
+_MOVES = frozenset(["to", "cuda", "cpu", "type", "type_as"])
+
+
+def _handled_by_hand(ctx, cls, attr: str, value) -> bool:
+    """The author manages this tensor's device on purpose, so __init__ only declares it:
+    another method re-assigns it (run-time state, caches, `self.x = self.x.to(device)`), or
+    every read of it outside __init__ moves it first (`self.bins.to(x.device)`)."""
     for other in ctx.classifier.class_attribute_bindings(cls, attr):
         if other.scope.name == "__init__" or other.value is None:
             continue
-        for node in ast.walk(other.value):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr in ("to", "cuda", "cpu", "type"):
-                return True
-    return False
+        if ctx.classify(other.value, other.scope).kind in (Kind.PARAMETER, Kind.BUFFER, Kind.MODULE):
+            continue
+        if not value.requires_grad or _moves(other.value):
+            return True
+    reads = moved = 0
+    for info in ctx.class_chain(cls):
+        for name, scope in info.method_scopes.items():
+            if name == "__init__" or scope.self_name is None:
+                continue
+            for node in ast.walk(scope.node):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MOVES:
+                    moved += _is_self_attr(node.func.value, scope, attr)
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                    reads += _is_self_attr(node, scope, attr)
+    return reads > 0 and reads == moved
+
+
+def _is_self_attr(node, scope, attr: str) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == attr and scope.is_self(node.value)
+
+
+def _moves(node) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _MOVES
+               for n in ast.walk(node))
 
 
 def _prefers_parameter(value, attr: str) -> bool:

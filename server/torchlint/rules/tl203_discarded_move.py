@@ -27,7 +27,7 @@ class DiscardedMove(Rule):
             if not _assignable(receiver):
                 continue
             # Only plain tensors: a Module moves in place, and a Parameter needs another fix (TL104).
-            if ctx.classify(receiver, scope).kind is not Kind.TENSOR:
+            if ctx.classify_at(receiver, scope, stmt).kind is not Kind.TENSOR:
                 continue
             yield _finding(ctx, stmt, call, receiver, scope)
 

@@ -56,6 +56,13 @@ def _typed(ctx, call, qualified):
         fixes.append(_rewrite(ctx, call, "torch.empty", dtype, dtype is not None, on_cuda, "the sizes",
                               safe=True))
         modern = "`torch.empty(*sizes%s)`" % needs
+    elif shape == "shape-like":
+        # `torch.FloatTensor((x.shape[0], 1, 1))` builds a 3-element tensor from those numbers, though it
+        # reads like a shape (seen in the wild, with the bug): both readings are unsafe, the shape first.
+        fixes.append(_rewrite(ctx, call, "torch.empty", dtype, dtype is not None, on_cuda, "it as a shape",
+                              safe=False))
+        fixes.append(_rewrite(ctx, call, "torch.tensor", dtype, True, on_cuda, "it as data", safe=False))
+        modern = "`torch.empty(shape%s)` if a shape was meant, else `torch.tensor(data%s)`" % (needs, needs)
     else:
         # One argument the syntax cannot read: data to convert, or a size? Both guesses are unsafe.
         if shape == "ambiguous":
@@ -69,13 +76,15 @@ def _typed(ctx, call, qualified):
 
 
 def _argument_shape(call: ast.Call) -> str:
-    """'data', 'sizes', 'empty' (no argument), 'starred' (`*shape`) or 'ambiguous'."""
+    """'data', 'sizes', 'empty' (no argument), 'starred' (`*shape`), 'shape-like' or 'ambiguous'."""
     args = call.args
     if not args:
         return "empty"
     if len(args) > 1:
         return "sizes"
     arg = args[0]
+    if isinstance(arg, (ast.List, ast.Tuple)) and any(_is_size(elt) for elt in arg.elts):
+        return "shape-like"
     if isinstance(arg, (ast.List, ast.Tuple, ast.ListComp)):
         return "data"
     if isinstance(arg, ast.Starred):
