@@ -1,6 +1,9 @@
 """torchlint.verifyModule over LSP: code lens, work-done progress, verified diagnostics."""
 from __future__ import annotations
 
+import asyncio
+import time
+
 import shutil
 
 import pytest
@@ -76,3 +79,32 @@ async def test_bad_arguments_get_an_error_and_the_server_lives(vscode: LanguageC
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri="file:///nowhere.py"), position=types.Position(line=0, character=0)))
     assert hover is None
+
+
+HANGS = '''import torch
+from torch import nn
+
+
+class Hangs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        while True:
+            pass
+'''
+
+
+async def test_cancelling_the_progress_kills_the_run(vscode: LanguageClient, tmp_path):
+    client = vscode
+    path = tmp_path / "hangs.py"
+    path.write_text(HANGS)
+    tokens_before = set(client.progress_reports)
+    running = asyncio.ensure_future(client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="torchlint.verifyModule", arguments=[{"uri": path.as_uri(), "device": "cpu"}])))
+    await wait_for(lambda: set(client.progress_reports) - tokens_before, timeout=30, what="progress to begin")
+    (token,) = set(client.progress_reports) - tokens_before
+    await asyncio.sleep(1.0)  # let the child start its endless loop
+    started = time.monotonic()
+    client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    result = await asyncio.wait_for(running, timeout=30)
+    assert result["outcome"] == "cancelled"
+    assert time.monotonic() - started < 15
