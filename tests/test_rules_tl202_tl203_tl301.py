@@ -507,7 +507,7 @@ def test_tl301_multiline_call_keeps_its_comment(check):
     ("Variable(x, requires_grad=False)", "x"),
     ("Variable(x, requires_grad=True)", "x.detach().requires_grad_()"),
     ("Variable(x, requires_grad=flag)", "x.detach().requires_grad_(flag)"),
-    ("Variable(x + 1)", "(x + 1)"),
+    ("Variable(x + 1)", "(x + 1).detach()"),  # an expression: it may carry a graph
     ("Variable(x * 2, requires_grad=True)", "(x * 2).detach().requires_grad_()"),
     ("Variable(torch.randn(3), requires_grad=True)", "torch.randn(3).requires_grad_()"),
     ("Variable(torch.randn(3).type(dtype), requires_grad=True)", "torch.randn(3).type(dtype).requires_grad_()"),
@@ -523,32 +523,20 @@ def test_tl301_variable_fixes(check, call, expected):
     assert fix.is_safe
 
 
-def test_tl301_self_wrapping_variable_line_is_deleted(check):
+def test_tl301_variable_of_an_unknown_value_keeps_the_detach(check):
+    """`Variable(out)` on a model's output cut the graph: plain `out` would let gradients through."""
     text = """\
     from torch.autograd import Variable
 
-    def train(loader):
-        for inputs, labels in loader:
-            inputs = Variable(inputs)
-            labels = labels.cuda()
-    """
-    finding = only(check, text, "TL301")
-    assert fixed(text, preferred(finding)).splitlines()[3:] == [
-        "    for inputs, labels in loader:",
-        "        labels = labels.cuda()",
-    ]
-
-
-def test_tl301_self_wrapping_variable_alone_in_its_block_is_kept(check):
-    text = """\
-    from torch.autograd import Variable
-
-    def train(loader):
+    def train(model, loader):
         for inputs in loader:
             inputs = Variable(inputs)
+            out = Variable(model(inputs))
     """
-    finding = only(check, text, "TL301")
-    assert fixed(text, preferred(finding)).splitlines()[4] == "        inputs = inputs"
+    finding = [f for f in check(textwrap.dedent(text)).findings if f.code == "TL301"]
+    lines = [fixed(text, preferred(f)).splitlines()[f.range.start.line - 1].strip() for f in finding]
+    assert lines == ["inputs = inputs.detach()", "out = model(inputs).detach()"]
+    assert all(preferred(f).is_safe for f in finding)
 
 
 def test_tl301_torch_tensor_as_a_type_stays_quiet(check):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 
 from ..analysis import torch_names as tn
-from ..analysis.findings import Position, Range, Severity
+from ..analysis.findings import Range, Severity
 from ..analysis.values import Kind, keyword
 from .base import Rule
 
@@ -197,8 +197,10 @@ def _unwrap_variable(ctx, call, requires_grad):
     value = ctx.classify(data, ctx.index.call_scopes.get(id(call)))
     wants_grad = requires_grad is not None and not (
         isinstance(requires_grad, ast.Constant) and requires_grad.value is False)
-    # Variable() always detaches; only write .detach() where it can matter.
-    may_require_grad = value.requires_grad or value.kind is Kind.PARAMETER
+    # Variable() always detaches; leave .detach() out only for a fresh tensor that needs no grad
+    # (anything else, a model's output say, may carry a graph that Variable() used to cut).
+    known_plain = value.kind is Kind.TENSOR and not value.requires_grad and value.factory in _CREATION_FACTORIES
+    may_require_grad = not (_fresh(ctx, data) or known_plain)
     suffix = ""
     if wants_grad:
         detach = "" if _fresh(ctx, data) else ".detach()"
@@ -211,12 +213,6 @@ def _unwrap_variable(ctx, call, requires_grad):
     call_range, data_range = ctx.range(call), ctx.range(data)
     before = "(" if needs_parentheses else ""
     after = (")" if needs_parentheses else "") + suffix
-    statement = _self_assignment(ctx, call) if not suffix else None
-    if statement is not None:
-        # `x = Variable(x)` would become `x = x`: drop the line instead.
-        lines = Range(Position(statement.lineno, 0), Position(statement.end_lineno + 1, 0))
-        return ctx.fix("Remove the `%s(...)` wrapping (delete the line)" % ctx.text(call.func),
-                       [ctx.replace(lines, "")], safe=True, preferred=True)
     edits = [ctx.replace(Range(call_range.start, data_range.start), before),
              ctx.replace(Range(data_range.end, call_range.end), after)]
     shown = "%s%s%s" % (before, _short(ctx.text(data)), after)
@@ -229,36 +225,6 @@ def _fresh(ctx, node) -> bool:
         node = node.func.value
     return (isinstance(node, ast.Call) and ctx.qualify(node.func) in _CREATION_FACTORIES
             and keyword(node, "requires_grad") is None)
-
-
-def _self_assignment(ctx, call):
-    """The statement `x = Variable(x)`, on lines of its own and not alone in its block."""
-    for stmt in ctx.index.call_scopes[id(call)].statements:
-        if isinstance(stmt, ast.Assign) and stmt.value is call:
-            break
-    else:
-        return None
-    if len(stmt.targets) != 1 or ctx.text(stmt.targets[0]) != ctx.text(call.args[0]):
-        return None
-    if not ctx.stands_alone(stmt) or stmt.end_lineno >= ctx.source.line_count or _alone_in_block(ctx, stmt):
-        return None
-    return stmt
-
-
-def _alone_in_block(ctx, stmt) -> bool:
-    """Deleting the statement would leave an empty block."""
-    entry = ctx.index.blocks.get(id(stmt))
-    if entry is not None:
-        owner, name = entry
-        if name.startswith("handler"):
-            block = owner.handlers[int(name[len("handler"):])].body
-        elif name.startswith("case"):
-            block = owner.cases[int(name[len("case"):])].body
-        else:
-            block = getattr(owner, name)
-        return len(block) == 1
-    parents = [ctx.tree] + [scope.node for scope in ctx.index.scopes] + [cls.node for cls in ctx.index.classes]
-    return any(parent.body == [stmt] for parent in parents)
 
 
 def _short(text: str) -> str:
