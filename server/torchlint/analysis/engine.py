@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import ast
 import logging
+import threading
 import traceback
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional
 
@@ -28,9 +30,29 @@ class CheckOptions:
 
 DEFAULT_OPTIONS = CheckOptions()
 
+# CPython 3.11's AST builder is not safe in two threads at once ("AST constructor recursion
+# depth mismatch"), and the language server analyses in threads: one parse at a time.
+PARSE_LOCK = threading.Lock()
+# The last few trees: the server's waves, hovers and code actions parse the same text again.
+_RECENT_TREES: "OrderedDict[tuple, tuple]" = OrderedDict()
+_RECENT_LIMIT = 8
+
 
 def parse(text: str, path: str):
     """The syntax tree, or a ParseError saying where and why it does not parse."""
+    key = (path, text)
+    with PARSE_LOCK:
+        cached = _RECENT_TREES.get(key)
+        if cached is None:
+            cached = _RECENT_TREES[key] = _parse(text, path)
+            while len(_RECENT_TREES) > _RECENT_LIMIT:
+                _RECENT_TREES.popitem(last=False)
+        else:
+            _RECENT_TREES.move_to_end(key)
+    return cached
+
+
+def _parse(text: str, path: str):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences and the like are not ours to report

@@ -170,7 +170,9 @@ class JediInference:
         try:
             with open(path, "rb") as handle:
                 text = handle.read().decode("utf-8", "replace")
-            tree = ast.parse(text)
+            from .engine import PARSE_LOCK  # one AST build at a time (CPython 3.11)
+            with PARSE_LOCK:
+                tree = ast.parse(text)
         except (SyntaxError, ValueError, OSError):
             text, tree = "", None
         self._file_cache[path] = (mtime, tree, text)

@@ -5,6 +5,7 @@ costs seconds, so each layer is warmed in the background as soon as it is known.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from typing import Callable, Dict, Optional, Tuple
@@ -42,3 +43,8 @@ class InferenceLayers:
     def _warm(self, layer) -> None:
         with self.lock:
             layer.warm()
+            # jedi now holds ~1M long-lived objects: keep full GC passes (hundreds of ms each,
+            # mid-keystroke) from walking them again and again.
+            gc.collect()
+            gc.freeze()
+            gc.set_threshold(50_000, 20, 100)

@@ -12,6 +12,7 @@ layer is adding its provider to ``waves``.
 from __future__ import annotations
 
 import asyncio
+import traceback
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
@@ -39,11 +40,13 @@ class Scheduler:
                  analyse: Callable[[Snapshot, Any], CheckResult],
                  publish: Callable[[Snapshot, CheckResult], None],
                  executor: Executor, waves: Sequence[Any] = (None,),
-                 wave_executors: Optional[Dict[int, Executor]] = None):
+                 wave_executors: Optional[Dict[int, Executor]] = None,
+                 report: Callable[[str], None] = lambda message: None):
         self._document = snapshot  # uri -> (version, text, path), or None when not open
         self._analyse = analyse  # runs in the executor: must not touch the event loop
         self._publish = publish  # called on the event loop with current results only
         self._executor = executor
+        self._report = report  # logs a failed analysis to the client
         # A slow wave gets its own threads, so it never holds up the fast wave of another edit.
         self._wave_executors = dict(wave_executors or {})
         self.waves = tuple(waves)
@@ -96,6 +99,10 @@ class Scheduler:
                 if not self.is_current(snap):
                     return  # a newer edit has its own task
                 self._publish(snap, result)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # never lose a version's diagnostics silently: say why
+            self._report("analysis of %s failed: %s" % (uri, traceback.format_exc()))
         finally:
             if self._pending.get(uri) is asyncio.current_task():
                 del self._pending[uri]

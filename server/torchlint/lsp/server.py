@@ -78,7 +78,8 @@ class TorchlintServer(LanguageServer):
         # Two waves: names at once, then jedi refines the same snapshot.
         self.inference_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-jedi")
         self.scheduler = Scheduler(self.document_state, self.analyse, self.publish, self.executor,
-                                   waves=(None, JEDI_WAVE), wave_executors={1: self.inference_executor})
+                                   waves=(None, JEDI_WAVE), wave_executors={1: self.inference_executor},
+                                   report=self.log_error)
 
     # -- messages to the client ------------------------------------------------------------
     def log_message(self, message: str, kind: types.MessageType) -> None:
