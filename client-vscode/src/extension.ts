@@ -4,14 +4,15 @@
 import * as os from 'os';
 import * as vscode from 'vscode';
 import {
-  DidChangeConfigurationNotification, LanguageClient, LanguageClientOptions, RevealOutputChannelOn,
-  ServerOptions, State, TransportKind,
+  DidChangeConfigurationNotification, DynamicFeature, LanguageClient, LanguageClientOptions, RevealOutputChannelOn,
+  ServerOptions, State, StaticFeature, TransportKind,
 } from 'vscode-languageclient/node';
 
 import { chooseInterpreter, Interpreter, onPythonEnvironmentChange, pythonExtensionInterpreter } from './interpreter';
 import { probeInterpreter, serverExecutable } from './launcher';
 import { reactionTo, SECTION, serverSettings, ServerSettings } from './settings';
-import { gateVerify, registerFallback } from './verify';
+import { leavingOut } from './serverCommands';
+import { registerVerifyCommand, VERIFY_COMMAND } from './verify';
 
 // Also the prefix of the `torchlint.trace.server` setting the language client reads.
 const CLIENT_ID = 'torchlint';
@@ -27,7 +28,6 @@ let extensionPath = '';
 let output: vscode.OutputChannel;
 let status: vscode.StatusBarItem;
 let client: LanguageClient | undefined;
-let fallbackVerify: vscode.Disposable | undefined;
 let interpreter: Interpreter | undefined;
 // Restarts run one after another, never interleaved.
 let lifecycle: Promise<void> = Promise.resolve();
@@ -42,6 +42,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('torchlint.restart', () => restart('restart requested')),
     vscode.commands.registerCommand('torchlint.showOutput', () => output.show(true)),
     vscode.commands.registerCommand('torchlint.fixAll', fixAll),
+    registerVerifyCommand(() => client, output),
     vscode.workspace.onDidChangeConfiguration((change) => {
       const reaction = reactionTo(change);
       if (reaction === 'restart') {
@@ -75,8 +76,6 @@ function restart(reason: string): Promise<void> {
 }
 
 async function stop(): Promise<void> {
-  fallbackVerify?.dispose();
-  fallbackVerify = undefined;
   const stopping = client;
   client = undefined;
   if (stopping !== undefined) {
@@ -161,11 +160,9 @@ async function start(reason: string): Promise<void> {
             : answers[index]);
         },
       },
-      executeCommand: (command, args, next) => gateVerify(command, args,
-        async (name, values) => next(name, values), output),
     },
   };
-  const starting = new LanguageClient(CLIENT_ID, 'torchlint', serverOptions, clientOptions);
+  const starting = new TorchlintClient(CLIENT_ID, 'torchlint', serverOptions, clientOptions);
   starting.onDidChangeState((event) => {
     if (starting !== client) {
       return;  // an old client going down
@@ -178,10 +175,16 @@ async function start(reason: string): Promise<void> {
   });
   client = starting;
   await starting.start();
-  fallbackVerify = registerFallback(starting.initializeResult?.capabilities.executeCommandProvider?.commands);
   const server = starting.initializeResult?.serverInfo;
   output.appendLine(`Server ${server?.name ?? 'torchlint'} ${server?.version ?? ''} is running.`);
   showStatus('running', `torchlint ${server?.version ?? ''} ${runningDescription(probe.version)}`);
+}
+
+/** A language client that leaves the commands the extension registers itself to the extension. */
+class TorchlintClient extends LanguageClient {
+  registerFeature(feature: StaticFeature | DynamicFeature<unknown>): void {
+    super.registerFeature(leavingOut(feature, [VERIFY_COMMAND]));
+  }
 }
 
 function runningDescription(version: string | undefined): string {

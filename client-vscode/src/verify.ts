@@ -2,13 +2,17 @@
 // (workspace/executeCommand): it imports the user's file and runs the module in a child
 // process, so it executes workspace code and is refused in an untrusted workspace.
 //
-// When the server advertises the command, vscode-languageclient registers it and routes
-// every call through `middleware.executeCommand`, i.e. `gateVerify` below. When it does not
-// (an older server), `registerFallback` registers the same command name with a message.
+// The extension registers the command once, for its whole life, and the language client
+// is kept from registering the server's command of the same name (serverCommands.ts). So
+// the palette, the code lens and any other caller go through `verify` below: trust check,
+// which class, saved file, then workspace/executeCommand to whichever server is running.
 import * as vscode from 'vscode';
-import { VERIFY_COMMAND, summaryOf, verifyArguments } from './verifyRequest';
+import { ExecuteCommandRequest, LanguageClient } from 'vscode-languageclient/node';
+import { classAt, ModuleClass, summaryOf, VERIFY_COMMAND, verifyArguments, VerifyArguments } from './verifyRequest';
 
 export { VERIFY_COMMAND };
+
+const WHOLE_FILE = 'All Module classes in the file';
 
 function activePythonUri(): string | undefined {
   const editor = vscode.window.activeTextEditor;
@@ -25,47 +29,110 @@ async function refuseUntrusted(): Promise<void> {
   }
 }
 
-/** `middleware.executeCommand`: trust gate, arguments, saved file, then the server's answer. */
-export async function gateVerify(command: string, args: unknown[],
-                                 next: (command: string, args: unknown[]) => Promise<unknown>,
-                                 output: vscode.OutputChannel): Promise<unknown> {
-  if (command !== VERIFY_COMMAND) {
-    return next(command, args);
+/** The file's Module classes, as the server's "Verify" code lenses name them (none when
+ *  the lens is turned off: then the whole file is verified). */
+async function moduleClasses(document: vscode.TextDocument): Promise<ModuleClass[]> {
+  const lenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', document.uri);
+  const classes: ModuleClass[] = [];
+  for (const lens of lenses ?? []) {
+    const argument = lens.command?.command === VERIFY_COMMAND ? lens.command.arguments?.[0] : undefined;
+    const name = (argument as { className?: unknown } | undefined)?.className;
+    if (typeof name === 'string' && !classes.some((known) => known.name === name)) {
+      classes.push({ name, line: lens.range.start.line });
+    }
   }
+  return classes.sort((a, b) => a.line - b.line);
+}
+
+/** From the palette: the class under the cursor, the only class, or the user's pick.
+ *  Null when the user dismissed the pick; undefined means every class of the file. */
+async function chooseClass(document: vscode.TextDocument): Promise<string | undefined | null> {
+  const classes = await moduleClasses(document);
+  if (classes.length <= 1) {
+    return classes[0]?.name;
+  }
+  const editor = vscode.window.activeTextEditor;
+  if (editor !== undefined && editor.document === document) {
+    const lines = Array.from({ length: document.lineCount }, (_, line) => document.lineAt(line).text);
+    const under = classAt(lines, classes, editor.selection.active.line);
+    if (under !== undefined) {
+      return under;
+    }
+  }
+  const picked = await vscode.window.showQuickPick(
+    [...classes.map((c) => ({ label: c.name, description: `line ${c.line + 1}` })), { label: WHOLE_FILE, description: '' }],
+    { title: 'torchlint: verify which module?', placeHolder: 'The nn.Module class to build and run' });
+  if (picked === undefined) {
+    return null;
+  }
+  return picked.label === WHOLE_FILE ? undefined : picked.label;
+}
+
+async function verify(args: unknown[], client: () => LanguageClient | undefined,
+                      output: vscode.OutputChannel): Promise<unknown> {
   if (!vscode.workspace.isTrusted) {
     await refuseUntrusted();
     return undefined;
   }
-  const request = verifyArguments(args, activePythonUri());
+  const request: VerifyArguments | undefined = verifyArguments(args, activePythonUri());
   if (request === undefined) {
     void vscode.window.showInformationMessage('torchlint: open the Python file whose module you want to verify.');
     return undefined;
   }
+  if (vscode.Uri.parse(request.uri).scheme !== 'file') {
+    void vscode.window.showInformationMessage('torchlint: save the file first: verification imports it from disk.');
+    return undefined;
+  }
+  const open = vscode.workspace.textDocuments.find((document) => document.uri.toString() === request.uri);
+  if (args.length === 0 && open !== undefined) {
+    const className = await chooseClass(open);
+    if (className === null) {
+      return undefined;
+    }
+    if (className !== undefined) {
+      request.className = className;
+    }
+  }
   // The server imports the file from disk, as `python file.py` would: save it first
   // (the Python extension's "Run Python File" does the same).
-  const open = vscode.workspace.textDocuments.find((document) => document.uri.toString() === request.uri);
   if (open !== undefined && open.isDirty) {
     await open.save();
   }
+  const running = client();
+  if (running === undefined || !running.isRunning()) {
+    void vscode.window.showWarningMessage('torchlint: the server is not running, so it cannot verify: see the torchlint output.');
+    return undefined;
+  }
+  if (!running.initializeResult?.capabilities.executeCommandProvider?.commands?.includes(VERIFY_COMMAND)) {
+    void vscode.window.showInformationMessage(
+      'torchlint: this version of the torchlint server does not offer runtime verification.');
+    return undefined;
+  }
   const what = request.className ?? vscode.Uri.parse(request.uri).path.split('/').pop();
   output.appendLine(`[verify] ${what}: ${JSON.stringify(request)}`);
-  const result = await next(command, [request]);
+  // The server reports progress (cancellable) and publishes the findings as diagnostics.
+  const result: unknown = await running.sendRequest(ExecuteCommandRequest.type,
+    { command: VERIFY_COMMAND, arguments: [request] });
   output.appendLine(`[verify] result: ${typeof result === 'string' ? result : JSON.stringify(result, null, 2)}`);
+  const error = (result as { error?: unknown } | null)?.error;
+  if (typeof error === 'string' && error !== '') {
+    // The server has shown the failure already; the output keeps the details.
+    return result;
+  }
   void vscode.window.showInformationMessage(`torchlint: ${summaryOf(result)}`);
   return result;
 }
 
-/** The command for a server without runtime verification; undefined when the server has it. */
-export function registerFallback(serverCommands: readonly string[] | undefined): vscode.Disposable | undefined {
-  if (serverCommands?.includes(VERIFY_COMMAND)) {
-    return undefined;
-  }
-  return vscode.commands.registerCommand(VERIFY_COMMAND, async () => {
-    if (!vscode.workspace.isTrusted) {
-      await refuseUntrusted();
-      return;
+/** Registers torchlint.verifyModule for the extension's life; `client` is the server of the moment. */
+export function registerVerifyCommand(client: () => LanguageClient | undefined,
+                                      output: vscode.OutputChannel): vscode.Disposable {
+  return vscode.commands.registerCommand(VERIFY_COMMAND, async (...args: unknown[]) => {
+    try {
+      return await verify(args, client, output);
+    } catch (error) {
+      output.appendLine(`[verify] failed: ${error instanceof Error && error.stack ? error.stack : String(error)}`);
+      void vscode.window.showErrorMessage(`torchlint: verification failed: ${String(error)}`);
+      return undefined;
     }
-    void vscode.window.showInformationMessage(
-      'torchlint: this version of the torchlint server does not offer runtime verification.');
   });
 }

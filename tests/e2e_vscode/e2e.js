@@ -12,7 +12,13 @@
 // "Fix all safe problems" command applies the safe fixes. The server runs on plain `python3`
 // (no pygls, no jedi: only the libraries bundled in the .vsix). When the server offers
 // torchlint.verifyModule, the test switches torchlint.interpreter to a Python with torch
-// (which also checks the restart on an interpreter change) and runs the verification.
+// (which also checks the restart on an interpreter change) and runs the verification on
+// examples/verify_demo.py (scaled_block.py's classes need constructor arguments, so they
+// are skipped): from the code lens above LayerScaleBlock (its TL901-TL904 come into the
+// Problems panel), from the Command Palette with the cursor outside any class (a quick pick
+// offers the classes; FixedLayerScaleBlock is clean), and with the cursor inside
+// LayerScaleBlock (no question asked). The checks hold on the CPU and on CUDA. In
+// Restricted Mode the verify command and its lenses are absent.
 //
 // Screenshots go to $TORCHLINT_E2E_ARTIFACTS (default: the temp folder); with
 // --update-screenshot the one with the quick-fix menu open also replaces
@@ -156,13 +162,18 @@ function writeSettings(userDir, settings) {
   fs.writeFileSync(path.join(userDir, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
 }
 
+async function openInEditor(page, name) {
+  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first().click({ timeout: TIMEOUT });
+  await page.locator('.tabs-container .tab.active', { hasText: name }).waitFor({ timeout: TIMEOUT });
+  await page.waitForSelector('.editor-instance .view-lines', { timeout: TIMEOUT });
+  await page.locator('.editor-instance .monaco-editor textarea').first().focus();
+}
+
 async function openExample(page, port, workspace, name) {
   await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
   await page.waitForSelector('.monaco-workbench', { timeout: TIMEOUT });
   step(`workbench loaded; opening ${name}`);
-  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).click({ timeout: TIMEOUT });
-  await page.waitForSelector('.editor-instance .view-lines', { timeout: TIMEOUT });
-  await page.locator('.monaco-editor textarea').first().focus();
+  await openInEditor(page, name);
   await runCommand(page, 'Focus on Problems View');
   await problemRows(page, 'TL101').first().waitFor({ timeout: TIMEOUT });
 }
@@ -252,11 +263,70 @@ async function trustedSession(ctx, page, port) {
     step('NOTE: verify step skipped: this torchlint server does not offer torchlint.verifyModule yet');
     return;
   }
-  await page.locator('.monaco-editor textarea').first().focus();
+  // scaled_block.py's classes need constructor arguments, so verification skips them;
+  // verify_demo.py's build with their defaults and one of them has the gamma_1 bug.
+  await page.locator('.tabs-container .tab', { hasText: 'Settings' }).locator('.codicon-close').click();
+  await openInEditor(page, 'verify_demo.py');
+  const lens = page.locator('.editor-instance .codelens-decoration a', { hasText: 'Verify on' })
+    .filter({ visible: true }).first();
+  await lens.waitFor({ timeout: TIMEOUT });
+
+  step(`the "${await lens.innerText()}" lens above LayerScaleBlock`);
+  await lens.click();
+  step(`notification: ${await verificationSummary(page, 'problems (in the Problems panel) in LayerScaleBlock')}`);
+  let rows = await verificationRows(page);
+  step(`verification findings: ${rows.join(' | ')}`);
+  if (!rows.some((row) => row.includes('TL901') && row.includes('gamma_1'))) {
+    fail(`no TL901 about gamma_1 among the verification findings: ${rows.join(' | ')}`);
+  }
+
+  step('command "torchlint: Verify module on GPU" from line 1: a quick pick offers the classes');
+  await runCommand(page, 'Notifications: Clear All Notifications');
+  await page.locator('.editor-instance .monaco-editor textarea').first().focus();
+  await goToLine(page, 1, 1);
   await runCommand(page, 'torchlint: Verify module on GPU');
-  await problemRows(page, 'TL90').first().waitFor({ timeout: 180000 });
-  const rows = await problemRows(page, 'TL90').allInnerTexts();
-  step(`verification findings: ${rows.map((text) => text.replace(/\s+/g, ' ').trim()).join(' | ')}`);
+  const picks = page.locator('.quick-input-list .monaco-list-row');
+  await picks.filter({ hasText: 'FixedLayerScaleBlock' }).first().waitFor({ timeout: TIMEOUT });
+  step(`offered: ${(await picks.allInnerTexts()).map((text) => text.replace(/\s+/g, ' ').trim()).join(' | ')}`);
+  await page.keyboard.type('FixedLayerScaleBlock');
+  await page.keyboard.press('Enter');
+  step(`notification: ${await verificationSummary(page, 'no problems in FixedLayerScaleBlock')}`);
+  await waitUntil('the TL90x rows of the earlier run to go (the new run replaced them)',
+    async () => (await problemRows(page, 'TL90').count()) === 0, TIMEOUT);
+
+  step('command "torchlint: Verify module on GPU" on line 25, inside LayerScaleBlock: no question asked');
+  await runCommand(page, 'Notifications: Clear All Notifications');
+  await page.locator('.editor-instance .monaco-editor textarea').first().focus();
+  await goToLine(page, 25, 9);
+  await runCommand(page, 'torchlint: Verify module on GPU');
+  step(`notification: ${await verificationSummary(page, 'problems (in the Problems panel) in LayerScaleBlock')}`);
+  rows = await verificationRows(page);
+  step(`verification findings: ${rows.join(' | ')}`);
+  if (!rows.some((row) => row.includes('TL903') && row.includes('gamma_1'))) {
+    fail(`no TL903 about gamma_1 among the verification findings: ${rows.join(' | ')}`);
+  }
+}
+
+// The extension's notification at the end of a run: the server's answer, summed up.
+async function verificationSummary(page, expected) {
+  // The server itself shows "torchlint verify: ..." when the run could not happen.
+  const toast = page.locator('.notification-toast',
+    { hasText: /torchlint( verify)?: (\d+ problems?|no problems|nothing verified|verification failed)|torchlint verify:/ });
+  await toast.first().waitFor({ timeout: 180000 });
+  const text = (await toast.first().innerText()).split('\n')[0];
+  if (!text.includes(expected)) fail(`expected a notification with "${expected}", got: ${text}`);
+  return text;
+}
+
+// The verification's rows in the Problems panel; the server has answered by now.
+async function verificationRows(page) {
+  try {
+    await problemRows(page, 'TL90').first().waitFor({ timeout: TIMEOUT });
+  } catch (error) {
+    fail('the server reported problems, but no TL90x row came into the Problems panel: ' +
+         'were the verified diagnostics published (or, for a pull client, was the result id changed)?');
+  }
+  return (await problemRows(page, 'TL90').allInnerTexts()).map((text) => text.replace(/\s+/g, ' ').trim());
 }
 
 // Restricted Mode: torchlint still checks (it only reads code), the verify command is gone.
@@ -275,6 +345,10 @@ async function untrustedSession(ctx, page, port) {
   await runCommand(page, 'Focus on Problems View');
   await problemRows(page, 'TL101').first().waitFor({ timeout: TIMEOUT });
   step(`untrusted: ${await problemRows(page, 'TL101').count()} TL101 rows (checking still works)`);
+  await page.waitForTimeout(3000);  // time for code lenses to show, were there any
+  const lenses = await page.locator('.editor-instance .codelens-decoration a', { hasText: 'Verify on' }).count();
+  if (lenses > 0) fail(`${lenses} "Verify on" code lenses in Restricted Mode`);
+  step('untrusted: no "Verify on" code lens');
   await page.locator('.monaco-editor textarea').first().focus();
   await page.keyboard.press('F1');
   await page.locator('.quick-input-widget input').waitFor({ timeout: TIMEOUT });

@@ -1,0 +1,97 @@
+import * as assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { EXECUTE_COMMAND_METHOD, leavingOut } from '../serverCommands';
+import { classAt, summaryOf, verifyArguments } from '../verifyRequest';
+
+test('verify arguments from a code lens, a Uri, a string, or the active editor', () => {
+  assert.deepEqual(verifyArguments([{ uri: 'file:///m.py', className: 'Block', device: '' }], undefined),
+    { uri: 'file:///m.py', className: 'Block' });
+  assert.deepEqual(verifyArguments([{ scheme: 'file', toString: () => 'file:///a.py' }], 'file:///b.py'),
+    { uri: 'file:///a.py' });
+  assert.deepEqual(verifyArguments(['file:///a.py'], undefined), { uri: 'file:///a.py' });
+  assert.deepEqual(verifyArguments([], 'file:///b.py'), { uri: 'file:///b.py' });
+  assert.equal(verifyArguments([], undefined), undefined);
+});
+
+const FILE = [
+  'import torch.nn as nn',            // 0
+  '',
+  'class Block(nn.Module):',          // 2
+  '    def __init__(self):',
+  '        super().__init__()',
+  '',
+  '    # a comment at the class\'s own depth',
+  '    def forward(self, x):',
+  '        return x',                   // 8
+  '# a comment at column 0 stays inside',
+  '',
+  'def helper():',                   // 11
+  '    class Inner(nn.Module):',      // 12
+  '        pass',
+  '    return Inner',                 // 14
+  'class Wide(',                     // 15
+  '    nn.Module,',
+  '):',
+  '    pass',                         // 18
+];
+const CLASSES = [{ name: 'Block', line: 2 }, { name: 'Inner', line: 12 }, { name: 'Wide', line: 15 }];
+
+test('the class under the cursor', () => {
+  assert.equal(classAt(FILE, CLASSES, 0), undefined);
+  assert.equal(classAt(FILE, CLASSES, 2), 'Block');
+  assert.equal(classAt(FILE, CLASSES, 8), 'Block');
+  assert.equal(classAt(FILE, CLASSES, 10), 'Block');  // trailing blank and comment lines
+  assert.equal(classAt(FILE, CLASSES, 11), undefined);
+  assert.equal(classAt(FILE, CLASSES, 13), 'Inner');
+  assert.equal(classAt(FILE, CLASSES, 14), undefined);
+  assert.equal(classAt(FILE, CLASSES, 18), 'Wide');  // past the `):` of a multi-line header
+  assert.equal(classAt(FILE, [], 8), undefined);
+});
+
+test('a summary line from whatever the server answers', () => {
+  assert.equal(summaryOf('2 problems confirmed\nmore'), '2 problems confirmed');
+  assert.equal(summaryOf({ summary: 'ran on cuda' }), 'ran on cuda');
+  assert.equal(summaryOf({ error: 'no torch in /usr/bin/python3' }), 'verification failed: no torch in /usr/bin/python3');
+  assert.match(summaryOf(null), /verification finished/);
+  assert.equal(summaryOf({ device: 'cpu', issues_total: 4, classes: [{ name: 'LayerScaleBlock', status: 'verified' }] }),
+    '4 problems (in the Problems panel) in LayerScaleBlock on cpu');
+  assert.equal(summaryOf({ device: 'cuda', issues_total: 0, classes: [
+    { name: 'A', status: 'verified' }, { name: 'B', status: 'skipped', skip_reason: 'needs arguments (dim)' }] }),
+  'no problems in A on cuda; B skipped: needs arguments (dim)');
+  assert.equal(summaryOf({ device: 'cpu', issues_total: 0, classes: [
+    { name: 'B', status: 'skipped', skip_reason: 'needs arguments (dim)' }] }),
+  'nothing verified on cpu; B skipped: needs arguments (dim)');
+});
+
+// A stand-in for vscode-languageclient's ExecuteCommandFeature: records what it registers.
+class FakeExecuteCommandFeature {
+  registered: string[][] = [];
+  get registrationType() {
+    return { method: EXECUTE_COMMAND_METHOD };
+  }
+  initialize(capabilities: { executeCommandProvider?: { commands: string[] } }): void {
+    if (capabilities.executeCommandProvider) {
+      this.register({ id: 'static', registerOptions: capabilities.executeCommandProvider });
+    }
+  }
+  register(data: { id: string; registerOptions: { commands: string[] } }): void {
+    this.registered.push(data.registerOptions.commands);
+  }
+}
+
+test('the language client leaves the extension\'s own commands alone', () => {
+  const feature = new FakeExecuteCommandFeature();
+  const wrapped = leavingOut(feature, ['torchlint.verifyModule']);
+  assert.equal(wrapped.registrationType.method, EXECUTE_COMMAND_METHOD);
+  const capabilities = { executeCommandProvider: { commands: ['torchlint.verifyModule', 'torchlint.other'] } };
+  wrapped.initialize(capabilities);
+  wrapped.register({ id: 'dynamic', registerOptions: { commands: ['torchlint.verifyModule'] } });
+  assert.deepEqual(feature.registered, [['torchlint.other'], []]);
+  assert.deepEqual(capabilities.executeCommandProvider.commands, ['torchlint.verifyModule', 'torchlint.other']);
+  wrapped.initialize({});  // a server without commands
+  assert.equal(feature.registered.length, 2);
+
+  const other = { registrationType: { method: 'textDocument/codeLens' } };
+  assert.equal(leavingOut(other, ['torchlint.verifyModule']), other);
+});
