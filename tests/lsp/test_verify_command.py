@@ -11,7 +11,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import CONFIG, EXAMPLES, VSCODE, initialize, open_document, wait_for, wait_for_publish
+from lsp_helpers import CONFIG, EXAMPLES, NEOVIM, VSCODE, initialize, open_document, wait_for, wait_for_publish
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -108,3 +108,30 @@ async def test_cancelling_the_progress_kills_the_run(vscode: LanguageClient, tmp
     result = await asyncio.wait_for(running, timeout=30)
     assert result["outcome"] == "cancelled"
     assert time.monotonic() - started < 15
+
+
+@pytest_lsp.fixture(scope="module", config=CONFIG)
+async def neovim(lsp_client: LanguageClient):
+    lsp_client.init_result = await initialize(lsp_client, NEOVIM)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_pull_clients_get_verified_findings_with_a_new_result_id(neovim: LanguageClient, tmp_path):
+    """A verification changes the diagnostics but not the document's version: a pull with the
+    previous result id must not be answered "unchanged"."""
+    client = neovim
+    path = tmp_path / "verify_demo.py"
+    shutil.copy(EXAMPLES / "verify_demo.py", path)
+    uri = path.as_uri()
+    open_document(client, uri, path.read_text())
+    document = types.TextDocumentIdentifier(uri=uri)
+    before = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(text_document=document))
+    assert not any(d.source == "torchlint-verify" for d in before.items)
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="torchlint.verifyModule", arguments=[{"uri": uri, "className": "LayerScaleBlock", "device": "cpu"}]))
+    assert result["outcome"] == "completed"
+    after = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
+        text_document=document, previous_result_id=before.result_id))
+    assert after.kind == "full" and after.result_id != before.result_id
+    assert {d.code for d in after.items if d.source == "torchlint-verify"} >= {"TL901", "TL903"}

@@ -362,7 +362,7 @@ def create_server() -> TorchlintServer:
         except Stale:
             raise JsonRpcException("the document changed while it was analysed", SERVER_CANCELLED,
                                    {"retriggerRequest": True})
-        result_id = "%s:%d" % (snap.version, snap.generation)
+        result_id = "%s:%d:%d" % (snap.version, snap.generation, server.verified.stamp)
         items = server.diagnostics(snap, result)
         if params.previous_result_id == result_id:
             return types.UnchangedDocumentDiagnosticReport(result_id=result_id)

@@ -84,9 +84,13 @@ class VerifiedFindings:
 
     def __init__(self):
         self._by_uri: Dict[str, Tuple[Optional[int], List[Finding]]] = {}
+        # Part of pull diagnostics' result ids: a verification changes a document's
+        # diagnostics without changing its version.
+        self.stamp = 0
 
     def put(self, uri: str, version: Optional[int], findings: List[Finding]) -> None:
         self._by_uri[uri] = (version, findings)
+        self.stamp += 1
 
     def get(self, uri: str, version: Optional[int]) -> List[Finding]:
         entry = self._by_uri.get(uri)
