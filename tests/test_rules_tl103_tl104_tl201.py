@@ -5,42 +5,9 @@ import textwrap
 
 import pytest
 
+from rule_helpers import by_title, check, findings, fixed, only, preferred
 from torchlint.analysis.engine import check_source
 from torchlint.analysis.source import apply_edits
-
-
-@pytest.fixture
-def check():
-    def run(text, path="example.py", **kwargs):
-        result = check_source(text, path, **kwargs)
-        assert not result.internal_errors, "\n".join(result.internal_errors)
-        return result
-    return run
-
-
-def findings(check, text, code):
-    return [f for f in check(textwrap.dedent(text)).findings if f.code == code]
-
-
-def only(check, text, code):
-    found = findings(check, text, code)
-    assert len(found) == 1, found
-    return found[0]
-
-
-def fixed(text, fix):
-    return apply_edits(textwrap.dedent(text), fix.edits)
-
-
-def by_title(finding, start):
-    matches = [f for f in finding.fixes if f.title.startswith(start)]
-    assert len(matches) == 1, [f.title for f in finding.fixes]
-    return matches[0]
-
-
-def preferred(finding):
-    (fix,) = [f for f in finding.fixes if f.preferred]
-    return fix
 
 
 # -- TL103 -----------------------------------------------------------------------------------
@@ -52,31 +19,31 @@ w = nn.Parameter(torch.randn(3)).cuda()
 """
 
 
-def test_tl103_moves_the_call_inside(check):
-    finding = only(check, CUDA_RANDN, "TL103")
+def test_tl103_moves_the_call_inside():
+    finding = only(CUDA_RANDN, "TL103")
     fix = by_title(finding, "Move the call inside")
     assert fixed(CUDA_RANDN, fix).splitlines()[2] == "w = nn.Parameter(torch.randn(3).cuda())"
     assert fix.is_safe
 
 
-def test_tl103_puts_device_on_the_factory(check):
-    finding = only(check, CUDA_RANDN, "TL103")
+def test_tl103_puts_device_on_the_factory():
+    finding = only(CUDA_RANDN, "TL103")
     fix = by_title(finding, "Create it there")
     assert fixed(CUDA_RANDN, fix).splitlines()[2] == 'w = nn.Parameter(torch.randn(3, device="cuda"))'
     # randn on another device draws other numbers: not safe, so moving the call is preferred.
     assert not fix.is_safe and preferred(finding).title.startswith("Move the call inside")
 
 
-def test_tl103_prefers_the_factory_keyword_when_values_cannot_change(check):
+def test_tl103_prefers_the_factory_keyword_when_values_cannot_change():
     text = "import torch\nimport torch.nn as nn\nb = nn.Parameter(torch.zeros(2, 4)).half()\n"
-    fix = preferred(only(check, text, "TL103"))
+    fix = preferred(only(text, "TL103"))
     assert fix.is_safe
     assert fixed(text, fix).splitlines()[2] == "b = nn.Parameter(torch.zeros(2, 4, dtype=torch.float16))"
 
 
-def test_tl103_honours_import_aliases(check):
+def test_tl103_honours_import_aliases():
     text = "import torch as T\nimport torch.nn as tnn\ng = tnn.Parameter(T.ones(4)).to(dev).double()\n"
-    finding = only(check, text, "TL103")
+    finding = only(text, "TL103")
     assert "`tnn.Parameter(...).to(dev)`" in finding.message
     assert fixed(text, by_title(finding, "Move the call inside")).splitlines()[2] == \
         "g = tnn.Parameter(T.ones(4).to(dev).double())"
@@ -84,20 +51,20 @@ def test_tl103_honours_import_aliases(check):
         "g = tnn.Parameter(T.ones(4, device=dev, dtype=T.float64))"
 
 
-def test_tl103_parenthesises_a_compound_argument(check):
+def test_tl103_parenthesises_a_compound_argument():
     text = "import torch\nfrom torch.nn import Parameter\np = Parameter(torch.randn(8) * 0.02).to(device)\n"
-    finding = only(check, text, "TL103")
+    finding = only(text, "TL103")
     assert [f.title.split(":")[0] for f in finding.fixes] == ["Move the call inside"]
     assert fixed(text, finding.fixes[0]).splitlines()[2] == "p = Parameter((torch.randn(8) * 0.02).to(device))"
 
 
-def test_tl103_integer_conversion_turns_off_grad(check):
+def test_tl103_integer_conversion_turns_off_grad():
     text = "import torch\nimport torch.nn as nn\nidx = nn.Parameter(torch.arange(4.0)).long()\n"
-    fix = only(check, text, "TL103").fixes[0]
+    fix = only(text, "TL103").fixes[0]
     assert fixed(text, fix).splitlines()[2] == "idx = nn.Parameter(torch.arange(4.0).long(), requires_grad=False)"
 
 
-def test_tl103_reports_a_chain_once_and_keeps_inner_comments(check):
+def test_tl103_reports_a_chain_once_and_keeps_inner_comments():
     text = """\
     import torch
     import torch.nn as nn
@@ -105,13 +72,13 @@ def test_tl103_reports_a_chain_once_and_keeps_inner_comments(check):
         torch.ones(3)  # start at one
     ).cuda().half()
     """
-    finding = only(check, text, "TL103")
+    finding = only(text, "TL103")
     assert finding.range.start.line == 3
     out = fixed(text, by_title(finding, "Move the call inside"))
     assert out.splitlines()[3:5] == ["    torch.ones(3).cuda().half()  # start at one", ")"]
 
 
-def test_tl103_quiet_on_in_place_and_modules(check):
+def test_tl103_quiet_on_in_place_and_modules():
     text = """\
     import torch
     import torch.nn as nn
@@ -120,10 +87,10 @@ def test_tl103_quiet_on_in_place_and_modules(check):
     m = nn.Linear(3, 3).cuda()
     n = nn.Parameter(torch.ones(3)).type()
     """
-    assert findings(check, text, "TL103") == []
+    assert findings(text, "TL103") == []
 
 
-def test_tl103_no_tl101_on_the_same_line(check):
+def test_tl103_no_tl101_on_the_same_line():
     text = """\
     import torch
     import torch.nn as nn
@@ -138,8 +105,7 @@ def test_tl103_no_tl101_on_the_same_line(check):
 
 def test_tl103_fixes_register_the_parameter():
     torch = pytest.importorskip("torch")
-    from torchlint.analysis.engine import check_source
-
+    
     text = textwrap.dedent("""\
         import torch
         import torch.nn as nn
@@ -171,22 +137,22 @@ layer.weight = torch.ones(4, 3)
 """
 
 
-def test_tl104_copy_fix_text(check):
-    finding = only(check, LAYER, "TL104")
+def test_tl104_copy_fix_text():
+    finding = only(LAYER, "TL104")
     assert finding.related and finding.related[0].range.start.line == 3
     fix = preferred(finding)
     assert not fix.is_safe
     assert fixed(LAYER, fix).splitlines()[3:] == ["with torch.no_grad():", "    layer.weight.copy_(torch.ones(4, 3))"]
 
 
-def test_tl104_wrap_fix_uses_the_alias(check):
+def test_tl104_wrap_fix_uses_the_alias():
     text = "import torch\nimport torch.nn as tnn\nlayer = tnn.Linear(3, 4)\nlayer.bias = torch.zeros(4)\n"
-    fix = by_title(only(check, text, "TL104"), "Replace the parameter")
+    fix = by_title(only(text, "TL104"), "Replace the parameter")
     assert "`tnn.Parameter(...)`" in fix.title
     assert fixed(text, fix).splitlines()[3] == "layer.bias = tnn.Parameter(torch.zeros(4))"
 
 
-def test_tl104_forward_softmax_in_a_method(check):
+def test_tl104_forward_softmax_in_a_method():
     text = """\
     import torch
     import torch.nn as nn
@@ -201,13 +167,13 @@ def test_tl104_forward_softmax_in_a_method(check):
             self.w = F.softmax(self.w, dim=0)
             return x * self.w
     """
-    finding = only(check, text, "TL104")
+    finding = only(text, "TL104")
     assert finding.range.start.line == 11 and finding.related[0].range.start.line == 8
     assert fixed(text, preferred(finding)).splitlines()[10:12] == [
         "        with torch.no_grad():", "            self.w.copy_(F.softmax(self.w, dim=0))"]
 
 
-def test_tl104_quiet_on_parameters_none_buffers_and_weight_norm(check):
+def test_tl104_quiet_on_parameters_none_buffers_and_weight_norm():
     text = """\
     import torch
     import torch.nn as nn
@@ -233,13 +199,12 @@ def test_tl104_quiet_on_parameters_none_buffers_and_weight_norm(check):
     layer.bias = None
     layer.weight = checkpoint["w"]
     """
-    assert findings(check, text, "TL104") == []
+    assert findings(text, "TL104") == []
 
 
 def test_tl104_fixes_run():
     torch = pytest.importorskip("torch")
-    from torchlint.analysis.engine import check_source
-
+    
     with pytest.raises(TypeError):
         exec(LAYER, {})
     (finding,) = [f for f in check_source(LAYER).findings if f.code == "TL104"]
@@ -261,27 +226,27 @@ model.weight.data = new_weight_data  # load
 """
 
 
-def test_tl201_fix_text(check):
-    finding = only(check, DATA, "TL201")
+def test_tl201_fix_text():
+    finding = only(DATA, "TL201")
     fix = preferred(finding)
     assert not fix.is_safe
     assert fixed(DATA, fix).splitlines()[4:] == [
         "with torch.no_grad():", "    model.weight.copy_(new_weight_data)  # load"]
 
 
-def test_tl201_uses_the_torch_alias_and_the_files_indent(check):
+def test_tl201_uses_the_torch_alias_and_the_files_indent():
     text = "import torch as T\nfor p in net.parameters():\n\tp.data = T.zeros_like(p)\n"
-    fix = only(check, text, "TL201").fixes[0]
+    fix = only(text, "TL201").fixes[0]
     assert fixed(text, fix).splitlines()[2:] == ["\twith T.no_grad():", "\t\tp.copy_(T.zeros_like(p))"]
 
 
-def test_tl201_one_line_if_gets_an_expression_fix(check):
+def test_tl201_one_line_if_gets_an_expression_fix():
     text = "import torch\nfor n, p in net.named_parameters():\n    if n.endswith('bias'): p.data = p.data * 0\n"
-    fix = only(check, text, "TL201").fixes[0]
+    fix = only(text, "TL201").fixes[0]
     assert fixed(text, fix).splitlines()[2] == "    if n.endswith('bias'): p.data.copy_(p.data * 0)"
 
 
-def test_tl201_quiet_on_in_place_and_datasets(check):
+def test_tl201_quiet_on_in_place_and_datasets():
     text = """\
     import torch
     import torch.nn as nn
@@ -299,13 +264,12 @@ def test_tl201_quiet_on_in_place_and_datasets(check):
         p.data = p.data.half()
     record.data = [1, 2]
     """
-    assert findings(check, text, "TL201") == []
+    assert findings(text, "TL201") == []
 
 
 def test_tl201_fix_keeps_the_parameter_object():
     torch = pytest.importorskip("torch")
-    from torchlint.analysis.engine import check_source
-
+    
     (finding,) = [f for f in check_source(DATA).findings if f.code == "TL201"]
     namespace = {}
     exec(apply_edits(DATA, finding.fixes[0].edits), namespace)

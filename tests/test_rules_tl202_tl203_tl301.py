@@ -5,55 +5,8 @@ import textwrap
 
 import pytest
 
-from torchlint.analysis.engine import check_source
 from torchlint.analysis.findings import Severity
-from torchlint.analysis.source import apply_edits
-
-
-@pytest.fixture
-def check():
-    def run_check(text):
-        result = check_source(text, "example.py")
-        assert result.parse_error is None and not result.internal_errors, result
-        return result
-    return run_check
-
-
-def findings(check, text, code):
-    return [f for f in check(textwrap.dedent(text)).findings if f.code == code]
-
-
-def only(check, text, code):
-    found = findings(check, text, code)
-    assert len(found) == 1, found
-    return found[0]
-
-
-def quiet(check, text, code):
-    assert findings(check, text, code) == []
-
-
-def fixed(text, fix):
-    return apply_edits(textwrap.dedent(text), fix.edits)
-
-
-def by_title(finding, start):
-    matches = [f for f in finding.fixes if f.title.startswith(start)]
-    assert len(matches) == 1, [f.title for f in finding.fixes]
-    return matches[0]
-
-
-def preferred(finding):
-    (fix,) = [f for f in finding.fixes if f.preferred]
-    return fix
-
-
-def run(text):
-    """Execute a snippet with the real torch and return its globals."""
-    pytest.importorskip("torch")
-    namespace = {"__name__": "snippet"}
-    exec(compile(textwrap.dedent(text), "snippet.py", "exec"), namespace)
-    return namespace
+from rule_helpers import by_title, check, findings, fixed, only, preferred, quiet, run
 
 
 # == TL202 stale-optimizer ===================================================================
@@ -70,8 +23,8 @@ train(model, optimizer)
 """
 
 
-def test_tl202_finds_the_head_swap_with_related_information(check):
-    finding = only(check, FINETUNE, "TL202")
+def test_tl202_finds_the_head_swap_with_related_information():
+    finding = only(FINETUNE, "TL202")
     assert finding.severity is Severity.WARNING
     assert (finding.range.start.line, finding.range.start.column) == (7, 0)
     assert (finding.range.end.line, finding.range.end.column) == (7, 8)  # the target `model.fc`
@@ -80,8 +33,8 @@ def test_tl202_finds_the_head_swap_with_related_information(check):
     assert related.range.start.line == 6
 
 
-def test_tl202_move_fix_is_preferred_and_keeps_the_comment(check):
-    finding = only(check, FINETUNE, "TL202")
+def test_tl202_move_fix_is_preferred_and_keeps_the_comment():
+    finding = only(FINETUNE, "TL202")
     fix = preferred(finding)
     assert fix.title.startswith("Build `optimizer` after")
     assert not fix.is_safe
@@ -92,8 +45,8 @@ def test_tl202_move_fix_is_preferred_and_keeps_the_comment(check):
     ]
 
 
-def test_tl202_recreate_and_add_group_fixes(check):
-    finding = only(check, FINETUNE, "TL202")
+def test_tl202_recreate_and_add_group_fixes():
+    finding = only(FINETUNE, "TL202")
     recreate = by_title(finding, "Re-create `optimizer`")
     assert fixed(FINETUNE, recreate).splitlines()[6:8] == [
         "model.fc = nn.Linear(512, 10)",
@@ -119,8 +72,8 @@ def build(model, num_classes):
 """
 
 
-def test_tl202_recreate_reindents_a_multiline_build_into_the_branch(check):
-    finding = only(check, MULTILINE_IN_BRANCH, "TL202")
+def test_tl202_recreate_reindents_a_multiline_build_into_the_branch():
+    finding = only(MULTILINE_IN_BRANCH, "TL202")
     assert "`model.classifier[6]`" in finding.message
     titles = [f.title for f in finding.fixes]
     assert not any(t.startswith("Build") for t in titles)  # different blocks: no move
@@ -135,7 +88,7 @@ def test_tl202_recreate_reindents_a_multiline_build_into_the_branch(check):
     ]
 
 
-def test_tl202_prefers_add_param_group_when_a_scheduler_holds_the_optimizer(check):
+def test_tl202_prefers_add_param_group_when_a_scheduler_holds_the_optimizer():
     text = """\
     import torch.nn as nn
     from torch import optim
@@ -146,12 +99,12 @@ def test_tl202_prefers_add_param_group_when_a_scheduler_holds_the_optimizer(chec
         model.fc = nn.Linear(8, 2)
         return opt, sched
     """
-    finding = only(check, text, "TL202")
+    finding = only(text, "TL202")
     assert preferred(finding).title.startswith("Add the new parameters to `opt`")
     assert not any(f.title.startswith("Build") for f in finding.fixes)
 
 
-def test_tl202_parameters_collected_in_a_list_get_only_add_param_group(check):
+def test_tl202_parameters_collected_in_a_list_get_only_add_param_group():
     text = """\
     import torch
     import torch.nn as nn
@@ -164,14 +117,14 @@ def test_tl202_parameters_collected_in_a_list_get_only_add_param_group(check):
         model.fc.bias = nn.Parameter(torch.zeros(10))
         return opt
     """
-    finding = only(check, text, "TL202")
+    finding = only(text, "TL202")
     assert "new parameter" in finding.message
     (fix,) = finding.fixes
     assert fix.preferred
     assert fixed(text, fix).splitlines()[9] == '    opt.add_param_group({"params": [model.fc.bias]})'
 
 
-def test_tl202_self_optimizer_in_a_method(check):
+def test_tl202_self_optimizer_in_a_method():
     text = """\
     import torch
     import torch.nn as nn
@@ -182,13 +135,13 @@ def test_tl202_self_optimizer_in_a_method(check):
             self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
             self.model.head = nn.Linear(16, 4)
     """
-    finding = only(check, text, "TL202")
+    finding = only(text, "TL202")
     assert preferred(finding).title.startswith("Re-create `self.optimizer`")
     assert fixed(text, preferred(finding)).splitlines()[8] == \
         "        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)"
 
 
-def test_tl202_one_finding_when_two_optimizers_hold_the_model(check):
+def test_tl202_one_finding_when_two_optimizers_hold_the_model():
     text = """\
     import torch.nn as nn
     import torch.optim as optim
@@ -198,10 +151,10 @@ def test_tl202_one_finding_when_two_optimizers_hold_the_model(check):
     model.head = nn.Linear(4, 2)
     print(sgd, adam)
     """
-    assert len(findings(check, text, "TL202")) == 1
+    assert len(findings(text, "TL202")) == 1
 
 
-def test_tl202_statement_sharing_a_line_gets_a_semicolon_insert(check):
+def test_tl202_statement_sharing_a_line_gets_a_semicolon_insert():
     text = """\
     import torch.nn as nn
     import torch.optim as optim
@@ -210,7 +163,7 @@ def test_tl202_statement_sharing_a_line_gets_a_semicolon_insert(check):
     if True: model.head = nn.Linear(4, 2)
     opt.step()
     """
-    finding = only(check, text, "TL202")
+    finding = only(text, "TL202")
     add = by_title(finding, "Add the new parameters")
     assert fixed(text, add).splitlines()[4] == \
         'if True: model.head = nn.Linear(4, 2); opt.add_param_group({"params": model.head.parameters()})'
@@ -245,8 +198,8 @@ def test_tl202_statement_sharing_a_line_gets_a_semicolon_insert(check):
     "for stage in stages:\n    opt = optim.SGD(model.parameters(), lr=0.1)\n    train(model, opt)\n"
     "    model.fc = nn.Linear(512, stage)",
 ])
-def test_tl202_stays_quiet(check, body):
-    quiet(check, _in_function(body), "TL202")
+def test_tl202_stays_quiet(body):
+    quiet(_in_function(body), "TL202")
 
 
 def _in_function(body):
@@ -254,12 +207,12 @@ def _in_function(body):
         + textwrap.indent(body, "    ") + "\n"
 
 
-def test_tl202_quiet_template_does_find_the_plain_bug(check):
+def test_tl202_quiet_template_does_find_the_plain_bug():
     body = "opt = optim.SGD(model.parameters(), lr=0.1)\nmodel.fc = nn.Linear(512, 10)\nopt.step()"
-    assert len(findings(check, _in_function(body), "TL202")) == 1
+    assert len(findings(_in_function(body), "TL202")) == 1
 
 
-def test_tl202_stage_loop_that_uses_the_optimizer_after_the_swap_is_found(check):
+def test_tl202_stage_loop_that_uses_the_optimizer_after_the_swap_is_found():
     text = """\
     import torch.nn as nn
     import torch.optim as optim
@@ -271,7 +224,7 @@ def test_tl202_stage_loop_that_uses_the_optimizer_after_the_swap_is_found(check)
             model.fc = nn.Linear(512, stage)
     """
     # the next iteration steps the old optimizer
-    assert len(findings(check, text, "TL202")) == 1
+    assert len(findings(text, "TL202")) == 1
 
 
 RUNNABLE_FINETUNE = """\
@@ -301,19 +254,19 @@ head_trained = not torch.equal(before, model.fc.weight)
 """
 
 
-def test_tl202_every_fix_makes_the_new_head_train(check):
+def test_tl202_every_fix_makes_the_new_head_train():
     assert run(RUNNABLE_FINETUNE)["head_trained"] is False  # the bug is real
-    finding = only(check, RUNNABLE_FINETUNE, "TL202")
+    finding = only(RUNNABLE_FINETUNE, "TL202")
     assert len(finding.fixes) == 3
     for fix in finding.fixes:
         result = fixed(RUNNABLE_FINETUNE, fix)
-        assert findings(check, result, "TL202") == []
+        assert findings(result, "TL202") == []
         assert run(result)["head_trained"] is True, fix.title
 
 
 # == TL203 discarded-move ====================================================================
 
-def test_tl203_assigns_the_result_and_keeps_the_rest(check):
+def test_tl203_assigns_the_result_and_keeps_the_rest():
     text = """\
     import torch
     device = torch.device("cuda")
@@ -322,7 +275,7 @@ def test_tl203_assigns_the_result_and_keeps_the_rest(check):
         images.to(device, non_blocking=True)  # move the batch
         return images
     """
-    finding = only(check, text, "TL203")
+    finding = only(text, "TL203")
     assert finding.severity is Severity.WARNING
     assert (finding.range.start.line, finding.range.start.column) == (5, 4)
     fix = preferred(finding)
@@ -330,7 +283,7 @@ def test_tl203_assigns_the_result_and_keeps_the_rest(check):
     assert fixed(text, fix).splitlines()[4] == "    images = images.to(device, non_blocking=True)  # move the batch"
 
 
-def test_tl203_registered_buffer_in_forward(check):
+def test_tl203_registered_buffer_in_forward():
     text = """\
     import torch
     import torch.nn as nn
@@ -344,12 +297,12 @@ def test_tl203_registered_buffer_in_forward(check):
             self.pe.to(x.device)
             return x + self.pe
     """
-    finding = only(check, text, "TL203")
+    finding = only(text, "TL203")
     assert "`self.pe`" in finding.message
     assert fixed(text, preferred(finding)).splitlines()[9] == "        self.pe = self.pe.to(x.device)"
 
 
-def test_tl203_dtype_conversions_and_type_with_argument(check):
+def test_tl203_dtype_conversions_and_type_with_argument():
     text = """\
     import torch
     x = torch.zeros(3)
@@ -357,11 +310,11 @@ def test_tl203_dtype_conversions_and_type_with_argument(check):
     x.type(torch.float64)
     x.type()
     """
-    lines = [f.range.start.line for f in findings(check, text, "TL203")]
+    lines = [f.range.start.line for f in findings(text, "TL203")]
     assert lines == [3, 4]
 
 
-def test_tl203_global_tensor_in_a_function_is_found_without_a_fix(check):
+def test_tl203_global_tensor_in_a_function_is_found_without_a_fix():
     text = """\
     import torch
     mean = torch.tensor([0.5])
@@ -369,7 +322,7 @@ def test_tl203_global_tensor_in_a_function_is_found_without_a_fix(check):
     def prepare():
         mean.cuda()
     """
-    finding = only(check, text, "TL203")
+    finding = only(text, "TL203")
     assert finding.fixes == ()  # `mean = mean.cuda()` here would raise UnboundLocalError
 
 
@@ -384,12 +337,12 @@ def test_tl203_global_tensor_in_a_function_is_found_without_a_fix(check):
     "x.type()",
     "torch.randn(3).cuda()",
 ])
-def test_tl203_stays_quiet(check, statement):
-    quiet(check, _tl203_template % statement, "TL203")
+def test_tl203_stays_quiet(statement):
+    quiet(_tl203_template % statement, "TL203")
 
 
-def test_tl203_quiet_template_does_find_a_tensor_move(check):
-    assert len(findings(check, _tl203_template % "x.cuda()", "TL203")) == 1
+def test_tl203_quiet_template_does_find_a_tensor_move():
+    assert len(findings(_tl203_template % "x.cuda()", "TL203")) == 1
 
 
 _tl203_template = """\
@@ -406,7 +359,7 @@ _tl203_template = """\
     """
 
 
-def test_tl203_module_attribute_moves_stay_quiet(check):
+def test_tl203_module_attribute_moves_stay_quiet():
     text = """\
     import torch.nn as nn
 
@@ -417,17 +370,17 @@ def test_tl203_module_attribute_moves_stay_quiet(check):
             self.encoder.to(dev)
             self.encoder.half()
     """
-    quiet(check, text, "TL203")
+    quiet(text, "TL203")
 
 
-def test_tl203_fixed_code_really_converts(check):
+def test_tl203_fixed_code_really_converts():
     text = """\
     import torch
     x = torch.zeros(3)
     x.double()
     """
     assert run(text)["x"].dtype.is_floating_point and str(run(text)["x"].dtype) == "torch.float32"
-    result = fixed(text, preferred(only(check, text, "TL203")))
+    result = fixed(text, preferred(only(text, "TL203")))
     assert str(run(result)["x"].dtype) == "torch.float64"
 
 
@@ -435,7 +388,7 @@ def test_tl203_fixed_code_really_converts(check):
 
 def fix_line(check, text, line=None, title=None):
     """The given (or preferred) fix of the single TL301 finding, applied; returns the changed line."""
-    finding = only(check, text, "TL301")
+    finding = only(text, "TL301")
     fix = by_title(finding, title) if title else preferred(finding)
     lines = fixed(text, fix).splitlines()
     return lines[line if line is not None else -1], fix
@@ -461,42 +414,42 @@ def fix_line(check, text, line=None, title=None):
     ("torch.Tensor()", "torch.empty(0)", True),
     ("torch.Tensor(idxs)", "torch.as_tensor(idxs, dtype=torch.get_default_dtype())", False),
 ])
-def test_tl301_typed_constructor_fixes(check, call, expected, safe):
+def test_tl301_typed_constructor_fixes(call, expected, safe):
     line, fix = fix_line(check, "import torch\nt = %s\n" % call)
     assert line == "t = " + expected
     assert fix.is_safe is safe
 
 
-def test_tl301_ambiguous_argument_offers_both_readings(check):
-    finding = only(check, "import torch\nt = torch.FloatTensor(n)\n", "TL301")
+def test_tl301_ambiguous_argument_offers_both_readings():
+    finding = only("import torch\nt = torch.FloatTensor(n)\n", "TL301")
     assert [(f.title.split("`")[1], f.is_safe, f.preferred) for f in finding.fixes] == [
         ("torch.as_tensor(..., dtype=torch.float32)", False, True),
         ("torch.empty(..., dtype=torch.float32)", False, False),
     ]
 
 
-def test_tl301_is_deprecated_and_covers_the_constructor_name(check):
-    finding = only(check, "import torch\nt = torch.cuda.FloatTensor([1.0]).zero_()\n", "TL301")
+def test_tl301_is_deprecated_and_covers_the_constructor_name():
+    finding = only("import torch\nt = torch.cuda.FloatTensor([1.0]).zero_()\n", "TL301")
     assert finding.deprecated and finding.severity is Severity.WARNING
     assert (finding.range.start.column, finding.range.end.column) == (4, 26)
     assert 'torch.tensor(data, dtype=torch.float32, device="cuda")' in finding.message
 
 
-def test_tl301_uses_the_file_alias(check):
+def test_tl301_uses_the_file_alias():
     line, _ = fix_line(check, "import torch as T\nt = T.cuda.FloatTensor(2, 3)\n")
     assert line == 't = T.empty(2, 3, dtype=T.float32, device="cuda")'
 
 
-def test_tl301_adds_a_single_import_torch_when_missing(check):
+def test_tl301_adds_a_single_import_torch_when_missing():
     text = "from torch import FloatTensor\n\nt = FloatTensor([1, 2])\n"
-    finding = only(check, text, "TL301")
+    finding = only(text, "TL301")
     assert fixed(text, preferred(finding)) == \
         "import torch\nfrom torch import FloatTensor\n\nt = torch.tensor([1, 2], dtype=torch.float32)\n"
 
 
-def test_tl301_multiline_call_keeps_its_comment(check):
+def test_tl301_multiline_call_keeps_its_comment():
     text = "import torch\nt = torch.FloatTensor(\n    [1, 2],  # two\n)\n"
-    finding = only(check, text, "TL301")
+    finding = only(text, "TL301")
     assert fixed(text, preferred(finding)) == \
         "import torch\nt = torch.tensor(\n    [1, 2], dtype=torch.float32,  # two\n)\n"
 
@@ -515,7 +468,7 @@ def test_tl301_multiline_call_keeps_its_comment(check):
     ("Variable(x.float(), requires_grad=True)", "x.float().detach().requires_grad_()"),
     ("Variable(w)", "w.detach()"),  # a Parameter: Variable() really detached it
 ])
-def test_tl301_variable_fixes(check, call, expected):
+def test_tl301_variable_fixes(call, expected):
     text = ("import torch\nimport torch.nn as nn\nfrom torch.autograd import Variable\n"
             "x = torch.ones(3)\nw = nn.Parameter(torch.ones(3))\ny = %s\n" % call)
     line, fix = fix_line(check, text)
@@ -523,7 +476,7 @@ def test_tl301_variable_fixes(check, call, expected):
     assert fix.is_safe
 
 
-def test_tl301_variable_of_an_unknown_value_keeps_the_detach(check):
+def test_tl301_variable_of_an_unknown_value_keeps_the_detach():
     """`Variable(out)` on a model's output cut the graph: plain `out` would let gradients through."""
     text = """\
     from torch.autograd import Variable
@@ -539,7 +492,7 @@ def test_tl301_variable_of_an_unknown_value_keeps_the_detach(check):
     assert all(preferred(f).is_safe for f in finding)
 
 
-def test_tl301_torch_tensor_as_a_type_stays_quiet(check):
+def test_tl301_torch_tensor_as_a_type_stays_quiet():
     text = """\
     from typing import List
     import torch
@@ -554,10 +507,10 @@ def test_tl301_torch_tensor_as_a_type_stays_quiet(check):
         torch.set_default_tensor_type(torch.FloatTensor)
         return xs[0].type(torch.cuda.HalfTensor)
     """
-    quiet(check, text, "TL301")
+    quiet(text, "TL301")
 
 
-def test_tl101_and_tl301_both_fire_on_the_seed_line(check):
+def test_tl101_and_tl301_both_fire_on_the_seed_line():
     text = """\
     import torch
     import torch.nn as nn
@@ -589,10 +542,10 @@ EQUIVALENT_ON_CPU = [
 
 
 @pytest.mark.parametrize("call", EQUIVALENT_ON_CPU)
-def test_tl301_safe_fixes_build_the_same_tensor(check, call):
+def test_tl301_safe_fixes_build_the_same_tensor(call):
     text = ("import torch\nimport torch.nn as nn\nfrom torch.autograd import Variable\n"
             "x = torch.ones(3)\nw = nn.Parameter(torch.ones(3))\nt = %s\n" % call)
-    fix = preferred(only(check, text, "TL301"))
+    fix = preferred(only(text, "TL301"))
     assert fix.is_safe
     old, new = run(text)["t"], run(fixed(text, fix))["t"]
     torch = pytest.importorskip("torch")
@@ -603,8 +556,8 @@ def test_tl301_safe_fixes_build_the_same_tensor(check, call):
 
 @pytest.mark.parametrize("call", ["torch.FloatTensor()", "torch.DoubleTensor(2, 3)", "torch.Tensor(4)",
                                   "torch.ByteTensor(torch.ones(2, 5).size())", "torch.HalfTensor(len([1, 2]))"])
-def test_tl301_size_fixes_build_the_same_shape_and_dtype(check, call):
+def test_tl301_size_fixes_build_the_same_shape_and_dtype(call):
     text = "import torch\nt = %s\n" % call
-    fix = preferred(only(check, text, "TL301"))
+    fix = preferred(only(text, "TL301"))
     old, new = run(text)["t"], run(fixed(text, fix))["t"]
     assert (new.dtype, new.shape, new.device) == (old.dtype, old.shape, old.device)
