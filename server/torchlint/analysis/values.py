@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import enum
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Dict, Optional
 
@@ -71,6 +72,18 @@ class Classifier:
         self._depth = 0
         self._binding_cache: Dict[int, Value] = {}  # id(binding) -> value; UNKNOWN while in progress
         self._attribute_cache: Dict[tuple, Value] = {}
+        self._names_only_caches = ({}, {})  # the same, for answers given without the hook
+
+    @contextmanager
+    def names_only(self):
+        """Answer from names alone for a while (a cheap first look before asking the slow layer)."""
+        saved = self.extra, self._binding_cache, self._attribute_cache
+        self.extra = None
+        self._binding_cache, self._attribute_cache = self._names_only_caches
+        try:
+            yield self
+        finally:
+            self.extra, self._binding_cache, self._attribute_cache = saved
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         return self.imports.qualify(node)

@@ -21,15 +21,26 @@ class TensorIntoParameterSlot(Rule):
 
     def check(self, ctx):
         for target, value, stmt, scope in ctx.index.attribute_stores:
-            if ctx.classify(value, scope).kind not in PLAIN_TENSOR or _lost_by_move(ctx, value):
+            if _lost_by_move(ctx, value):
                 continue
-            if scope.is_self(target.value) and scope.cls is not None and scope.cls.is_module:
-                origin = _own_slot(ctx, scope, target.attr, stmt)
-            else:
-                origin = _slot_of(ctx, target, scope)
-            if origin is False:
+            # Most stores are plainly no tensor: ask the slow (jedi) layer about a value only
+            # when names already know it is a tensor, or already see a parameter slot there.
+            with ctx.classifier.names_only():
+                named = ctx.classify(value, scope).kind
+                slot_seen = named is Kind.UNKNOWN and _slot(ctx, target, stmt, scope) is not False
+                if named not in PLAIN_TENSOR and not slot_seen:
+                    continue
+            if named not in PLAIN_TENSOR and ctx.classify(value, scope).kind not in PLAIN_TENSOR:
                 continue
-            yield _finding(ctx, target, value, stmt, origin)
+            origin = _slot(ctx, target, stmt, scope)
+            if origin is not False:
+                yield _finding(ctx, target, value, stmt, origin)
+
+
+def _slot(ctx, target: ast.Attribute, stmt, scope):
+    if scope.is_self(target.value) and scope.cls is not None and scope.cls.is_module:
+        return _own_slot(ctx, scope, target.attr, stmt)
+    return _slot_of(ctx, target, scope)
 
 
 def _lost_by_move(ctx, value: ast.expr) -> bool:
