@@ -1,4 +1,5 @@
-"""When documents are analysed: debounced, off the event loop, never for an old version.
+"""When documents are analysed: at once after a pause, debounced while typing, off the
+event loop, never for an old version.
 
 Each analysis starts from a :class:`Snapshot` (uri, version, text) taken when it starts.
 When it finishes, the result is kept only if the document is still at that version and
@@ -52,6 +53,7 @@ class Scheduler:
         self.waves = tuple(waves)
         self.generation = 0
         self._pending: Dict[str, asyncio.Task] = {}
+        self._last_scheduled: Dict[str, float] = {}  # uri -> loop time of its last edit
         self._cache: Dict[str, Tuple[Snapshot, int, CheckResult]] = {}  # uri -> (snapshot, wave, result)
 
     # -- state -----------------------------------------------------------------------------
@@ -75,6 +77,7 @@ class Scheduler:
 
     def forget(self, uri: str) -> None:
         """The document closed."""
+        self._last_scheduled.pop(uri, None)
         task = self._pending.pop(uri, None)
         if task is not None:
             task.cancel()
@@ -82,10 +85,17 @@ class Scheduler:
 
     # -- push: debounced, all waves ---------------------------------------------------------
     def schedule(self, uri: str, delay: float = DEBOUNCE_SECONDS) -> None:
+        """Analyse soon. The first edit after a pause is analysed at once; edits that follow
+        it quickly (typing) wait for a pause of ``delay`` and are analysed together."""
+        loop = asyncio.get_running_loop()
         task = self._pending.pop(uri, None)
         if task is not None:
             task.cancel()
-        self._pending[uri] = asyncio.get_running_loop().create_task(self._run(uri, delay))
+        now = loop.time()
+        if now - self._last_scheduled.get(uri, float("-inf")) >= delay:
+            delay = 0
+        self._last_scheduled[uri] = now
+        self._pending[uri] = loop.create_task(self._run(uri, delay))
 
     async def _run(self, uri: str, delay: float) -> None:
         try:
