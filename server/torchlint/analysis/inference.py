@@ -27,6 +27,7 @@ from typing import Dict, Optional, Tuple
 
 from . import torch_names as tn
 from .imports import collect_imports
+from .source import SourceText
 from .values import OTHER, Kind, Value
 
 log = logging.getLogger("torchlint")
@@ -277,9 +278,5 @@ def _last_token(node: ast.expr, text: str, source=None) -> Tuple[Optional[int], 
         byte_col = node.end_col_offset - len(node.attr.encode("utf-8"))
     else:
         return None, 0
-    if source is not None:
-        return line, source.column(line, byte_col)
-    lines = text.splitlines()
-    if line - 1 < len(lines):
-        return line, len(lines[line - 1].encode("utf-8")[:byte_col].decode("utf-8", "replace"))
-    return line, byte_col
+    source = source if source is not None else SourceText(text)
+    return line, source.column(line, byte_col)
