@@ -1,25 +1,15 @@
 """The jedi layer: cross-file Module bases, helpers, variables, receiver types."""
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from expectations import expected_findings
 from torchlint.analysis.engine import check_source
 from torchlint.analysis.inference import JediInference
 
 PROJECT = Path(__file__).parent / "fixtures" / "jedi_project"
-EXPECT = re.compile(r"#\s*expect:\s*(TL\d{3}(?:\s*,\s*TL\d{3})*)")
-
-
-def expected(text):
-    pairs = set()
-    for lineno, line in enumerate(text.splitlines(), 1):
-        match = EXPECT.search(line)
-        if match:
-            pairs.update((lineno, code.strip()) for code in match.group(1).split(","))
-    return pairs
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +27,7 @@ def check(path, inference):
 def test_jedi_layer_finds_what_names_cannot(inference):
     path = PROJECT / "models.py"
     found, _ = check(path, inference)
-    assert found == expected(path.read_text())
+    assert found == expected_findings(path.read_text())
 
 
 def test_syntactic_layer_alone_is_a_strict_subset(inference):
@@ -67,7 +57,7 @@ def test_module_receivers_stay_quiet(inference, tmp_path):
         found, _ = check(path, inference)
     finally:
         path.unlink()
-    assert found == expected(source)
+    assert found == expected_findings(source)
 
 
 def test_parameter_found_through_attribute_chain(inference):

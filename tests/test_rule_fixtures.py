@@ -11,7 +11,8 @@ from collections import Counter
 
 import pytest
 
-from conftest import RULE_FIXTURES, describe, expected_findings, rule_fixture_files
+from conftest import RULE_FIXTURES, describe, rule_fixture_files
+from expectations import expected_findings
 from torchlint import rules
 from torchlint.analysis.engine import check_source
 from torchlint.analysis.findings import Finding, Fix

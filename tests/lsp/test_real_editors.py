@@ -3,7 +3,6 @@ server and must show TL101 on examples/scaled_block.py, then get a hover and the
 fixes for it. Debian's neovim (0.7.2) has start_client; newer ones have vim.lsp.start."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys

@@ -16,7 +16,6 @@ class ImportMap:
     def __init__(self) -> None:
         self.names: Dict[str, str] = {}  # local name -> qualified name
         self.first_import_line = 0  # where a new import can go (0: top of file)
-        self.last_import_end = 0
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         """The canonical dotted name an expression refers to, if it comes from an import."""
@@ -48,9 +47,6 @@ class ImportMap:
                 best = candidate
         return best
 
-    def imports_torch(self) -> bool:
-        return any(t == "torch" or t.startswith("torch.") for t in self.names.values())
-
 
 def collect_imports(tree: ast.Module, import_nodes) -> ImportMap:
     """``import_nodes``: every Import/ImportFrom of the file, in source order."""
@@ -68,8 +64,6 @@ def collect_imports(tree: ast.Module, import_nodes) -> ImportMap:
             for alias in node.names:
                 if alias.name != "*":
                     imports.names[alias.asname or alias.name] = node.module + "." + alias.name
-        if id(node) in top_level:
-            if not imports.first_import_line:
-                imports.first_import_line = node.lineno
-            imports.last_import_end = max(imports.last_import_end, node.end_lineno)
+        if id(node) in top_level and not imports.first_import_line:
+            imports.first_import_line = node.lineno
     return imports

@@ -69,14 +69,6 @@ NN_NON_MODULES = frozenset([
     "torch.nn.UninitializedBuffer", "torch.nn.Module",
 ])
 
-REGISTERED_CONTAINERS = {
-    "torch.nn.ModuleList": "modules",
-    "torch.nn.ModuleDict": "modules",
-    "torch.nn.Sequential": "modules",
-    "torch.nn.ParameterList": "parameters",
-    "torch.nn.ParameterDict": "parameters",
-}
-
 # Parameters that standard layers register, by layer: what `layer.weight = t`
 # would collide with.
 LAYER_PARAMETERS = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from typing import Dict, List, Type
+from typing import Dict, List
 
 from .base import Rule
 
@@ -30,7 +30,3 @@ def _load() -> List[Rule]:
 
 ALL_RULES: List[Rule] = _load()
 RULES_BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in ALL_RULES}
-
-
-def rule_class(code: str) -> Type[Rule]:
-    return type(RULES_BY_CODE[code.upper()])
