@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import errno
 import json
 import os
 import stat
@@ -248,16 +249,23 @@ def test_fix_adds_import_with_the_files_newline(tmp_path, capsys):
 
 def test_crash_during_write_leaves_original_intact(tmp_path, capsys, monkeypatch):
     path = write(tmp_path / "model.py", MASK)
+    real_pwrite = os.pwrite
+    calls = []
 
-    def crash(src, dst):
-        raise OSError("disk on fire")
+    def crash_after_a_few_bytes(descriptor, data, offset):
+        calls.append(offset)
+        if len(calls) == 1:  # the fixed content: a few bytes land, then the disk fails
+            real_pwrite(descriptor, bytes(data[:7]), offset)
+            raise OSError(errno.ENOSPC, "disk on fire")
+        return real_pwrite(descriptor, data, offset)  # putting the old content back works
 
-    monkeypatch.setattr(fixing.os, "replace", crash)
-    code, _, err = run(["check", "--fix", "--select", "TL101", path], capsys)
+    monkeypatch.setattr(fixing.os, "pwrite", crash_after_a_few_bytes)
+    code, out, err = run(["check", "--fix", "--select", "TL101", path], capsys)
     assert code == 2
-    assert "disk on fire" in err
+    assert "model.py: not fixed: disk on fire" in err
     assert path.read_text() == MASK
     assert [p.name for p in tmp_path.iterdir()] == ["model.py"]
+    assert "model.py:8:9: TL101" in out and "fixed" not in out  # reported as still there
 
 
 def test_diff_prints_and_writes_nothing(tmp_path, capsys):

@@ -70,7 +70,7 @@ def test_interpreter_without_torch_falls_back(tmp_path):
     venv = tmp_path / "notorch"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    layer = JediInference(str(PROJECT), python=str(python))
+    layer = JediInference(str(PROJECT), str(python))
     assert not layer.torch_available
     assert "no torch" in layer.describe()
     found, _ = check(PROJECT / "models.py", layer)
@@ -80,7 +80,7 @@ def test_interpreter_without_torch_falls_back(tmp_path):
 
 
 def test_broken_python_path_falls_back_to_own_interpreter(tmp_path):
-    layer = JediInference(str(PROJECT), python=str(tmp_path / "no-such-python"))
+    layer = JediInference(str(PROJECT), str(tmp_path / "no-such-python"))
     assert layer.python == sys.executable
     found, _ = check(PROJECT / "models.py", layer)
     assert (15, "TL101") in found

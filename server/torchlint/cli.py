@@ -6,26 +6,29 @@ configuration or internal errors.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import io
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 import tokenize
 import traceback
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 from . import __version__
 from .analysis.engine import CheckOptions, check_source
-from .analysis.findings import ParseError, Position
+from .analysis.findings import Finding, ParseError, Position
 from .config import Config, ConfigError, find_config, load_config
-from .files import discover
-from .fixing import fix_text, write_atomic
+from .files import discover, read_regular_file
+from .fixing import NotWritten, fix_text, write_in_place
 from .output import FORMATS, FileReport, OutputOptions, display_path, render
 from .output.text import render_statistics
 from .rules import ALL_RULES, RULES_BY_CODE
@@ -91,21 +94,34 @@ def inference_for(job: Job):
     return _INFERENCE[key]
 
 
-def check_file(job: Job) -> FileReport:
-    report = FileReport(job.path)
+@dataclass
+class Checked:
+    """One job's outcome. Workers only compute: with --fix the new content comes back here and
+    the main process writes it, so stopping the main process stops every write."""
+
+    report: FileReport
+    unreadable: str = ""  # why the file could not be read (an error, exit 2)
+    original: bytes = b""  # --fix: the content the fixes were computed from
+    fixed_data: Optional[bytes] = None  # --fix: the content to write (None: nothing to write)
+    unfixed_findings: List[Finding] = field(default_factory=list)  # what to report if the write fails
+
+
+def check_file(job: Job) -> Checked:
+    checked = Checked(FileReport(job.path))
+    report = checked.report
     try:
-        with open(job.path, "rb") as handle:
-            data = handle.read()
+        data = read_regular_file(job.path)
     except OSError as err:
-        report.error = ParseError("IOError: cannot read file: %s" % (err.strerror or err), Position(1, 0))
-        return report
+        checked.unreadable = "cannot read: %s" % (err.strerror or err)
+        return checked
     text, encoding, report.error = decode_source(data)
     if text is None:
-        return report
+        return checked
     try:
         inference = inference_for(job)
         result = check_source(text, job.path, job.options, inference)
         if job.mode != "check" and result.parse_error is None:
+            unfixed = list(result.findings)
             outcome = fix_text(text, job.path, job.options, job.unsafe_fixes, inference, result)
             result, report.fixed = outcome.result, outcome.fixed
             report.internal_errors.extend(outcome.errors)
@@ -113,14 +129,28 @@ def check_file(job: Job) -> FileReport:
                 if job.mode == "diff":
                     report.diff = unified_diff(text, outcome.text, job.display)
                 else:
-                    write_atomic(job.path, outcome.text.encode(encoding))
-    except Exception:  # a torchlint bug or an unwritable file: report it, check the other files
+                    checked.original, checked.fixed_data = data, outcome.text.encode(encoding)
+                    checked.unfixed_findings = unfixed
+    except Exception:  # a torchlint bug: report it, check the other files
         report.internal_errors.append("%s: %s" % (job.display, traceback.format_exc(limit=4)))
-        return report
+        return checked
     report.findings = list(result.findings)
     report.error = result.parse_error
     report.internal_errors.extend("%s: %s" % (job.display, e) for e in result.internal_errors)
-    return report
+    return checked
+
+
+def write_fixes(checked: Checked, display: str) -> Optional[str]:
+    """Write a --fix result (in the main process); the error message when it was not written."""
+    if checked.fixed_data is None:
+        return None
+    try:
+        write_in_place(checked.report.path, checked.fixed_data, checked.original)
+        return None
+    except (NotWritten, OSError) as err:
+        message = str(err) if isinstance(err, NotWritten) else "not fixed: %s" % (err.strerror or err)
+    checked.report.findings, checked.report.fixed = checked.unfixed_findings, 0
+    return "%s: %s" % (display, message)
 
 
 def unified_diff(before: str, after: str, name: str) -> str:
@@ -144,26 +174,86 @@ def configure_logging(verbose: bool) -> None:
     logger.addHandler(_log_handler)
 
 
-def run_jobs(jobs: Sequence[Job], verbose: bool = False) -> List[FileReport]:
-    """Check many files in worker processes, few in this one; reports in the jobs' order."""
+def run_jobs(jobs: Sequence[Job], verbose: bool = False) -> Iterator[Checked]:
+    """Check many files in worker processes, few in this one; results in the jobs' order, as they
+    come. Close the iterator (``contextlib.closing``) to stop early: the workers are killed."""
     cpus = os.cpu_count() or 1
+    done = 0
     if len(jobs) >= PARALLEL_MIN_FILES and cpus > 1:
+        pool = None
+        finished = False
         try:
-            with ProcessPoolExecutor(max_workers=min(cpus, 32), initializer=configure_logging,
-                                     initargs=(verbose,)) as pool:
-                return list(pool.map(check_file, jobs, chunksize=max(1, len(jobs) // (cpus * 4))))
-        except (OSError, BrokenProcessPool):  # no process support here: check serially instead
+            pool = ProcessPoolExecutor(max_workers=min(cpus, 32), initializer=start_worker,
+                                       initargs=(verbose, os.getpid()))
+            for checked in pool.map(check_file, jobs, chunksize=max(1, len(jobs) // (cpus * 4))):
+                done += 1
+                yield checked
+            finished = True
+        except (OSError, BrokenProcessPool):  # no process support here: check the rest serially
             pass
-    return [check_file(job) for job in jobs]
+        finally:
+            if pool is not None:
+                if finished:
+                    pool.shutdown(wait=True)
+                else:
+                    stop_pool(pool)
+    for job in jobs[done:]:
+        yield check_file(job)
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Kill the workers now rather than wait for the files they are on."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    for worker in workers:
+        with contextlib.suppress(Exception):
+            worker.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def start_worker(verbose: bool, main_pid: int) -> None:
+    """Pool initializer: log like the main process, leave Ctrl-C to it, and die with it."""
+    configure_logging(verbose)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process stops the pool itself
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+                if os.getppid() != parent:  # the parent went before the line above took effect
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), name="torchlint-parent-watch",
+                     daemon=True).start()
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    """Where PR_SET_PDEATHSIG is unavailable: look for the parent every half second."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 # -- the commands --------------------------------------------------------------------------------
 
-def _codes(values: Optional[List[str]]) -> Optional[List[str]]:
-    """Comma lists from repeated flags (`--select TL101,TL102 --select TL2`)."""
+def _codes(values: Optional[List[str]], flag: str) -> Optional[List[str]]:
+    """Comma lists from repeated flags (`--select TL101,TL102 --select TL2`); a flag given no
+    code at all (`--select ""`) is an error rather than "no rules"."""
     if values is None:
         return None
-    return [code.strip() for value in values for code in value.split(",") if code.strip()]
+    codes = []
+    for value in values:
+        given = [code.strip() for code in value.split(",") if code.strip()]
+        if not given:
+            raise ConfigError("%s: no rule code in %r (give codes or prefixes, e.g. %s TL1,TL301)"
+                              % (flag, value, flag))
+        codes.extend(given)
+    return codes
 
 
 def _error(message: str) -> int:
@@ -176,22 +266,58 @@ def load_settings(args) -> Config:
         config = load_config(args.config)
     else:
         config = find_config(os.path.commonpath([os.path.abspath(p) for p in args.paths]))
-    return config.with_overrides(select=_codes(args.select), extend_select=_codes(args.extend_select) or (),
-                                 ignore=_codes(args.ignore) or (), label="--%s")
+    return config.with_overrides(select=_codes(args.select, "--select"),
+                                 extend_select=_codes(args.extend_select, "--extend-select") or (),
+                                 ignore=_codes(args.ignore, "--ignore") or (), label="--%s")
+
+
+class Terminated(Exception):
+    """SIGTERM, raised in the main thread so that cleanup runs as for Ctrl-C."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_raises():
+    """Within the block SIGTERM raises Terminated (default: the process just ends, skipping cleanup)."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is None:
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def command_check(args) -> int:
+    with _sigterm_raises():
+        return _check(args)
+
+
+def _check(args) -> int:
     started = time.perf_counter()
     try:
         config = load_settings(args)
     except ConfigError as err:
         return _error(str(err))
-    files, missing = discover([Path(p) for p in args.paths], config.root, config.exclude_patterns,
-                              force_exclude=args.force_exclude)
-    if missing:
-        for path in missing:
-            _error("%s: no such file or directory" % display_path(str(path), os.getcwd()))
-        return EXIT_ERROR
+    cwd = os.getcwd()
+    found = discover([Path(p) for p in args.paths], config.root, config.exclude_patterns,
+                     force_exclude=args.force_exclude)
+    files = found.files
+    for path, why in found.skipped:
+        if not args.quiet:
+            print("torchlint: note: skipped %s: %s" % (display_path(str(path), cwd), why), file=sys.stderr)
+    if found.missing or found.errors:
+        for path in found.missing:
+            _error("%s: no such file or directory" % display_path(str(path), cwd))
+        for path, why in found.errors:
+            _error("%s: %s" % (display_path(str(path), cwd), why))
+        if found.missing or not files:
+            return EXIT_ERROR
+    problems = len(found.errors)  # unreadable folders: reported, the rest is still checked, exit 2
     if not files and not args.quiet:
         print("torchlint: warning: no Python files found under %s" % " ".join(args.paths), file=sys.stderr)
     python = args.python or config.python
@@ -204,11 +330,19 @@ def command_check(args) -> int:
                   file=sys.stderr)
 
     mode = "diff" if args.diff else "fix" if args.fix else "check"
-    cwd = os.getcwd()
     jobs = [Job(str(path), display_path(str(path), cwd), config.options_for(path), mode, args.unsafe_fixes,
                 not args.no_infer, python, str(config.root)) for path in files]
     configure_logging(args.verbose)
-    reports = run_jobs(jobs, args.verbose)
+    reports = []
+    with contextlib.closing(run_jobs(jobs, args.verbose)) as results:
+        for job, checked in zip(jobs, results):
+            problem = "%s: %s" % (job.display, checked.unreadable) if checked.unreadable \
+                else write_fixes(checked, job.display)
+            if problem:
+                _error(problem)
+                problems += 1
+            if not checked.unreadable:
+                reports.append(checked.report)
 
     internal = [error for report in reports for error in report.internal_errors]
     for error in internal:
@@ -231,7 +365,7 @@ def command_check(args) -> int:
         status = EXIT_FINDINGS if found and not args.exit_zero else EXIT_CLEAN
     if args.verbose:
         print("torchlint: checked %d files in %.2fs" % (len(files), time.perf_counter() - started), file=sys.stderr)
-    return EXIT_ERROR if internal else status
+    return EXIT_ERROR if internal or problems else status
 
 
 def command_rule(args) -> int:
@@ -315,7 +449,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return args.handler(args)
     except KeyboardInterrupt:
-        return 130
+        print("torchlint: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except Terminated:
+        print("torchlint: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except BrokenPipeError:  # `torchlint check | head`: stop quietly, as other tools do
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

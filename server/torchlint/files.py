@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence, Tuple
 
@@ -116,41 +118,120 @@ def read_gitignore(root: Path) -> List[GlobPattern]:
     return patterns
 
 
-def discover(paths: Sequence[Path], root: Path, exclude: Iterable[GlobPattern] = (),
-             use_gitignore: bool = True, force_exclude: bool = False) -> Tuple[List[Path], List[Path]]:
-    """The Python files to check under ``paths``, sorted, and the paths that do not exist.
+@dataclass
+class Discovery:
+    """What ``discover`` found: the files to check, and every path it could not use."""
 
+    files: List[Path] = field(default_factory=list)  # sorted
+    missing: List[Path] = field(default_factory=list)  # named but absent
+    skipped: List[Tuple[Path, str]] = field(default_factory=list)  # (path, why): not regular files in a walk
+    errors: List[Tuple[Path, str]] = field(default_factory=list)  # (path, why): unreadable, or unusable when named
+
+
+def discover(paths: Sequence[Path], root: Path, exclude: Iterable[GlobPattern] = (),
+             use_gitignore: bool = True, force_exclude: bool = False) -> Discovery:
+    """The Python files to check under ``paths``, and what could not be used.
+
+    Only regular files (or symbolic links to them) are kept: a FIFO, socket or device named
+    ``*.py`` in a walked directory is skipped (``skipped``) without being opened; one named
+    explicitly, and a directory that cannot be listed, are ``errors``.
     ``force_exclude`` applies the excludes to the paths themselves too: for pre-commit,
     which names every changed file explicitly."""
     patterns = [GlobPattern(p) for p in DEFAULT_EXCLUDES] + list(exclude)
     if use_gitignore:
         patterns += read_gitignore(root)
-    found, missing = set(), []
+    found = set()
+    result = Discovery()
     for path in paths:
         path = Path(os.path.abspath(path))
-        if force_exclude and path.exists() and path != Path(os.path.abspath(root)) \
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            result.missing.append(path)
+            continue
+        except OSError as err:
+            result.errors.append((path, "cannot read: %s" % (err.strerror or err)))
+            continue
+        if force_exclude and path != Path(os.path.abspath(root)) \
                 and any(p.matches_file(relative_to_root(path, root), path.name) for p in patterns):
             continue
-        if path.is_dir():
-            found.update(_walk(path, root, patterns))
-        elif path.exists():
+        if stat.S_ISDIR(mode):
+            found.update(_walk(path, root, patterns, result))
+        elif stat.S_ISREG(mode):
             found.add(path)  # named explicitly: checked whatever its name
         else:
-            missing.append(path)
-    return sorted(found), missing
+            result.errors.append((path, "not a regular file (%s); not read" % file_kind(mode)))
+    result.files = sorted(found)
+    return result
 
 
-def _walk(top: Path, root: Path, patterns: List[GlobPattern]) -> Iterable[Path]:
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _walk(top: Path, root: Path, patterns: List[GlobPattern], result: Discovery) -> Iterable[Path]:
+    """Python files under ``top``. Symbolic links to directories are not followed (no loops);
+    links to files are. Entries are classified from ``stat`` only: nothing is opened."""
     def excluded(full: str, name: str, is_dir: bool) -> bool:
         rel = relative_to_root(Path(full), root)
         return any(p.matches(rel, name, is_dir) for p in patterns)
 
-    for directory, dirnames, filenames in os.walk(top):
-        dirnames[:] = [d for d in dirnames
-                       if not excluded(os.path.join(directory, d), d, True)
-                       and not os.path.exists(os.path.join(directory, d, "pyvenv.cfg"))]
-        for name in filenames:
-            if name.endswith(PYTHON_SUFFIX):
-                full = os.path.join(directory, name)
-                if not excluded(full, name, False):
-                    yield Path(full)
+    pending = [str(top)]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as err:
+            result.errors.append((Path(directory), "cannot read directory: %s" % (err.strerror or err)))
+            continue
+        subdirectories = []
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if not excluded(entry.path, entry.name, True) \
+                            and not os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
+                        subdirectories.append(entry.path)
+                    continue
+                if not entry.name.endswith(PYTHON_SUFFIX) or excluded(entry.path, entry.name, False):
+                    continue
+                if entry.is_file():  # follows a symbolic link: its target must be a regular file
+                    yield Path(entry.path)
+                    continue
+                if entry.is_symlink() and entry.is_dir():
+                    continue  # a link to a directory named *.py: links to directories are not followed
+                mode = entry.stat().st_mode  # follows links; raises for a dangling one
+                result.skipped.append((Path(entry.path), "%s, not a regular file" % file_kind(mode)))
+            except FileNotFoundError:
+                result.skipped.append((Path(entry.path), "a dangling symbolic link"))
+            except OSError as err:
+                result.errors.append((Path(entry.path), "cannot read: %s" % (err.strerror or err)))
+        pending.extend(reversed(subdirectories))
+
+
+class NotRegularFile(OSError):
+    """A path that is not a regular file where file content was expected."""
+
+
+def read_regular_file(path: str) -> bytes:
+    """A regular file's bytes. The file is opened without blocking, so a FIFO or device put in
+    its place after discovery raises :class:`NotRegularFile` instead of hanging the read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    descriptor = os.open(path, flags)
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile("not a regular file (%s)" % file_kind(mode))
+        chunks = []
+        while True:
+            chunk = os.read(descriptor, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(descriptor)

@@ -20,12 +20,28 @@ from __future__ import annotations
 import ast
 import logging
 import os
+import queue
+import signal
+import subprocess
 import sys
 import threading
+import time
+import weakref
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple, Union
+
+import jedi  # callers import this module lazily: the syntactic layer works without jedi
+import parso
+from jedi.api.environment import Environment, InvalidPythonEnvironment
+# jedi's own pieces of its subprocess protocol: the script the subprocess runs, the function
+# that reports the interpreter's version, the version tuple (jedi>=0.19).
+from jedi.api.environment import _get_info as _jedi_environment_info
+from jedi.api.environment import _VersionInfo as _JediVersion
+from jedi.inference.compiled.subprocess import _MAIN_PATH as _JEDI_MAIN
+from jedi.inference.compiled.subprocess import CompiledSubprocess
 
 from . import torch_names as tn
+from .environments import TIMEOUT_ENV, Interpreter, choose_interpreter, interpreter_timeout, own_interpreter
 from .imports import collect_imports
 from .source import SourceText
 from .values import OTHER, Kind, Value
@@ -37,58 +53,222 @@ _PLAIN_TYPES = frozenset(["builtins.int", "builtins.float", "builtins.str", "bui
                           "builtins.bytes", "torch.device", "torch.dtype", "torch.Size", "torch._C.device",
                           "torch._C.dtype", "torch.types.Device"])
 _MAX_BASE_DEPTH = 6
+# Read a user-chosen virtual environment's files rather than run its interpreter: the same
+# findings on the fixtures either way (benchmarks/README.md), and no interpreter to wait for.
+READ_TRUSTED_VENVS = True
 
 
-def find_python(explicit: Optional[str] = None) -> str:
-    """The interpreter whose packages the user's code runs with.
+class InterpreterTimeout(Exception):
+    """An interpreter did not answer one call within the timeout; it was killed."""
 
-    ``--python`` / config ``python`` first, then the active virtual environment,
-    then the interpreter running torchlint.
+
+def _kill_group(process: subprocess.Popen) -> None:
+    """The interpreter and whatever it started (a shell script's `sleep` holds the pipes too)."""
+    try:
+        if os.name == "posix":
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
+    except (OSError, ProcessLookupError):  # already gone
+        pass
+
+
+def _end_process(process: subprocess.Popen, reader: threading.Thread) -> None:
+    _kill_group(process)
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    reader.join(timeout=1)
+    for stream in (process.stdin, process.stdout, process.stderr):
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
+def _drain(stream, lines: queue.Queue) -> None:
+    for line in iter(stream.readline, b""):
+        lines.put(line)
+
+
+class _Watchdog:
+    """Kills an interpreter's process group when one call into it runs past ``timeout``.
+
+    One polling thread per interpreter: jedi makes thousands of small calls, too many to
+    start a timer for each.
     """
-    if explicit:
-        return explicit
-    venv = os.environ.get("VIRTUAL_ENV")
-    if venv:
-        for candidate in (Path(venv) / "bin" / "python", Path(venv) / "Scripts" / "python.exe"):
-            if candidate.exists():
-                return str(candidate)
-    return sys.executable
+
+    def __init__(self, timeout: float):
+        self.timeout = timeout
+        self.expired = False
+        self.on_expire: Optional[Callable[[str], None]] = None  # told once, from the watchdog's thread
+        self._started: Optional[float] = None  # when the call in flight began
+        self._process: Optional[subprocess.Popen] = None
+        self._thread: Optional[threading.Thread] = None
+
+    def watch(self, process: subprocess.Popen) -> None:
+        self._process = process
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="torchlint-interpreter-watchdog", daemon=True)
+            self._thread.start()
+
+    def __enter__(self):
+        self._started = time.monotonic()
+
+    def __exit__(self, *exc_info):
+        self._started = None
+
+    def _run(self) -> None:
+        poll = min(0.25, self.timeout / 4)
+        while not self.expired:
+            time.sleep(poll)
+            started, process = self._started, self._process
+            if started is not None and process is not None and time.monotonic() - started > self.timeout:
+                self.expired = True
+                _kill_group(process)
+                if self.on_expire is not None:
+                    try:
+                        self.on_expire(_timeout_message(process.args[0], self.timeout))
+                    except Exception:
+                        log.debug("on_expire failed", exc_info=True)
+
+
+class _WatchedSubprocess(CompiledSubprocess):
+    """jedi's compiled-object subprocess, in its own process group, every call under the watchdog."""
+
+    def __init__(self, executable: str, watchdog: _Watchdog):
+        super().__init__(executable)
+        self._watchdog = watchdog
+        self._process: Optional[subprocess.Popen] = None
+
+    def _get_process(self):
+        if self._process is None:
+            args = (self._executable, _JEDI_MAIN, os.path.dirname(os.path.dirname(parso.__file__)),
+                    "%d.%d.%d" % sys.version_info[:3])
+            extra = {"start_new_session": True} if os.name == "posix" else {
+                "creationflags": getattr(subprocess, "CREATE_NO_WINDOW", 0)}
+            process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       close_fds=True, **extra)
+            self._stderr_queue = queue.Queue()  # jedi's _send reads it into its debug log
+            reader = threading.Thread(target=_drain, args=(process.stderr, self._stderr_queue), daemon=True)
+            reader.start()
+            self._cleanup_callable = weakref.finalize(self, _end_process, process, reader)
+            self._watchdog.watch(process)
+            self._process = process
+        return self._process
+
+    def _send(self, *args, **kwargs):
+        if self._watchdog.expired:
+            raise InterpreterTimeout(_timeout_message(self._executable, self._watchdog.timeout))
+        with self._watchdog:
+            try:
+                return super()._send(*args, **kwargs)
+            except Exception:
+                if self._watchdog.expired:
+                    raise InterpreterTimeout(_timeout_message(self._executable, self._watchdog.timeout)) from None
+                raise
+
+
+class _WatchedEnvironment(Environment):
+    """A jedi Environment whose interpreter calls time out; one that timed out is never restarted."""
+
+    def __init__(self, executable: str, timeout: float):
+        self.watchdog = _Watchdog(timeout)
+        super().__init__(executable)  # starts the interpreter (under the watchdog)
+
+    def _get_subprocess(self):
+        current = self._subprocess
+        if current is not None and not current.is_crashed:
+            return current
+        if self.watchdog.expired:
+            raise InterpreterTimeout(_timeout_message(self._start_executable, self.watchdog.timeout))
+        started = _WatchedSubprocess(self._start_executable, self.watchdog)
+        try:
+            executable, prefix, version = started._send(None, _jedi_environment_info)
+        except InterpreterTimeout:
+            raise
+        except Exception as err:
+            raise InvalidPythonEnvironment("%s did not start as a Python interpreter (%s)"
+                                           % (self._start_executable, err)) from None
+        self._subprocess = started
+        self.executable, self.path = executable, prefix
+        self.version_info = _JediVersion(*version)
+        return started
+
+
+def _timeout_message(executable: str, timeout: float) -> str:
+    return "%s did not answer within %g s (%s)" % (executable, timeout, TIMEOUT_ENV)
 
 
 class JediInference:
-    """Project-wide jedi state, shared by every file checked in this process."""
+    """Project-wide jedi state, shared by every file checked in this process.
 
-    def __init__(self, project_root: str, python: Optional[str] = None):
-        import jedi  # imported here: the syntactic layer must work without it
+    ``interpreter`` is the environment to analyse (see :mod:`.environments`); a string is
+    taken as chosen by the user (``--python``). A virtual environment that may not be run,
+    or whose files say all jedi needs, is read: jedi runs in torchlint's own interpreter
+    with that environment's ``sys.path``, and compiled extensions from it are never loaded
+    (jedi's ``load_unsafe_extensions`` stays off). Others are run, every call under
+    ``timeout``; one that fails or times out at start gives way to torchlint's own
+    interpreter. A later timeout kills the interpreter, calls ``on_timeout`` and sets
+    :attr:`failure`: the layer answers nothing more, and its owner replaces it.
+    """
 
+    def __init__(self, project_root: str, interpreter: Union[None, str, Interpreter] = None,
+                 timeout: Optional[float] = None, on_timeout: Optional[Callable[[str], None]] = None):
         jedi.settings.dynamic_params = False  # searching call sites for parameter types is slow and rarely right
         self._jedi = jedi
-        self.python = find_python(python)
+        if not isinstance(interpreter, Interpreter):
+            interpreter = choose_interpreter(explicit=interpreter).interpreter
+        self.timeout = interpreter_timeout() if timeout is None else timeout
         self.root = str(Path(project_root).resolve())
-        try:
-            self.environment = jedi.create_environment(self.python, safe=False)
-            sys_path = self.environment.get_sys_path()
-        except Exception as err:  # a broken --python: fall back to torchlint's own interpreter
-            log.warning("cannot use %s for inference (%s); using %s", self.python, err, sys.executable)
-            self.python = sys.executable
-            self.environment = jedi.create_environment(sys.executable, safe=False)
-            sys_path = self.environment.get_sys_path()
-        self.project = jedi.Project(self.root, environment_path=self.python)
+        self.warnings: List[str] = []  # for the user, once: what was not usable and what is used instead
+        self.interpreter, self.read_only = interpreter, False
+        if interpreter.venv is not None and not interpreter.is_own and (READ_TRUSTED_VENVS or not interpreter.trusted):
+            self.environment = _WatchedEnvironment(sys.executable, self.timeout)
+            sys_path = list(interpreter.venv.sys_path)
+            self.project = jedi.Project(self.root, sys_path=sys_path)
+            self.read_only = True
+        else:
+            try:
+                self.environment = _WatchedEnvironment(interpreter.path, self.timeout)
+                sys_path = self.environment.get_sys_path()
+            except (InterpreterTimeout, InvalidPythonEnvironment, OSError) as err:
+                if interpreter.is_own:
+                    raise
+                self.warnings.append("cannot use %s (%s) for type inference: %s; using torchlint's own Python (%s)"
+                                     % (interpreter.path, interpreter.source, err, sys.executable))
+                log.debug("%s", self.warnings[-1])
+                self.interpreter = own_interpreter()
+                self.environment = _WatchedEnvironment(sys.executable, self.timeout)
+                sys_path = self.environment.get_sys_path()
+            self.project = jedi.Project(self.root)
+        self.python = self.interpreter.path
+        self.environment.watchdog.on_expire = on_timeout  # after start-up, which self.warnings reports
         self.torch_available = any(os.path.exists(os.path.join(p, "torch", "__init__.py")) for p in sys_path)
         self._class_cache: Dict[Tuple[str, int], bool] = {}
         self._file_cache: Dict[str, tuple] = {}  # path -> (mtime, tree, text)
         self._warmed = threading.Event()
 
+    @property
+    def failure(self) -> Optional[str]:
+        """Why this layer stopped answering (an interpreter call timed out), or None."""
+        if self.environment.watchdog.expired:
+            return _timeout_message(self.environment._start_executable, self.timeout)
+        return None
+
     def describe(self) -> str:
+        how = "read, not run" if self.read_only else "run"
+        where = "%s (%s; %s)" % (self.python, self.interpreter.source, how)
         if self.torch_available:
-            return "jedi inference with %s" % self.python
-        return "no torch importable by %s: jedi resolves Module bases only; tensor inference is off" % self.python
+            return "jedi inference with %s" % where
+        return "no torch importable by %s: jedi resolves Module bases only; tensor inference is off" % where
 
     def warm(self) -> None:
         """Pay jedi's first trip into torch now (seconds) rather than on the first real question."""
         if self._warmed.is_set():
             return
-        if self.torch_available:
+        if self.torch_available and self.failure is None:
             code = "import torch\nx = torch.zeros(1)\nx\np = torch.nn.Parameter(x)\np\n"
             try:
                 script = self._jedi.Script(code=code, path=os.path.join(self.root, "__torchlint_warm__.py"),
@@ -108,6 +288,8 @@ class JediInference:
         key = (path, line)
         if key in self._class_cache:
             return self._class_cache[key]
+        if self.failure is not None:
+            return False
         self._class_cache[key] = False  # cycles resolve to "no"
         result = self._resolve_class(path, line, depth)
         self._class_cache[key] = result
@@ -201,10 +383,18 @@ class FileInference:
 
     # -- hooks the syntactic layer calls --------------------------------------------------------
     def is_module_base(self, info, base: ast.expr) -> bool:
-        return self.project._base_is_module(self.script, base, self.text, 1)
+        if self.project.failure is not None:
+            return False
+        try:
+            return self.project._base_is_module(self.script, base, self.text, 1)
+        except Exception:  # the interpreter timed out, or a jedi bug: names alone then
+            log.debug("jedi base resolution failed in %s", self.path, exc_info=True)
+            return False
 
     def classify(self, node: ast.expr, scope) -> Optional[Value]:
         if not self.project.torch_available or not isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
+            return None
+        if self.project.failure is not None:
             return None
         key = (node.lineno, node.col_offset, type(node).__name__)
         if key not in self._cache:

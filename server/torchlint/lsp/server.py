@@ -74,7 +74,8 @@ class TorchlintServer(LanguageServer):
         self.too_large: set = set()  # uris already told they are too large
         self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="torchlint-check")
         self.verified = VerifiedFindings()  # torchlint.verifyModule results, per document version
-        self.inference = InferenceLayers(lambda message: self.log_message(message, types.MessageType.Info))
+        self.inference = InferenceLayers(lambda message: self.log_message(message, types.MessageType.Info),
+                                         self.show_warning)
         # Two waves: names at once, then jedi refines the same snapshot.
         self.inference_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-jedi")
         self.scheduler = Scheduler(self.document_state, self.analyse, self.publish, self.executor,
@@ -102,6 +103,19 @@ class TorchlintServer(LanguageServer):
 
     def log_error(self, message: str) -> None:
         self.log_message(message, types.MessageType.Error)
+
+    def show_warning(self, message: str) -> None:
+        """Logged, and popped up in the editor (window/showMessage); safe from any thread."""
+        self.log_message(message, types.MessageType.Warning)
+        params = types.ShowMessageParams(type=types.MessageType.Warning, message=message)
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._show, params)
+
+    def _show(self, params: types.ShowMessageParams) -> None:
+        try:
+            self.window_show_message(params)
+        except Exception:  # no connection (yet): the log has it
+            pass
 
     def report_server_error(self, error: Exception, source) -> None:
         """Protocol-level failures (a malformed message): logged, not popped up in the editor."""
@@ -146,8 +160,10 @@ class TorchlintServer(LanguageServer):
         if not path:
             return None
         config = self.resolver.config_for(path)
-        python = self.resolver.settings.interpreter or config.python
-        return self.inference.layer(str(config.root), python)
+        settings = self.resolver.settings
+        interpreter = self.inference.choose(settings.interpreter, config.python, config.path,
+                                            settings.trust_workspace_interpreter)
+        return self.inference.layer(str(config.root), interpreter)
 
     def diagnostics(self, snap: Snapshot, result: CheckResult) -> List[types.Diagnostic]:
         """Diagnostics for a current result. While the text does not parse (mid-typing),

@@ -19,10 +19,11 @@ from lsprotocol import types
 
 from ..analysis.context import FileContext
 from ..analysis.engine import parse
+from ..analysis.environments import SERVER_HINT
 from ..analysis.findings import Finding
 from ..verify.findings import report_to_findings
 from ..verify.report import render_json, summary_line
-from ..verify.runner import VerifyError, verify_file
+from ..verify.runner import VerifyError, resolve_python, verify_file
 
 VERIFY_COMMAND = "torchlint.verifyModule"
 
@@ -132,11 +133,17 @@ async def verify_module(server, *args) -> Dict[str, Any]:
     token = str(uuid.uuid4())
     cancel = threading.Event()
     progress = server.work_done_progress
-    python = settings.interpreter or config.python
+    try:  # a repository-named interpreter runs only with the user's trustWorkspaceInterpreter
+        python = resolve_python(settings.interpreter, config.python, config.path,
+                                settings.trust_workspace_interpreter, SERVER_HINT,
+                                warn=lambda message: server.inference.warn_once("torchlint verify: %s" % message))
+    except VerifyError as err:
+        server.show_error("torchlint verify: %s" % err)
+        return {"error": str(err)}
     try:
         await progress.create_async(token)
         progress.begin(token, types.WorkDoneProgressBegin(
-            title="torchlint: verifying %s" % target, message="running it in %s" % (python or "python"),
+            title="torchlint: verifying %s" % target, message="running it in %s" % python,
             cancellable=True))
         future = progress.tokens.get(token)
         if future is not None:

@@ -28,6 +28,9 @@ class Settings:
     verify_device: str = "auto"
     verify_timeout: float = 120.0  # seconds
     interpreter: Optional[str] = None
+    # Run an interpreter the workspace's pyproject.toml names (a user-level opt-in: see
+    # analysis.environments). Editors should only send it from user settings.
+    trust_workspace_interpreter: bool = False
 
 
 DEFAULT_SETTINGS = Settings()
@@ -84,6 +87,8 @@ def parse_settings(raw: Any) -> Tuple[Settings, List[str]]:
                 take("verify_timeout", "verify.timeout", verify["timeout"], _timeout)
     if raw.get("interpreter") not in (None, ""):
         take("interpreter", "interpreter", raw["interpreter"], _interpreter)
+    if raw.get("trustWorkspaceInterpreter") is not None:
+        take("trust_workspace_interpreter", "trustWorkspaceInterpreter", raw["trustWorkspaceInterpreter"], _boolean)
     return Settings(**values), errors
 
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
-from ..analysis.inference import find_python
+from ..analysis.environments import CLI_HINT, RUN, choose_interpreter
 from .report import CANCELLED, COMPLETED, ENDED, ERROR, TIMEOUT, ClassReport, Issue, VerifyReport
 
 PROBE = Path(__file__).resolve().with_name("probe.py")
@@ -102,12 +102,20 @@ def split_target(target: str):
     return target, None
 
 
-def resolve_python(python: Optional[str]) -> str:
-    chosen = find_python(python)
-    found = shutil.which(chosen) if os.path.dirname(chosen) == "" else chosen
-    if not found or not os.path.exists(found):
-        raise VerifyError("Python interpreter not found: %s" % chosen)
-    return found
+def resolve_python(python: Optional[str], configured: Optional[str] = None, config_file=None,
+                   trust_workspace: bool = False, hint: str = CLI_HINT, warn=None) -> str:
+    """The interpreter verification runs: ``python`` (the user's choice), else the shared
+    choice (analysis.environments); a repository-named one only with ``trust_workspace``.
+    ``warn`` gets what was passed over and why."""
+    choice = choose_interpreter(explicit=python, configured=configured, config_file=config_file,
+                                trust_workspace=trust_workspace, purpose=RUN, hint=hint)
+    for message in choice.warnings:
+        if warn is not None:
+            warn(message)
+    chosen = choice.interpreter.path
+    if not os.path.exists(chosen):
+        raise VerifyError("Python interpreter not found: %s" % (python or chosen))
+    return chosen
 
 
 # -- the child process ---------------------------------------------------------------------------------

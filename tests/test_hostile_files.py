@@ -1,0 +1,280 @@
+"""Unusual and hostile files: FIFOs, sockets, unreadable folders and files, links, read-only
+files, and a `--fix` run that is killed. Nothing hangs, nothing is skipped silently, and no
+file changes except by a completed fix.
+
+Every run that could hang goes through a subprocess with a timeout; every process a test
+starts is ended before it returns.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from torchlint import cli, files, fixing
+from torchlint.fixing import fix_text
+
+# One TL101 finding with a safe fix (a non-persistent buffer).
+MASK = '''import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mask = torch.tril(torch.ones(4, 4))
+'''
+FIXED_MASK = fix_text(MASK, "model.py").text
+TIMEOUT = 120  # seconds: generous for a slow, busy machine; a hang fails instead of blocking the suite
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def write(path: Path, text: str = MASK) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def run(argv, capsys, cwd=None):
+    """cli.main in-process: (exit code, stdout, stderr)."""
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        code = cli.main([str(a) for a in argv])
+    finally:
+        os.chdir(old)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_subprocess(argv, cwd):
+    """The CLI in a child process, bounded: a hang fails the test instead of blocking the suite."""
+    return subprocess.run([sys.executable, "-m", "torchlint", *map(str, argv)], cwd=cwd, capture_output=True,
+                          text=True, timeout=TIMEOUT)
+
+
+# -- FIFOs, sockets --------------------------------------------------------------------------------
+
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+
+
+@needs_fifo
+def test_fifo_in_a_tree_is_skipped_with_a_note(tmp_path):
+    write(tmp_path / "model.py")
+    os.mkfifo(tmp_path / "pipe.py")
+    proc = run_subprocess(["check", "--no-infer", "--select", "TL101", "."], tmp_path)
+    assert proc.returncode == 1, proc.stderr  # the finding in model.py; the FIFO is no error
+    assert "model.py:8:9: TL101" in proc.stdout
+    assert "torchlint: note: skipped pipe.py: a FIFO, not a regular file" in proc.stderr
+    assert "pipe.py" not in proc.stdout
+
+
+@needs_fifo
+def test_fifo_named_on_the_command_line_is_an_error(tmp_path):
+    os.mkfifo(tmp_path / "pipe.py")
+    proc = run_subprocess(["check", "--no-infer", "pipe.py"], tmp_path)
+    assert proc.returncode == 2
+    assert "torchlint: error: pipe.py: not a regular file (a FIFO); not read" in proc.stderr
+
+
+@needs_fifo
+def test_fifo_named_beside_a_file_still_checks_the_file(tmp_path):
+    write(tmp_path / "model.py")
+    os.mkfifo(tmp_path / "pipe.py")
+    proc = run_subprocess(["check", "--no-infer", "--select", "TL101", "pipe.py", "model.py"], tmp_path)
+    assert proc.returncode == 2
+    assert "pipe.py: not a regular file" in proc.stderr and "model.py:8:9: TL101" in proc.stdout
+
+
+@needs_fifo
+def test_reading_a_fifo_put_in_place_of_a_file_does_not_block(tmp_path):
+    # Discovery saw a file; by the time it is read it is a FIFO with no writer.
+    os.mkfifo(tmp_path / "swapped.py")
+    code = "from torchlint.files import read_regular_file\ntry:\n    read_regular_file('swapped.py')\n" \
+           "except OSError as err:\n    print(type(err).__name__, err)\n"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert proc.stdout.strip() == "NotRegularFile not a regular file (a FIFO)", proc.stderr
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="no Unix sockets on this platform")
+def test_socket_in_a_tree_is_skipped(tmp_path, capsys):
+    write(tmp_path / "model.py")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(str(tmp_path / "sock.py"))
+        code, out, err = run(["check", "--no-infer", "--select", "TL101", "."], capsys, cwd=tmp_path)
+    finally:
+        server.close()
+    assert code == 1
+    assert "skipped sock.py: a socket, not a regular file" in err and "sock.py" not in out
+
+
+def test_dangling_link_is_skipped_with_a_note(tmp_path, capsys):
+    write(tmp_path / "model.py")
+    os.symlink(tmp_path / "gone.py", tmp_path / "dangling.py")
+    code, _, err = run(["check", "--no-infer", "--select", "TL101", "."], capsys, cwd=tmp_path)
+    assert code == 1
+    assert "skipped dangling.py: a dangling symbolic link" in err
+
+
+# -- unreadable folders and files ------------------------------------------------------------------
+# chmod 000 does not stop root from reading, so as root the refusal is made in-process instead:
+# os.scandir / os.open raise PermissionError for that one path, as the kernel would.
+
+def make_unreadable(path: Path, monkeypatch) -> None:
+    """Make ``path`` unreadable for this process (the caller restores the mode afterwards)."""
+    path = Path(os.path.abspath(path))
+    if not IS_ROOT:
+        path.chmod(0)
+        return
+    target = str(path)
+    if path.is_dir():
+        real_scandir = os.scandir
+
+        def scandir(directory="."):
+            if os.path.abspath(directory) == target:
+                raise PermissionError(13, "Permission denied", directory)
+            return real_scandir(directory)
+
+        monkeypatch.setattr(files.os, "scandir", scandir)
+    else:
+        real_open = os.open
+
+        def open_(name, flags, *args, **kwargs):
+            if os.path.abspath(name) == target:
+                raise PermissionError(13, "Permission denied", name)
+            return real_open(name, flags, *args, **kwargs)
+
+        monkeypatch.setattr(files.os, "open", open_)
+
+
+def test_unreadable_folder_is_reported_and_exits_2(tmp_path, capsys, monkeypatch):
+    write(tmp_path / "model.py")
+    write(tmp_path / "private" / "secret.py")
+    make_unreadable(tmp_path / "private", monkeypatch)
+    try:
+        code, out, err = run(["check", "--no-infer", "--select", "TL101", "."], capsys, cwd=tmp_path)
+    finally:
+        os.chmod(tmp_path / "private", 0o755)
+    assert code == 2
+    assert "torchlint: error: private: cannot read directory: Permission denied" in err
+    assert "model.py:8:9: TL101" in out  # the rest is still checked
+
+
+def test_unreadable_file_is_reported_and_exits_2(tmp_path, capsys, monkeypatch):
+    write(tmp_path / "model.py")
+    write(tmp_path / "secret.py")
+    make_unreadable(tmp_path / "secret.py", monkeypatch)
+    try:
+        code, out, err = run(["check", "--no-infer", "--select", "TL101", "."], capsys, cwd=tmp_path)
+    finally:
+        os.chmod(tmp_path / "secret.py", 0o644)
+    assert code == 2
+    assert "torchlint: error: secret.py: cannot read: Permission denied" in err
+    assert "model.py:8:9: TL101" in out and "secret.py" not in out
+
+
+# -- --fix keeps links, mode and owner; refuses read-only files ----------------------------------------
+
+def test_fix_writes_through_a_symlink(tmp_path, capsys):
+    target = write(tmp_path / "real" / "model.py")
+    link = tmp_path / "src" / "link.py"
+    link.parent.mkdir()
+    os.symlink(os.path.relpath(target, link.parent), link)
+    code, _, err = run(["check", "--fix", "--no-infer", "--select", "TL101", "src"], capsys, cwd=tmp_path)
+    assert code == 0, err
+    assert link.is_symlink() and Path(os.path.realpath(link)) == target
+    assert target.read_text() == FIXED_MASK != MASK
+    assert sorted(p.name for p in target.parent.iterdir()) == ["model.py"]  # no temporary file left
+    assert sorted(p.name for p in link.parent.iterdir()) == ["link.py"]
+
+
+def test_fix_keeps_hard_links(tmp_path, capsys):
+    first = write(tmp_path / "model.py")
+    second = tmp_path / "same_file.txt"  # not *.py: only reached through the first name
+    os.link(first, second)
+    code, _, _ = run(["check", "--fix", "--no-infer", "--select", "TL101", first], capsys)
+    assert code == 0
+    assert os.path.samefile(first, second) and first.stat().st_nlink == 2
+    assert second.read_text() == FIXED_MASK
+
+
+def test_fix_keeps_mode_owner_and_inode(tmp_path, capsys):
+    path = write(tmp_path / "model.py")
+    path.chmod(0o751)
+    if IS_ROOT:  # root can hand the file to another user, as a shared checkout might have it
+        os.chown(path, 65534, 65534)
+    before = path.stat()
+    code, _, _ = run(["check", "--fix", "--no-infer", "--select", "TL101", path], capsys)
+    after = path.stat()
+    assert code == 0 and path.read_text() == FIXED_MASK
+    assert stat.S_IMODE(after.st_mode) == 0o751
+    assert (after.st_uid, after.st_gid, after.st_ino) == (before.st_uid, before.st_gid, before.st_ino)
+
+
+def test_fix_refuses_a_read_only_file_and_fixes_the_others(tmp_path, capsys):
+    locked = write(tmp_path / "locked.py")
+    locked.chmod(0o444)
+    other = write(tmp_path / "other.py")
+    try:
+        code, out, err = run(["check", "--fix", "--no-infer", "--select", "TL101", "."], capsys, cwd=tmp_path)
+    finally:
+        locked.chmod(0o644)
+    assert code == 2
+    assert "torchlint: error: locked.py: read-only file; not fixed (make it writable, e.g. with `chmod u+w`" in err
+    assert locked.read_text() == MASK and other.read_text() == FIXED_MASK
+    assert "locked.py:8:9: TL101" in out  # still there, and reported
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["locked.py", "other.py"]
+
+
+def test_fix_does_not_overwrite_a_file_changed_meanwhile(tmp_path, capsys, monkeypatch):
+    path = write(tmp_path / "model.py")
+    edited = MASK + "# saved by an editor meanwhile\n"
+
+    def fix_while_someone_edits(*args, **kwargs):
+        path.write_text(edited, encoding="utf-8")
+        return fix_text(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "fix_text", fix_while_someone_edits)
+    code, _, err = run(["check", "--fix", "--no-infer", "--select", "TL101", path], capsys)
+    assert code == 2
+    assert "model.py: changed on disk while it was being fixed; not fixed (run again)" in err
+    assert path.read_text() == edited
+
+
+def test_failed_temporary_copy_leaves_nothing_behind(tmp_path, capsys, monkeypatch):
+    path = write(tmp_path / "model.py")
+    real_fsync = os.fsync
+
+    def full_disk(descriptor):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(fixing.os, "fsync", full_disk)
+    code, _, err = run(["check", "--fix", "--no-infer", "--select", "TL101", path], capsys)
+    monkeypatch.setattr(fixing.os, "fsync", real_fsync)
+    assert code == 2 and "model.py: not fixed: No space left on device" in err
+    assert path.read_text() == MASK
+    assert [p.name for p in tmp_path.iterdir()] == ["model.py"]
+
+
+def test_interrupt_during_a_write_waits_for_it(tmp_path):
+    # SIGINT arriving mid-write takes effect after the write: the file is whole, no copy is left.
+    path = write(tmp_path / "model.py")
+    code = ("import os, signal\nfrom torchlint import fixing\nreal = os.pwrite\n"
+            "def interrupted(*args):\n    os.kill(os.getpid(), signal.SIGINT)\n    return real(*args)\n"
+            "fixing.os.pwrite = interrupted\n"
+            "try:\n    fixing.write_in_place('model.py', %r, %r)\nexcept KeyboardInterrupt:\n    print('after')\n"
+            % (FIXED_MASK.encode(), MASK.encode()))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.stdout.strip() == "after", proc.stderr
+    assert path.read_text() == FIXED_MASK
+    assert [p.name for p in tmp_path.iterdir()] == ["model.py"]
