@@ -82,6 +82,11 @@ async def test_push_client_is_not_offered_pull(vscode: LanguageClient):
 FIX_ALL = "source.fixAll.torchlint"
 
 
+def menu_title(fix) -> str:
+    """What the quick-fix menu must say: a fix that can change behaviour is labelled."""
+    return fix.title if fix.is_safe else fix.title + " (unsafe)"
+
+
 async def test_open_publishes_diagnostics_with_every_field(vscode: LanguageClient, tmp_path):
     client = vscode
     uri, published = await opened(client, tmp_path, SCALED_BLOCK)
@@ -95,7 +100,7 @@ async def test_open_publishes_diagnostics_with_every_field(vscode: LanguageClien
         assert diagnostic.code_description.href.startswith("file://")
         assert diagnostic.code_description.href.endswith("/%s.md" % finding.code)
         assert diagnostic.data["code"] == finding.code
-        assert diagnostic.data["fixes"] == [fix.title for fix in finding.fixes]
+        assert diagnostic.data["fixes"] == [menu_title(fix) for fix in finding.fixes]
         assert (list(diagnostic.tags or ()) == [types.DiagnosticTag.Deprecated]) == finding.deprecated
     severities = {d.severity for d in published.diagnostics if d.code == "TL101"}
     assert severities <= {types.DiagnosticSeverity.Error, types.DiagnosticSeverity.Warning}
@@ -194,7 +199,7 @@ async def test_each_quick_fix_fixes_its_finding(vscode: LanguageClient, tmp_path
         ours = [a for a in actions if any(d.code == finding.code and d.range == diagnostic.range
                                           for d in a.diagnostics or ())]
         titles = [a.title for a in ours]
-        assert titles == [fix.title for fix in finding.fixes] + ["Disable %s for this line" % finding.code]
+        assert titles == [menu_title(fix) for fix in finding.fixes] + ["Disable %s for this line" % finding.code]
         assert [bool(a.is_preferred) for a in ours[:-1]] == [fix.preferred for fix in finding.fixes]
         for action in ours:
             assert action.kind == types.CodeActionKind.QuickFix
@@ -254,16 +259,27 @@ async def test_fix_all_applies_the_safe_fixes(vscode: LanguageClient, tmp_path):
 
 
 # -- hover ------------------------------------------------------------------------------------
-async def test_hover_shows_the_rule_doc(vscode: LanguageClient, tmp_path):
+async def test_hover_is_one_short_card(vscode: LanguageClient, tmp_path):
+    """The finding, one line of why, the preferred fix (labelled when unsafe), the rule's page:
+    never the page itself, never twice."""
     client = vscode
     uri, published = await opened(client, tmp_path, MODEL)
     (diagnostic,) = published.diagnostics
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
         position=types.Position(line=MASK_LINE, character=12)))
+    card = hover.contents.value
     assert hover.contents.kind == types.MarkupKind.Markdown
-    assert hover.contents.value.startswith("**TL101** " + diagnostic.message)
-    assert "## What it finds" in hover.contents.value
+    assert card.startswith("**TL101** " + diagnostic.message)
+    (finding,) = check_source(MODEL, "m.py").findings
+    (preferred,) = [fix for fix in finding.fixes if fix.preferred]
+    paragraphs = card.split("\n\n")
+    assert len(paragraphs) == 4, card
+    assert paragraphs[1].startswith("*Why:* ") and "\n" not in paragraphs[1]
+    assert paragraphs[2] == "*Fix:* " + menu_title(preferred)
+    assert paragraphs[2].endswith(" (unsafe)")  # wrapping in nn.Parameter makes it trainable
+    assert paragraphs[3] == "[TL101 unregistered-tensor](%s)" % diagnostic.code_description.href
+    assert "## " not in card and card.count(diagnostic.message) == 1
     assert hover.range == diagnostic.range
     nothing = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=3)))

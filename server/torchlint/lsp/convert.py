@@ -12,7 +12,7 @@ from typing import Dict, Iterable, List, Optional
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from ..analysis.findings import Edit, Finding, Position, Range, Severity
+from ..analysis.findings import Edit, Finding, Fix, Position, Range, Severity
 from ..analysis.source import SourceText
 from ..rules.base import DOCS_DIR
 from ..rules import RULES_BY_CODE
@@ -70,8 +70,7 @@ class Converter:
         return types.TextEdit(range=self.range(edit.range), new_text=edit.new_text)
 
     def diagnostic(self, finding: Finding, uri: str) -> types.Diagnostic:
-        rule = RULES_BY_CODE.get(finding.code)
-        href = rule.doc_url() if rule is not None else VERIFY_DOC_URL if finding.code.startswith("TL9") else None
+        href = rule_href(finding.code)
         return types.Diagnostic(
             range=self.range(finding.range),
             message=finding.message,
@@ -88,7 +87,7 @@ class Converter:
             ] or None,
             # The code action handler re-checks the current text and re-finds the fixes by
             # code and range; the titles let a client show them without asking.
-            data={"code": finding.code, "fixes": [fix.title for fix in finding.fixes]},
+            data={"code": finding.code, "fixes": [fix_title(fix) for fix in finding.fixes]},
         )
 
     def diagnostics(self, findings: Iterable[Finding], uri: str) -> List[types.Diagnostic]:
@@ -96,6 +95,45 @@ class Converter:
 
 
 VERIFY_DOC_URL = (DOCS_DIR / "verify.md").as_uri()  # TL901-TL905 share one page
+
+
+def rule_href(code: str) -> Optional[str]:
+    """The page that explains a code (a diagnostic's codeDescription, the hover's link)."""
+    rule = RULES_BY_CODE.get(code)
+    if rule is not None:
+        return rule.doc_url()
+    return VERIFY_DOC_URL if code.startswith("TL9") else None
+
+
+def fix_title(fix: Fix) -> str:
+    """What the quick-fix menu shows: a fix that may change behaviour says so."""
+    return fix.title if fix.is_safe else fix.title + " (unsafe)"
+
+
+def hover_card(finding: Finding, markdown: bool = True) -> str:
+    """One short card: the finding, one line of why (the rule's summary), the preferred fix,
+    and a link to the rule's page."""
+    rule = RULES_BY_CODE.get(finding.code)
+    href = rule_href(finding.code)
+    fix = next((f for f in finding.fixes if f.preferred), finding.fixes[0] if finding.fixes else None)
+    if not markdown:
+        lines = ["%s %s" % (finding.code, finding.message)]
+        if rule is not None:
+            lines.append("Why: %s" % rule.summary)
+        if fix is not None:
+            lines.append("Fix: %s" % fix_title(fix))
+        if href:
+            lines.append("Rule page: %s" % href)
+        return "\n\n".join(lines)
+    lines = ["**%s** %s" % (finding.code, finding.message)]
+    if rule is not None:
+        lines.append("*Why:* %s" % rule.summary)
+    if fix is not None:
+        lines.append("*Fix:* %s" % fix_title(fix))
+    if href:
+        name = "%s %s" % (finding.code, rule.name) if rule is not None else finding.code
+        lines.append("[%s](%s)" % (name, href))
+    return "\n\n".join(lines)
 
 
 def workspace_edit(uri: str, edits: List[types.TextEdit], version: Optional[int],

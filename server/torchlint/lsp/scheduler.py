@@ -9,6 +9,10 @@ cancels the pending (debounced) analysis of the same document.
 Analyses run in waves, one per entry of ``waves``: the syntactic layer (``None``) first,
 then each inference layer refines the findings of the same snapshot. Adding the jedi
 layer is adding its provider to ``waves``.
+
+One snapshot's wave is computed once: a pull, a hover or a code action that needs it while
+it runs waits for the same computation, and work queued for a version that is no longer
+current is skipped when its turn comes.
 """
 from __future__ import annotations
 
@@ -55,6 +59,7 @@ class Scheduler:
         self._pending: Dict[str, asyncio.Task] = {}
         self._last_scheduled: Dict[str, float] = {}  # uri -> loop time of its last edit
         self._cache: Dict[str, Tuple[Snapshot, int, CheckResult]] = {}  # uri -> (snapshot, wave, result)
+        self._running: Dict[Tuple[Snapshot, int], asyncio.Future] = {}  # (snapshot, wave) -> its computation
 
     # -- state -----------------------------------------------------------------------------
     def snapshot(self, uri: str) -> Optional[Snapshot]:
@@ -111,6 +116,8 @@ class Scheduler:
                 self._publish(snap, result)
         except asyncio.CancelledError:
             raise
+        except Stale:
+            return  # superseded before its turn: the newer version has its own task
         except Exception:  # never lose a version's diagnostics silently: say why
             self._report("analysis of %s failed: %s" % (uri, traceback.format_exc()))
         finally:
@@ -118,18 +125,25 @@ class Scheduler:
                 del self._pending[uri]
 
     # -- pull, hover, code actions: the best result for the current text -------------------
-    async def result(self, uri: str, attempts: int = 3) -> Tuple[Snapshot, CheckResult]:
-        """The newest result for the document as it is now (computing the first wave if
-        nothing is cached). Raises Stale if the document keeps changing underneath."""
+    async def result(self, uri: str, attempts: int = 3, final: bool = False) -> Tuple[Snapshot, CheckResult]:
+        """The newest result for the document as it is now: the first wave at least (every
+        wave with ``final``), or a later one when it is already in. Raises Stale if the
+        document keeps changing underneath, KeyError if it is not open."""
         for _ in range(attempts):
             snap = self.snapshot(uri)
             if snap is None:
                 raise KeyError(uri)
-            cached = self._cache.get(uri)
-            if cached is not None and cached[0] == snap:
-                return snap, cached[2]
-            result = await self._wave(snap, 0)
-            if self.is_current(snap):
+            for wave in range(len(self.waves) if final else 1):
+                try:
+                    result = await self._wave(snap, wave)
+                except Stale:
+                    break
+                if not self.is_current(snap):
+                    break
+            else:
+                cached = self._cache.get(uri)
+                if cached is not None and cached[0] == snap:
+                    return snap, cached[2]
                 return snap, result
         raise Stale(uri)
 
@@ -142,9 +156,32 @@ class Scheduler:
         return await asyncio.get_running_loop().run_in_executor(executor or self._executor, function, *args)
 
     async def _wave(self, snap: Snapshot, wave: int) -> CheckResult:
-        result = await self.run(self._analyse, snap, self.waves[wave], executor=self._wave_executors.get(wave))
+        """Wave ``wave`` of ``snap`` (or a later one already cached), computed once."""
+        cached = self._cache.get(snap.uri)
+        if cached is not None and cached[0] == snap and cached[1] >= wave:
+            return cached[2]
+        key = (snap, wave)
+        running = self._running.get(key)
+        if running is None:
+            running = asyncio.ensure_future(self.run(self._analyse_if_current, snap, wave,
+                                                     executor=self._wave_executors.get(wave)))
+            self._running[key] = running
+            running.add_done_callback(lambda future, key=key: self._finished(key, future))
+        # Shielded: a caller that gives up (a newer edit) leaves the computation to the others.
+        result = await asyncio.shield(running)
         if self.is_current(snap):
             cached = self._cache.get(snap.uri)
             if cached is None or cached[0] != snap or cached[1] <= wave:
                 self._cache[snap.uri] = (snap, wave, result)
         return result
+
+    def _finished(self, key: Tuple[Snapshot, int], future: asyncio.Future) -> None:
+        self._running.pop(key, None)
+        if not future.cancelled():
+            future.exception()  # retrieved: its awaiters report it, or nobody needed it any more
+
+    def _analyse_if_current(self, snap: Snapshot, wave: int) -> CheckResult:
+        """In the executor: skip a version that was superseded while it waited for a thread."""
+        if not self.is_current(snap):
+            raise Stale(snap.uri)
+        return self._analyse(snap, self.waves[wave])

@@ -2,18 +2,27 @@
 
 Diagnostics go out one way per client, decided at ``initialize``: pulled
 (``textDocument/diagnostic``) when the client can pull, pushed (``publishDiagnostics``)
-otherwise. Every handler survives its own failure: the error is logged to the client
-(``window/logMessage``) and the request gets an empty answer.
+otherwise. A pull's result id is the document's version and a digest of the diagnostics,
+so it changes whenever any layer's findings do; when a later wave or a verification
+changes what a client last pulled, the server asks it to pull again
+(``workspace/diagnostic/refresh``). A client that pulls but cannot be asked again gets
+every wave in its answer.
+
+Every handler survives its own failure: the error is logged to the client
+(``window/logMessage``) and the request gets an empty answer. Problems the user must act
+on (configuration, environment, a document too large or out of sync) are also shown once
+as ``window/showMessage``.
 """
 from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import logging
 import sys
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Hashable, List, Optional, Tuple
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -24,13 +33,13 @@ from pygls.protocol import LanguageServerProtocol
 
 from .. import __version__
 from ..analysis.engine import check_source
-from ..analysis.findings import CheckResult, Finding, ParseError, Position
+from ..analysis.findings import CheckResult, ParseError, Position
 from ..analysis.noqa import noqa_edit
 from ..analysis.source import SourceText
 from ..fixing import fix_text
-from ..rules import RULES_BY_CODE
-from .convert import Converter, shares_a_line, workspace_edit
+from .convert import Converter, fix_title, hover_card, shares_a_line, workspace_edit
 from .documents import use_protocol_lines
+from .framing import ResyncingReader
 from .inference_layers import JEDI_WAVE, InferenceLayers
 from .verification import VERIFY_COMMAND, VerifiedFindings, code_lenses, verify_module
 from .scheduler import Scheduler, Snapshot, Stale
@@ -39,8 +48,6 @@ from .workspace_settings import SECTION, OptionsResolver, parse_settings, unwrap
 log = logging.getLogger("torchlint.lsp")
 
 FIX_ALL_KIND = types.CodeActionKind.SourceFixAll + ".torchlint"
-# Above this size a document is not analysed (parsing alone would stall every answer).
-MAX_CHARS = 1_000_000
 SERVER_CANCELLED = -32802  # LSP's ServerCancelled: the client may ask again
 
 
@@ -68,10 +75,11 @@ class TorchlintServer(LanguageServer):
         self.refresh_support = False
         self.document_changes = False
         self.markdown = True
-        self.resolver = OptionsResolver(self.log_error)
+        self.resolver = OptionsResolver(self.config_problem)
         self.initial_settings: Dict[str, Any] = {}  # from initializationOptions
         self.last_good: Dict[str, List[types.Diagnostic]] = {}  # uri -> diagnostics of the last text that parsed
-        self.too_large: set = set()  # uris already told they are too large
+        self.pulled: Dict[str, str] = {}  # uri -> the result id the client pulled last
+        self.problems: Dict[Hashable, str] = {}  # key -> the message shown for it (see notify_problem)
         self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="torchlint-check")
         self.verified = VerifiedFindings()  # torchlint.verifyModule results, per document version
         self.inference = InferenceLayers(lambda message: self.log_message(message, types.MessageType.Info),
@@ -104,6 +112,35 @@ class TorchlintServer(LanguageServer):
     def log_error(self, message: str) -> None:
         self.log_message(message, types.MessageType.Error)
 
+    def notify_problem(self, key: Hashable, text: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        """Show the user a problem they can act on (``window/showMessage``), once: again only
+        when ``text`` changes for the same ``key`` (or after ``clear_problem(key)``). Always
+        logged. Safe to call from any thread."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            if self.loop is not None:
+                self.loop.call_soon_threadsafe(self.notify_problem, key, text, kind)
+            else:
+                log.warning("%s", text)
+            return
+        self.log_message(text, kind)
+        if self.problems.get(key) == text:
+            return
+        self.problems[key] = text
+        try:
+            self.window_show_message(types.ShowMessageParams(type=kind, message=text))
+        except Exception:  # no connection (yet): the log has it
+            pass
+
+    def clear_problem(self, key: Hashable) -> None:
+        """The problem is gone: show it again if it comes back. Safe to call from any thread."""
+        self.problems.pop(key, None)
+
+    def config_problem(self, message: str) -> None:
+        """A pyproject.toml the settings cannot be read from (reported by the resolver)."""
+        self.notify_problem(("config", message), "torchlint: %s" % message, types.MessageType.Error)
+
     def show_warning(self, message: str) -> None:
         """Logged, and popped up in the editor (window/showMessage); safe from any thread."""
         self.log_message(message, types.MessageType.Warning)
@@ -123,11 +160,16 @@ class TorchlintServer(LanguageServer):
 
     # -- documents ---------------------------------------------------------------------------
     def document(self, uri: str):
-        """The open document, or None (an unknown uri is never read from disk)."""
+        """The open document, or None (an unknown uri is never read from disk, and a document
+        out of sync with the editor is as good as unknown: its text is not the user's)."""
         try:
-            return self.workspace.text_documents.get(unquote(uri))
+            document = self.workspace.text_documents.get(unquote(uri))
         except Exception:  # not initialized yet
             return None
+        return None if document is None or getattr(document, "out_of_sync", None) else document
+
+    def too_large(self, text: str) -> bool:
+        return len(text) > self.resolver.settings.max_file_size
 
     def document_state(self, uri: str) -> Optional[Tuple[Optional[int], str, str]]:
         document = self.document(uri)
@@ -140,7 +182,7 @@ class TorchlintServer(LanguageServer):
 
     # -- analysis (runs in the executor) ----------------------------------------------------
     def analyse(self, snap: Snapshot, inference: Any) -> CheckResult:
-        if len(snap.text) > MAX_CHARS:
+        if self.too_large(snap.text):  # parsing alone would hold the GIL (and every answer) for seconds
             return CheckResult([], ParseError("too large to analyse", Position(1, 0)))
         options = self.resolver.options_for(snap.path)
         path = snap.path or "untitled.py"
@@ -168,11 +210,15 @@ class TorchlintServer(LanguageServer):
     def diagnostics(self, snap: Snapshot, result: CheckResult) -> List[types.Diagnostic]:
         """Diagnostics for a current result. While the text does not parse (mid-typing),
         the last findings of the text that did parse stay up, unchanged."""
+        if self.too_large(snap.text):
+            self.notify_problem(("too large", snap.uri), "torchlint: %s has %d characters, more than "
+                                "torchlint.maxFileSize (%d): not analysed" % (
+                                    unquote(snap.uri.rsplit("/", 1)[-1]), len(snap.text),
+                                    self.resolver.settings.max_file_size), types.MessageType.Info)
+            self.last_good.pop(snap.uri, None)
+            return []
+        self.clear_problem(("too large", snap.uri))
         if result.parse_error is not None:
-            if len(snap.text) > MAX_CHARS and snap.uri not in self.too_large:
-                self.too_large.add(snap.uri)
-                self.log_message("%s is larger than %d characters: not analysed" % (snap.uri, MAX_CHARS),
-                                 types.MessageType.Info)
             return self.last_good.get(snap.uri, [])
         diagnostics = self.converter(snap.text).diagnostics(result.findings, snap.uri)
         self.last_good[snap.uri] = diagnostics
@@ -180,19 +226,23 @@ class TorchlintServer(LanguageServer):
         return diagnostics + self.converter(snap.text).diagnostics(verified, snap.uri) if verified else diagnostics
 
     def publish(self, snap: Snapshot, result: CheckResult) -> None:
-        if self.pull:
-            # Pull clients ask for diagnostics themselves: once the last wave is in, tell them to ask again.
-            if self.scheduler.newest_wave(snap.uri) == len(self.scheduler.waves) - 1:
-                self.workspace_diagnostic_refresh(None)
-            return
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=snap.uri, version=snap.version, diagnostics=self.diagnostics(snap, result)))
+        """A wave is in for the current text: push it, or have a pull client pull it."""
+        diagnostics = self.diagnostics(snap, result)
+        if not self.pull:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=snap.uri, version=snap.version, diagnostics=diagnostics))
+        elif self.scheduler.newest_wave(snap.uri):  # a later wave (the client pulls the first itself)
+            self.ask_to_pull(snap.uri, result_id(snap, diagnostics))
+
+    def ask_to_pull(self, uri: str, current: Optional[str]) -> None:
+        """Ask the client to pull again if what it pulled last for ``uri`` is not ``current``."""
+        if self.refresh_support and uri in self.pulled and self.pulled[uri] != current:
+            self.workspace_diagnostic_refresh(None)
 
     def republish(self, uri: str) -> None:
         """Show a document's diagnostics again (new verification results joined them)."""
         if self.pull:
-            if self.refresh_support:
-                self.workspace_diagnostic_refresh(None)
+            self.ask_to_pull(uri, None)
         elif self.document(uri) is not None:
             self.scheduler.schedule(uri, delay=0)
 
@@ -219,13 +269,19 @@ class TorchlintServer(LanguageServer):
         defaults); True if they changed."""
         merged = dict(self.initial_settings)
         raw = unwrap(raw)
+        errors: List[str] = []
         if isinstance(raw, dict):
             merged.update(raw)
         elif raw is not None:
-            self.log_error("torchlint settings: expected an object, got %r; ignored" % (raw,))
-        settings, errors = parse_settings(merged)
+            errors.append("torchlint settings: expected an object, got %r; ignored" % (raw,))
+        settings, value_errors = parse_settings(merged)
+        errors += value_errors
         for error in errors:
             self.log_error(error)
+        if errors:  # one message for the lot, shown until the settings change
+            self.notify_problem("settings", "Fix these torchlint settings: " + "; ".join(errors))
+        else:
+            self.clear_problem("settings")
         if settings == self.resolver.settings:
             return False
         self.resolver.update(settings)
@@ -281,13 +337,10 @@ def wanted(only: Optional[List[str]], kind: str) -> bool:
     return any(o == "" or kind == o or kind.startswith(o + ".") for o in only)
 
 
-def hover_markdown(finding: Finding) -> str:
-    rule = RULES_BY_CODE.get(finding.code)
-    try:
-        doc = rule.doc() if rule is not None else ""
-    except OSError:
-        doc = rule.summary if rule is not None else ""
-    return "**%s** %s\n\n---\n\n%s" % (finding.code, finding.message, doc)
+def result_id(snap: Snapshot, diagnostics: List[types.Diagnostic]) -> str:
+    """A pull result id that changes whenever the diagnostics do (whichever layer changed them)."""
+    digest = hashlib.blake2b(repr(diagnostics).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    return "%s-%s" % (snap.version, digest)
 
 
 def create_server() -> TorchlintServer:
@@ -342,8 +395,30 @@ def create_server() -> TorchlintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     @guarded(server)
     def did_change(params: types.DidChangeTextDocumentParams):
-        if not server.pull or server.refresh_support:
-            server.scheduler.schedule(params.text_document.uri)
+        uri = params.text_document.uri
+        if server.document(uri) is None:
+            lost_sync(uri)
+        elif not server.pull or server.refresh_support:
+            server.clear_problem(("out of sync", uri))
+            server.scheduler.schedule(uri)
+
+    def lost_sync(uri: str) -> None:
+        """An edit the document could not take: what the server has is not the editor's text,
+        so nothing computed from it is shown (or offered as a fix) until it is sent whole."""
+        document = server.workspace.text_documents.get(unquote(uri))
+        if document is None or not getattr(document, "out_of_sync", None):
+            return
+        server.scheduler.forget(uri)
+        server.last_good.pop(uri, None)
+        server.verified.forget(uri)
+        server.notify_problem(("out of sync", uri), "torchlint: %s: %s. Its diagnostics are cleared until "
+                              "it is closed and reopened." % (unquote(uri.rsplit("/", 1)[-1]), document.out_of_sync),
+                              types.MessageType.Error)
+        if server.pull:
+            server.ask_to_pull(uri, None)
+        else:
+            server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=uri, version=document.version, diagnostics=[]))
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     @guarded(server)
@@ -361,7 +436,9 @@ def create_server() -> TorchlintServer:
         server.scheduler.forget(uri)
         server.verified.forget(uri)
         server.last_good.pop(uri, None)
-        server.too_large.discard(uri)
+        server.pulled.pop(uri, None)
+        server.clear_problem(("too large", uri))
+        server.clear_problem(("out of sync", uri))
         if not server.pull:
             server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
@@ -374,15 +451,17 @@ def create_server() -> TorchlintServer:
         if server.document(uri) is None:
             return types.RelatedFullDocumentDiagnosticReport(items=[])
         try:
-            snap, result = await server.scheduler.result(uri)
+            # A client that cannot be asked to pull again gets every wave now.
+            snap, result = await server.scheduler.result(uri, final=not server.refresh_support)
         except Stale:
             raise JsonRpcException("the document changed while it was analysed", SERVER_CANCELLED,
                                    {"retriggerRequest": True})
-        result_id = "%s:%d:%d" % (snap.version, snap.generation, server.verified.stamp)
         items = server.diagnostics(snap, result)
-        if params.previous_result_id == result_id:
-            return types.UnchangedDocumentDiagnosticReport(result_id=result_id)
-        return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=result_id)
+        current = result_id(snap, items)
+        server.pulled[uri] = current
+        if params.previous_result_id == current:
+            return types.UnchangedDocumentDiagnosticReport(result_id=current)
+        return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=current)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     @guarded(server)
@@ -390,14 +469,22 @@ def create_server() -> TorchlintServer:
         if server.document(params.text_document.uri) is None:
             return None
         snap, result = await server.scheduler.result(params.text_document.uri)
+        findings = list(result.findings) + server.verified.get(snap.uri, snap.version)
+        if not findings:
+            return None
         convert = server.converter(snap.text)
         at = convert.core_position(params.position)
-        hits = [f for f in result.findings if f.range.start <= at <= f.range.end]
+        hits = [f for f in findings if f.range.start <= at <= f.range.end]
         if not hits:
             return None
-        text = "\n\n---\n\n".join(hover_markdown(f) for f in hits)
+        # One card: the innermost finding's; any other finding here gets a line.
+        hits.sort(key=lambda f: (f.range.end.line - f.range.start.line, f.range.end.column - f.range.start.column))
+        card = hover_card(hits[0], server.markdown)
+        others = ["%s %s" % (f.code, f.message) for f in hits[1:]]
+        if others:
+            card += "\n\n" + "\n\n".join(("Also here: " + line) for line in others)
         kind = types.MarkupKind.Markdown if server.markdown else types.MarkupKind.PlainText
-        return types.Hover(contents=types.MarkupContent(kind=kind, value=text), range=convert.range(hits[0].range))
+        return types.Hover(contents=types.MarkupContent(kind=kind, value=card), range=convert.range(hits[0].range))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND]))
@@ -422,8 +509,12 @@ def create_server() -> TorchlintServer:
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     @guarded(server, [])
-    def code_lens(params: types.CodeLensParams):
-        return code_lenses(server, params.text_document.uri)
+    async def code_lens(params: types.CodeLensParams):
+        document = server.document(params.text_document.uri)
+        if document is None or server.too_large(document.source):
+            return []
+        # Finding the Module classes parses the text: never on the event loop.
+        return await server.scheduler.run(code_lenses, server, params.text_document.uri)
 
     @server.command(VERIFY_COMMAND)
     async def verify(*args):  # not @guarded: commands take their arguments spread out
@@ -438,6 +529,8 @@ def create_server() -> TorchlintServer:
 
 def quick_fixes(server: TorchlintServer, snap: Snapshot, result: CheckResult,
                 lsp_range: types.Range) -> List[types.CodeAction]:
+    if not result.findings:
+        return []
     convert = server.converter(snap.text)
     newline = convert.source.newline()
     wanted_range = convert.core_range(lsp_range)
@@ -453,7 +546,7 @@ def quick_fixes(server: TorchlintServer, snap: Snapshot, result: CheckResult,
                 if newline != "\n":
                     edit.new_text = edit.new_text.replace("\r\n", "\n").replace("\n", newline)
             actions.append(types.CodeAction(
-                title=fix.title, kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
+                title=fix_title(fix), kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
                 is_preferred=fix.preferred or None,
                 edit=workspace_edit(snap.uri, edits, snap.version, server.document_changes)))
         key = (finding.noqa_line, finding.code)
@@ -487,5 +580,5 @@ def main(argv=None) -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr
     server = create_server()
-    server.start_io(stdin, stdout)
+    server.start_io(ResyncingReader(stdin), stdout)
     return 0

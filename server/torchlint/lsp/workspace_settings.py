@@ -28,6 +28,7 @@ class Settings:
     verify_device: str = "auto"
     verify_timeout: float = 120.0  # seconds
     interpreter: Optional[str] = None
+    max_file_size: int = 1_000_000  # characters; larger documents are not analysed
     # Run an interpreter the workspace's pyproject.toml names (a user-level opt-in: see
     # analysis.environments). Editors should only send it from user settings.
     trust_workspace_interpreter: bool = False
@@ -85,6 +86,8 @@ def parse_settings(raw: Any) -> Tuple[Settings, List[str]]:
                 take("verify_device", "verify.device", verify["device"], _device)
             if verify.get("timeout") is not None:
                 take("verify_timeout", "verify.timeout", verify["timeout"], _timeout)
+    if raw.get("maxFileSize") is not None:
+        take("max_file_size", "maxFileSize", raw["maxFileSize"], _size)
     if raw.get("interpreter") not in (None, ""):
         take("interpreter", "interpreter", raw["interpreter"], _interpreter)
     if raw.get("trustWorkspaceInterpreter") is not None:
@@ -108,6 +111,12 @@ def _timeout(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise ValueError("expected a positive number of seconds, got %r" % (value,))
     return float(value)
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError("expected a positive number of characters, got %r" % (value,))
+    return value
 
 
 def _interpreter(value: Any) -> str:
