@@ -9,6 +9,7 @@ Rule selectors are codes or code prefixes: ``"TL101"``, ``"TL1"`` (TL101..TL104)
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import sys
@@ -31,7 +32,7 @@ else:  # pragma: no cover - exercised only on Python < 3.11
 
 SECTION = "[tool.torchlint]"
 KEYS = ("select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
-        "severity", "python")
+        "severity", "python", "verify")
 SEVERITY_NAMES = tuple(s.value for s in Severity)
 _SELECTOR = re.compile(r"^(ALL|TL\d{0,3})$")
 
@@ -74,6 +75,7 @@ class Config:
     extend_exclude: Tuple[str, ...] = ()
     severities: Tuple[Tuple[str, Severity], ...] = ()  # (selector, severity), later entries win
     python: Optional[str] = None  # the interpreter whose packages the jedi layer analyses
+    verify: "VerifyConfig" = field(default_factory=lambda: VerifyConfig())  # [tool.torchlint.verify]
 
     @property
     def exclude_patterns(self) -> List[GlobPattern]:
@@ -229,7 +231,91 @@ def parse_table(table: dict, path: Path, root: Optional[Path] = None) -> Config:
         extend_exclude=_strings(table.get("extend-exclude", []), key("extend-exclude")),
         severities=tuple(_severities(table.get("severity", {}), key("severity"))),
         python=python,
+        verify=parse_verify_table(table.get("verify", {}), key("verify"), path.parent),
     )
+
+
+# -- [tool.torchlint.verify] -------------------------------------------------------------------
+
+VERIFY_KEYS = ("import-roots", "extra-paths", "classes")
+VERIFY_CLASS_KEYS = ("kwargs", "factory")
+_FACTORY = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
+
+
+@dataclass(frozen=True)
+class ClassRecipe:
+    """How ``torchlint verify`` builds one class: keyword arguments, or a factory "pkg.mod:function"."""
+
+    kwargs_json: Optional[str] = None  # JSON text: keeps the frozen config hashable
+    factory: Optional[str] = None
+
+    @property
+    def kwargs(self) -> Optional[dict]:
+        return None if self.kwargs_json is None else json.loads(self.kwargs_json)
+
+
+@dataclass(frozen=True)
+class VerifyConfig:
+    import_roots: Tuple[str, ...] = ()  # absolute folders to import files from as package modules
+    extra_paths: Tuple[str, ...] = ()  # absolute folders appended to sys.path in the child
+    classes: Tuple[Tuple[str, ClassRecipe], ...] = ()  # class name -> recipe
+
+    def recipe(self, class_name: str) -> Optional[ClassRecipe]:
+        return dict(self.classes).get(class_name)
+
+
+def _unknown_key(key: str, known: Sequence[str], where: str) -> ConfigError:
+    close = difflib.get_close_matches(key, known, n=1)
+    return ConfigError("%s: unknown key %r%s (known: %s)" % (
+        where, key, " (did you mean %r?)" % close[0] if close else "", ", ".join(known)))
+
+
+def parse_verify_table(table, where: str, base: Path) -> VerifyConfig:
+    """Validate ``[tool.torchlint.verify]``; paths are relative to the pyproject.toml's folder."""
+    if not isinstance(table, dict):
+        raise ConfigError("%s: expected a table, got %r" % (where, table))
+    for name in table:
+        if name not in VERIFY_KEYS:
+            raise _unknown_key(name, VERIFY_KEYS, where)
+
+    def folders(name):
+        return tuple(os.path.normpath(os.path.join(str(base), value))
+                     for value in _strings(table.get(name, []), "%s.%s" % (where, name)))
+
+    classes = table.get("classes", {})
+    if not isinstance(classes, dict):
+        raise ConfigError("%s.classes: expected a table of class name = {kwargs = {...}} or {factory = "
+                          "\"pkg.mod:function\"}, got %r" % (where, classes))
+    recipes = []
+    for class_name, entry in classes.items():
+        at = "%s.classes.%s" % (where, class_name)
+        if not class_name.isidentifier():
+            raise ConfigError("%s: %r is not a class name" % (at, class_name))
+        if not isinstance(entry, dict):
+            raise ConfigError("%s: expected a table with kwargs = {...} or factory = \"pkg.mod:function\", got %r"
+                              % (at, entry))
+        for name in entry:
+            if name not in VERIFY_CLASS_KEYS:
+                raise _unknown_key(name, VERIFY_CLASS_KEYS, at)
+        if ("kwargs" in entry) == ("factory" in entry):
+            raise ConfigError("%s: give either kwargs = {...} or factory = \"pkg.mod:function\", not %s"
+                              % (at, "both" if entry else "neither"))
+        if "factory" in entry:
+            factory = entry["factory"]
+            if not isinstance(factory, str) or not _FACTORY.match(factory.strip()):
+                raise ConfigError("%s.factory: expected \"package.module:function\", got %r" % (at, factory))
+            recipes.append((class_name, ClassRecipe(factory=factory.strip())))
+        else:
+            kwargs = entry["kwargs"]
+            if not isinstance(kwargs, dict) or not all(k.isidentifier() for k in kwargs):
+                raise ConfigError("%s.kwargs: expected a table of argument name = value, got %r" % (at, kwargs))
+            try:
+                text = json.dumps(kwargs)
+            except (TypeError, ValueError) as err:
+                raise ConfigError("%s.kwargs: values must be numbers, strings, booleans, arrays or tables (%s)"
+                                  % (at, err)) from None
+            recipes.append((class_name, ClassRecipe(kwargs_json=text)))
+    return VerifyConfig(folders("import-roots"), folders("extra-paths"), tuple(recipes))
 
 
 def load_config(path) -> Config:

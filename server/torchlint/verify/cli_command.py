@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 
-from .findings import issue_lines
+from ..config import ConfigError, find_config
 from .report import COMPLETED, ERROR, render_json, render_text
 from .runner import DEFAULT_TIMEOUT, DEVICES, VerifyError, split_target, verify_file
 
@@ -35,10 +35,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                         help="kill the run and everything it started after S seconds (default: %g)" % DEFAULT_TIMEOUT)
     parser.add_argument("--init-kwargs", metavar="JSON",
-                        help="constructor arguments as a JSON object, e.g. '{\"dim\": 16}' (default: none)")
+                        help="constructor arguments as a JSON object, e.g. '{\"dim\": 16}', or as Python "
+                             "keyword arguments of literals, e.g. 'dim=16, depth=2' (default: the class's "
+                             "defaults, else its call sites and factories in the project)")
     parser.add_argument("--input-shape", action="append", metavar="SHAPE",
                         help="forward() inputs as shapes: 2,16 or 2,3,32,32; several inputs separated by ';' "
                              "or by repeating the flag; ':long' makes integer indices (2,8:long)")
+    parser.add_argument("--input", action="append", metavar="EXPR", dest="input_exprs",
+                        help="a forward() input as a Python expression, evaluated in the file's module with torch "
+                             "bound, e.g. 'torch.randint(0, 100, (2, 16))'; repeat for several inputs")
     parser.add_argument("--python", metavar="PATH",
                         help="the interpreter to run with (default: the active virtualenv, else this Python)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
@@ -50,8 +55,15 @@ def run(args: argparse.Namespace) -> int:
     if args.input_shape:
         shapes = [part for value in args.input_shape for part in value.split(";") if part.strip()]
     try:
+        config = find_config(os.path.abspath(path))
+    except ConfigError as err:
+        print("torchlint: error: %s" % err, file=sys.stderr)
+        return EXIT_ERROR
+    try:
         report = verify_file(path, class_name=class_name, device=args.device, timeout=args.timeout,
-                             init_kwargs=args.init_kwargs, input_shapes=shapes, python=args.python)
+                             init_kwargs=args.init_kwargs, input_shapes=shapes, python=args.python,
+                             input_exprs=getattr(args, "input_exprs", None), workspace_root=str(config.root),
+                             verify_config=config.verify)
     except VerifyError as err:
         print("torchlint: error: %s" % err, file=sys.stderr)
         return EXIT_ERROR
@@ -59,13 +71,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(render_json(report))
     else:
-        lines = {}
-        try:
-            with open(report.path, encoding="utf-8") as handle:
-                lines = issue_lines(report, handle.read(), report.path)
-        except (OSError, UnicodeDecodeError, ValueError):
-            pass  # no line numbers then: the report still names classes and attributes
-        sys.stdout.write(render_text(report, _display(path), lines))
+        sys.stdout.write(render_text(report, _display(path)))
     return exit_code(report)
 
 

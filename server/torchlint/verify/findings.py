@@ -1,14 +1,19 @@
-"""A verification report as torchlint findings, on the lines that assigned the attributes.
+"""Where each verification issue belongs: a file and a line, from the core's static knowledge.
 
-The probe says *which* attribute of *which* class (``ScaledBlock.gamma_1``); the
-analysis core says *where* the file assigns it (``self.gamma_1 = ...`` in that
-class or a base class of the same file). Failures carry their line from the
-traceback. What cannot be placed goes on the class line, then on line 1.
+The probe says *which* attribute (``blocks.0.gamma_1``) of *which* module class holds it
+(``owner_class`` ScaledBlock, defined in ``owner_file``); the analysis core says *where*
+that class assigns it (``self.gamma_1 = ...`` in the class or one of its bases in that
+file). When the holder is not the project's (an ``nn.Linear`` inside the model), the
+issue goes on the verified class's ``self.<first part> = ...``. Failures keep the line
+of their traceback. What cannot be placed goes on the class line, then on line 1: every
+issue gets a line (``place_issues``), in text, JSON and LSP alike.
 """
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional
+import os
+import re
+from typing import Dict, List, Optional, Tuple
 
 from ..analysis.context import FileContext
 from ..analysis.engine import parse
@@ -18,9 +23,29 @@ from .report import Issue, VerifyReport
 
 SOURCE = "torchlint-verify"
 SEVERITIES = {"error": Severity.ERROR, "warning": Severity.WARNING, "info": Severity.INFO}
+_FOREIGN = re.compile(r"(^|[\\/])(site-packages|dist-packages)([\\/]|$)")
 
 
-class _Placer:
+def _same(a: Optional[str], b: Optional[str]) -> bool:
+    if not a or not b:
+        return False
+    return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
+
+
+def attribute_names(issue: Issue) -> List[str]:
+    """The names a `self.<name> = ...` may carry for this issue, innermost first:
+    ``blocks.0.gamma_1`` -> gamma_1, 0, blocks; ``layers[0].weight`` -> weight, layers."""
+    path = issue.attribute or (issue.paths[0] if issue.paths else "")
+    names = [re.sub(r"\[.*$", "", part) for part in path.split(".")]
+    names = [name for name in reversed(names) if name.isidentifier()]
+    if issue.owner_attribute and issue.owner_attribute.isidentifier():
+        names = [issue.owner_attribute] + [name for name in names if name != issue.owner_attribute]
+    return names
+
+
+class _Source:
+    """One parsed file and its classes (None when it does not parse)."""
+
     def __init__(self, text: str, path: str):
         tree, _ = parse(text, path)
         self.ctx = FileContext(text, path, tree) if tree is not None else None
@@ -30,72 +55,132 @@ class _Placer:
             return []
         return [info for info in self.ctx.index.classes if info.name == name]
 
-    def place(self, issue: Issue) -> Range:
-        if self.ctx is None:
-            return self._line_range(issue.line or 1)
-        if issue.line:
-            return self._line_range(issue.line)
-        for info in self.classes(issue.class_name):
-            if issue.attribute:
-                found = self._assignment(info, issue.attribute)
-                if found is not None:
-                    return found
-            return self._class_range(info)
-        return self._line_range(1)
-
-    def _assignment(self, info: ClassInfo, attribute: str) -> Optional[Range]:
-        """The first `self.<attribute> = ...` of the class (``__init__`` first), then of its bases."""
-        for cls in self.ctx.class_chain(info):
-            bindings = [b for b in cls.attr_assignments if b.name == attribute]
-            bindings.sort(key=lambda b: (b.scope.name != "__init__", b.stmt.lineno))
-            for binding in bindings:
-                target = _target(binding.stmt, attribute)
-                return self.ctx.range(target if target is not None else binding.stmt)
+    def assignment(self, class_name: Optional[str], names: List[str]) -> Optional[Range]:
+        """The first `self.<name> = ...` of the class (``__init__`` first), then of its bases."""
+        for info in self.classes(class_name):
+            for name in names:
+                for cls in self.ctx.class_chain(info):
+                    bindings = [b for b in cls.attr_assignments if b.name == name]
+                    bindings.sort(key=lambda b: (b.scope.name != "__init__", b.stmt.lineno))
+                    for binding in bindings:
+                        target = _target(binding.stmt, name)
+                        return self.ctx.range(target if target is not None else binding.stmt)
+                    registered = cls.registered.get(name)  # register_buffer("name", ...)
+                    if registered is not None:
+                        return self.ctx.range(registered)
         return None
 
-    def _class_range(self, info: ClassInfo) -> Range:
-        node = info.node
-        line = self.ctx.source.line(node.lineno)
-        start = line.find(node.name, max(line.find("class"), 0))
-        if start < 0:
-            return self._line_range(node.lineno)
-        return Range.of(node.lineno, start, node.lineno, start + len(node.name))
+    def class_range(self, class_name: Optional[str]) -> Optional[Range]:
+        for info in self.classes(class_name):
+            node = info.node
+            line = self.ctx.source.line(node.lineno)
+            start = line.find(node.name, max(line.find("class"), 0))
+            if start < 0:
+                return self.line_range(node.lineno)
+            return Range.of(node.lineno, start, node.lineno, start + len(node.name))
+        return None
 
-    def _line_range(self, line: int) -> Range:
+    def line_range(self, line: int) -> Range:
         if self.ctx is None:
-            return Range.of(line, 0, line, 0)
+            return Range.of(max(line, 1), 0, max(line, 1), 0)
         line = min(max(line, 1), self.ctx.source.line_count)
         text = self.ctx.source.line(line)
         start = len(text) - len(text.lstrip())
         return Range.of(line, start, line, len(text.rstrip()))
 
 
-def _target(stmt: ast.stmt, attribute: str) -> Optional[ast.AST]:
+class Placer:
+    """Places issues of one report; files other than the verified one are read from disk once."""
+
+    def __init__(self, text: str, path: str):
+        self.path = path
+        self._sources: Dict[str, Optional[_Source]] = {os.path.normcase(os.path.realpath(path)): _Source(text, path)}
+
+    def source(self, path: str) -> Optional[_Source]:
+        key = os.path.normcase(os.path.realpath(path))
+        if key not in self._sources:
+            try:
+                with open(path, "rb") as handle:
+                    self._sources[key] = _Source(handle.read().decode("utf-8", "replace"), path)
+            except OSError:
+                self._sources[key] = None
+        return self._sources[key]
+
+    def place(self, issue: Issue) -> Tuple[str, Range]:
+        """(file, range) for the issue; always somewhere."""
+        mine = self.source(self.path)
+        if issue.code == "TL905" and issue.line:
+            return self.path, mine.line_range(issue.line)
+        names = attribute_names(issue)
+        owner_file = issue.owner_file or (self.path if issue.owner_class else None)
+        if names and issue.owner_class and owner_file and not _FOREIGN.search(owner_file):
+            source = self.source(owner_file) if os.path.isfile(owner_file) else None
+            found = source.assignment(issue.owner_class, names) if source is not None else None
+            if found is not None:
+                return owner_file, found
+        # The holder is torch's or unknown: the verified class's own attribute on the way to it.
+        if names:
+            outer = [n for n in reversed(names) if n != issue.owner_attribute] or names
+            found = mine.assignment(issue.class_name, outer)
+            if found is not None:
+                return self.path, found
+        if issue.line:
+            return self.path, mine.line_range(issue.line)
+        for name in (issue.class_name, issue.owner_class):
+            found = mine.class_range(name)
+            if found is not None:
+                return self.path, found
+        return self.path, mine.line_range(1)
+
+
+def _target(stmt: ast.AST, attribute: str) -> Optional[ast.AST]:
     """The `self.<attribute>` target node inside an assignment statement."""
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
     for target in targets:
-        for node in ast.walk(target) if target is not None else ():
+        for node in ast.walk(target) if isinstance(target, ast.AST) else ():
             if isinstance(node, ast.Attribute) and node.attr == attribute:
                 return node
     return None
 
 
+def place_issues(report: VerifyReport, text: Optional[str] = None) -> None:
+    """Give every issue of the report its ``file`` and ``line`` (``text``: the verified file's
+    text, read from disk when not given)."""
+    if text is None:
+        try:
+            with open(report.path, "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+        except OSError:
+            text = ""
+    placer = Placer(text, report.path)
+    for issue in report.issues:
+        file, found = placer.place(issue)
+        issue.file, issue.line = file, found.start.line
+
+
 def report_to_findings(report: VerifyReport, text: str, path: str) -> List[Finding]:
-    """One Finding per issue of the report, sorted by position (source ``torchlint-verify``)."""
-    placer = _Placer(text, path)
+    """One Finding per issue of the report on this document, sorted by position (source
+    ``torchlint-verify``). An issue placed in another file of the project goes on the
+    verified class's line here, naming where it belongs."""
+    placer = Placer(text, path)
+    mine = placer.source(path)
     findings = []
     for issue in report.issues:
+        file, found = placer.place(issue)
         where = ""
         if issue.paths and issue.paths[0] not in issue.message:
             where = " (%s)" % issue.paths[0]
+        if not _same(file, path):
+            where += " (in %s:%d)" % (os.path.basename(file), found.start.line)
+            found = mine.class_range(issue.class_name) or mine.line_range(1)
         findings.append(Finding(code=issue.code, message=issue.message + where,
                                 severity=SEVERITIES.get(issue.severity, Severity.WARNING),
-                                range=placer.place(issue), source=SOURCE))
+                                range=found, source=SOURCE))
     findings.sort(key=lambda f: (f.range.start, f.code))
     return findings
 
 
 def issue_lines(report: VerifyReport, text: str, path: str) -> Dict[int, int]:
     """id(issue) -> the line its finding sits on (for the text report)."""
-    placer = _Placer(text, path)
-    return {id(issue): placer.place(issue).start.line for issue in report.issues}
+    placer = Placer(text, path)
+    return {id(issue): placer.place(issue)[1].start.line for issue in report.issues}

@@ -6,6 +6,7 @@ turns them into these dataclasses. Nothing here imports torch.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional
 
@@ -19,6 +20,22 @@ ENDED = "ended"  # the module's code ended the process (os._exit, os.abort, a si
 ERROR = "error"  # verification could not run (no torch, no CUDA, no such class, bad interpreter)
 
 
+def _text(value, default: str = "") -> str:
+    """A string from the child's JSON, whatever it holds (the result file is never trusted)."""
+    if value is None:
+        return default
+    return value if isinstance(value, str) else str(value)
+
+
+def _optional_text(value) -> Optional[str]:
+    return None if value is None else _text(value)
+
+
+def _items(value) -> list:
+    """The dict entries of a JSON list (anything else: none)."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
 @dataclass
 class Issue:
     """One runtime observation: becomes one Finding on the line that assigned the attribute."""
@@ -26,19 +43,32 @@ class Issue:
     code: str  # TL901..TL905
     message: str
     severity: str = "error"  # "error" | "warning" | "info"
-    class_name: Optional[str] = None  # the class of the file whose `self.<attribute> = ...` it concerns
-    attribute: Optional[str] = None
-    paths: List[str] = field(default_factory=list)  # where in the verified module: "blocks.0.gamma_1"
-    line: Optional[int] = None  # known directly (TL905: from the traceback)
+    class_name: Optional[str] = None  # the verified class
+    attribute: Optional[str] = None  # the dotted path from the verified module: "blocks.0.gamma_1"
+    paths: List[str] = field(default_factory=list)  # every place in the module tree it concerns
+    line: Optional[int] = None  # filled by the parent for every issue (verify.findings.place_issues)
     detail: str = ""  # a traceback tail
+    owner_class: Optional[str] = None  # the class of the module that holds the attribute
+    owner_attribute: Optional[str] = None  # its `self.<owner_attribute> = ...` stored what the issue is about
+    owner_file: Optional[str] = None  # where that class is defined (None: not known)
+    file: Optional[str] = None  # the file ``line`` is in (the verified file unless said otherwise)
 
     @classmethod
     def from_dict(cls, data: dict) -> "Issue":
-        return cls(code=str(data.get("code", "TL905")), message=str(data.get("message", "")),
-                   severity=str(data.get("severity", "error")), class_name=data.get("class_name"),
-                   attribute=data.get("attribute"), paths=[str(p) for p in data.get("paths") or []],
-                   line=data.get("line") if isinstance(data.get("line"), int) else None,
-                   detail=str(data.get("detail") or ""))
+        line = data.get("line")
+        # "class" is the verified class; older probes sent only "class_name", the owner in the file.
+        class_name = data.get("class") if "class" in data else data.get("class_name")
+        owner = data.get("owner_class") if "owner_class" in data else (
+            data.get("class_name") if "class" not in data else None)
+        return cls(code=_text(data.get("code"), "TL905"), message=_text(data.get("message")),
+                   severity=_text(data.get("severity"), "error"), class_name=_optional_text(class_name),
+                   attribute=_optional_text(data.get("attribute")),
+                   paths=[_text(p) for p in data.get("paths") or [] if p is not None]
+                   if isinstance(data.get("paths"), list) else [],
+                   line=line if isinstance(line, int) and not isinstance(line, bool) and line > 0 else None,
+                   detail=_text(data.get("detail")), owner_class=_optional_text(owner),
+                   owner_attribute=_optional_text(data.get("owner_attribute")),
+                   owner_file=_optional_text(data.get("owner_file")))
 
 
 @dataclass
@@ -50,8 +80,8 @@ class CheckStatus:
 
     @classmethod
     def from_dict(cls, data: dict) -> "CheckStatus":
-        return cls(str(data.get("code")), str(data.get("name", "")), str(data.get("status", "")),
-                   str(data.get("summary", "")))
+        return cls(_text(data.get("code")), _text(data.get("name")), _text(data.get("status")),
+                   _text(data.get("summary")))
 
 
 @dataclass
@@ -62,13 +92,21 @@ class ClassReport:
     inputs: Optional[str] = None  # the example inputs used, and where they came from
     checks: List[CheckStatus] = field(default_factory=list)
     issues: List[Issue] = field(default_factory=list)
+    constructed_with: Optional[dict] = None  # {"origin", "text"}: where the constructor arguments came from
 
     @classmethod
     def from_dict(cls, data: dict) -> "ClassReport":
-        return cls(name=str(data.get("name")), status=str(data.get("status", "failed")),
-                   skip_reason=data.get("skip_reason"), inputs=data.get("inputs"),
-                   checks=[CheckStatus.from_dict(c) for c in data.get("checks") or []],
-                   issues=[Issue.from_dict(i) for i in data.get("issues") or []])
+        built = data.get("constructed_with")
+        built = {"origin": _text(built.get("origin")), "text": _text(built.get("text"))} \
+            if isinstance(built, dict) else None
+        issues = [Issue.from_dict(i) for i in _items(data.get("issues"))]
+        name = _text(data.get("name"), "?")
+        for issue in issues:
+            issue.class_name = issue.class_name or name
+        return cls(name=name, status=_text(data.get("status"), "failed"),
+                   skip_reason=_optional_text(data.get("skip_reason")), inputs=_optional_text(data.get("inputs")),
+                   checks=[CheckStatus.from_dict(c) for c in _items(data.get("checks"))],
+                   issues=issues, constructed_with=built)
 
     @property
     def skipped_checks(self) -> List[CheckStatus]:
@@ -81,6 +119,7 @@ class VerifyReport:
     python: str  # the interpreter that ran the module
     outcome: str = COMPLETED
     error: Optional[str] = None  # why verification could not run (outcome ERROR)
+    error_kind: Optional[str] = None  # "no_torch", "no_cuda", "no_class", "probe"...: for adapters to act on
     torch_version: Optional[str] = None
     device: Optional[str] = None  # "cuda:0" / "cpu": where it ran
     device_name: Optional[str] = None  # the GPU's name on CUDA
@@ -141,7 +180,8 @@ def render_text(report: VerifyReport, display_path: Optional[str] = None, lines:
     ordered = sorted(report.issues, key=lambda i: (lines.get(id(i), i.line) or 0, i.code))  # stable: by class too
     for issue in ordered:
         line = lines.get(id(issue), issue.line)
-        where = "%s:%d" % (name, line) if line else name
+        shown = name if issue.file is None or _same(issue.file, report.path) else _relative(issue.file)
+        where = "%s:%d" % (shown, line) if line else shown
         label = " [%s]" % issue.class_name if issue.class_name else ""
         out.append("%s: %s %s%s (%s)" % (where, issue.code, issue.message, label, issue.severity))
         if issue.detail:
@@ -153,6 +193,9 @@ def render_text(report: VerifyReport, display_path: Optional[str] = None, lines:
             out.append("%s: skipped: %s" % (cls.name, cls.skip_reason))
             continue
         out.append("%s: %s%s" % (cls.name, cls.status, " with inputs %s" % cls.inputs if cls.inputs else ""))
+        if cls.constructed_with and cls.constructed_with.get("origin"):
+            built = cls.constructed_with
+            out.append("  built with %s (from %s)" % (built.get("text") or "its defaults", built["origin"]))
         for check in cls.checks:
             out.append("  %s %-14s %-7s %s" % (check.code, check.name, check.status, check.summary))
     if report.stdout_tail.strip() and report.outcome != COMPLETED:
@@ -163,6 +206,18 @@ def render_text(report: VerifyReport, display_path: Optional[str] = None, lines:
         out.extend("    " + row for row in report.stderr_tail.rstrip().splitlines()[-10:])
     out.append(summary_line(report))
     return "\n".join(out) + "\n"
+
+
+def _same(a: str, b: str) -> bool:
+    return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
+
+
+def _relative(path: str) -> str:
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
 
 
 def summary_line(report: VerifyReport) -> str:

@@ -1,15 +1,17 @@
 """The parent side of ``torchlint verify``: start the probe, watch it, kill it, read it.
 
 The probe runs in a child process of the workspace's interpreter, in its own
-session (process group), so that a timeout or a cancellation can kill the whole
-tree, including anything the user's code started. Its result comes back through a
-file in a private temporary folder, never through stdout, which the user's code
-may flood; stdout and stderr are drained by threads that keep only their tails.
+session (process group), with a unique token in its environment. A timeout or a
+cancellation kills the process group and, on Linux, every process whose environment
+carries the token, so what the user's code started goes too, even after ``setsid()``
+or a double fork. The result comes back through a file in a private temporary folder,
+never through stdout, which the user's code may flood; stdout and stderr go to files
+in that folder (only their tails are kept), so nothing ever waits for a pipe to close.
 This module never imports torch.
 """
 from __future__ import annotations
 
-import collections
+import ast
 import json
 import os
 import re
@@ -19,17 +21,27 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
+from ..analysis.context import FileContext
+from ..analysis.engine import parse
 from ..analysis.environments import CLI_HINT, RUN, choose_interpreter
+from ..config import VerifyConfig
+from .findings import place_issues
 from .report import CANCELLED, COMPLETED, ENDED, ERROR, TIMEOUT, ClassReport, Issue, VerifyReport
+from .targets import ImportPlan, find_constructors, import_plan
 
 PROBE = Path(__file__).resolve().with_name("probe.py")
 DEFAULT_TIMEOUT = 60.0
 DEVICES = ("auto", "cuda", "cpu")
 TAIL_BYTES = 16 * 1024
+OUTPUT_CAP = 8 * 1024 * 1024  # bytes of stdout/stderr on disk before the file is emptied (its tail kept)
 POLL_S = 0.05
+KILL_ROUNDS = 20  # scans for tagged processes until none is left
+TOKEN_VARIABLE = "TORCHLINT_VERIFY_TOKEN"
+PROBE_FAILED = 70  # the probe's own exit status for a torchlint bug
 STACK_WAIT_S = 0.5  # how long a hung child gets to write its stack before the kill
 
 # --input-shape dtypes: `2,16` is float32; `2,8:long` gives integer indices (for nn.Embedding).
@@ -83,15 +95,64 @@ def parse_input_shapes(value: Union[None, str, Sequence]) -> Optional[List[dict]
 
 
 def parse_init_kwargs(value: Union[None, str, dict]) -> Optional[dict]:
+    """A JSON object (``'{"dim": 16}'``), or Python keyword arguments of literals (``dim=16, depth=2``)."""
     if value is None or isinstance(value, dict):
         return value
+    text = value.strip()
+    if not text.startswith(("{", "[")):
+        return parse_python_kwargs(text)
     try:
-        parsed = json.loads(value)
+        parsed = json.loads(text)
     except ValueError as err:
         raise VerifyError("--init-kwargs is not valid JSON: %s" % err) from None
     if not isinstance(parsed, dict):
-        raise VerifyError("--init-kwargs must be a JSON object, like '{\"dim\": 16}'")
+        raise VerifyError("--init-kwargs must be a JSON object, like '{\"dim\": 16}', or dim=16")
     return parsed
+
+
+def parse_python_kwargs(text: str) -> dict:
+    """``dim=64, depth=2, dims=(1, 2)`` -> a dict, reading each value with ast.literal_eval:
+    never evaluated (the server must not run the user's text)."""
+    if not text.strip():
+        return {}
+    try:
+        call = ast.parse("dict(%s)" % text, mode="eval").body
+    except SyntaxError:
+        raise VerifyError("constructor arguments are keyword arguments of literals, like dim=64, depth=2 "
+                          "(got %r)" % text) from None
+    if not isinstance(call, ast.Call) or call.args or any(k.arg is None for k in call.keywords):
+        raise VerifyError("constructor arguments are keyword arguments of literals, like dim=64, depth=2 "
+                          "(got %r)" % text)
+    kwargs = {}
+    for keyword in call.keywords:
+        try:
+            value = ast.literal_eval(keyword.value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            raise VerifyError("%s=%s is not a Python literal (numbers, strings, True/False/None, lists, tuples, "
+                              "dicts)" % (keyword.arg, ast.unparse(keyword.value))) from None
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            raise VerifyError("%s=%s cannot be sent to the child (sets, bytes and complex numbers cannot)" % (
+                keyword.arg, ast.unparse(keyword.value))) from None
+        kwargs[keyword.arg] = value
+    return kwargs
+
+
+def parse_input_exprs(values: Optional[Sequence[str]]) -> Optional[List[str]]:
+    """``--input`` expressions, checked for syntax here (the child evaluates them, with torch)."""
+    if not values:
+        return None
+    exprs = []
+    for value in values:
+        if not isinstance(value, str) or not value.strip():
+            raise VerifyError("an --input is a Python expression, like 'torch.randint(0, 100, (2, 16))'")
+        try:
+            ast.parse(value.strip(), mode="eval")
+        except SyntaxError as err:
+            raise VerifyError("--input %r is not a Python expression: %s" % (value, err.msg)) from None
+        exprs.append(value.strip())
+    return exprs
 
 
 def split_target(target: str):
@@ -120,43 +181,83 @@ def resolve_python(python: Optional[str], configured: Optional[str] = None, conf
 
 # -- the child process ---------------------------------------------------------------------------------
 
-class _Tail:
-    """Drain a pipe in a thread, keeping only the last bytes (the user's code may print gigabytes)."""
+class _Output:
+    """The child's stdout or stderr: a file in the private folder, never a pipe.
 
-    def __init__(self, stream):
-        self._stream = stream
-        self._chunks: collections.deque = collections.deque()
-        self._size = 0
-        self._thread = threading.Thread(target=self._drain, daemon=True)
-        self._thread.start()
+    A pipe would make the parent wait for every process holding its write end (a daemon the
+    user's code left behind keeps it open forever). The file is opened for appending, so when
+    it grows past OUTPUT_CAP its tail is kept in memory and the file is emptied in place."""
 
-    def _drain(self):
+    def __init__(self, path: str):
+        self.path = path
+        self.handle = open(path, "ab")
+        self._kept = b""
+
+    def trim(self) -> None:
         try:
-            for chunk in iter(lambda: self._stream.read1(8192), b""):
-                self._chunks.append(chunk)
-                self._size += len(chunk)
-                while self._size - len(self._chunks[0]) >= TAIL_BYTES:
-                    self._size -= len(self._chunks.popleft())
-        except (OSError, ValueError):
+            if os.fstat(self.handle.fileno()).st_size <= OUTPUT_CAP:
+                return
+            self._kept = self._read_tail()
+            os.truncate(self.path, 0)
+        except OSError:
             pass
 
-    def text(self, wait: float = 1.0) -> str:
-        self._thread.join(wait)  # a process that escaped the kill may hold the pipe open: do not wait for it
-        return b"".join(self._chunks)[-TAIL_BYTES:].decode("utf-8", "replace")
+    def _read_tail(self) -> bytes:
+        with open(self.path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(handle.tell() - TAIL_BYTES, 0))
+            return handle.read(TAIL_BYTES)
+
+    def text(self) -> str:
+        try:
+            tail = self._read_tail()
+        except OSError:
+            tail = b""
+        return (self._kept + tail)[-TAIL_BYTES:].decode("utf-8", "replace")
+
+    def close(self) -> None:
+        self.handle.close()
 
 
-def _start(command: List[str], cwd: Optional[str], env: Dict[str, str]) -> subprocess.Popen:
+def _start(command: List[str], cwd: Optional[str], env: Dict[str, str], stdout: _Output,
+           stderr: _Output) -> subprocess.Popen:
     options: dict = {}
     if os.name == "posix":
-        options["start_new_session"] = True  # its own process group: killpg reaches everything it starts
+        options["start_new_session"] = True  # its own session and process group: killpg reaches what stays in it
     else:
         options["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
-    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stdout.handle, stderr=stderr.handle,
                             cwd=cwd, env=env, **options)
 
 
-def kill_tree(process: subprocess.Popen) -> None:
-    """Kill the child and everything in its process group (also after it exited: leftovers)."""
+def tagged_processes(token: str) -> List[int]:
+    """Processes whose environment carries ``TOKEN_VARIABLE=token`` (Linux /proc): everything
+    the child started, also what left its session with setsid() or was orphaned by a double fork."""
+    needle = ("%s=%s" % (TOKEN_VARIABLE, token)).encode()
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    me = os.getpid()
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open("/proc/%s/environ" % entry, "rb") as handle:
+                environ = handle.read()
+        except OSError:  # gone, or not ours
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry))
+    return found
+
+
+def kill_tree(process: subprocess.Popen, token: Optional[str] = None) -> None:
+    """Kill the child, its process group, and (Linux) every process carrying its token.
+
+    Tagged processes are stopped before they are killed, and the scan repeats until it finds
+    none, so a process forking as fast as it can cannot slip a new child past the kill."""
     if os.name == "posix":
         try:
             os.killpg(process.pid, signal.SIGKILL)
@@ -169,6 +270,18 @@ def kill_tree(process: subprocess.Popen) -> None:
         process.kill()
     except OSError:
         pass
+    if token is None or not os.path.isdir("/proc"):
+        return
+    for _ in range(KILL_ROUNDS):
+        pids = tagged_processes(token)
+        if not pids:
+            return
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in pids:
+                try:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
 
 def _ask_for_stack(process: subprocess.Popen, stack_path: str) -> None:
@@ -192,22 +305,52 @@ def _ask_for_stack(process: subprocess.Popen, stack_path: str) -> None:
         size = current
 
 
-def _child_env() -> Dict[str, str]:
+def _child_env(token: str) -> Dict[str, str]:
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"  # the stdout tail is complete even when the process is killed
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no __pycache__ in the user's project
     env.setdefault("PYTHONIOENCODING", "utf-8")
+    env[TOKEN_VARIABLE] = token  # inherited by everything the child starts: how the kill finds it all
     return env
+
+
+def _class_names(path: str, class_name: Optional[str]) -> List[str]:
+    """The classes whose constructor arguments to look for: the one asked, else the file's Modules."""
+    if class_name:
+        return [class_name]
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    tree, _ = parse(text, path)
+    return [info.name for info in FileContext(text, path, tree).module_classes] if tree is not None else []
+
+
+def _constructors(path: str, class_name: Optional[str], plan: ImportPlan, workspace_root: Optional[str],
+                  verify_config: Optional[VerifyConfig]) -> Dict[str, List[dict]]:
+    try:
+        return find_constructors(path, _class_names(path, class_name), plan, workspace_root, verify_config)
+    except (RecursionError, MemoryError, OSError, ValueError):
+        return {}  # a file too odd to read for call sites: the child still tries the defaults
 
 
 def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto",
                 timeout: float = DEFAULT_TIMEOUT, init_kwargs: Union[None, str, dict] = None,
                 input_shapes: Union[None, str, Sequence] = None, python: Optional[str] = None,
-                cancel_event: Optional[threading.Event] = None, cwd: Optional[str] = None) -> VerifyReport:
+                cancel_event: Optional[threading.Event] = None, cwd: Optional[str] = None,
+                input_exprs: Optional[Sequence[str]] = None, workspace_root: Optional[str] = None,
+                verify_config: Optional[VerifyConfig] = None) -> VerifyReport:
     """Run the file's nn.Module(s) in a child process and report what happened.
 
+    The file is imported as a module of its package when it is in one (``targets.import_plan``),
+    and classes that need constructor arguments get the call sites and factories the project
+    has (``targets.find_constructors``), after ``init_kwargs``. ``workspace_root``: the project
+    (default: ``cwd``); ``verify_config``: its ``[tool.torchlint.verify]``.
+
     Raises VerifyError for bad arguments (no such file, bad JSON, bad shapes, bad device,
-    no interpreter); everything that goes wrong in the child is in the report.
+    no interpreter, a configured import root that does not exist); everything that goes
+    wrong in the child is in the report, and every issue has a line.
     Setting ``cancel_event`` kills the child's process tree; the report says "cancelled".
     """
     started = time.monotonic()
@@ -218,56 +361,76 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
         raise VerifyError("unknown device %r (use auto, cuda, cuda:N or cpu)" % device)
     if not timeout or timeout <= 0:
         raise VerifyError("the timeout must be a positive number of seconds")
+    verify_config = verify_config or VerifyConfig()
+    for folder in verify_config.import_roots + verify_config.extra_paths:
+        if not os.path.isdir(folder):
+            raise VerifyError("[tool.torchlint.verify]: %s is not a folder" % folder)
     python = resolve_python(python)
+    workspace_root = workspace_root or cwd
+    plan = import_plan(path, workspace_root, verify_config.import_roots, verify_config.extra_paths)
     request = {
         "path": path,
         "class_name": class_name,
         "device": device,
         "init_kwargs": parse_init_kwargs(init_kwargs),
         "input_shapes": parse_input_shapes(input_shapes),
-        "deadline": time.time() + timeout,
+        "input_exprs": parse_input_exprs(input_exprs),
+        "import": plan.request(),
+        "extra_paths": list(plan.extra_paths),
+        "constructors": _constructors(path, class_name, plan, workspace_root, verify_config),
     }
     report = VerifyReport(path=path, python=python)
     folder = tempfile.mkdtemp(prefix="torchlint-verify-")
+    token = uuid.uuid4().hex
     try:
+        request["deadline"] = time.time() + max(timeout - (time.monotonic() - started), 0.1)
         request["result_path"] = os.path.join(folder, "result.json")
         request["stack_path"] = os.path.join(folder, "stack.txt")
         request_path = os.path.join(folder, "request.json")
         with open(request_path, "w", encoding="utf-8") as handle:
             json.dump(request, handle)
+        stdout, stderr = _Output(os.path.join(folder, "stdout")), _Output(os.path.join(folder, "stderr"))
         try:
-            process = _start([python, str(PROBE), request_path], cwd, _child_env())
-        except OSError as err:
-            report.outcome, report.error = ERROR, "cannot run %s: %s" % (python, err.strerror or err)
-            return report
-        stdout, stderr = _Tail(process.stdout), _Tail(process.stderr)
-        try:
-            outcome = _wait(process, started + timeout, cancel_event)
-            if outcome == TIMEOUT:
-                _ask_for_stack(process, request["stack_path"])
+            try:
+                process = _start([python, str(PROBE), request_path], cwd, _child_env(token), stdout, stderr)
+            except OSError as err:
+                report.outcome, report.error = ERROR, "cannot run %s: %s" % (python, err.strerror or err)
+                return report
+            try:
+                outcome = _wait(process, started + timeout, cancel_event, (stdout, stderr))
+                if outcome == TIMEOUT:
+                    _ask_for_stack(process, request["stack_path"])
+            finally:
+                # Also on Ctrl-C in the parent: the child has its own session, so the terminal's
+                # SIGINT never reaches it. Also after a normal exit: what it left running goes too.
+                kill_tree(process, token)
+                process.wait()
         finally:
-            # Also on Ctrl-C in the parent: the child has its own session, so the terminal's
-            # SIGINT never reaches it.
-            kill_tree(process)
-            process.wait()
+            stdout.close()
+            stderr.close()
         report.exit_code = process.returncode
         report.stdout_tail, report.stderr_tail = stdout.text(), stderr.text()
-        for stream in (process.stdout, process.stderr):
-            stream.close()
-        _read_result(report, request, outcome, timeout)
+        try:
+            _read_result(report, request, outcome, timeout)
+        except Exception as err:  # noqa: BLE001 - a result the parent cannot make sense of is a report too
+            _garbage(report, "the probe's result could not be read (%s: %s)" % (type(err).__name__, err))
+        place_issues(report)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         report.duration_s = time.monotonic() - started
     return report
 
 
-def _wait(process: subprocess.Popen, deadline: float, cancel_event: Optional[threading.Event]) -> str:
+def _wait(process: subprocess.Popen, deadline: float, cancel_event: Optional[threading.Event],
+          outputs: Sequence[_Output]) -> str:
     while True:
         try:
             process.wait(timeout=POLL_S)
             return COMPLETED
         except subprocess.TimeoutExpired:
             pass
+        for output in outputs:
+            output.trim()
         if cancel_event is not None and cancel_event.is_set():
             return CANCELLED
         if time.monotonic() >= deadline:
@@ -281,32 +444,53 @@ def _load(path: str) -> Optional[dict]:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
         return data if isinstance(data, dict) else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
+
+
+def _optional_text(value) -> Optional[str]:
+    return None if value is None else value if isinstance(value, str) else str(value)
+
+
+def _garbage(report: VerifyReport, message: str) -> None:
+    report.outcome, report.error, report.error_kind = ERROR, message, "probe"
+    report.classes, report.file_issues = [], []
 
 
 def _read_result(report: VerifyReport, request: dict, outcome: str, timeout: float) -> None:
     data = _load(request["result_path"])
     if data is not None:
-        report.torch_version = data.get("torch_version")
-        report.device = data.get("device")
-        report.device_name = data.get("device_name")
-        report.device_note = data.get("device_note") or ""
-        report.classes = [ClassReport.from_dict(c) for c in data.get("classes") or []]
-        report.file_issues = [Issue.from_dict(i) for i in data.get("file_issues") or []]
+        report.torch_version = _optional_text(data.get("torch_version"))
+        report.device = _optional_text(data.get("device"))
+        report.device_name = _optional_text(data.get("device_name"))
+        report.device_note = _optional_text(data.get("device_note")) or ""
+        classes, file_issues = data.get("classes"), data.get("file_issues")
+        report.classes = [ClassReport.from_dict(c) for c in classes if isinstance(c, dict)] \
+            if isinstance(classes, list) else []
+        report.file_issues = [Issue.from_dict(i) for i in file_issues if isinstance(i, dict)] \
+            if isinstance(file_issues, list) else []
         error = data.get("error")
         if error:
-            report.outcome, report.error = ERROR, str(error.get("message"))
-            if error.get("kind") == "no_torch":
+            kind = error.get("kind") if isinstance(error, dict) else None
+            report.outcome, report.error_kind = ERROR, _optional_text(kind)
+            report.error = _optional_text(error.get("message") if isinstance(error, dict) else error) or "failed"
+            if kind == "no_torch":
                 report.error += "; install torch there, or pick the interpreter with --python"
             return
-    if outcome == COMPLETED and data is not None and data.get("finished"):
+    if outcome == COMPLETED and data is not None and data.get("finished") is True:
         return
 
-    phase = (data or {}).get("phase", "start")
-    current = (data or {}).get("current_class")
+    phase = _optional_text((data or {}).get("phase")) or "start"
+    current = _optional_text((data or {}).get("current_class"))
     doing = PHASES.get(phase, phase)
     doing = doing % current if "%s" in doing else doing
+    if outcome == COMPLETED and report.exit_code == PROBE_FAILED:
+        # The probe's own last resort: a torchlint bug (or user code that broke the probe itself).
+        report.outcome, report.error_kind = ERROR, "probe"
+        report.error = ("verification stopped on an internal error while %s%s; what was verified before is "
+                        "reported (please report this with the stderr below)" % (
+                            doing, _last_line(report.stderr_tail)))
+        return
     if outcome == CANCELLED:
         report.outcome, report.error = CANCELLED, "cancelled while %s; the process tree was killed" % doing
         return

@@ -1,0 +1,649 @@
+"""What the verification child needs to know before it runs anything: how to import the
+file (as a module of its package, or by path) and how to build a class that needs
+constructor arguments.
+
+Both are read from the source, never by importing it (this runs in the language
+server and the CLI, which never import torch nor the user's code):
+
+* ``import_plan``: the package root found by walking up ``__init__.py`` (a ``src/``
+  layout ends the walk at ``src``), or the nearest ``import-roots`` folder of
+  ``[tool.torchlint.verify]``; ``None`` for a standalone script, which loads by path.
+* ``find_constructors``: literal call sites of the class (the same file, its
+  ``if __name__ == "__main__":`` block, its package's other files, tests folders near
+  the package) and factory functions that return it, as Python expressions the child
+  evaluates in the namespace of the class's module. Only expressions whose leaves are
+  literals or names that module defines or imports qualify: anything else could mean
+  something else there.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
+
+from ..analysis.engine import parse
+from ..analysis.scopes import Binding, Scope, build_index
+
+MAX_CANDIDATES = 6  # per class: the child tries them in order, each a construction
+MAX_SCANNED_FILES = 400  # files looked at (a cheap text test) per verification
+MAX_FILE_BYTES = 1_000_000
+MAX_EXPRESSION = 2000  # characters
+MAX_INLINE_DEPTH = 6  # `dim = width * 2` chains followed to their literals
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", "build", "dist", ".tox", ".nox",
+                          ".venv", "venv", "env", ".mypy_cache", ".pytest_cache", "site-packages", ".eggs"})
+TEST_DIRS = ("tests", "test", "testing")
+_BUILTINS = frozenset(dir(builtins))
+
+
+# -- importing ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ImportPlan:
+    """``root`` first on sys.path, then ``import module``; both None: load the file by path."""
+
+    root: Optional[str] = None
+    module: Optional[str] = None
+    extra_paths: Tuple[str, ...] = ()
+
+    def request(self) -> Optional[dict]:
+        return {"root": self.root, "module": self.module} if self.module else None
+
+
+def module_name(path: str, root: str) -> Optional[str]:
+    """``root/pkg/sub/models.py`` -> ``pkg.sub.models`` (``__init__.py`` -> its package); None
+    when a part is not an identifier (``my-models/``) or the file is not under root."""
+    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    if relative.startswith(os.pardir + os.sep) or relative == os.pardir or os.path.isabs(relative):
+        return None
+    parts = relative.split(os.sep)
+    stem, extension = os.path.splitext(parts[-1])
+    if extension not in (".py", ".pyw"):
+        return None
+    parts[-1] = stem
+    if parts[-1] == "__init__":
+        parts.pop()
+    if not parts or not all(part.isidentifier() for part in parts):
+        return None
+    return ".".join(parts)
+
+
+def package_root(path: str) -> Optional[str]:
+    """The folder above the outermost package holding the file (walking up ``__init__.py``)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    top = None
+    while os.path.isfile(os.path.join(folder, "__init__.py")) and os.path.basename(folder).isidentifier():
+        top = folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return os.path.dirname(top) if top is not None else None
+
+
+def import_plan(path: str, workspace_root: Optional[str] = None, import_roots: Sequence[str] = (),
+                extra_paths: Sequence[str] = ()) -> ImportPlan:
+    """How the child imports ``path``: as the project does.
+
+    The nearest configured import root holding the file wins (namespace packages, odd
+    layouts); else the package root found through ``__init__.py``; else by path. The
+    workspace root, the ``src`` folder's parent and the file's own folder are appended to
+    sys.path (after everything else) so absolute imports of the project and a script's
+    sibling imports resolve as they do when the project runs."""
+    path = os.path.abspath(path)
+    root = module = None
+    for candidate in sorted((os.path.abspath(r) for r in import_roots), key=len, reverse=True):
+        name = module_name(path, candidate)
+        if name is not None:
+            root, module = candidate, name
+            break
+    if module is None:
+        found = package_root(path)
+        if found is not None:
+            root, module = found, module_name(path, found)
+            if module is None:
+                root = None
+    extra: List[str] = []
+    for folder in list(extra_paths) + list(import_roots):
+        extra.append(os.path.abspath(folder))
+    if root is not None and os.path.basename(root) == "src":
+        extra.append(os.path.dirname(root))  # the project above a src/ layout (its tests, its scripts)
+    if workspace_root:
+        extra.append(os.path.abspath(workspace_root))
+    if module is None:
+        extra.append(os.path.dirname(path))  # a script's sibling imports (`python script.py` puts it first)
+    unique = []
+    for folder in extra:
+        if folder != root and folder not in unique:
+            unique.append(folder)
+    return ImportPlan(root, module, tuple(unique))
+
+
+# -- constructor arguments --------------------------------------------------------------------
+
+@dataclass
+class Candidate:
+    """One way to build a class: an expression in its module's namespace, or a factory "mod:fn"."""
+
+    origin: str  # "models/resnet.py:88, a call site"
+    expression: Optional[str] = None
+    factory: Optional[str] = None
+    before_defaults: bool = False  # the user's configuration: tried before the class's defaults
+
+    def to_dict(self) -> dict:
+        data: dict = {"origin": self.origin}
+        if self.expression is not None:
+            data["expression"] = self.expression
+        if self.factory is not None:
+            data["factory"] = self.factory
+        if self.before_defaults:
+            data["before_defaults"] = True
+        return data
+
+
+@dataclass
+class _File:
+    """One parsed file that may mention the class."""
+
+    path: str
+    tree: ast.Module
+    module: Optional[str]  # its dotted name, when importable
+    index: object = None
+    top_names: Set[str] = field(default_factory=set)
+    functions: Dict[str, ast.FunctionDef] = field(default_factory=dict)  # module-level defs
+
+    @classmethod
+    def load(cls, path: str, module: Optional[str]) -> Optional["_File"]:
+        try:
+            if os.path.getsize(path) > MAX_FILE_BYTES:
+                return None
+            with open(path, "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+        except OSError:
+            return None
+        tree, _ = parse(text, path)
+        if tree is None:
+            return None
+        found = cls(path, tree, module, build_index(tree))
+        found.top_names = top_level_names(tree)
+        found.functions = {stmt.name: stmt for stmt in tree.body if isinstance(stmt, ast.FunctionDef)}
+        return found
+
+    def scope_of(self, call: ast.Call) -> Scope:
+        return self.index.call_scopes.get(id(call), self.index.module_scope)
+
+
+def top_level_names(tree: ast.Module) -> Set[str]:
+    """Names a module defines or imports at its top level (also inside top-level if/try blocks,
+    not inside ``if __name__ == "__main__":``, which does not run when it is imported)."""
+    names: Set[str] = set()
+    stack = [stmt for stmt in tree.body if not (isinstance(stmt, ast.If) and _is_main_test(stmt.test))]
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Import):
+            names.update(a.asname or a.name.split(".", 1)[0] for a in stmt.names)
+        elif isinstance(stmt, ast.ImportFrom):
+            names.update(a.asname or a.name for a in stmt.names if a.name != "*")
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for target in targets:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        for block in ("body", "orelse", "finalbody"):
+            if isinstance(stmt, (ast.If, ast.Try, ast.With)) or (block == "orelse" and isinstance(stmt, ast.For)):
+                stack.extend(getattr(stmt, block, []) or [])
+        for handler in getattr(stmt, "handlers", []) or []:
+            stack.extend(handler.body)
+    return names
+
+
+class _Portable:
+    """Rewrites an argument so that it means the same in the class's module, or gives up (None).
+
+    Leaves may be literals; names the class's module defines or imports; a call site's
+    locals and module constants with a single literal-made assignment (inlined); a
+    factory's parameters with a default (the default, inlined)."""
+
+    def __init__(self, site: _File, target: _File, scope: Scope):
+        self.site, self.target, self.scope = site, target, scope
+
+    def __call__(self, node: ast.expr, scope: Optional[Scope] = None, depth: int = 0) -> Optional[ast.expr]:
+        if depth > MAX_INLINE_DEPTH:
+            return None
+        scope = scope or self.scope
+        if isinstance(node, ast.Constant):
+            return node
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            elts = [self(e, scope, depth) for e in node.elts]
+            return None if any(e is None or isinstance(e, ast.Starred) for e in elts) else type(node)(
+                elts=elts, ctx=ast.Load())
+        if isinstance(node, ast.Dict):
+            if any(k is None for k in node.keys):
+                return None
+            keys = [self(k, scope, depth) for k in node.keys]
+            values = [self(v, scope, depth) for v in node.values]
+            return None if None in keys or None in values else ast.Dict(keys=keys, values=values)
+        if isinstance(node, ast.UnaryOp):
+            operand = self(node.operand, scope, depth)
+            return None if operand is None else ast.UnaryOp(op=node.op, operand=operand)
+        if isinstance(node, ast.BinOp):
+            left, right = self(node.left, scope, depth), self(node.right, scope, depth)
+            return None if left is None or right is None else ast.BinOp(left=left, op=node.op, right=right)
+        if isinstance(node, ast.Name):
+            return self._name(node, scope, depth)
+        if isinstance(node, ast.Attribute):
+            base = node
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if not isinstance(base, ast.Name) or not self._known_in_target(base.id):
+                return None  # `cfg.dim`: an object's attribute is not a literal
+            return node
+        if isinstance(node, ast.Call):
+            func = self(node.func, scope, depth + 1) if isinstance(node.func, (ast.Name, ast.Attribute)) else None
+            if func is None or not isinstance(func, (ast.Name, ast.Attribute)):
+                return None
+            args = [self(a, scope, depth + 1) for a in node.args]
+            keywords = [(k.arg, self(k.value, scope, depth + 1)) for k in node.keywords]
+            if any(a is None or isinstance(a, ast.Starred) for a in args) or any(
+                    name is None or value is None for name, value in keywords):
+                return None
+            return ast.Call(func=func, args=args, keywords=[ast.keyword(arg=n, value=v) for n, v in keywords])
+        return None
+
+    def _known_in_target(self, name: str) -> bool:
+        return name in self.target.top_names or name in _BUILTINS
+
+    def _name(self, node: ast.Name, scope: Scope, depth: int) -> Optional[ast.expr]:
+        if scope is not None and scope.parent is not None and node.id in scope.locals:
+            return self._local(node.id, scope, depth)
+        if self.site is self.target and node.id in self.target.top_names:
+            return node
+        value = _single_value(self.site.index.module_scope, node.id)
+        if value is not None:  # a module constant of the call site's file: carry its value over
+            return self(value, self.site.index.module_scope, depth + 1)
+        if self._known_in_target(node.id):
+            return node
+        return None
+
+    def _local(self, name: str, scope: Scope, depth: int) -> Optional[ast.expr]:
+        bindings = scope.locals[name]
+        function = scope.node
+        if any(b.value is None and b.stmt is function for b in bindings):  # a parameter
+            default = _parameter_default(function, name)
+            if default is None or len(bindings) > 1:
+                return None
+            return self(default, scope.parent, depth + 1)
+        value = _single_value(scope, name)
+        return None if value is None else self(value, scope, depth + 1)
+
+
+def _single_value(scope: Scope, name: str) -> Optional[ast.expr]:
+    bindings: List[Binding] = scope.locals.get(name, [])
+    if len(bindings) != 1 or bindings[0].value is None or bindings[0].iter_of is not None:
+        return None
+    return bindings[0].value
+
+
+def _parameter_default(function: ast.AST, name: str) -> Optional[ast.expr]:
+    args = function.args
+    positional = args.posonlyargs + args.args
+    for arg, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
+        if arg.arg == name:
+            return default
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+        if arg.arg == name:
+            return default
+    return None
+
+
+def _required_parameters(function: ast.FunctionDef) -> List[str]:
+    args = function.args
+    positional = args.posonlyargs + args.args
+    required = [a.arg for a in positional[:len(positional) - len(args.defaults)]]
+    required += [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None]
+    return required
+
+
+class _Finder:
+    def __init__(self, target: _File, class_name: str):
+        self.target = target
+        self.class_name = class_name
+        self.candidates: List[Candidate] = []
+        self._seen: Set[str] = set()
+
+    def add(self, candidate: Candidate) -> None:
+        key = candidate.expression or candidate.factory or ""
+        if key and key not in self._seen and len(self.candidates) < MAX_CANDIDATES:
+            self._seen.add(key)
+            self.candidates.append(candidate)
+
+    # -- which calls build the class -------------------------------------------------------
+    def callee_names(self, site: _File) -> Tuple[Set[str], Set[str]]:
+        """(names that mean the class in ``site``, names of modules that hold it there)."""
+        if site is self.target:
+            return {self.class_name}, set()
+        names, modules = set(), set()
+        target_module = self.target.module or os.path.splitext(os.path.basename(self.target.path))[0]
+        for stmt in ast.walk(site.tree):
+            if isinstance(stmt, ast.ImportFrom):
+                source = _absolute(stmt, site.module, os.path.basename(site.path) == "__init__.py")
+                if source is None:
+                    continue
+                for alias in stmt.names:
+                    if alias.name == self.class_name and _holds(source, target_module):
+                        names.add(alias.asname or alias.name)
+                    elif source + "." + alias.name == target_module:
+                        modules.add(alias.asname or alias.name)
+            elif isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if alias.name == target_module and alias.asname:
+                        modules.add(alias.asname)
+        return names, modules
+
+    def builds_class(self, call: ast.Call, names: Set[str], modules: Set[str]) -> bool:
+        func = call.func
+        if isinstance(func, ast.Name):
+            return func.id in names
+        if isinstance(func, ast.Attribute) and func.attr == self.class_name:
+            base = func.value
+            if isinstance(base, ast.Name) and base.id in modules:
+                return True
+            target_module = self.target.module or ""
+            dotted = _dotted(base)
+            return bool(dotted) and (dotted == target_module or target_module.endswith("." + dotted))
+        return False
+
+    def portable_call(self, site: _File, call: ast.Call) -> Optional[str]:
+        scope = site.scope_of(call)
+        portable = _Portable(site, self.target, scope)
+        var_keyword = getattr(getattr(scope.node, "args", None), "kwarg", None)
+        args = []
+        for arg in call.args:
+            if isinstance(arg, ast.Starred):
+                return None
+            value = portable(arg)
+            if value is None:
+                return None
+            args.append(value)
+        keywords = []
+        for keyword in call.keywords:
+            if keyword.arg is None:
+                # A factory passing on its own **kwargs: empty when the factory is called bare.
+                if var_keyword is not None and isinstance(keyword.value, ast.Name) \
+                        and keyword.value.id == var_keyword.arg:
+                    continue
+                return None
+            value = portable(keyword.value)
+            if value is None:
+                return None
+            keywords.append(ast.keyword(arg=keyword.arg, value=value))
+        text = ast.unparse(ast.Call(func=ast.Name(id=self.class_name, ctx=ast.Load()), args=args, keywords=keywords))
+        return text if len(text) <= MAX_EXPRESSION else None
+
+    # -- what a file says ------------------------------------------------------------------
+    def scan(self, site: _File, where: str) -> None:
+        names, modules = self.callee_names(site)
+        if not names and not modules:
+            return
+        display = where
+        builders = [call for call in site.index.calls if self.builds_class(call, names, modules)]
+        factories = self.factories(site, names, modules)
+        factory_calls = {id(call) for function, call in factories}
+        main_calls = [c for c in builders if _in_main_block(site.tree, c)]
+        other_calls = [c for c in builders if c not in main_calls and id(c) not in factory_calls]
+        for call in main_calls:  # the author's own demo first
+            self._call_site(site, call, display, "the `__main__` block")
+        for function, call in factories:
+            self._factory(site, function, call, display)
+        for call in other_calls:
+            self._call_site(site, call, display, "a call site")
+
+    def _call_site(self, site: _File, call: ast.Call, where: str, what: str) -> None:
+        text = self.portable_call(site, call)
+        if text is not None:
+            self.add(Candidate("%s:%d, %s" % (where, call.lineno, what), expression=text))
+
+    def _factory(self, site: _File, function: ast.FunctionDef, call: Optional[ast.Call], where: str) -> None:
+        origin = "%s:%d, factory %s()" % (where, function.lineno, function.name)
+        if not _required_parameters(function):
+            if site is self.target:
+                self.add(Candidate(origin, expression="%s()" % function.name))
+                return
+            if site.module:
+                self.add(Candidate(origin, factory="%s:%s" % (site.module, function.name)))
+                return
+        if call is not None:  # the factory needs arguments: its own call of the class may not
+            text = self.portable_call(site, call)
+            if text is not None:
+                self.add(Candidate("%s:%d, the call in factory %s()" % (where, call.lineno, function.name),
+                                   expression=text))
+
+    def factories(self, site: _File, names: Set[str], modules: Set[str]) -> List[Tuple[ast.FunctionDef, Optional[ast.Call]]]:
+        """Module-level functions that return the class: `return C(...)`, `m = C(...); return m`,
+        `-> C`, or `return other_factory(...)` of one of those (the call of C, when seen)."""
+        found: Dict[str, Optional[ast.Call]] = {}
+        changed = True
+        while changed:
+            changed = False
+            for name, function in site.functions.items():
+                if name in found:
+                    continue
+                hit = self._returns_class(function, names, modules, found)
+                if hit is not False:
+                    found[name] = hit
+                    changed = True
+        return [(site.functions[name], call) for name, call in found.items()]
+
+    def _returns_class(self, function, names, modules, known):
+        """The call of the class the function returns (None: it returns one, call unseen); False: not a factory."""
+        assigned: Dict[str, ast.Call] = {}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                    and self.builds_class(node.value, names, modules):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        assigned[target.id] = node.value
+        for node in ast.walk(function):
+            if not isinstance(node, ast.Return) or node.value is None:
+                continue
+            value = node.value
+            if isinstance(value, ast.Call) and self.builds_class(value, names, modules):
+                return value
+            if isinstance(value, ast.Name) and value.id in assigned:
+                return assigned[value.id]
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in known:
+                return None
+        returns = function.returns
+        if returns is not None:
+            spelled = returns.value if isinstance(returns, ast.Constant) and isinstance(returns.value, str) else (
+                _dotted(returns) or "")
+            if spelled.rsplit(".", 1)[-1] == self.class_name:
+                return None
+        return False
+
+
+def _in_main_block(tree: ast.Module, call: ast.Call) -> bool:
+    for stmt in tree.body:
+        if isinstance(stmt, ast.If) and _is_main_test(stmt.test) \
+                and stmt.lineno <= call.lineno <= (stmt.end_lineno or stmt.lineno):
+            return True
+    return False
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _absolute(stmt: ast.ImportFrom, module: Optional[str], is_package: bool) -> Optional[str]:
+    """The absolute module an ``from X import ...`` reads (relative ones need the file's own name)."""
+    if not stmt.level:
+        return stmt.module
+    if not module:
+        return None
+    parts = module.split(".")
+    up = stmt.level - 1 if is_package else stmt.level  # `.` is a module's package, a package itself
+    if up > len(parts) or (up == len(parts) and not stmt.module):
+        return None
+    return ".".join(parts[:len(parts) - up] + ([stmt.module] if stmt.module else []))
+
+
+def _holds(source: str, target_module: str) -> bool:
+    """``from source import C`` can mean the C of ``target_module``: the module itself or a
+    package above it that re-exports it."""
+    return source == target_module or target_module.startswith(source + ".")
+
+
+# -- which files to read ---------------------------------------------------------------------
+
+def _python_files(folder: str, limit: int) -> Iterator[str]:
+    count = 0
+    for directory, subdirs, files in os.walk(folder):
+        subdirs[:] = sorted(d for d in subdirs if d not in SKIPPED_DIRS and not d.startswith("."))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                count += 1
+                if count > limit:
+                    return
+                yield os.path.join(directory, name)
+
+
+def candidate_files(path: str, plan: ImportPlan, workspace_root: Optional[str]) -> List[Tuple[str, Optional[str]]]:
+    """(file, its module name) to look for call sites in, nearest first: the package (or the
+    script's folder), then tests folders next to the package, its project and the workspace."""
+    path = os.path.abspath(path)
+    files: List[Tuple[str, Optional[str]]] = []
+    seen = {path}
+
+    def add_folder(folder: str, root: Optional[str]) -> None:
+        for found in _python_files(folder, MAX_SCANNED_FILES):
+            if found not in seen and len(files) < MAX_SCANNED_FILES:
+                seen.add(found)
+                files.append((found, module_name(found, root) if root else None))
+
+    if plan.module and plan.root:
+        package = os.path.join(plan.root, plan.module.split(".", 1)[0])
+        if os.path.isdir(package):
+            add_folder(package, plan.root)
+        else:  # a top-level module under an import root: its siblings
+            add_folder(os.path.dirname(path), plan.root)
+    else:
+        for name in sorted(os.listdir(os.path.dirname(path))):
+            found = os.path.join(os.path.dirname(path), name)
+            if name.endswith(".py") and found not in seen:
+                seen.add(found)
+                files.append((found, None))
+    near = [plan.root or os.path.dirname(path)]
+    if plan.root and os.path.basename(plan.root) == "src":
+        near.append(os.path.dirname(plan.root))
+    if workspace_root:
+        near.append(os.path.abspath(workspace_root))
+    for folder in near:
+        for name in TEST_DIRS:
+            tests = os.path.join(folder, name)
+            if os.path.isdir(tests):
+                add_folder(tests, package_root(os.path.join(tests, "x.py")) or folder)
+    return files
+
+
+def find_constructors(path: str, class_names: Sequence[str], plan: Optional[ImportPlan] = None,
+                      workspace_root: Optional[str] = None, recipes=None,
+                      scan_project: bool = True) -> Dict[str, List[dict]]:
+    """Class name -> the ways to build it, best first, as request entries.
+
+    ``recipes``: the ``[tool.torchlint.verify]`` classes (config.VerifyConfig), tried first.
+    ``scan_project``: False looks at the file alone (cheap enough for every code lens)."""
+    path = os.path.abspath(path)
+    plan = plan or import_plan(path, workspace_root)
+    target = _File.load(path, plan.module)
+    result: Dict[str, List[dict]] = {}
+    finders = {}
+    base = workspace_root or plan.root or os.path.dirname(path)
+    for name in class_names:
+        finder = _Finder(target, name) if target is not None else None
+        recipe = recipes.recipe(name) if recipes is not None else None
+        configured = _configured(name, recipe)
+        if configured is not None:
+            if finder is None:
+                result[name] = [configured.to_dict()]
+                continue
+            finder.add(configured)
+        if finder is not None:
+            finder.scan(target, _display(path, base))
+            finders[name] = finder
+    if target is not None and scan_project and finders:
+        pattern = re.compile(r"\b(%s)\b" % "|".join(re.escape(n) for n in finders))
+        for site_path, site_module in candidate_files(path, plan, workspace_root):
+            try:
+                with open(site_path, "rb") as handle:
+                    head = handle.read(MAX_FILE_BYTES + 1)
+            except OSError:
+                continue
+            if len(head) > MAX_FILE_BYTES or not pattern.search(head.decode("utf-8", "replace")):
+                continue
+            site = _File.load(site_path, site_module)
+            if site is None:
+                continue
+            where = _display(site_path, base)
+            for finder in finders.values():
+                finder.scan(site, where)
+    for name, finder in finders.items():
+        result[name] = [c.to_dict() for c in finder.candidates]
+    return result
+
+
+def _configured(name: str, recipe) -> Optional[Candidate]:
+    if recipe is None:
+        return None
+    origin = "[tool.torchlint.verify.classes.%s] in pyproject.toml" % name
+    if recipe.factory:
+        return Candidate(origin, factory=recipe.factory, before_defaults=True)
+    kwargs = recipe.kwargs or {}
+    call = ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[],
+                    keywords=[ast.keyword(arg=k, value=_literal(v)) for k, v in kwargs.items()])
+    return Candidate(origin, expression=ast.unparse(call), before_defaults=True)
+
+
+def _literal(value) -> ast.expr:
+    """A TOML value as a Python literal expression."""
+    if isinstance(value, dict):
+        return ast.Dict(keys=[ast.Constant(k) for k in value], values=[_literal(v) for v in value.values()])
+    if isinstance(value, list):
+        return ast.List(elts=[_literal(v) for v in value], ctx=ast.Load())
+    return ast.Constant(value)
+
+
+def _display(path: str, base: str) -> str:
+    try:
+        relative = os.path.relpath(path, base)
+    except ValueError:
+        return path
+    return path if relative.startswith(os.pardir) else relative
+
+
+def required_arguments(ctx, info) -> Optional[List[str]]:
+    """The parameters the class's ``__init__`` requires besides self, from the class or a base
+    of the same file (``ctx``: analysis.context.FileContext); None when the ``__init__`` is
+    not in the file (an imported base's: unknown here)."""
+    for cls in ctx.class_chain(info):
+        function = cls.methods.get("__init__")
+        if isinstance(function, ast.FunctionDef):
+            required = _required_parameters(function)
+            positional = function.args.posonlyargs + function.args.args
+            return required[1:] if positional and required and required[0] == positional[0].arg else required
+    external = [b for cls in ctx.class_chain(info) for b in cls.bases if b not in ctx.classes]
+    return [] if all(b in ("torch.nn.Module", "torch.nn.modules.module.Module") for b in external) else None
