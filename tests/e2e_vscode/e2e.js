@@ -42,7 +42,7 @@ const PLAIN_PYTHON = process.env.TORCHLINT_E2E_PYTHON || 'python3';
 // For the verification step: a Python that has torch (the project's virtualenv by default).
 const TORCH_PYTHON = process.env.TORCHLINT_E2E_TORCH_PYTHON || path.join(REPO, '.venv', 'bin', 'python');
 const SCREENSHOT = path.join(REPO, 'docs', 'images', 'vscode-torchlint.png');
-const TIMEOUT = 60000;
+const TIMEOUT = 120000;  // one UI wait; generous: a busy 2-core machine runs the server and a browser
 
 const argv = process.argv.slice(2);
 const UPDATE_SCREENSHOT = argv.includes('--update-screenshot');
