@@ -243,18 +243,23 @@ def test_clean_module_has_no_findings(report):
     assert "guessed from blocks.0 = Linear(in_features=6)" in cls.inputs
 
 
-def test_parameters_without_gradient(report, models, findings):
+def test_submodule_never_called_is_information_not_a_broken_parameter(report, models, findings):
     (tl903,) = issues(report, "TL903", "UnusedHead")
-    assert tl903.severity == "warning" and tl903.paths == ["aux_head.weight", "aux_head.bias"]
+    assert tl903.severity == "info" and tl903.paths == ["aux_head"]
+    assert "never used in forward" in tl903.message and "find_unused_parameters=True" in tl903.message
+    assert issues(report, "TL904", "UnusedHead") == []
     line = line_of(models, "self.aux_head =")
-    assert [(f.code, f.severity) for f in findings if f.range.start.line == line] == [("TL903", Severity.WARNING)]
+    assert [(f.code, f.severity) for f in findings if f.range.start.line == line] == [("TL903", Severity.INFO)]
+    assert check(class_report(report, "UnusedHead"), "TL903").status == "passed"
 
 
-def test_bug_in_a_submodule_lands_on_the_submodule_class(report):
+def test_bug_in_a_submodule_lands_on_the_submodule_class(report, models):
     nested = issues(report, verified="Nested")
     assert {i.code for i in nested} == {"TL901", "TL902", "TL903", "TL904"}
-    assert all(i.class_name == "RawGamma" and i.attribute == "gamma_1" for i in nested)
-    assert all(i.paths == ["inner.gamma_1"] for i in nested)
+    line = line_of(models, "self.gamma_1 = torch.tensor")
+    for issue in nested:
+        assert (issue.class_name, issue.owner_class, issue.attribute) == ("Nested", "RawGamma", "inner.gamma_1")
+        assert issue.paths == ["inner.gamma_1"] and issue.line == line
 
 
 def test_checks_needing_inputs_are_skipped_with_a_reason(report):
@@ -285,7 +290,9 @@ def test_init_kwargs_and_input_shapes(models):
     cls = result.classes[0]
     assert cls.inputs == "(2, 8) float32 (from --input-shape)"
     assert {i.code for i in cls.issues} == {"TL901", "TL902", "TL903", "TL904"}
-    assert all(i.attribute == "heads" for i in cls.issues)
+    assert all(i.attribute.startswith("heads") for i in cls.issues)
+    assert {i.line for i in cls.issues} == {line_of(models, "self.heads = [")}
+    assert cls.constructed_with == {"origin": "--init-kwargs", "text": "NeedsArguments(dim=8, heads=2)"}
 
 
 def test_findings_come_from_torchlint_verify(findings):

@@ -1,0 +1,269 @@
+"""The child side of ``torchlint verify``: describing what the user's code did, safely.
+
+Loaded by ``probe.py`` by path (the child may not have torchlint installed), so it
+uses the standard library only. Nothing here may raise while describing a failure:
+user code can raise any BaseException, including one whose ``str()`` raises.
+"""
+import ast
+import inspect
+import os
+import traceback
+
+SEVERITY_ERROR, SEVERITY_WARNING, SEVERITY_INFO = "error", "warning", "info"
+PROBE_FOLDER = os.path.dirname(os.path.abspath(__file__))
+MAX_MESSAGE = 600
+
+
+# -- text that never raises --------------------------------------------------------------------
+
+def safe_text(value, limit=MAX_MESSAGE):
+    """str(value), else repr(value), else a placeholder: user objects may raise in either."""
+    for render in (str, repr):
+        try:
+            text = render(value)
+            if isinstance(text, str):
+                return text if len(text) <= limit else text[:limit] + "..."
+        except BaseException:  # noqa: B902 - a user's __str__ may raise anything
+            pass
+    return "<%s object that cannot be printed>" % type_name(value)
+
+
+def type_name(value):
+    try:
+        return type(value).__name__
+    except BaseException:  # noqa: B902
+        return "object"
+
+
+def describe_exception(exc):
+    """`KeyError: 'dim'`, `the module's code called sys.exit(3)`, `RecursionError: ...`."""
+    try:
+        if isinstance(exc, SystemExit):
+            return "the module's code called sys.exit(%s)" % safe_text(exc.code, 80)
+        if isinstance(exc, KeyboardInterrupt):
+            return "KeyboardInterrupt raised by the module's code"
+        if isinstance(exc, GeneratorExit):
+            return "GeneratorExit raised by the module's code"
+        text = safe_text(exc).strip()
+        name = type_name(exc)
+        return "%s: %s" % (name, text) if text else name
+    except BaseException:  # noqa: B902
+        return "an exception that cannot be described"
+
+
+def format_traceback(exc, tb):
+    try:
+        lines = traceback.format_exception(type(exc), exc, tb)
+        return "".join(lines[-12:]).rstrip()
+    except BaseException:  # noqa: B902 - formatting calls the exception's __str__
+        try:
+            rows = traceback.format_list(traceback.extract_tb(tb)[-10:])
+            return ("Traceback (most recent call last):\n" + "".join(rows) + describe_exception(exc)).rstrip()
+        except BaseException:  # noqa: B902
+            return ""
+
+
+# -- files and lines --------------------------------------------------------------------------------
+
+def same_file(a, b):
+    try:
+        return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def _in_probe(filename):
+    try:
+        return os.path.dirname(os.path.abspath(filename)) == PROBE_FOLDER
+    except (TypeError, ValueError):
+        return False
+
+
+def user_line(exc, user_path):
+    """(line, function) of the innermost frame of the traceback in the user's file."""
+    try:
+        if isinstance(exc, SyntaxError) and exc.filename and same_file(exc.filename, user_path):
+            return exc.lineno, None
+        found = (None, None)
+        for frame in traceback.extract_tb(exc.__traceback__):
+            if same_file(frame.filename, user_path):
+                found = (frame.lineno, frame.name)
+        return found
+    except BaseException:  # noqa: B902
+        return None, None
+
+
+def source_file(cls):
+    try:
+        return inspect.getsourcefile(cls)
+    except BaseException:  # noqa: B902 - builtins, classes made by exec(), odd metaclasses
+        return None
+
+
+_TREES = {}
+
+
+def _tree(path):
+    if path not in _TREES:
+        try:
+            with open(path, "rb") as handle:
+                _TREES[path] = ast.parse(handle.read(), path)
+        except (OSError, SyntaxError, ValueError):
+            _TREES[path] = None
+    return _TREES[path]
+
+
+def class_line(cls, path):
+    """The line of `class Name` in ``path`` for cls (None when cls is not defined there)."""
+    if not same_file(source_file(cls) or "", path):
+        return None
+    tree = _tree(path)
+    if tree is None:
+        return None
+    qualname = getattr(cls, "__qualname__", "") or ""
+    name = getattr(cls, "__name__", "")
+    first = getattr(cls, "__firstlineno__", None)  # Python 3.13+
+    candidates = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and node.name == name]
+    if first is not None:
+        for node in candidates:
+            if node.lineno == first or any(d.lineno == first for d in node.decorator_list):
+                return node.lineno
+    top = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == name]
+    if "." not in qualname and top:
+        return top[-1].lineno  # the last definition is the one the module holds
+    return candidates[0].lineno if candidates else None
+
+
+def _class_node(cls, path):
+    line = class_line(cls, path)
+    if line is None:
+        return None
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.ClassDef) and node.lineno == line:
+            return node
+    return None
+
+
+def _stores(node, attribute):
+    """Does this statement store `self.<attribute>` (assignment, register_*, setattr)?"""
+    targets = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets = [node.target]
+    for target in targets:
+        for part in ast.walk(target):
+            if (isinstance(part, ast.Attribute) and part.attr == attribute
+                    and isinstance(part.value, ast.Name) and part.value.id == "self"):
+                return True
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        call = node.value
+        func = call.func
+        named = (isinstance(func, ast.Attribute) and func.attr in (
+            "register_buffer", "register_parameter", "add_module", "register_module")) or (
+            isinstance(func, ast.Name) and func.id == "setattr" and len(call.args) >= 2)
+        args = call.args[1:] if isinstance(func, ast.Name) else call.args
+        if named and args and isinstance(args[0], ast.Constant) and args[0].value == attribute:
+            return True
+    return False
+
+
+def assignment_line(cls, attribute, path):
+    """The line of `self.<attribute> = ...` in cls or its bases defined in ``path`` (__init__ first)."""
+    if not attribute:
+        return None
+    try:
+        mro = inspect.getmro(cls)
+    except BaseException:  # noqa: B902
+        mro = (cls,)
+    for klass in mro:
+        node = _class_node(klass, path)
+        if node is None:
+            continue
+        found = []
+        for function in node.body:
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for statement in ast.walk(function):
+                if isinstance(statement, ast.stmt) and _stores(statement, attribute):
+                    found.append((function.name != "__init__", statement.lineno))
+        if found:
+            return min(found)[1]
+    return None
+
+
+# -- failures of user code ------------------------------------------------------------------------
+
+class UserError(Exception):
+    """A failure of the user's code, already described as a TL905 issue."""
+
+    def __init__(self, issue, stage, error):
+        Exception.__init__(self, issue["message"])
+        self.issue = issue
+        self.stage = stage  # what was being done: "Net.forward", "constructing Net()"...
+        self.error = error  # the exception, in words
+
+
+def failure_issue(exc, doing, verified, user_path, fallback_line=None):
+    """A TL905 issue for anything user code raised, with the innermost line in the user's file."""
+    line, function = user_line(exc, user_path)
+    where = ""
+    if line:
+        where = " (line %d%s)" % (line, ", in %s" % function if function and function != "<module>" else "")
+    # The traceback from the user's side: not the probe's frames, nor importlib's.
+    try:
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None and (
+                _in_probe(tb.tb_frame.f_code.co_filename)
+                or tb.tb_frame.f_code.co_filename.startswith("<frozen importlib")):
+            tb = tb.tb_next
+    except BaseException:  # noqa: B902
+        tb = None
+    issue = new_issue("TL905", SEVERITY_ERROR, "%s failed%s: %s" % (doing, where, describe_exception(exc)),
+                      verified)
+    issue["line"] = line or fallback_line
+    issue["detail"] = format_traceback(exc, tb)
+    return issue
+
+
+def run_user(doing, verified, user_path, function, *args, **kwargs):
+    """Call user code; anything it raises (SystemExit, KeyboardInterrupt too) becomes a UserError."""
+    try:
+        return function(*args, **kwargs)
+    except BaseException as exc:  # noqa: B902 - hostile code may raise anything
+        issue = failure_issue(exc, doing, verified, user_path)
+        raise UserError(issue, doing, describe_exception(exc)) from None
+
+
+# -- issues --------------------------------------------------------------------------------------------
+
+def new_issue(code, severity, message, verified, paths=(), owner=None, line=None):
+    """One issue dict as the parent reads it (see the request/result interface in probe.py).
+
+    ``owner``: a dict with owner_class, owner_attribute, owner_file, owner_line."""
+    owner = owner or {}
+    return {
+        "code": code,
+        "class": verified,  # the class that was verified
+        "attribute": paths[0] if paths else None,  # dotted path from the verified module
+        "paths": list(paths),
+        "owner_class": owner.get("owner_class"),
+        "owner_attribute": owner.get("owner_attribute"),
+        "owner_file": owner.get("owner_file"),
+        "owner_line": owner.get("owner_line"),
+        # Older readers place issues by (class_name, attribute); class_name is the owner.
+        "class_name": owner.get("owner_class") or verified,
+        "line": line,
+        "severity": severity,
+        "message": message,
+        "detail": "",
+    }
+
+
+def count(number, noun):
+    return "%d %s%s" % (number, noun, "" if number == 1 else "s")
+
+
+def listing(paths, limit=4):
+    shown = ", ".join(paths[:limit])
+    return shown + (" and %d more" % (len(paths) - limit) if len(paths) > limit else "")
