@@ -254,7 +254,7 @@ class JediInference:
     def failure(self) -> Optional[str]:
         """Why this layer stopped answering (an interpreter call timed out), or None."""
         if self.environment.watchdog.expired:
-            return _timeout_message(self.environment._start_executable, self.timeout)
+            return _timeout_message(self.environment._start_executable, self.environment.watchdog.timeout)
         return None
 
     def describe(self) -> str:
