@@ -4,6 +4,13 @@
 The command runs the module in a child process of the workspace's Python (verify.runner);
 this process never imports torch. Its findings (source "torchlint-verify") are shown with
 the document's other diagnostics until the document changes.
+
+The lens says "Verify", and "Verify on cuda" only when the run will use CUDA: the
+``verify.device`` setting names it, or it is ``auto`` and this machine has an NVIDIA driver
+(/proc/driver/nvidia or /dev/nvidiactl: a cheap look, no torch). A class whose
+``__init__`` requires arguments that no call site, factory or ``[tool.torchlint.verify]``
+entry of its file supplies gets "Verify (needs dim, depth)" with ``needsArguments`` in the
+command's argument: VS Code asks for them; other editors pass ``initKwargs``.
 """
 from __future__ import annotations
 
@@ -22,14 +29,25 @@ from ..analysis.engine import parse
 from ..analysis.environments import SERVER_HINT
 from ..analysis.findings import Finding
 from ..verify.findings import report_to_findings
-from ..verify.report import render_json, summary_line
-from ..verify.runner import VerifyError, resolve_python, verify_file
+from ..verify.report import ERROR, render_json, summary_line
+from ..verify.targets import find_constructors, required_arguments
+from ..verify.runner import VerifyError, parse_init_kwargs, resolve_python, verify_file
 
 VERIFY_COMMAND = "torchlint.verifyModule"
 
 
+NVIDIA_DRIVER_FILES = ("/proc/driver/nvidia", "/dev/nvidiactl")
+EDITOR_WAY = ("give them with the lens \"Verify (needs ...)\" in VS Code, or initKwargs in the command's "
+              "argument; on the command line, --init-kwargs 'dim=64'")
+
+
 def module_classes(text: str, path: str) -> List[Tuple[str, int, int]]:
     """(name, 1-based line, column of the name) of every nn.Module class the file defines."""
+    return [(name, line, column) for name, line, column, _ in _classes(text, path)]
+
+
+def _classes(text: str, path: str):
+    """(name, line, column, required __init__ arguments or None when unknown) per Module class."""
     tree, _ = parse(text, path or "untitled.py")
     if tree is None:
         return []
@@ -38,33 +56,66 @@ def module_classes(text: str, path: str) -> List[Tuple[str, int, int]]:
     for info in ctx.module_classes:
         line = info.node.lineno
         column = max(ctx.source.line(line).find(info.name), 0)
-        classes.append((info.name, line, column))
+        classes.append((info.name, line, column, required_arguments(ctx, info)))
     return classes
+
+
+def lens_device(device: str) -> Optional[str]:
+    """The CUDA device a verification will use, or None (the CPU, or not known to be CUDA)."""
+    if device.startswith("cuda"):
+        return device
+    if device == "auto" and any(os.path.exists(p) for p in NVIDIA_DRIVER_FILES):
+        return "cuda"
+    return None
+
+
+def _needing_arguments(classes, path: str, config) -> Dict[str, List[str]]:
+    """Class -> the arguments it still needs: required, and nothing in its own file or the
+    configuration supplies them (the package scan is left to the run: too slow per lens)."""
+    waiting = {name: required for name, _, _, required in classes if required}
+    if not waiting or not path or not os.path.isfile(path):
+        return waiting
+    try:
+        found = find_constructors(path, list(waiting), workspace_root=str(config.root), recipes=config.verify,
+                                  scan_project=False)
+    except (RecursionError, MemoryError, OSError, ValueError):
+        return waiting
+    return {name: required for name, required in waiting.items() if not found.get(name)}
 
 
 def code_lenses(server, uri: str) -> List[types.CodeLens]:
     document = server.document(uri)
     if document is None or not server.resolver.settings.code_lens:
         return []
-    device = server.resolver.settings.verify_device
-    title = "Verify on GPU" if device in ("auto", "cuda") or device.startswith("cuda:") else "Verify on CPU"
+    cuda = lens_device(server.resolver.settings.verify_device)
+    title = "Verify on %s" % cuda if cuda else "Verify"
+    path = document.path or ""
+    classes = _classes(document.source, path)
+    waiting = _needing_arguments(classes, path, server.resolver.config_for(path)) if classes else {}
     lenses = []
-    for name, line, column in module_classes(document.source, document.path or ""):
+    for name, line, column, _ in classes:
         position = types.Position(line=line - 1, character=column)
+        argument: Dict[str, Any] = {"uri": uri, "className": name}
+        text = title
+        if name in waiting:
+            argument["needsArguments"] = waiting[name]
+            text = "%s (needs %s)" % (title, ", ".join(waiting[name]))
         lenses.append(types.CodeLens(
             range=types.Range(start=position, end=types.Position(line=line - 1, character=column + len(name))),
-            command=types.Command(title=title, command=VERIFY_COMMAND, arguments=[{"uri": uri, "className": name}])))
+            command=types.Command(title=text, command=VERIFY_COMMAND, arguments=[argument])))
     return lenses
 
 
 def parse_arguments(args: Tuple[Any, ...]) -> Dict[str, Any]:
-    """`{uri, className?, device?}` (or the three positionally); ValueError says what is wrong."""
+    """`{uri, className?, device?, initKwargs?}` (or uri, className, device positionally);
+    ValueError says what is wrong. ``initKwargs``: an object, or Python keyword arguments of
+    literals as text (``"dim=64, depth=2"``, read with ast.literal_eval, never evaluated)."""
     if len(args) == 1 and isinstance(args[0], dict):
         raw = args[0]
     elif args and all(isinstance(a, (str, type(None))) for a in args) and len(args) <= 3:
         raw = dict(zip(("uri", "className", "device"), args))
     else:
-        raise ValueError("expected one argument {uri, className?, device?}, got %r" % (args,))
+        raise ValueError("expected one argument {uri, className?, device?, initKwargs?}, got %r" % (args,))
     uri, class_name, device = raw.get("uri"), raw.get("className"), raw.get("device")
     if not isinstance(uri, str) or not uri:
         raise ValueError("`uri` must be a document uri")
@@ -72,7 +123,17 @@ def parse_arguments(args: Tuple[Any, ...]) -> Dict[str, Any]:
         raise ValueError("`className` must be a class name, got %r" % (class_name,))
     if device is not None and not isinstance(device, str):
         raise ValueError("`device` must be auto, cpu, cuda or cuda:N")
-    return {"uri": uri, "class_name": class_name, "device": device}
+    init_kwargs = raw.get("initKwargs")
+    if init_kwargs is not None:
+        if not isinstance(init_kwargs, (str, dict)) or (
+                isinstance(init_kwargs, dict) and not all(isinstance(k, str) and k.isidentifier()
+                                                          for k in init_kwargs)):
+            raise ValueError("`initKwargs` must be an object of argument names, or text like \"dim=64, depth=2\"")
+        try:
+            init_kwargs = parse_init_kwargs(init_kwargs)
+        except VerifyError as err:
+            raise ValueError("`initKwargs`: %s" % err) from None
+    return {"uri": uri, "class_name": class_name, "device": device, "init_kwargs": init_kwargs}
 
 
 def path_of(uri: str) -> Optional[str]:
@@ -154,8 +215,9 @@ async def verify_module(server, *args) -> Dict[str, Any]:
     loop = asyncio.get_running_loop()
     try:
         report = await loop.run_in_executor(None, lambda: verify_file(
-            path, request["class_name"], device, settings.verify_timeout,
-            python=python, cancel_event=cancel, cwd=str(config.root)))
+            path, request["class_name"], device, settings.verify_timeout, init_kwargs=request["init_kwargs"],
+            python=python, cancel_event=cancel, cwd=str(config.root), workspace_root=str(config.root),
+            verify_config=config.verify))
     except VerifyError as err:
         if token is not None:
             progress.end(token, types.WorkDoneProgressEnd(message=str(err)))
@@ -167,4 +229,25 @@ async def verify_module(server, *args) -> Dict[str, Any]:
     server.verified.put(uri, version, report_to_findings(report, text, path))
     server.republish(uri)
     server.log_message("torchlint verify %s: %s" % (target, summary), types.MessageType.Info)
+    _tell_what_to_do(server, report, python)
     return json.loads(render_json(report))
+
+
+def _tell_what_to_do(server, report, python: str) -> None:
+    """What the user can act on, as a visible message (a log line goes unseen)."""
+    if report.outcome == ERROR and report.error_kind == "no_torch":
+        server.show_error("torchlint verify: %s has no torch, so it cannot run your module. Pick an interpreter "
+                          "that has torch: the \"torchlint.interpreter\" setting (in VS Code also the Python "
+                          "extension's \"Python: Select Interpreter\"), or install torch there (%s -m pip "
+                          "install torch)." % (python, python))
+        return
+    skipped = [cls for cls in report.skipped if cls.skip_reason and "argument" in cls.skip_reason]
+    if skipped:
+        names = ", ".join(cls.name for cls in skipped)
+        message = "torchlint verify: %s not built: %s. Constructor arguments: %s." % (
+            names, skipped[0].skip_reason, EDITOR_WAY)
+        server.log_message(message, types.MessageType.Warning)
+        try:
+            server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+        except Exception:  # noqa: BLE001 - a closed connection: the log has it
+            pass
