@@ -117,7 +117,7 @@ def codes(diagnostics) -> List[str]:
 
 
 # -- waiting ----------------------------------------------------------------------------------
-async def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition"):
+async def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "condition"):
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
@@ -126,7 +126,7 @@ async def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: s
 
 
 async def wait_for_publish(client: LanguageClient, uri: str, version: Optional[int] = None,
-                           since: int = 0, timeout: float = 10.0) -> types.PublishDiagnosticsParams:
+                           since: int = 0, timeout: float = 60.0) -> types.PublishDiagnosticsParams:
     """The first publish for ``uri`` (at ``version`` if given) after the first ``since`` publishes."""
     def found():
         return next((p for p in client.publishes[since:]

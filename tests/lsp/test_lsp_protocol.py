@@ -25,7 +25,7 @@ def test_malformed_requests_get_an_error_answer():
         {"jsonrpc": "2.0", "method": "exit"},
     ]
     done = subprocess.run(CONFIG.server_command, input=b"".join(frame(m) for m in messages),
-                          env=CONFIG.server_env, capture_output=True, timeout=60)
+                          env=CONFIG.server_env, capture_output=True, timeout=180)
     responses = {}
     data = done.stdout
     while data:
@@ -46,6 +46,6 @@ def test_the_server_never_imports_torch():
             "check_source(open(sys.argv[1]).read(), sys.argv[1]); "
             "assert 'torch' not in sys.modules, 'torch imported'")
     done = subprocess.run(CONFIG.server_command[:1] + ["-c", code, "examples/scaled_block.py"],
-                          env=CONFIG.server_env, capture_output=True, text=True, timeout=60,
+                          env=CONFIG.server_env, capture_output=True, text=True, timeout=180,
                           cwd=str(__import__("lsp_helpers").ROOT))
     assert done.returncode == 0, done.stderr

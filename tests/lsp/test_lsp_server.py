@@ -432,7 +432,7 @@ async def test_jedi_wave_refines_the_first(vscode: LanguageClient, tmp_path):
 
     def refined():
         return next((p for p in client.publishes[since:] if p.uri == uri and codes(p.diagnostics)), None)
-    await wait_for(lambda: refined() is not None, timeout=60, what="the jedi wave")
+    await wait_for(lambda: refined() is not None, timeout=240, what="the jedi wave")
     published = refined()
     assert published.version == 1
     assert codes(published.diagnostics) == ["TL101"]

@@ -64,7 +64,7 @@ async def test_verify_module_reports_progress_and_publishes_verified_findings(vs
     def verified():
         return next((p for p in client.publishes[since:] if p.uri == uri
                      and any(d.source == "torchlint-verify" for d in p.diagnostics)), None)
-    await wait_for(lambda: verified() is not None, timeout=30, what="verified diagnostics")
+    await wait_for(lambda: verified() is not None, timeout=300, what="verified diagnostics")
     lines = {d.range.start.line for d in verified().diagnostics if d.source == "torchlint-verify"}
     assert lines == {23}  # `self.gamma_1 = torch.full(...)`: where the attribute was assigned
 
@@ -100,14 +100,14 @@ async def test_cancelling_the_progress_kills_the_run(vscode: LanguageClient, tmp
     tokens_before = set(client.progress_reports)
     running = asyncio.ensure_future(client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="torchlint.verifyModule", arguments=[{"uri": path.as_uri(), "device": "cpu"}])))
-    await wait_for(lambda: set(client.progress_reports) - tokens_before, timeout=30, what="progress to begin")
+    await wait_for(lambda: set(client.progress_reports) - tokens_before, timeout=180, what="progress to begin")
     (token,) = set(client.progress_reports) - tokens_before
     await asyncio.sleep(1.0)  # let the child start its endless loop
     started = time.monotonic()
     client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
-    result = await asyncio.wait_for(running, timeout=30)
+    result = await asyncio.wait_for(running, timeout=180)
     assert result["outcome"] == "cancelled"
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < 60
 
 
 @pytest_lsp.fixture(scope="module", config=CONFIG)

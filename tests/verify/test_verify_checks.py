@@ -161,7 +161,7 @@ def models(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def report(models):
-    result = verify_file(str(models), python=torch_python(), timeout=60)
+    result = verify_file(str(models), python=torch_python(), timeout=300)
     assert result.outcome == COMPLETED, (result.error, result.stderr_tail)
     return result
 
