@@ -74,7 +74,9 @@ class Config:
     exclude: Tuple[str, ...] = ()
     extend_exclude: Tuple[str, ...] = ()
     severities: Tuple[Tuple[str, Severity], ...] = ()  # (selector, severity), later entries win
-    python: Optional[str] = None  # the interpreter whose packages the jedi layer analyses
+    # The interpreter whose packages the jedi layer analyses, as the file names it: the
+    # repository's choice, so analysis.environments decides whether it may run.
+    python: Optional[str] = None
     verify: "VerifyConfig" = field(default_factory=lambda: VerifyConfig())  # [tool.torchlint.verify]
 
     @property

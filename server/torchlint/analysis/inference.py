@@ -14,6 +14,10 @@ milliseconds, so one :class:`JediInference` is kept per process and warmed once.
 jedi is not thread-safe: callers use it from one thread at a time.
 Without torch in the analysed environment, expression inference is off (jedi
 would resolve nothing) and only base-class resolution runs.
+
+Which environment, and whether its interpreter may run: :mod:`.environments`. Every call
+into an interpreter runs under a watchdog (``TORCHLINT_INTERPRETER_TIMEOUT``) that kills
+its process group when the call hangs.
 """
 from __future__ import annotations
 

@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a forward() input as a Python expression, evaluated in the file's module with torch "
                              "bound, e.g. 'torch.randint(0, 100, (2, 16))'; repeat for several inputs")
     parser.add_argument("--python", metavar="PATH",
-                        help="the interpreter to run with (default: the active virtualenv, else this Python)")
+                        help="the interpreter to run with (default: $TORCHLINT_PYTHON, the active virtualenv, "
+                             "else this Python)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
 
 
