@@ -501,7 +501,11 @@ class GradientRun:
                 self.outside.update(id(h.tensor) for h in self.watched if h.tensor.grad is not None)
             if optimizer is not None:
                 self.run("the optimizer step", optimizer.step)
-            if step >= MIN_STEPS and (len(self.nonzero) == len(self.trainable) or not new):
+            # Another step helps only parameters of modules forward ran with grad that a zero
+            # gate still shields, and only while each step opens new ones.
+            waiting = [name for name, p in self.trainable if id(p) not in self.nonzero
+                       and any(r.with_grad for r in self._chain(_split(name)[0])[:1])]
+            if step >= MIN_STEPS and (not waiting or not new):
                 break
         with torch.no_grad():
             self.unchanged = [h for h in self.watched if torch.equal(before[id(h.tensor)], h.tensor.detach())]
@@ -577,8 +581,11 @@ class GradientRun:
                 "graph by .detach()/.data/no_grad?)"))
         issues += state.issues(
             "TL904", [(_split(expert), expert, names) for expert, names in idle.items()], SEVERITY_INFO,
-            lambda paths, details: "%s got no gradient with these inputs: routing sent it no tokens "
-                                   "(mixture of experts); it trains when a batch reaches it" % paths[0])
+            lambda paths, details: "%s got no gradient with these inputs: routing sent %s no tokens "
+                                   "(mixture of experts); %s when a batch reaches %s" % (
+                                       listing(paths), "it" if len(paths) == 1 else "them",
+                                       "it trains" if len(paths) == 1 else "they train",
+                                       "it" if len(paths) == 1 else "them"))
         changed = len(self.nonzero)
         summary = "%s of SGD on a copy%s: %d of %d trainable parameters got a nonzero gradient; %s outside " \
                   "parameters() did not change" % (count(self.steps, "step"), self.note, changed,

@@ -1,0 +1,143 @@
+"""Verification of a realistic model package (tests/verify/model_zoo), run as a new user would:
+``verify_file`` on each file, no flags. The files import each other relatively, the package's
+__init__ fills a registry, ResNet needs constructor arguments that only its factories say.
+
+Healthy models: no TL905, no TL901-TL904 at error or warning level (a head the forward never
+calls and experts that got no tokens are information). Each buggy twin: its finding.
+Runs on the default device: CUDA where there is one, else the CPU.
+"""
+from __future__ import annotations
+
+import pytest
+
+from torchlint.verify import report_to_findings, verify_file
+from torchlint.verify.report import COMPLETED
+
+from verify_helpers import ROOT, check, class_report, issues, line_of, torch_python
+
+ZOO = ROOT / "tests" / "verify" / "model_zoo"
+FILES = ("resnet.py", "vit.py", "text.py", "moe.py", "distill.py", "buggy.py")
+HEALTHY = {
+    "resnet.py": ["ResNet"],
+    "vit.py": ["PatchEmbed", "VisionTransformer"],
+    "text.py": ["TinyLM"],
+    "moe.py": ["Top1MoE", "SparseMoEBlock"],
+    "distill.py": ["Student", "Distiller"],
+}
+
+
+@pytest.fixture(scope="module")
+def reports():
+    found = {}
+    for name in FILES:
+        report = verify_file(str(ZOO / name), python=torch_python(), timeout=300)
+        assert report.outcome == COMPLETED, (name, report.error, report.stderr_tail)
+        found[name] = report
+    return found
+
+
+def serious(report, verified):
+    return [i for i in issues(report, verified=verified) if i.severity in ("error", "warning")]
+
+
+def test_package_files_import_as_modules_of_the_package(reports):
+    for name, report in reports.items():
+        assert report.file_issues == [], (name, report.file_issues)
+        assert not [i for i in report.issues if i.code == "TL905"], (name, [i.message for i in report.issues])
+
+
+@pytest.mark.parametrize("name", sorted(HEALTHY))
+def test_healthy_models_are_clean(reports, name):
+    report = reports[name]
+    for verified in HEALTHY[name]:
+        cls = class_report(report, verified)
+        assert cls.status == "verified", (verified, cls.skip_reason)
+        assert serious(report, verified) == [], [i.message for i in serious(report, verified)]
+        assert [c.status for c in cls.checks] == ["passed"] * 4, cls.checks
+
+
+def test_resnet_needs_arguments_and_gets_them_from_its_factories(reports):
+    report = reports["resnet.py"]
+    cls = class_report(report, "ResNet")
+    assert cls.constructed_with["text"] in ("resnet_tiny()", "resnet_cifar()", "ResNet(BasicBlock, [1, 1], num_classes=10)")
+    assert "resnet.py" in cls.constructed_with["origin"]
+    # The zero-initialised last BN gammas open on the second step: every parameter trains.
+    summary = check(cls, "TL904").summary
+    received, total = summary.split(" trainable parameters")[0].split(": ")[-1].split(" of ")
+    assert received == total
+
+
+def test_vision_transformer_zero_head_after_layernorm_is_healthy(reports):
+    report = reports["vit.py"]
+    cls = class_report(report, "VisionTransformer")
+    assert "224, 224" in cls.inputs  # the 64-pixel guess does not fit its position embedding
+    (unused,) = issues(report, verified="VisionTransformer")
+    assert unused.code == "TL903" and unused.severity == "info" and unused.attribute == "head_dist"
+    assert "never used in forward" in unused.message and "find_unused_parameters" in unused.message
+    assert unused.line == line_of(ZOO / "vit.py", "self.head_dist =")
+
+
+def test_experts_without_tokens_are_information(reports):
+    report = reports["moe.py"]
+    for verified in ("Top1MoE", "SparseMoEBlock"):
+        found = issues(report, verified=verified)
+        assert found and all(i.severity == "info" and i.code == "TL904" for i in found), found
+        assert all("no tokens" in i.message for i in found)
+        assert all(p.startswith("experts.") for i in found for p in i.paths)
+
+
+def test_frozen_teacher_under_no_grad_is_healthy(reports):
+    report = reports["distill.py"]
+    cls = class_report(report, "Distiller")
+    assert issues(report, verified="Distiller") == []
+    assert "used only under no_grad" in check(cls, "TL904").summary
+    assert "frozen" in check(cls, "TL903").summary
+
+
+def test_rotary_caches_registered_non_persistent_are_clean(reports):
+    assert issues(reports["text.py"], verified="TinyLM") == []
+
+
+def codes(report, verified, severity=("error", "warning")):
+    return sorted({i.code for i in issues(report, verified=verified) if i.severity in severity})
+
+
+def test_buggy_gamma_as_plain_tensor(reports):
+    report = reports["buggy.py"]
+    assert codes(report, "PlainGammaBlock") == ["TL901", "TL902", "TL903", "TL904"]
+    (tl903,) = issues(report, "TL903", "PlainGammaBlock")
+    assert tl903.attribute == "gamma_1" and "received a gradient" in tl903.message
+    assert tl903.line == line_of(ZOO / "buggy.py", "self.gamma_1 = torch.full")
+
+
+def test_buggy_plain_list_of_layers(reports):
+    report = reports["buggy.py"]
+    assert codes(report, "ListStack") == ["TL901", "TL902", "TL903", "TL904"]
+    line = line_of(ZOO / "buggy.py", "self.layers = [Mlp(dim)")
+    assert {i.line for i in issues(report, verified="ListStack")} == {line}
+
+
+def test_buggy_rotary_cache_as_plain_tensor(reports):
+    report = reports["buggy.py"]
+    assert codes(report, "PlainRotaryLM") == ["TL901", "TL902"]
+    found = issues(report, "TL901", "PlainRotaryLM")
+    assert sorted(i.attribute for i in found) == ["attn.rotary.cos_cached", "attn.rotary.sin_cached"]
+    assert all(i.owner_class == "PlainRotary" and i.severity == "warning" for i in found)
+    assert {i.line for i in found} == {line_of(ZOO / "buggy.py", "self.cos_cached ="),
+                                       line_of(ZOO / "buggy.py", "self.sin_cached =")}
+
+
+def test_buggy_parameter_behind_detach_never_trains(reports):
+    report = reports["buggy.py"]
+    assert codes(report, "DetachedGate") == ["TL904"]
+    (tl904,) = issues(report, "TL904", "DetachedGate")
+    assert tl904.attribute == "gate" and tl904.severity == "warning" and "no gradient" in tl904.message
+    assert tl904.line == line_of(ZOO / "buggy.py", "self.gate = nn.Parameter")
+
+
+def test_every_finding_has_a_line_in_the_file(reports):
+    for name, report in reports.items():
+        text = (ZOO / name).read_text()
+        for issue in report.issues:
+            assert issue.line, (name, issue)
+        assert len(report_to_findings(report, text, str(ZOO / name))) == len(report.issues)
