@@ -25,6 +25,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 from . import __version__
 from .analysis.engine import CheckOptions, check_source
+from .analysis.environments import Interpreter, choose_interpreter, own_interpreter
 from .analysis.findings import Finding, ParseError, Position
 from .config import Config, ConfigError, find_config, load_config
 from .files import discover, read_regular_file
@@ -70,28 +71,51 @@ class Job:
     mode: str = "check"  # "check", "fix" (write the fixes) or "diff" (show them)
     unsafe_fixes: bool = False
     infer: bool = True  # False: --no-infer
-    python: Optional[str] = None  # the interpreter the jedi layer analyses
+    python: Optional[Interpreter] = None  # the environment the jedi layer analyses (None: the default choice)
     root: str = "."  # the project root: where jedi looks for the project's own modules
 
 
-# One jedi layer per process and project, shared by every file that process checks: jedi's
-# first trip into torch costs seconds, later ones milliseconds.
+# One jedi layer per process, project and interpreter, shared by every file that process checks:
+# jedi's first trip into torch costs seconds, later ones milliseconds. Keyed by pid too: a forked
+# worker must never talk to its parent's jedi subprocess.
 _INFERENCE = {}
+_SAID = set()  # warnings this process already printed
+
+
+def _say(message: str) -> None:
+    if message not in _SAID:
+        _SAID.add(message)
+        print("torchlint: warning: %s" % message, file=sys.stderr, flush=True)
 
 
 def inference_for(job: Job):
-    """The jedi layer for this job, or None (--no-infer, or jedi unusable: names alone then)."""
+    """The jedi layer for this job, or None (--no-infer, or jedi unusable: names alone then).
+    After an interpreter timed out: torchlint's own interpreter, then names alone."""
     if not job.infer:
         return None
-    key = (job.root, job.python)
+    key = (os.getpid(), job.root, job.python)
     if key not in _INFERENCE:
-        try:
-            from .analysis.inference import JediInference
-            _INFERENCE[key] = JediInference(job.root, job.python)
-        except Exception as err:  # no jedi, or an environment it cannot start: fall back, never fail
-            logging.getLogger("torchlint").warning("type inference is off: %s", err)
-            _INFERENCE[key] = None
-    return _INFERENCE[key]
+        _INFERENCE[key] = _new_layer(job.root, job.python)
+    layer = _INFERENCE[key]
+    if layer is not None and layer.failure is not None:
+        own = layer.interpreter.is_own
+        _INFERENCE[key] = layer = None if own else _new_layer(job.root, own_interpreter())
+    return layer
+
+
+def _new_layer(root: str, interpreter: Optional[Interpreter]):
+    try:
+        from .analysis.inference import JediInference
+        own = interpreter is None or interpreter.is_own
+        layer = JediInference(root, interpreter, on_timeout=lambda message: _say(
+            "%s; %s" % (message, "type inference is off for the rest of this run" if own
+                        else "the next files are checked with torchlint's own Python")))
+    except Exception as err:  # no jedi, or an environment it cannot start: fall back, never fail
+        logging.getLogger("torchlint").warning("type inference is off: %s", err)
+        return None
+    for warning in layer.warnings:
+        _say(warning)
+    return layer
 
 
 @dataclass
@@ -320,12 +344,22 @@ def _check(args) -> int:
     problems = len(found.errors)  # unreadable folders: reported, the rest is still checked, exit 2
     if not files and not args.quiet:
         print("torchlint: warning: no Python files found under %s" % " ".join(args.paths), file=sys.stderr)
-    python = args.python or config.python
+    python = None
+    if not args.no_infer:
+        choice = choose_interpreter(explicit=args.python, configured=config.python, config_file=config.path,
+                                    trust_workspace=args.trust_workspace)
+        for warning in choice.warnings:
+            _say(warning)
+        python = choice.interpreter
     if args.verbose:
         print("torchlint %s: config %s, root %s, %d files" % (
             __version__, config.path or "(defaults)", config.root, len(files)), file=sys.stderr)
-        if not args.no_infer:
-            layer = inference_for(Job("", "", CheckOptions(), root=str(config.root), python=python))
+    if python is not None and (args.verbose or not (python.is_own or python.venv)):
+        # Start an interpreter that must run here, once: one that hangs or fails is reported
+        # once and replaced before the workers start, not once per worker.
+        layer = inference_for(Job("", "", CheckOptions(), root=str(config.root), python=python))
+        python = layer.interpreter if layer is not None else python
+        if args.verbose:
             print("torchlint: %s" % (layer.describe() if layer else "type inference is off (jedi unusable)"),
                   file=sys.stderr)
 
@@ -405,8 +439,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--ignore", action="append", metavar="CODES", help="rules not to run")
     check.add_argument("--no-infer", action="store_true", help="syntactic layer only (no type inference)")
     check.add_argument("--python", metavar="PATH",
-                       help="the interpreter whose packages the code uses, for type inference "
-                            "(default: config `python`, the active virtualenv, else this Python)")
+                       help="the interpreter whose packages the code uses, for type inference (default: "
+                            "$TORCHLINT_PYTHON, config `python`, the active virtualenv, else this Python)")
+    check.add_argument("--trust-workspace", action="store_true",
+                       help="run the interpreter the project's config names (without it, only a virtual "
+                            "environment's files are read; also: TORCHLINT_TRUST_WORKSPACE=1)")
     check.add_argument("--config", metavar="PATH", help="pyproject.toml to read [tool.torchlint] from")
     check.add_argument("--force-exclude", action="store_true",
                        help="apply the excludes to files named on the command line too (for pre-commit)")
