@@ -113,7 +113,7 @@ class _Watchdog:
 
     def watch(self, process: subprocess.Popen) -> None:
         self._process = process
-        if self._thread is None:
+        if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._run, name="torchlint-interpreter-watchdog", daemon=True)
             self._thread.start()
 
@@ -128,6 +128,8 @@ class _Watchdog:
         while not self.expired:
             time.sleep(poll)
             started, process = self._started, self._process
+            if process is None or process.poll() is not None:
+                return  # the interpreter is gone (jedi dropped it): nothing left to watch
             if started is not None and process is not None and time.monotonic() - started > self.timeout:
                 self.expired = True
                 _kill_group(process)
