@@ -21,7 +21,7 @@ def parse(argv):
 
 def test_text_report_of_the_demo(capsys):
     status = cli_command.run(parse([str(DEMO) + "::LayerScaleBlock", "--python", torch_python(),
-                                    "--input-shape", "2,5,16"]))
+                                    "--input-shape", "2,5,16", "--device", "cpu"]))
     out = capsys.readouterr().out
     assert status == cli_command.EXIT_FINDINGS
     line = line_of(DEMO, "self.gamma_1 = torch.full")
@@ -44,7 +44,7 @@ def test_json_report_and_no_torch_in_torchlint(tmp_path):
         "assert 'torch' not in sys.modules, 'torchlint imported torch'\n"
         "sys.exit(status)\n" % str(ROOT / "server"))
     result = subprocess.run([sys.executable, "-c", script, str(DEMO), "--python", torch_python(),
-                             "--format", "json"], capture_output=True, text=True, timeout=120)
+                             "--format", "json", "--device", "cpu"], capture_output=True, text=True, timeout=600)
     assert result.returncode == cli_command.EXIT_FINDINGS, result.stderr
     report = json.loads(result.stdout)
     assert report["device"] == "cpu" and report["outcome"] == "completed"
@@ -54,6 +54,9 @@ def test_json_report_and_no_torch_in_torchlint(tmp_path):
     assert fixed["inputs"] == "(2, 5, 16) float32 (from example_inputs())"
     assert sorted(i["code"] for i in report["classes"][0]["issues"]) == ["TL901", "TL902", "TL903", "TL904"]
     assert report["issues_total"] == 4
+    line = line_of(DEMO, "self.gamma_1 = torch.full")
+    assert [i["line"] for i in report["classes"][0]["issues"]] == [line] * 4  # never null
+    assert report["classes"][0]["constructed_with"]["origin"] == "defaults"
 
 
 def test_clean_class_exits_zero(tmp_path, capsys):
@@ -79,3 +82,55 @@ def test_unknown_class_and_usage_errors_exit_two(tmp_path, capsys):
     assert "no class 'Missing'" in capsys.readouterr().out
     assert cli_command.run(parse([str(path), "--init-kwargs", "[1]"])) == cli_command.EXIT_ERROR
     assert "must be a JSON object" in capsys.readouterr().err
+
+
+def test_input_expressions_and_python_kwargs(tmp_path, capsys):
+    path = write_module(tmp_path, "lm.py", '''
+        import torch.nn as nn
+
+
+        class TinyLM(nn.Module):
+            def __init__(self, vocab, dim):
+                super().__init__()
+                self.embed = nn.Embedding(vocab, dim)
+                self.out = nn.Linear(dim, vocab)
+
+            def forward(self, tokens):
+                return self.out(self.embed(tokens))
+    ''')
+    status = cli_command.run(parse([str(path), "--python", torch_python(), "--device", "cpu",
+                                    "--init-kwargs", "vocab=VOCAB_SIZE_IS_NOT_A_LITERAL"]))
+    assert status == cli_command.EXIT_ERROR
+    assert "not a Python literal" in capsys.readouterr().err
+    status = cli_command.run(parse([str(path), "--python", torch_python(), "--device", "cpu",
+                                    "--init-kwargs", "vocab=10, dim=4", "--input", "torch.randint(0, 10, (2, 5))"]))
+    out = capsys.readouterr().out
+    assert status == cli_command.EXIT_CLEAN, out
+    assert "TinyLM: verified with inputs (2, 5) int64 (from --input)" in out
+    assert "built with" in out and "--init-kwargs" in out
+
+
+def test_verify_table_in_pyproject(tmp_path, capsys):
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.torchlint.verify.classes.Wide]\nkwargs = { width = 3 }\n", encoding="utf-8")
+    path = write_module(tmp_path, "wide.py", '''
+        import torch.nn as nn
+
+
+        class Wide(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.fc = nn.Linear(width, 2)
+
+            def forward(self, x):
+                return self.fc(x)
+    ''')
+    status = cli_command.run(parse([str(path), "--python", torch_python(), "--device", "cpu", "--format", "json"]))
+    report = json.loads(capsys.readouterr().out)
+    assert status == cli_command.EXIT_CLEAN, report
+    built = report["classes"][0]["constructed_with"]
+    assert built == {"origin": "[tool.torchlint.verify.classes.Wide] in pyproject.toml", "text": "Wide(width=3)"}
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.torchlint.verify.classes.Wide]\nkwarg = { width = 3 }\n", encoding="utf-8")
+    assert cli_command.run(parse([str(path), "--python", torch_python()])) == cli_command.EXIT_ERROR
+    assert "unknown key 'kwarg'" in capsys.readouterr().err

@@ -5,6 +5,8 @@ and one run wherever the outcome of one class cannot disturb the others.
 """
 from __future__ import annotations
 
+import functools
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -48,3 +50,11 @@ def check(cls, code):
     found = [c for c in cls.checks if c.code == code]
     assert len(found) == 1, cls.checks
     return found[0]
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_available() -> bool:
+    """Whether the tests' torch sees a CUDA device: tests that depend on the device say which."""
+    result = subprocess.run([torch_python(), "-c", "import torch; print(torch.cuda.is_available())"],
+                            capture_output=True, text=True, timeout=300)
+    return result.stdout.strip().endswith("True")
