@@ -126,6 +126,39 @@ def test_unknown_select_code_exits_2(tmp_path, capsys):
     assert "TL999" in err
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--select", ""], "--select: no rule code in ''"),
+    (["--select", " , "], "--select: no rule code in ' , '"),
+    (["--select", "TL101", "--select", ""], "--select: no rule code in ''"),
+    (["--ignore", ""], "--ignore: no rule code in ''"),
+    (["--extend-select", ","], "--extend-select: no rule code in ','"),
+    (["--select", "TL101,TL999"], "--select: unknown rule code or prefix 'TL999'"),
+    (["--ignore", "E501"], "--ignore: unknown rule code or prefix 'E501'"),
+])
+def test_empty_or_unknown_rule_flags_exit_2(tmp_path, capsys, flags, message):
+    # `--select ""` used to select nothing: every rule silently off and "All checks passed!".
+    write(tmp_path / "model.py", MASK)
+    code, out, err = run(["check", *flags, tmp_path / "model.py"], capsys)
+    assert code == 2
+    assert message in err and out == ""
+
+
+@pytest.mark.parametrize("table, message", [
+    ("select = []\n", "select: an empty list selects no rule at all"),
+    ("select = ['']\n", "select: empty rule code ''"),
+    ("extend-select = ['TL999']\n", "extend-select: unknown rule code or prefix 'TL999'"),
+    ("ignore = ['TL1', ' ']\n", "ignore: empty rule code ' '"),
+    ("per-file-ignores = { 'tests/*' = [] }\n", 'per-file-ignores."tests/*": give the codes these files ignore'),
+    ("per-file-ignores = { 'tests/*' = ['TL1O1'] }\n", "unknown rule code or prefix 'TL1O1'"),
+])
+def test_empty_or_unknown_rule_settings_exit_2(tmp_path, capsys, table, message):
+    write(tmp_path / "pyproject.toml", "[tool.torchlint]\n" + table)
+    write(tmp_path / "model.py", MASK)
+    code, out, err = run(["check", "."], capsys, cwd=tmp_path)
+    assert code == 2
+    assert "pyproject.toml" in err and message in err and out == ""
+
+
 def test_config_error_exits_2_and_names_the_key(tmp_path, capsys):
     write(tmp_path / "pyproject.toml", "[tool.torchlint]\nselekt = ['TL101']\n")
     write(tmp_path / "model.py", MASK)

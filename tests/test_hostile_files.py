@@ -278,3 +278,122 @@ def test_interrupt_during_a_write_waits_for_it(tmp_path):
     assert proc.stdout.strip() == "after", proc.stderr
     assert path.read_text() == FIXED_MASK
     assert [p.name for p in tmp_path.iterdir()] == ["model.py"]
+
+
+# -- stopping a --fix run --------------------------------------------------------------------------------
+# Many files, each with many safe fixes, so that the run is still going when the first file is written.
+
+LEGACY = "import torch\n\n" + "".join("x%d = torch.FloatTensor(%d, 3)\n" % (i, i + 1) for i in range(60))
+FIXED_LEGACY = fix_text(LEGACY, "model.py").text
+FILE_COUNT = 160
+
+
+def many_fixable_files(folder: Path):
+    folder.mkdir()
+    return [write(folder / ("m%03d.py" % i), LEGACY) for i in range(FILE_COUNT)]
+
+
+def descendants(pid: int):
+    """Every live process below ``pid`` (from /proc)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, pending = [], [pid]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.append(child)
+            pending.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for an init that does not reap counts as gone)."""
+    try:
+        return Path("/proc", str(pid), "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_until(condition, what: str, limit: float = TIMEOUT) -> None:
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting for " + what
+        time.sleep(0.01)
+
+
+def contents(folder: Path):
+    return {p.name: p.read_text() for p in sorted(folder.iterdir())}
+
+
+def start_fix_run(folder: Path):
+    """A --fix run over ``folder``, stopped once its first file is written: (process, workers)."""
+    proc = subprocess.Popen([sys.executable, "-m", "torchlint", "check", "--fix", "--no-infer", "-q", str(folder)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        workers = set()
+
+        def first_file_written():
+            workers.update(descendants(proc.pid))
+            assert proc.poll() is None, "the run ended before any file was written: " + proc.stderr.read()
+            return any(p.read_text() != LEGACY for p in folder.glob("m*.py"))
+
+        wait_until(first_file_written, "the first fixed file")
+    except BaseException:
+        proc.kill()
+        proc.wait(TIMEOUT)
+        raise
+    return proc, workers
+
+
+def assert_whole_files(folder: Path, leftovers_allowed: bool):
+    written = 0
+    for name, text in contents(folder).items():
+        if name.startswith("m") and name.endswith(".py"):
+            assert text in (LEGACY, FIXED_LEGACY), name + " is neither the original nor the fixed file"
+            written += text == FIXED_LEGACY
+        else:  # SIGKILL can leave the hidden copy of the file being written, nothing else
+            assert leftovers_allowed and name.startswith(".m") and name.endswith(".tmp"), name
+    assert 0 < written < FILE_COUNT  # stopped mid-run: some files fixed, some not
+    return written
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process tree from /proc")
+def test_killed_main_process_takes_its_workers_and_writes_nothing_more(tmp_path):
+    folder = tmp_path / "src"
+    many_fixable_files(folder)
+    proc, workers = start_fix_run(folder)
+    proc.kill()
+    proc.wait(TIMEOUT)
+    proc.stderr.close()
+    after_kill = contents(folder)
+    assert workers, "the run had no worker processes"
+    wait_until(lambda: not any(alive(pid) for pid in workers), "the pool workers to die", limit=30)
+    time.sleep(1.0)  # a surviving writer would have written by now
+    assert contents(folder) == after_kill
+    assert_whole_files(folder, leftovers_allowed=True)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process tree from /proc")
+@pytest.mark.parametrize("signum, status, message", [
+    (signal.SIGTERM, 128 + signal.SIGTERM, "torchlint: terminated"),
+    (signal.SIGINT, 128 + signal.SIGINT, "torchlint: interrupted"),
+])
+def test_terminated_fix_run_cleans_up(tmp_path, signum, status, message):
+    folder = tmp_path / "src"
+    many_fixable_files(folder)
+    proc, workers = start_fix_run(folder)
+    proc.send_signal(signum)
+    try:
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        proc.kill()
+        proc.wait(TIMEOUT)
+    assert proc.returncode == status, err
+    assert message in err and "Traceback" not in err
+    wait_until(lambda: not any(alive(pid) for pid in workers), "the pool workers to end", limit=30)
+    assert_whole_files(folder, leftovers_allowed=False)  # no temporary file left

@@ -137,3 +137,95 @@ def test_noqa_edit_keeps_crlf():
     edit = noqa_edit(source, 2, "TL101")
     assert edit.range.start == Position(2, len("self.m = torch.ones(3)"))
     assert apply_edits(source.text, [edit]) == "x = 1\r\nself.m = torch.ones(3)  # noqa: TL101\r\ny = 2\r\n"
+
+
+# -- only comments count ---------------------------------------------------------------------
+
+def test_noqa_inside_a_string_does_not_silence():
+    text = module_with('self.mask = torch.ones(3); self.label = "# noqa"')
+    assert codes_by_line(text) == [(FIRST, "TL101")]
+
+
+def test_noqa_inside_a_multiline_string_does_not_silence():
+    text = module_with('self.doc = """first line', '# noqa: TL101 """; self.mask = torch.ones(3)')
+    assert codes_by_line(text) == [(FIRST + 1, "TL101")]
+
+
+def test_file_level_noqa_inside_a_docstring_does_not_silence_the_file():
+    text = '"""Module notes.\n# torchlint: noqa\n"""\n' + module_with("self.mask = torch.ones(3)")
+    assert codes_by_line(text) == [(FIRST + 3, "TL101")]
+
+
+def test_file_level_noqa_must_stand_on_its_own_line():
+    text = module_with("self.mask = torch.ones(3)  # torchlint: noqa: TL301")  # a line noqa for TL301 only
+    assert codes_by_line(text) == [(FIRST, "TL101")]
+
+
+def test_comment_after_a_string_with_a_hash_still_counts():
+    text = module_with('self.mask = torch.ones(3); self.label = "#"  # noqa: TL101')
+    assert codes_by_line(text) == []
+
+
+def test_noqa_comments_in_nested_blocks_decorators_and_after_semicolons():
+    text = dedent('''\
+        import torch
+        import torch.nn as nn
+
+
+        def deco(f):
+            return f
+
+
+        class Outer(nn.Module):
+            """Docs with a # noqa that is not a comment."""
+
+            class Inner(nn.Module):
+                @deco
+                def __init__(self):  # a comment
+                    super().__init__()
+                    if True:
+                        self.a = torch.ones(3)  # noqa: TL101
+                    else:
+                        self.b = torch.ones(3); x = """
+                # noqa
+                """
+                    try:
+                        pass
+                    except (ValueError,
+                            TypeError):  # noqa: TL999
+                        self.c = torch.ones(3)  # noqa
+            ''')
+    (b_line,) = [n for n, line in enumerate(text.splitlines(), 1) if "self.b" in line]
+    assert codes_by_line(text) == [(b_line, "TL101")]
+
+
+def test_comments_on_agrees_with_the_tokenizer_on_real_files():
+    # Every comment the per-line search finds is the one tokenizing the whole file finds, and no other.
+    import ast
+    import io
+    import tokenize
+    from pathlib import Path
+
+    from torchlint.analysis.noqa import comments_on
+
+    root = Path(__file__).resolve().parent.parent
+    paths = sorted((root / "server" / "torchlint").rglob("*.py")) + sorted((root / "tests").rglob("*.py"))
+    assert len(paths) > 50
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue  # fixtures that do not parse on purpose
+        expected = {token.start[0]: (token.start[1], token.string)
+                    for token in tokenize.generate_tokens(io.StringIO(text).readline)
+                    if token.type == tokenize.COMMENT}
+        source = SourceText(text)
+        candidates = [n for n in range(1, source.line_count + 1) if "#" in source.line(n)]
+        assert comments_on(source, candidates, tree) == expected, path
+        assert comments_on(source, candidates) == expected, path  # without a tree: from the top
+
+
+def test_noqa_edit_ignores_a_noqa_inside_a_string():
+    assert _add('self.mask = torch.ones(3); s = "# noqa: TL203"') == \
+        'self.mask = torch.ones(3); s = "# noqa: TL203"  # noqa: TL101'

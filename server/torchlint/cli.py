@@ -209,9 +209,14 @@ def run_jobs(jobs: Sequence[Job], verbose: bool = False) -> Iterator[Checked]:
         try:
             pool = ProcessPoolExecutor(max_workers=min(cpus, 32), initializer=start_worker,
                                        initargs=(verbose, os.getpid()))
-            for checked in pool.map(check_file, jobs, chunksize=max(1, len(jobs) // (cpus * 4))):
-                done += 1
-                yield checked
+            size = max(1, len(jobs) // (cpus * 4))
+            # Not pool.map: on an interrupt it cancels what is pending, which the pool's own thread
+            # then trips over when the workers are killed.
+            chunks = [pool.submit(check_files, jobs[start:start + size]) for start in range(0, len(jobs), size)]
+            for chunk in chunks:
+                for checked in chunk.result():
+                    done += 1
+                    yield checked
             finished = True
         except (OSError, BrokenProcessPool):  # no process support here: check the rest serially
             pass
@@ -225,13 +230,20 @@ def run_jobs(jobs: Sequence[Job], verbose: bool = False) -> Iterator[Checked]:
         yield check_file(job)
 
 
+def check_files(jobs: Sequence[Job]) -> List[Checked]:
+    return [check_file(job) for job in jobs]
+
+
 def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Kill the workers now rather than wait for the files they are on."""
     workers = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     for worker in workers:
         with contextlib.suppress(Exception):
             worker.kill()
-    pool.shutdown(wait=False, cancel_futures=True)
+    pool.shutdown(wait=False)
+    if manager is not None:
+        manager.join(timeout=10)  # it marks the unfinished work as failed, then ends
 
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>

@@ -112,7 +112,7 @@ class Config:
         """The settings with a higher-priority layer on top (command-line flags, editor settings).
         ``label`` turns a setting's name into what errors call it (``"--%s"``, ``"torchlint.%s"``)."""
         selection = RuleSelection(
-            None if select is None else tuple(_selectors(select, label % "select")),
+            None if select is None else tuple(_selectors(select, label % "select", empty=_NO_RULE)),
             tuple(_selectors(extend_select, label % "extend-select")),
             tuple(_selectors(ignore, label % "ignore")),
         )
@@ -135,13 +135,21 @@ def expand(selectors: Iterable[str]) -> FrozenSet[str]:
     return frozenset(code for code in RULES_BY_CODE for s in selectors if matches(s, code))
 
 
-def _selectors(values, where: str) -> List[str]:
+_NO_RULE = "an empty list selects no rule at all (leave it out to run every rule)"
+
+
+def _selectors(values, where: str, empty: Optional[str] = None) -> List[str]:
+    """Validated selectors; ``empty``: why an empty list is an error here (None: it is fine)."""
     if isinstance(values, str) or not isinstance(values, (list, tuple)):
         raise ConfigError("%s: expected a list of rule codes, got %r" % (where, values))
+    if not values and empty:
+        raise ConfigError("%s: %s" % (where, empty))
     result = []
     for value in values:
         if not isinstance(value, str):
             raise ConfigError("%s: expected a rule code, got %r" % (where, value))
+        if not value.strip():
+            raise ConfigError("%s: empty rule code %r" % (where, value))
         selector = value.strip().upper()
         if not _SELECTOR.match(selector) or not any(matches(selector, c) for c in RULES_BY_CODE):
             raise ConfigError("%s: unknown rule code or prefix %r (known: %s)"
@@ -210,7 +218,7 @@ def parse_table(table: dict, path: Path, root: Optional[Path] = None) -> Config:
 
     select = table.get("select")
     selection = RuleSelection(
-        None if select is None else tuple(_selectors(select, key("select"))),
+        None if select is None else tuple(_selectors(select, key("select"), empty=_NO_RULE)),
         tuple(_selectors(table.get("extend-select", []), key("extend-select"))),
         tuple(_selectors(table.get("ignore", []), key("ignore"))),
     )
@@ -218,7 +226,8 @@ def parse_table(table: dict, path: Path, root: Optional[Path] = None) -> Config:
     if not isinstance(per_file, dict):
         raise ConfigError("%s: expected a table of glob = [codes], got %r" % (key("per-file-ignores"), per_file))
     per_file_ignores = tuple(
-        (GlobPattern(glob), expand(_selectors(codes, '%s."%s"' % (key("per-file-ignores"), glob))))
+        (GlobPattern(glob), expand(_selectors(codes, '%s."%s"' % (key("per-file-ignores"), glob),
+                                              empty="give the codes these files ignore")))
         for glob, codes in per_file.items()
     )
     python = table.get("python")

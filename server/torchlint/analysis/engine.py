@@ -74,7 +74,7 @@ def check_source(text: str, path: str = "<stdin>", options: CheckOptions = DEFAU
     if tree is None:
         return CheckResult([], error)
     ctx = FileContext(text, path, tree, inference)
-    directives = parse_directives(ctx.source)
+    directives = parse_directives(ctx.source, tree)
     result = CheckResult()
     findings: List[Finding] = []
     for rule in ALL_RULES:

@@ -4,18 +4,27 @@
 - ``x = 1  # noqa: TL101, TL203`` silences those codes;
 - a line ``# torchlint: noqa`` anywhere silences the whole file, and
   ``# torchlint: noqa: TL101`` silences one code in the whole file.
+
+Only comments count: ``s = "# noqa"`` or a docstring line reading ``# torchlint: noqa`` does
+not. Comments are found with Python's tokenizer, run only over the lines that contain
+``noqa``, each from the nearest place the syntax tree says a statement starts.
 """
 from __future__ import annotations
 
+import ast
+import bisect
+import io
 import re
+import tokenize
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Optional
+from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from .findings import Edit, Finding, Position, Range
 from .source import SourceText
 
 _CODES = r"(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*)"
 _LINE = re.compile(r"#\s*noqa(?::\s*" + _CODES + r")?", re.IGNORECASE)
+_MENTION = re.compile("noqa", re.IGNORECASE)
 _FILE = re.compile(r"^\s*#\s*torchlint\s*:\s*noqa(?::\s*" + _CODES + r")?", re.IGNORECASE)
 
 ALL = frozenset(["*"])
@@ -43,16 +52,16 @@ class Directives:
         return False
 
 
-def parse_directives(source: SourceText) -> Directives:
+def parse_directives(source: SourceText, tree: Optional[ast.AST] = None) -> Directives:
+    """The file's noqa comments. ``tree`` (the parsed source) lets the tokenizer start near each
+    candidate line instead of at the top of the file."""
     directives = Directives()
-    if "noqa" not in source.text and "NOQA" not in source.text.upper():
+    if "noqa" not in source.text.lower():
         return directives
+    candidates = sorted({source.position(match.start()).line for match in _MENTION.finditer(source.text)})
     file_codes = set()
-    for lineno in range(1, source.line_count + 1):
-        line = source.line(lineno)
-        if "noqa" not in line.lower():
-            continue
-        whole_file = _FILE.match(line)
+    for lineno, (column, comment) in sorted(comments_on(source, candidates, tree).items()):
+        whole_file = _FILE.match(comment) if not source.line(lineno)[:column].strip() else None
         if whole_file:
             codes = _codes(whole_file)
             if codes is ALL:
@@ -60,24 +69,126 @@ def parse_directives(source: SourceText) -> Directives:
                 return directives
             file_codes |= codes
             continue
-        match = _LINE.search(line)
+        match = _LINE.search(comment)
         if match:
             directives.lines[lineno] = _codes(match)
     directives.file_codes = frozenset(file_codes)
     return directives
 
 
-def noqa_edit(source: SourceText, line: int, code: str) -> Optional[Edit]:
+def comments_on(source: SourceText, lines: Iterable[int], tree: Optional[ast.AST] = None) -> Dict[int, Tuple[int, str]]:
+    """line -> (column, text) of the comment on each of ``lines`` that has one."""
+    found: Dict[int, Tuple[int, str]] = {}
+    wanted = sorted(set(lines))
+    starts = _StatementStarts(tree) if tree is not None else None
+    index = 0
+    while index < len(wanted):
+        start = (1, 0)
+        if starts is not None:
+            line, byte_column = starts.before(wanted[index])
+            start = (line, source.column(line, byte_column))
+        # Tokenizing on from a start stays right for any number of lines: go on through the next
+        # wanted lines while starting afresh for them would not start any later.
+        last = index
+        while last + 1 < len(wanted) and (starts is None or starts.before(wanted[last + 1])[0] <= wanted[last]):
+            last += 1
+        found.update(_tokenize_comments(source, start, wanted[last]))
+        index = last + 1
+    return {line: found[line] for line in wanted if line in found}
+
+
+def _tokenize_comments(source: SourceText, start: Tuple[int, int], last: int) -> Dict[int, Tuple[int, str]]:
+    """Comments on lines ``start[0]``..``last``, tokenizing from ``start`` (line, code-point
+    column), where no string or bracket is open. Leading whitespace is dropped from each line so
+    that indentation, which cannot change where strings and comments are, never trips the tokenizer."""
+    first, first_column = start
+    offsets = []
+    lines = []
+    for lineno in range(first, last + 1):
+        text = source.line(lineno)
+        cut = first_column if lineno == first else len(text) - len(text.lstrip(" \t\f"))
+        if lineno == 1 and cut == 0 and text.startswith("\ufeff"):
+            cut = 1  # a byte-order mark is not code
+        offsets.append(cut)
+        lines.append(text[cut:] + "\n")
+    comments: Dict[int, Tuple[int, str]] = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO("".join(lines)).readline):
+            if token.type == tokenize.COMMENT:
+                lineno = first + token.start[0] - 1
+                comments[lineno] = (offsets[token.start[0] - 1] + token.start[1], token.string)
+    except (tokenize.TokenError, SyntaxError):  # the slice ends inside a string or brackets
+        pass
+    return comments
+
+
+_BLOCKS = ("body", "handlers", "orelse", "finalbody", "cases")
+
+
+class _StatementStarts:
+    """Where statements start, to begin tokenizing near a line rather than at the top of the file."""
+
+    def __init__(self, tree: ast.AST):
+        self.tree = tree
+        self._members: Dict[int, Tuple[List[Tuple[int, int]], list]] = {}  # id(node) -> (starts, members)
+
+    def before(self, lineno: int) -> Tuple[int, int]:
+        """(line, byte column) of the last place at or before ``lineno`` where a statement,
+        decorator, ``except`` clause or ``case`` of the innermost block holding the line starts:
+        no string or bracket is open there. A line after the end of such a member starts fresh too."""
+        point = (1, 0)
+        node = self.tree
+        while True:
+            starts, members = self._block_members(node)
+            index = bisect.bisect_right(starts, (lineno, float("inf"))) - 1
+            if index < 0:
+                return point
+            point, member = starts[index], members[index]
+            end = _end_line(member)
+            if end < lineno:
+                return (end + 1, 0)
+            node = member
+
+    def _block_members(self, node):
+        cached = self._members.get(id(node))
+        if cached is None:
+            pairs = sorted(((_begin(child), child) for name in _BLOCKS for child in getattr(node, name, None) or ()
+                            if _begin(child) is not None), key=lambda pair: pair[0])
+            cached = self._members[id(node)] = ([begin for begin, _ in pairs], [child for _, child in pairs])
+        return cached
+
+
+def _begin(node) -> Optional[Tuple[int, int]]:
+    """Where a block member starts, as (line, byte column); for a ``case``, its pattern."""
+    decorators = getattr(node, "decorator_list", None)
+    if decorators:
+        node = decorators[0]
+    elif not hasattr(node, "lineno") and hasattr(node, "pattern"):
+        node = node.pattern
+    if not hasattr(node, "lineno"):
+        return None
+    return (node.lineno, node.col_offset)
+
+
+def _end_line(node) -> int:
+    end = getattr(node, "end_lineno", None)
+    if end is None:  # a ``case``: it ends with its body
+        end = max((_end_line(child) for child in getattr(node, "body", ())), default=0)
+    return end
+
+
+def noqa_edit(source: SourceText, line: int, code: str, tree: Optional[ast.AST] = None) -> Optional[Edit]:
     """The edit that adds ``code`` to the line's noqa comment (None: already silenced)."""
     text = source.line(line)
-    match = _LINE.search(text)
+    comment = comments_on(source, [line], tree).get(line) if "noqa" in text.lower() else None
+    match = _LINE.search(comment[1]) if comment else None
     if match and match.group("codes") is None:
         return None
     if match:
         codes = _codes(match)
         if code in codes:
             return None
-        end = match.end("codes")
+        end = comment[0] + match.end("codes")
         return Edit(Range(Position(line, end), Position(line, end)), ", " + code)
     end = len(text)
     stripped = text.rstrip()
