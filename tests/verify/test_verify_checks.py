@@ -1,13 +1,18 @@
-"""TL901-TL904 on real modules, run once in one child process (CPU torch)."""
+"""TL901-TL905 on real modules, each file run once in one child process.
+
+The first group pins ``device="cpu"``: it is about the CPU run, where TL902 uses
+``.to(torch.float64)`` as the observable stand-in for a device move. The CUDA group
+runs only where torch sees a GPU; ``device="auto"`` is checked on either kind of machine.
+"""
 from __future__ import annotations
 
 import pytest
 
 from torchlint.analysis.findings import Severity
 from torchlint.verify import report_to_findings, verify_file
-from torchlint.verify.report import COMPLETED
+from torchlint.verify.report import COMPLETED, summary_line
 
-from verify_helpers import check, class_report, issues, line_of, torch_python, write_module
+from verify_helpers import check, class_report, cuda_available, issues, line_of, torch_python, write_module
 
 MODELS = '''
 import torch
@@ -285,7 +290,7 @@ def test_class_needing_arguments_is_skipped(report):
 
 def test_init_kwargs_and_input_shapes(models):
     result = verify_file(str(models), class_name="NeedsArguments", init_kwargs='{"dim": 8, "heads": 2}',
-                         input_shapes="2,8", python=torch_python())
+                         input_shapes="2,8", python=torch_python(), device="cpu", timeout=300)
     assert [c.name for c in result.classes] == ["NeedsArguments"]
     cls = result.classes[0]
     assert cls.inputs == "(2, 8) float32 (from --input-shape)"
@@ -298,3 +303,297 @@ def test_init_kwargs_and_input_shapes(models):
 def test_findings_come_from_torchlint_verify(findings):
     assert findings and all(f.source == "torchlint-verify" for f in findings)
     assert findings == sorted(findings, key=lambda f: (f.range.start, f.code))
+
+
+# -- gradient checks that do not cry wolf ---------------------------------------------------------
+
+GRADIENTS = '''
+import torch
+import torch.nn as nn
+
+
+class EndsInLayerNorm(nn.Module):
+    """The sum of a LayerNorm's outputs is constant: a sum loss would give every weight a zero gradient."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.norm = nn.LayerNorm(dim, elementwise_affine=False)
+
+    def forward(self, x):
+        return self.norm(self.fc(x))
+
+
+class ZeroGatesInSeries(nn.Module):
+    """A ReZero gate behind a zero-initialised head: each opens one optimizer step after the other."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.alpha = nn.Parameter(torch.zeros(1))
+        self.head = nn.Linear(dim, 4)
+        nn.init.zeros_(self.head.weight)
+
+    def forward(self, x):
+        return self.head(x + self.alpha * torch.relu(self.fc(x)))
+
+
+class FrozenAndNoGrad(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.frozen = nn.Linear(dim, dim).requires_grad_(False)
+        self.reference_scale = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        with torch.no_grad():
+            reference = x * self.reference_scale
+        return self.fc(self.frozen(x)) + reference
+
+
+class UnusedHeads(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.body = nn.Linear(dim, dim)
+        self.heads = nn.ModuleList([nn.Linear(dim, 2), nn.Linear(dim, 3)])
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class MultipliedByZero(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.offset = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x):
+        return self.fc(x) + 0.0 * self.offset
+
+
+class UnusedParameter(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.extra = nn.Parameter(torch.randn(dim))
+
+    def forward(self, x):
+        return self.fc(x)
+'''
+
+
+@pytest.fixture(scope="module")
+def gradients(tmp_path_factory):
+    path = write_module(tmp_path_factory.mktemp("gradients"), "gradients.py", GRADIENTS)
+    result = verify_file(str(path), python=torch_python(), timeout=300)
+    assert result.outcome == COMPLETED, (result.error, result.stderr_tail)
+    return path, result
+
+
+@pytest.mark.parametrize("name", ["EndsInLayerNorm", "ZeroGatesInSeries", "FrozenAndNoGrad"])
+def test_healthy_gradients_are_not_reported(gradients, name):
+    _, report = gradients
+    cls = class_report(report, name)
+    assert cls.issues == [] and [c.status for c in cls.checks] == ["passed"] * 4, cls.checks
+
+
+def test_zero_gates_in_series_get_the_steps_they_need(gradients):
+    _, report = gradients
+    summary = check(class_report(report, "ZeroGatesInSeries"), "TL904").summary
+    assert summary.startswith("3 steps") and "5 of 5 trainable parameters got a nonzero gradient" in summary
+
+
+def test_frozen_and_no_grad_parameters_are_counted_not_reported(gradients):
+    _, report = gradients
+    cls = class_report(report, "FrozenAndNoGrad")
+    assert "2 frozen (requires_grad=False)" in check(cls, "TL903").summary
+    assert "1 used only under no_grad" in check(cls, "TL904").summary
+
+
+def test_an_unused_container_is_one_information(gradients):
+    path, report = gradients
+    (issue,) = issues(report, verified="UnusedHeads")
+    assert issue.code == "TL903" and issue.severity == "info" and issue.paths == ["heads"]
+    assert issue.line == line_of(path, "self.heads =")
+
+
+def test_a_gradient_that_is_zero_on_every_step(gradients):
+    path, report = gradients
+    (issue,) = issues(report, verified="MultipliedByZero")
+    assert (issue.code, issue.severity, issue.attribute) == ("TL904", "warning", "offset")
+    assert "all-zero gradient" in issue.message and issue.line == line_of(path, "self.offset =")
+
+
+def test_a_parameter_forward_never_uses(gradients):
+    path, report = gradients
+    (issue,) = issues(report, verified="UnusedParameter")
+    assert (issue.code, issue.severity, issue.attribute) == ("TL904", "warning", "extra")
+    assert "no gradient" in issue.message and issue.line == line_of(path, "self.extra =")
+
+
+# -- any BaseException from user code is a TL905 -------------------------------------------------
+
+HOSTILE = '''
+import torch
+import torch.nn as nn
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise ValueError("no str")
+
+    def __repr__(self):
+        raise ValueError("no repr")
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def torchlint_example_inputs(self):
+        return torch.randn(2, 4)
+
+
+class Recurses(Layer):
+    def forward(self, x):
+        return self(x)
+
+
+class ReadsStdin(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.name = input("name? ")
+
+
+class Interrupted(Layer):
+    def forward(self, x):
+        raise KeyboardInterrupt
+
+
+class ExitsInForward(Layer):
+    def forward(self, x):
+        raise SystemExit("bye")
+
+
+class ClosesGenerator(Layer):
+    def forward(self, x):
+        raise GeneratorExit
+
+
+class RaisesUnprintable(Layer):
+    def forward(self, x):
+        raise Unprintable()
+
+
+class GuessedInterrupt(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        raise KeyboardInterrupt("guessed")
+
+
+class StillFine(Layer):
+    def forward(self, x):
+        return self.fc(x)
+'''
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    path = write_module(tmp_path_factory.mktemp("hostile"), "hostile.py", HOSTILE)
+    result = verify_file(str(path), python=torch_python(), timeout=300)
+    assert result.outcome == COMPLETED, (result.error, result.stderr_tail)
+    return path, result
+
+
+@pytest.mark.parametrize("name, needle, words", [
+    ("Recurses", "return self(x)", "RecursionError"),
+    ("ReadsStdin", 'input("name? ")', "EOFError"),
+    ("Interrupted", "raise KeyboardInterrupt", "KeyboardInterrupt"),
+    ("ExitsInForward", 'raise SystemExit("bye")', "sys.exit(bye)"),
+    ("ClosesGenerator", "raise GeneratorExit", "GeneratorExit"),
+    ("RaisesUnprintable", "raise Unprintable()", "Unprintable: <Unprintable object that cannot be printed>"),
+    ("GuessedInterrupt", 'raise KeyboardInterrupt("guessed")', "KeyboardInterrupt"),  # guessed inputs: still the module's
+])
+def test_base_exceptions_become_tl905_with_their_line(hostile, name, needle, words):
+    path, report = hostile
+    cls = class_report(report, name)
+    (issue,) = cls.issues
+    assert cls.status == "failed" and issue.code == "TL905" and issue.severity == "error"
+    assert words in issue.message and issue.line == line_of(path, needle)
+
+
+def test_the_run_goes_on_after_hostile_classes(hostile):
+    _, report = hostile
+    assert class_report(report, "StillFine").status == "verified"
+    assert "No problems" not in summary_line(report)
+
+
+# -- the device: auto, and CUDA where there is one ------------------------------------------------
+
+def test_auto_picks_cuda_when_there_is_one_and_says_so(report, models):
+    result = verify_file(str(models), class_name="ParameterGamma", python=torch_python(), timeout=300)
+    assert result.outcome == COMPLETED, (result.error, result.stderr_tail)
+    if cuda_available():
+        assert result.device.startswith("cuda") and result.device_name
+    else:
+        assert result.device == "cpu" and "float64" in result.device_note
+    assert class_report(result, "ParameterGamma").issues == []
+
+
+@pytest.fixture(scope="module")
+def cuda_report(models):
+    if not cuda_available():
+        pytest.skip("CUDA-only behaviour: torch.cuda.is_available() is False here")
+    result = verify_file(str(models), python=torch_python(), timeout=300, device="cuda")
+    assert result.outcome == COMPLETED, (result.error, result.stderr_tail)
+    return result
+
+
+def test_cuda_run_names_the_gpu(cuda_report):
+    assert cuda_report.device.startswith("cuda:") and cuda_report.device_name
+    assert cuda_report.device_note == ""
+
+
+def test_cuda_tensor_left_behind_is_reported_then_moved_so_gradients_are_checked(cuda_report, models):
+    assert codes(cuda_report, "RawGamma") == ["TL901", "TL902", "TL903", "TL904"]
+    (tl902,) = issues(cuda_report, "TL902", "RawGamma")
+    assert "left behind by model.to(cuda" in tl902.message and "still on cpu" in tl902.message
+    (tl903,) = issues(cuda_report, "TL903", "RawGamma")
+    assert "received a gradient" in tl903.message and tl903.line == line_of(models, "self.gamma_1 = torch.tensor")
+    cls = class_report(cuda_report, "RawGamma")
+    assert cls.status == "verified" and "moved" in check(cls, "TL902").summary
+
+
+def test_cuda_plain_list_of_layers(cuda_report):
+    assert codes(cuda_report, "ListOfLayers") == ["TL901", "TL902", "TL903", "TL904"]
+    assert class_report(cuda_report, "Clean").issues == []
+    assert class_report(cuda_report, "ParameterGamma").issues == []
+
+
+SEED_ON_CUDA = '''
+import torch
+import torch.nn as nn
+
+
+class MyModule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gamma_1 = torch.cuda.FloatTensor([1.0]).requires_grad_(True)
+
+    def forward(self, x):
+        return x * self.gamma_1
+'''
+
+
+def test_cuda_seed_gamma_receives_a_gradient_the_optimizer_never_applies(tmp_path):
+    if not cuda_available():
+        pytest.skip("CUDA-only behaviour: the seed builds its tensor with torch.cuda.FloatTensor")
+    path = write_module(tmp_path, "seed.py", SEED_ON_CUDA)
+    result = verify_file(str(path), python=torch_python(), timeout=300, device="cuda", input_shapes="10,5")
+    assert result.outcome == COMPLETED, (result.error, result.stderr_tail)
+    assert codes(result, "MyModule") == ["TL901", "TL903", "TL904"]
+    assert all(i.line == line_of(path, "self.gamma_1 =") for i in result.issues)

@@ -197,11 +197,17 @@ def assignment_line(cls, attribute, path):
 class UserError(Exception):
     """A failure of the user's code, already described as a TL905 issue."""
 
-    def __init__(self, issue, stage, error):
+    def __init__(self, issue, stage, error, exception_type=Exception):
         Exception.__init__(self, issue["message"])
         self.issue = issue
         self.stage = stage  # what was being done: "Net.forward", "constructing Net()"...
         self.error = error  # the exception, in words
+        self.exception_type = exception_type
+
+    @property
+    def always_a_bug(self):
+        """Not a sign of inputs that do not fit: exits, interrupts, runaway recursion."""
+        return not issubclass(self.exception_type, Exception) or issubclass(self.exception_type, RecursionError)
 
 
 def failure_issue(exc, doing, verified, user_path, fallback_line=None):
@@ -232,7 +238,7 @@ def run_user(doing, verified, user_path, function, *args, **kwargs):
         return function(*args, **kwargs)
     except BaseException as exc:  # noqa: B902 - hostile code may raise anything
         issue = failure_issue(exc, doing, verified, user_path)
-        raise UserError(issue, doing, describe_exception(exc)) from None
+        raise UserError(issue, doing, describe_exception(exc), type(exc)) from None
 
 
 # -- issues --------------------------------------------------------------------------------------------
