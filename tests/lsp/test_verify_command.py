@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import asyncio
-import time
-
+import os
 import shutil
 
 import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+
+from torchlint.lsp.verification import NVIDIA_DRIVER_FILES
 
 from lsp_helpers import CONFIG, EXAMPLES, NEOVIM, VSCODE, initialize, open_document, wait_for, wait_for_publish
 
@@ -43,6 +44,61 @@ async def test_code_lens_above_each_module_class(vscode: LanguageClient, tmp_pat
     assert names == ["LayerScaleBlock", "FixedLayerScaleBlock"]
     assert all(lens.command.command == "torchlint.verifyModule" for lens in lenses)
     assert lenses[0].range.start.line == 16  # `class LayerScaleBlock(nn.Module):`
+    # "Verify" names a device only when the run will use CUDA (device "auto": an NVIDIA driver here).
+    expected = "Verify on cuda" if any(os.path.exists(p) for p in NVIDIA_DRIVER_FILES) else "Verify"
+    assert [lens.command.title for lens in lenses] == [expected, expected]
+
+
+NEEDS = '''import torch.nn as nn
+
+
+class Needs(nn.Module):
+    def __init__(self, dim, depth, scale=1.0):
+        super().__init__()
+        self.layers = nn.Sequential(*[nn.Linear(dim, dim) for _ in range(depth)])
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class Called(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+if __name__ == "__main__":
+    Called(dim=3)
+'''
+
+
+async def test_a_class_that_needs_arguments_asks_for_them(vscode: LanguageClient, tmp_path):
+    client = vscode
+    path = tmp_path / "needs.py"
+    path.write_text(NEEDS)
+    uri = path.as_uri()
+    open_document(client, uri, NEEDS)
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    by_class = {lens.command.arguments[0]["className"]: lens.command for lens in lenses}
+    assert by_class["Needs"].arguments[0]["needsArguments"] == ["dim", "depth"]
+    assert by_class["Needs"].title.endswith("(needs dim, depth)")
+    assert "needsArguments" not in by_class["Called"].arguments[0]  # its __main__ block says how
+
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="torchlint.verifyModule",
+        arguments=[{"uri": uri, "className": "Needs", "device": "cpu", "initKwargs": "dim=4, depth=2"}]))
+    assert result["outcome"] == "completed", result
+    (needs,) = result["classes"]
+    assert needs["status"] == "verified" and needs["constructed_with"]["origin"] == "--init-kwargs"
+
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="torchlint.verifyModule",
+        arguments=[{"uri": uri, "className": "Needs", "initKwargs": "dim=__import__('os')"}]))
+    assert "not a Python literal" in result["error"]
 
 
 async def test_verify_module_reports_progress_and_publishes_verified_findings(vscode: LanguageClient, tmp_path):
@@ -103,11 +159,9 @@ async def test_cancelling_the_progress_kills_the_run(vscode: LanguageClient, tmp
     await wait_for(lambda: set(client.progress_reports) - tokens_before, timeout=180, what="progress to begin")
     (token,) = set(client.progress_reports) - tokens_before
     await asyncio.sleep(1.0)  # let the child start its endless loop
-    started = time.monotonic()
     client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
     result = await asyncio.wait_for(running, timeout=180)
     assert result["outcome"] == "cancelled"
-    assert time.monotonic() - started < 60
 
 
 @pytest_lsp.fixture(scope="module", config=CONFIG)

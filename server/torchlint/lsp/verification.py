@@ -171,8 +171,8 @@ async def verify_module(server, *args) -> Dict[str, Any]:
     """Run the verification; answers the report as JSON-ready data (or {"error": ...})."""
     try:
         request = parse_arguments(args)
-    except ValueError as err:
-        server.log_error("%s: %s" % (VERIFY_COMMAND, err))
+    except ValueError as err:  # shown: the user may have typed it (the arguments prompt)
+        server.show_error("torchlint verify: %s" % err)
         return {"error": str(err)}
     uri = request["uri"]
     path = path_of(uri)
