@@ -212,6 +212,19 @@ def test_reading_a_virtualenv(tmp_path):
     assert envs.read_virtualenv(str(tmp_path / "no" / "python")) is None
 
 
+def test_reading_a_virtualenv_never_blocks_on_a_fifo(tmp_path):
+    python = fake_venv(tmp_path / "env", tmp_path / "MARKER")
+    os.mkfifo(tmp_path / "env" / "lib" / ("python" + VERSION) / "site-packages" / "fifo.pth")
+    other = tmp_path / "other" / "bin"
+    other.mkdir(parents=True)
+    os.mkfifo(tmp_path / "other" / "pyvenv.cfg")
+    script = ("import sys; from torchlint.analysis.environments import read_virtualenv as r; "
+              "print(r(sys.argv[1]) is not None, r(sys.argv[2]) is None)")
+    done = subprocess.run([sys.executable, "-c", script, str(python), str(other / "python")], timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT / "server")), capture_output=True, text=True)
+    assert done.stdout.split() == ["True", "True"], done.stderr
+
+
 def test_timeout_setting():
     assert envs.interpreter_timeout({}) == envs.DEFAULT_TIMEOUT
     assert envs.interpreter_timeout({envs.TIMEOUT_ENV: "2.5"}) == 2.5

@@ -38,6 +38,7 @@ SERVER_HINT = ('set "trustWorkspaceInterpreter": true in your editor\'s user-lev
                "(or %s=1 in the server's environment) to run it, or set the \"interpreter\" setting" % TRUST_ENV)
 
 _TRUE = ("1", "true", "yes", "on")
+_MAX_READ = 1 << 20  # bytes read of one pyvenv.cfg / .pth / finder file: they are small
 _VERSION = re.compile(r"^\s*(\d+)\.(\d+)")
 
 
@@ -160,17 +161,29 @@ def read_virtualenv(python: str) -> Optional[VirtualEnv]:
     executable = Path(python)
     for folder in (executable.parent, executable.parent.parent):
         config = folder / "pyvenv.cfg"
-        if config.is_file():
+        text = _read_small(config)
+        if text is not None:
             try:
-                return _virtualenv(folder, _read_cfg(config))
-            except (OSError, UnicodeDecodeError, ValueError):
+                return _virtualenv(folder, _parse_cfg(text))
+            except (OSError, ValueError):
                 return None
     return None
 
 
-def _read_cfg(path: Path) -> Dict[str, str]:
+def _read_small(path: Path) -> Optional[str]:
+    """A regular file's text (never a FIFO or a device: reading one could block), capped."""
+    try:
+        if not path.is_file():
+            return None
+        with open(path, "rb") as handle:
+            return handle.read(_MAX_READ).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _parse_cfg(text: str) -> Dict[str, str]:
     values = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         key, sep, value = line.partition("=")
         if sep:
             values[key.strip().lower()] = value.strip()
@@ -264,11 +277,7 @@ def _with_pth(site: Path) -> List[str]:
     except OSError:
         return paths
     for pth in pth_files:
-        try:
-            lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-        for line in lines:
+        for line in (_read_small(pth) or "").splitlines():
             entry = line.strip()
             if not entry or entry.startswith("#") or entry.startswith(("import ", "import\t")):
                 continue
@@ -283,15 +292,16 @@ def _with_pth(site: Path) -> List[str]:
 def _editable_folders(finder: Path) -> List[str]:
     """The parents of the package folders a setuptools editable finder maps (its literal
     ``MAPPING = {"pkg": "/src/pkg"}``), read with ``ast``, never imported."""
+    text = _read_small(finder)
     try:
-        tree = ast.parse(finder.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(text or "")
+    except (SyntaxError, ValueError):
         return []
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "MAPPING" for t in node.targets):
             try:
                 mapping = ast.literal_eval(node.value)
-            except ValueError:
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 return []
             if isinstance(mapping, dict):
                 return [str(Path(p).parent) for p in mapping.values() if isinstance(p, str) and Path(p).is_dir()]
