@@ -59,7 +59,8 @@ def test_healthy_models_are_clean(reports, name):
 def test_resnet_needs_arguments_and_gets_them_from_its_factories(reports):
     report = reports["resnet.py"]
     cls = class_report(report, "ResNet")
-    assert cls.constructed_with["text"] in ("resnet_tiny()", "resnet_cifar()", "ResNet(BasicBlock, [1, 1], num_classes=10)")
+    assert cls.constructed_with["text"] in (
+        "resnet_tiny()", "resnet_cifar()", "ResNet(BasicBlock, [1, 1], num_classes=10)")
     assert "resnet.py" in cls.constructed_with["origin"]
     # The zero-initialised last BN gammas open on the second step: every parameter trains.
     summary = check(cls, "TL904").summary

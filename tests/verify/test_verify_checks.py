@@ -516,7 +516,8 @@ def hostile(tmp_path_factory):
     ("ExitsInForward", 'raise SystemExit("bye")', "sys.exit(bye)"),
     ("ClosesGenerator", "raise GeneratorExit", "GeneratorExit"),
     ("RaisesUnprintable", "raise Unprintable()", "Unprintable: <Unprintable object that cannot be printed>"),
-    ("GuessedInterrupt", 'raise KeyboardInterrupt("guessed")', "KeyboardInterrupt"),  # guessed inputs: still the module's
+    # Guessed inputs: an interrupt is still the module's doing, not inputs that do not fit.
+    ("GuessedInterrupt", 'raise KeyboardInterrupt("guessed")', "KeyboardInterrupt"),
 ])
 def test_base_exceptions_become_tl905_with_their_line(hostile, name, needle, words):
     path, report = hostile
@@ -597,3 +598,165 @@ def test_cuda_seed_gamma_receives_a_gradient_the_optimizer_never_applies(tmp_pat
     assert result.outcome == COMPLETED, (result.error, result.stderr_tail)
     assert codes(result, "MyModule") == ["TL901", "TL903", "TL904"]
     assert all(i.line == line_of(path, "self.gamma_1 =") for i in result.issues)
+
+
+# -- the request, as the parent writes it: constructors, factories, --input expressions -----------
+
+BUILDERS = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class FromCallSites(Net):
+    pass
+
+
+class FromFactory(Net):
+    pass
+
+
+class FromDictFactory(Net):
+    pass
+
+
+class BrokenConfiguredFactory(Net):
+    pass
+
+
+class NothingFits(Net):
+    pass
+
+
+class DefaultsFirst(Net):
+    def __init__(self, width=3):
+        super().__init__(width)
+
+
+WIDTH = 7
+
+
+def build_with_inputs():
+    return FromFactory(6), torch.randn(3, 6)
+
+
+def build_as_dict():
+    return {"model": FromDictFactory(5), "inputs": (torch.randn(2, 5),)}
+
+
+def broken_factory():
+    raise RuntimeError("no weights here")
+'''
+
+
+def run_probe(folder, **request):
+    """The probe run by path on a request written here (what runner.verify_file sends)."""
+    import json
+    import subprocess
+    import time
+
+    from torchlint.verify.runner import PROBE
+
+    full = {"class_name": None, "device": "cpu", "init_kwargs": None, "input_shapes": None,
+            "deadline": time.time() + 300, "result_path": str(folder / "result.json"),
+            "stack_path": str(folder / "stack.txt")}
+    full.update(request)
+    (folder / "request.json").write_text(json.dumps(full))
+    done = subprocess.run([torch_python(), str(PROBE), str(folder / "request.json")], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=300)
+    result = json.loads((folder / "result.json").read_text())
+    assert done.returncode == 0 and result["finished"], done.stderr
+    return result
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("builders")
+    path = write_module(folder, "builders.py", BUILDERS)
+    constructors = {
+        "FromCallSites": [
+            {"expression": "FromCallSites(width=undefined_name)", "origin": "a.py:1, a call site"},
+            {"expression": "len([1, 2])", "origin": "b.py:2, a call site"},
+            {"expression": "FromCallSites(WIDTH)", "origin": "c.py:3, a call site"},
+            {"expression": "FromCallSites(1)", "origin": "d.py:4, never reached"},
+        ],
+        "FromFactory": [{"factory": "builders:build_with_inputs", "origin": "[tool.torchlint.verify]",
+                         "before_defaults": True}],
+        "FromDictFactory": [{"factory": "builders:build_as_dict", "origin": "e.py:5, factory"}],
+        "BrokenConfiguredFactory": [{"factory": "builders:broken_factory", "origin": "[tool.torchlint.verify]",
+                                     "before_defaults": True}],
+        "NothingFits": [{"expression": "NothingFits(nope)", "origin": "f.py:6, a call site"}],
+        "DefaultsFirst": [{"expression": "DefaultsFirst(9)", "origin": "g.py:7, a call site"}],
+    }
+    result = run_probe(folder, path=str(path), constructors=constructors,
+                       **{"import": {"root": str(folder), "module": "builders"}, "extra_paths": [str(folder)]})
+    return path, result, {c["name"]: c for c in result["classes"]}
+
+
+def test_package_import_is_used_when_asked(built):
+    _, result, _ = built
+    assert result["imported_as"] == "builders" and result["file_issues"] == []
+
+
+def test_call_sites_are_tried_in_order_until_one_builds_the_class(built):
+    _, _, classes = built
+    cls = classes["FromCallSites"]
+    assert cls["status"] == "verified" and cls["issues"] == []
+    assert cls["constructed_with"] == {"origin": "c.py:3, a call site", "text": "FromCallSites(WIDTH)"}
+    assert cls["inputs"].startswith("(2, 7) float32")
+
+
+def test_a_factory_may_return_example_inputs(built):
+    _, _, classes = built
+    assert classes["FromFactory"]["constructed_with"] == {"origin": "[tool.torchlint.verify]",
+                                                          "text": "builders:build_with_inputs"}
+    assert classes["FromFactory"]["inputs"] == "(3, 6) float32 (from builders:build_with_inputs)"
+    assert classes["FromDictFactory"]["inputs"] == "(2, 5) float32 (from builders:build_as_dict)"
+
+
+def test_a_configured_factory_that_fails_is_the_user_s_failure(built):
+    path, _, classes = built
+    cls = classes["BrokenConfiguredFactory"]
+    (issue,) = cls["issues"]
+    assert cls["status"] == "failed" and issue["code"] == "TL905"
+    assert "builders:broken_factory" in issue["message"] and "RuntimeError: no weights here" in issue["message"]
+    assert issue["line"] == line_of(path, 'raise RuntimeError("no weights here")')
+
+
+def test_when_nothing_builds_the_class_the_skip_says_both_ways(built):
+    _, _, classes = built
+    cls = classes["NothingFits"]
+    assert cls["status"] == "skipped"
+    reason = cls["skip_reason"]
+    assert '"Verify" lens' in reason and "--init-kwargs '{\"width\": ...}'" in reason
+    assert "[tool.torchlint.verify]" in reason and "NothingFits(nope) (f.py:6, a call site) failed" in reason
+
+
+def test_defaults_come_before_call_sites(built):
+    _, _, classes = built
+    assert classes["DefaultsFirst"]["constructed_with"] == {"origin": "defaults", "text": "DefaultsFirst()"}
+
+
+def test_every_issue_names_the_verified_class_and_the_owner(built):
+    _, result, _ = built
+    for cls in result["classes"]:
+        for issue in cls["issues"]:
+            assert issue["class"] == cls["name"] and issue["line"]
+            assert {"attribute", "owner_class", "owner_file"} <= set(issue)
+
+
+def test_input_expressions_are_evaluated_in_the_module(tmp_path):
+    path = write_module(tmp_path, "builders.py", BUILDERS)
+    result = run_probe(tmp_path, path=str(path), class_name="FromCallSites", init_kwargs={"width": 4},
+                       input_exprs=["torch.ones(2, WIDTH - 3)"])
+    (cls,) = result["classes"]
+    assert cls["constructed_with"] == {"origin": "--init-kwargs", "text": "FromCallSites(width=4)"}
+    assert cls["inputs"] == "(2, 4) float32 (from --input)" and cls["status"] == "verified"
