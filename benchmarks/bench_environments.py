@@ -71,7 +71,8 @@ def main() -> int:
             if previous is None or result["create"] + result["warm"] < previous["create"] + previous["warm"]:
                 best[result["how"]] = result
     print("analysed: %s; torchlint runs on %s" % (args.python, sys.executable))
-    print("| way | torch seen | layer created (s) | warm-up (s) | fixtures checked (s) | found / expected | false positives |")
+    print("| way | torch seen | layer created (s) | warm-up (s) | fixtures checked (s) | found / expected "
+          "| false positives |")
     print("|---|---|---|---|---|---|---|")
     for how in ("run", "read"):
         r = best[how]

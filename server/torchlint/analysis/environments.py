@@ -54,7 +54,7 @@ class VirtualEnv:
 @dataclass(frozen=True)
 class Interpreter:
     path: str  # absolute, symlinks kept (a venv's bin/python is a link to its base Python)
-    source: str  # who chose it, for messages: "--python", "TORCHLINT_PYTHON", "pyproject.toml [tool.torchlint] python"...
+    source: str  # who chose it, for messages: "--python", "TORCHLINT_PYTHON", "VIRTUAL_ENV"...
     trusted: bool  # chosen outside the repository (or the user opted in): it may be run
     venv: Optional[VirtualEnv] = None  # None: not a virtual environment; only running it tells its sys.path
 
