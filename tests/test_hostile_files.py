@@ -319,6 +319,16 @@ def alive(pid: int) -> bool:
         return False
 
 
+def end_survivors(pids) -> None:
+    """Whatever the assertions found, leave no process of a test behind."""
+    for pid in pids:
+        if alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
 def wait_until(condition, what: str, limit: float = TIMEOUT) -> None:
     deadline = time.monotonic() + limit
     while not condition():
@@ -367,15 +377,18 @@ def test_killed_main_process_takes_its_workers_and_writes_nothing_more(tmp_path)
     folder = tmp_path / "src"
     many_fixable_files(folder)
     proc, workers = start_fix_run(folder)
-    proc.kill()
-    proc.wait(TIMEOUT)
-    proc.stderr.close()
-    after_kill = contents(folder)
-    assert workers, "the run had no worker processes"
-    wait_until(lambda: not any(alive(pid) for pid in workers), "the pool workers to die", limit=30)
-    time.sleep(1.0)  # a surviving writer would have written by now
-    assert contents(folder) == after_kill
-    assert_whole_files(folder, leftovers_allowed=True)
+    try:
+        proc.kill()
+        proc.wait(TIMEOUT)
+        proc.stderr.close()
+        after_kill = contents(folder)
+        assert workers, "the run had no worker processes"
+        wait_until(lambda: not any(alive(pid) for pid in workers), "the pool workers to die", limit=30)
+        time.sleep(1.0)  # a surviving writer would have written by now
+        assert contents(folder) == after_kill
+        assert_whole_files(folder, leftovers_allowed=True)
+    finally:
+        end_survivors(workers)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process tree from /proc")
@@ -387,13 +400,16 @@ def test_terminated_fix_run_cleans_up(tmp_path, signum, status, message):
     folder = tmp_path / "src"
     many_fixable_files(folder)
     proc, workers = start_fix_run(folder)
-    proc.send_signal(signum)
     try:
-        _, err = proc.communicate(timeout=TIMEOUT)
+        proc.send_signal(signum)
+        try:
+            _, err = proc.communicate(timeout=TIMEOUT)
+        finally:
+            proc.kill()
+            proc.wait(TIMEOUT)
+        assert proc.returncode == status, err
+        assert message in err and "Traceback" not in err
+        wait_until(lambda: not any(alive(pid) for pid in workers), "the pool workers to end", limit=30)
+        assert_whole_files(folder, leftovers_allowed=False)  # no temporary file left
     finally:
-        proc.kill()
-        proc.wait(TIMEOUT)
-    assert proc.returncode == status, err
-    assert message in err and "Traceback" not in err
-    wait_until(lambda: not any(alive(pid) for pid in workers), "the pool workers to end", limit=30)
-    assert_whole_files(folder, leftovers_allowed=False)  # no temporary file left
+        end_survivors(workers)
