@@ -231,10 +231,10 @@ async function trustedSession(ctx, page, port) {
   // Trusted: the palette offers the verify command (the untrusted session checks it does not).
   await page.keyboard.press('F1');
   await page.keyboard.type('torchlint: Verify');
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Verify module on GPU' }).first()
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Verify module' }).first()
     .waitFor({ timeout: TIMEOUT });
   await page.keyboard.press('Escape');
-  step('trusted: the palette offers "torchlint: Verify module on GPU"');
+  step('trusted: the palette offers "torchlint: Verify module"');
 
   if (spawnSync(TORCH_PYTHON, ['-c', 'import torch'], { stdio: 'ignore' }).status !== 0) {
     step(`NOTE: interpreter-change and verify steps skipped: ${TORCH_PYTHON} cannot import torch ` +
@@ -267,7 +267,7 @@ async function trustedSession(ctx, page, port) {
   // verify_demo.py's build with their defaults and one of them has the gamma_1 bug.
   await page.locator('.tabs-container .tab', { hasText: 'Settings' }).locator('.codicon-close').click();
   await openInEditor(page, 'verify_demo.py');
-  const lens = page.locator('.editor-instance .codelens-decoration a', { hasText: 'Verify on' })
+  const lens = page.locator('.editor-instance .codelens-decoration a', { hasText: 'Verify' })
     .filter({ visible: true }).first();
   await lens.waitFor({ timeout: TIMEOUT });
 
@@ -280,11 +280,11 @@ async function trustedSession(ctx, page, port) {
     fail(`no TL901 about gamma_1 among the verification findings: ${rows.join(' | ')}`);
   }
 
-  step('command "torchlint: Verify module on GPU" from line 1: a quick pick offers the classes');
+  step('command "torchlint: Verify module" from line 1: a quick pick offers the classes');
   await runCommand(page, 'Notifications: Clear All Notifications');
   await page.locator('.editor-instance .monaco-editor textarea').first().focus();
   await goToLine(page, 1, 1);
-  await runCommand(page, 'torchlint: Verify module on GPU');
+  await runCommand(page, 'torchlint: Verify module');
   const picks = page.locator('.quick-input-list .monaco-list-row');
   await picks.filter({ hasText: 'FixedLayerScaleBlock' }).first().waitFor({ timeout: TIMEOUT });
   step(`offered: ${(await picks.allInnerTexts()).map((text) => text.replace(/\s+/g, ' ').trim()).join(' | ')}`);
@@ -294,11 +294,11 @@ async function trustedSession(ctx, page, port) {
   await waitUntil('the TL90x rows of the earlier run to go (the new run replaced them)',
     async () => (await problemRows(page, 'TL90').count()) === 0, TIMEOUT);
 
-  step('command "torchlint: Verify module on GPU" on line 25, inside LayerScaleBlock: no question asked');
+  step('command "torchlint: Verify module" on line 25, inside LayerScaleBlock: no question asked');
   await runCommand(page, 'Notifications: Clear All Notifications');
   await page.locator('.editor-instance .monaco-editor textarea').first().focus();
   await goToLine(page, 25, 9);
-  await runCommand(page, 'torchlint: Verify module on GPU');
+  await runCommand(page, 'torchlint: Verify module');
   step(`notification: ${await verificationSummary(page, 'problems (in the Problems panel) in LayerScaleBlock')}`);
   rows = await verificationRows(page);
   step(`verification findings: ${rows.join(' | ')}`);
@@ -346,9 +346,9 @@ async function untrustedSession(ctx, page, port) {
   await problemRows(page, 'TL101').first().waitFor({ timeout: TIMEOUT });
   step(`untrusted: ${await problemRows(page, 'TL101').count()} TL101 rows (checking still works)`);
   await page.waitForTimeout(3000);  // time for code lenses to show, were there any
-  const lenses = await page.locator('.editor-instance .codelens-decoration a', { hasText: 'Verify on' }).count();
-  if (lenses > 0) fail(`${lenses} "Verify on" code lenses in Restricted Mode`);
-  step('untrusted: no "Verify on" code lens');
+  const lenses = await page.locator('.editor-instance .codelens-decoration a', { hasText: 'Verify' }).count();
+  if (lenses > 0) fail(`${lenses} "Verify" code lenses in Restricted Mode`);
+  step('untrusted: no "Verify" code lens');
   await page.locator('.monaco-editor textarea').first().focus();
   await page.keyboard.press('F1');
   await page.locator('.quick-input-widget input').waitFor({ timeout: TIMEOUT });
@@ -358,7 +358,7 @@ async function untrustedSession(ctx, page, port) {
   await page.screenshot({ path: path.join(ctx.artifacts, 'untrusted.png') });
   await page.keyboard.press('Escape');
   if (offered.includes('Verify module')) fail(`the verify command is offered in Restricted Mode: ${offered}`);
-  step('untrusted: the palette does not offer "Verify module on GPU"');
+  step('untrusted: the palette does not offer "Verify module"');
 }
 
 async function withCodeServer(ctx, name, extraArgs, session) {
