@@ -42,7 +42,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('torchlint.restart', () => restart('restart requested')),
     vscode.commands.registerCommand('torchlint.showOutput', () => output.show(true)),
     vscode.commands.registerCommand('torchlint.fixAll', fixAll),
-    registerVerifyCommand(() => client, output),
+    registerVerifyCommand(() => client, output, context.workspaceState),
     vscode.workspace.onDidChangeConfiguration((change) => {
       const reaction = reactionTo(change);
       if (reaction === 'restart') {

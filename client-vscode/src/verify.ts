@@ -1,4 +1,4 @@
-// The "Verify module on GPU" command (torchlint.verifyModule). The server runs it
+// The "Verify module" command (torchlint.verifyModule). The server runs it
 // (workspace/executeCommand): it imports the user's file and runs the module in a child
 // process, so it executes workspace code and is refused in an untrusted workspace.
 //
@@ -8,7 +8,10 @@
 // which class, saved file, then workspace/executeCommand to whichever server is running.
 import * as vscode from 'vscode';
 import { ExecuteCommandRequest, LanguageClient } from 'vscode-languageclient/node';
-import { classAt, ModuleClass, summaryOf, VERIFY_COMMAND, verifyArguments, VerifyArguments } from './verifyRequest';
+import {
+  classAt, initialKwargs, kwargsProblem, ModuleClass, rememberedKey, serverArguments, summaryOf, VERIFY_COMMAND,
+  verifyArguments, VerifyArguments,
+} from './verifyRequest';
 
 export { VERIFY_COMMAND };
 
@@ -38,25 +41,51 @@ async function moduleClasses(document: vscode.TextDocument): Promise<ModuleClass
     const argument = lens.command?.command === VERIFY_COMMAND ? lens.command.arguments?.[0] : undefined;
     const name = (argument as { className?: unknown } | undefined)?.className;
     if (typeof name === 'string' && !classes.some((known) => known.name === name)) {
-      classes.push({ name, line: lens.range.start.line });
+      const needs = verifyArguments([argument], undefined)?.needsArguments;
+      classes.push({ name, line: lens.range.start.line, ...(needs ? { needsArguments: needs } : {}) });
     }
   }
   return classes.sort((a, b) => a.line - b.line);
 }
 
+/** Asks for the constructor arguments a class needs (the box starts with what was given last
+ *  time in this workspace) and remembers them. False when the user dismissed the box. */
+async function askForArguments(request: VerifyArguments, state: vscode.Memento | undefined): Promise<boolean> {
+  const needs = request.needsArguments ?? [];
+  if (request.className === undefined || needs.length === 0 || request.initKwargs !== undefined) {
+    return true;
+  }
+  const key = rememberedKey(request.uri, request.className);
+  const remembered = state?.get<Record<string, string>>(REMEMBERED, {}) ?? {};
+  const text = await vscode.window.showInputBox({
+    title: `torchlint: arguments to build ${request.className}`,
+    prompt: `Python literals as keyword arguments, for example ${needs.map((n) => `${n}=64`).join(', ')}. ` +
+      'Remembered for this workspace.',
+    value: initialKwargs(remembered[key], needs),
+    ignoreFocusOut: true,
+    validateInput: (value) => kwargsProblem(value, needs),
+  });
+  if (text === undefined) {
+    return false;
+  }
+  request.initKwargs = text;
+  await state?.update(REMEMBERED, { ...remembered, [key]: text });
+  return true;
+}
+
 /** From the palette: the class under the cursor, the only class, or the user's pick.
  *  Null when the user dismissed the pick; undefined means every class of the file. */
-async function chooseClass(document: vscode.TextDocument): Promise<string | undefined | null> {
+async function chooseClass(document: vscode.TextDocument): Promise<ModuleClass | undefined | null> {
   const classes = await moduleClasses(document);
   if (classes.length <= 1) {
-    return classes[0]?.name;
+    return classes[0];
   }
   const editor = vscode.window.activeTextEditor;
   if (editor !== undefined && editor.document === document) {
     const lines = Array.from({ length: document.lineCount }, (_, line) => document.lineAt(line).text);
     const under = classAt(lines, classes, editor.selection.active.line);
     if (under !== undefined) {
-      return under;
+      return classes.find((c) => c.name === under);
     }
   }
   const picked = await vscode.window.showQuickPick(
@@ -65,11 +94,13 @@ async function chooseClass(document: vscode.TextDocument): Promise<string | unde
   if (picked === undefined) {
     return null;
   }
-  return picked.label === WHOLE_FILE ? undefined : picked.label;
+  return picked.label === WHOLE_FILE ? undefined : classes.find((c) => c.name === picked.label);
 }
 
+const REMEMBERED = 'torchlint.verify.initKwargs';
+
 async function verify(args: unknown[], client: () => LanguageClient | undefined,
-                      output: vscode.OutputChannel): Promise<unknown> {
+                      output: vscode.OutputChannel, state: vscode.Memento | undefined): Promise<unknown> {
   if (!vscode.workspace.isTrusted) {
     await refuseUntrusted();
     return undefined;
@@ -85,13 +116,19 @@ async function verify(args: unknown[], client: () => LanguageClient | undefined,
   }
   const open = vscode.workspace.textDocuments.find((document) => document.uri.toString() === request.uri);
   if (args.length === 0 && open !== undefined) {
-    const className = await chooseClass(open);
-    if (className === null) {
+    const chosen = await chooseClass(open);
+    if (chosen === null) {
       return undefined;
     }
-    if (className !== undefined) {
-      request.className = className;
+    if (chosen !== undefined) {
+      request.className = chosen.name;
+      if (chosen.needsArguments !== undefined) {
+        request.needsArguments = chosen.needsArguments;
+      }
     }
+  }
+  if (!await askForArguments(request, state)) {
+    return undefined;
   }
   // The server imports the file from disk, as `python file.py` would: save it first
   // (the Python extension's "Run Python File" does the same).
@@ -109,10 +146,11 @@ async function verify(args: unknown[], client: () => LanguageClient | undefined,
     return undefined;
   }
   const what = request.className ?? vscode.Uri.parse(request.uri).path.split('/').pop();
-  output.appendLine(`[verify] ${what}: ${JSON.stringify(request)}`);
+  const sent = serverArguments(request);
+  output.appendLine(`[verify] ${what}: ${JSON.stringify(sent)}`);
   // The server reports progress (cancellable) and publishes the findings as diagnostics.
   const result: unknown = await running.sendRequest(ExecuteCommandRequest.type,
-    { command: VERIFY_COMMAND, arguments: [request] });
+    { command: VERIFY_COMMAND, arguments: [sent] });
   output.appendLine(`[verify] result: ${typeof result === 'string' ? result : JSON.stringify(result, null, 2)}`);
   const error = (result as { error?: unknown } | null)?.error;
   if (typeof error === 'string' && error !== '') {
@@ -123,12 +161,13 @@ async function verify(args: unknown[], client: () => LanguageClient | undefined,
   return result;
 }
 
-/** Registers torchlint.verifyModule for the extension's life; `client` is the server of the moment. */
+/** Registers torchlint.verifyModule for the extension's life; `client` is the server of the moment;
+ *  `state` (the workspace's) remembers the constructor arguments given per class. */
 export function registerVerifyCommand(client: () => LanguageClient | undefined,
-                                      output: vscode.OutputChannel): vscode.Disposable {
+                                      output: vscode.OutputChannel, state?: vscode.Memento): vscode.Disposable {
   return vscode.commands.registerCommand(VERIFY_COMMAND, async (...args: unknown[]) => {
     try {
-      return await verify(args, client, output);
+      return await verify(args, client, output, state);
     } catch (error) {
       output.appendLine(`[verify] failed: ${error instanceof Error && error.stack ? error.stack : String(error)}`);
       void vscode.window.showErrorMessage(`torchlint: verification failed: ${String(error)}`);

@@ -7,12 +7,18 @@ export interface VerifyArguments {
   uri: string;
   className?: string;
   device?: string;
+  /** Constructor arguments as Python keyword arguments of literals (`dim=64, depth=2`): the
+   *  server reads them with ast.literal_eval, never evaluates them. */
+  initKwargs?: string;
+  /** From the server's lens: the `__init__` arguments nothing in the project supplies. Not sent. */
+  needsArguments?: string[];
 }
 
 /** An nn.Module class of the file: its name and the 0-based line of its `class` statement. */
 export interface ModuleClass {
   name: string;
   line: number;
+  needsArguments?: string[];
 }
 
 /** The request's argument from however the command was invoked: a code lens passes
@@ -21,13 +27,21 @@ export interface ModuleClass {
 export function verifyArguments(args: unknown[], activeUri: string | undefined): VerifyArguments | undefined {
   const first = args[0];
   if (typeof first === 'object' && first !== null && typeof (first as { uri?: unknown }).uri === 'string') {
-    const given = first as { uri: string; className?: unknown; device?: unknown };
+    const given = first as { uri: string; className?: unknown; device?: unknown; initKwargs?: unknown;
+                             needsArguments?: unknown };
     const result: VerifyArguments = { uri: given.uri };
     if (typeof given.className === 'string' && given.className !== '') {
       result.className = given.className;
     }
     if (typeof given.device === 'string' && given.device !== '') {
       result.device = given.device;
+    }
+    if (typeof given.initKwargs === 'string') {
+      result.initKwargs = given.initKwargs;
+    }
+    const needs = given.needsArguments;
+    if (Array.isArray(needs) && needs.length > 0 && needs.every((n) => typeof n === 'string')) {
+      result.needsArguments = needs as string[];
     }
     return result;
   }
@@ -38,6 +52,83 @@ export function verifyArguments(args: unknown[], activeUri: string | undefined):
     return { uri: first };
   }
   return activeUri === undefined ? undefined : { uri: activeUri };
+}
+
+/** What the server is sent: the arguments without the lens's own hints. */
+export function serverArguments(request: VerifyArguments): Omit<VerifyArguments, 'needsArguments'> {
+  const { needsArguments: _hint, ...sent } = request;
+  return sent;
+}
+
+/** The workspaceState key under which a class's constructor arguments are remembered. */
+export function rememberedKey(uri: string, className: string): string {
+  return `${uri}::${className}`;
+}
+
+/** What the input box shows first: the remembered text, else a template naming the arguments. */
+export function initialKwargs(remembered: string | undefined, needs: readonly string[]): string {
+  if (remembered !== undefined && remembered.trim() !== '') {
+    return remembered;
+  }
+  return needs.map((name) => `${name}=`).join(', ');
+}
+
+/** Splits at the commas that are not inside brackets or quotes. */
+function topLevelParts(text: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let quote = '';
+  let current = '';
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quote !== '') {
+      if (c === '\\') {
+        current += c + (text[i + 1] ?? '');
+        i++;
+        continue;
+      }
+      if (c === quote) {
+        quote = '';
+      }
+    } else if (c === '"' || c === "'") {
+      quote = c;
+    } else if ('([{'.includes(c)) {
+      depth++;
+    } else if (')]}'.includes(c)) {
+      depth--;
+    } else if (c === ',' && depth === 0) {
+      parts.push(current);
+      current = '';
+      continue;
+    }
+    current += c;
+  }
+  parts.push(current);
+  return parts;
+}
+
+/** Undefined when `text` looks like keyword arguments (`dim=64, depth=2`), else what is wrong.
+ *  Only the shape is checked here; the server reads the values as Python literals. */
+export function kwargsProblem(text: string, needs: readonly string[] = []): string | undefined {
+  if (text.trim() === '') {
+    return needs.length > 0 ? `give ${needs.join(', ')} as name=value, separated by commas` : undefined;
+  }
+  const names: string[] = [];
+  for (const part of topLevelParts(text)) {
+    if (part.trim() === '' ) {
+      continue;
+    }
+    const match = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)\s*(\S[\s\S]*)?$/.exec(part);
+    if (match === null) {
+      return `"${part.trim()}" is not name=value (for example dim=64, depth=2)`;
+    }
+    if (match[2] === undefined) {
+      return `give a value for ${match[1]}`;
+    }
+    names.push(match[1]);
+  }
+  const missing = needs.filter((name) => !names.includes(name));
+  return missing.length > 0 ? `${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} still needed` : undefined;
 }
 
 function indentOf(line: string): number {

@@ -2,7 +2,9 @@ import * as assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { EXECUTE_COMMAND_METHOD, leavingOut } from '../serverCommands';
-import { classAt, summaryOf, verifyArguments } from '../verifyRequest';
+import {
+  classAt, initialKwargs, kwargsProblem, rememberedKey, serverArguments, summaryOf, verifyArguments,
+} from '../verifyRequest';
 
 test('verify arguments from a code lens, a Uri, a string, or the active editor', () => {
   assert.deepEqual(verifyArguments([{ uri: 'file:///m.py', className: 'Block', device: '' }], undefined),
@@ -94,4 +96,28 @@ test('the language client leaves the extension\'s own commands alone', () => {
 
   const other = { registrationType: { method: 'textDocument/codeLens' } };
   assert.equal(leavingOut(other, ['torchlint.verifyModule']), other);
+});
+
+test('a lens for a class that needs arguments, and what reaches the server', () => {
+  const request = verifyArguments([{ uri: 'file:///m.py', className: 'Net', needsArguments: ['dim', 'depth'] }], undefined);
+  assert.deepEqual(request, { uri: 'file:///m.py', className: 'Net', needsArguments: ['dim', 'depth'] });
+  assert.deepEqual(verifyArguments([{ uri: 'file:///m.py', needsArguments: [3] }], undefined), { uri: 'file:///m.py' });
+  assert.deepEqual(serverArguments({ ...request!, initKwargs: 'dim=4, depth=2' }),
+    { uri: 'file:///m.py', className: 'Net', initKwargs: 'dim=4, depth=2' });
+  assert.deepEqual(verifyArguments([{ uri: 'file:///m.py', initKwargs: 'dim=1' }], undefined),
+    { uri: 'file:///m.py', initKwargs: 'dim=1' });
+});
+
+test('the arguments box: remembered text first, else a template; its shape checked', () => {
+  assert.equal(rememberedKey('file:///m.py', 'Net'), 'file:///m.py::Net');
+  assert.equal(initialKwargs(undefined, ['dim', 'depth']), 'dim=, depth=');
+  assert.equal(initialKwargs('dim=64, depth=2', ['dim', 'depth']), 'dim=64, depth=2');
+  assert.equal(kwargsProblem('dim=64, depth=2', ['dim', 'depth']), undefined);
+  assert.equal(kwargsProblem("sizes=(1, 2), name='a,b', cfg={'x': [1, 2]}, dim=3", ['dim']), undefined);
+  assert.equal(kwargsProblem('dim=64', ['dim', 'depth']), 'depth is still needed');
+  assert.equal(kwargsProblem('dim=, depth=2', ['dim', 'depth']), 'give a value for dim');
+  assert.match(kwargsProblem('64, 2', ['dim']) ?? '', /is not name=value/);
+  assert.match(kwargsProblem('dim == 3') ?? '', /is not name=value/);
+  assert.match(kwargsProblem('', ['dim']) ?? '', /give dim/);
+  assert.equal(kwargsProblem(''), undefined);
 });
