@@ -114,8 +114,8 @@ class TorchlintServer(LanguageServer):
 
     def notify_problem(self, key: Hashable, text: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """Show the user a problem they can act on (``window/showMessage``), once: again only
-        when ``text`` changes for the same ``key`` (or after ``clear_problem(key)``). Always
-        logged. Safe to call from any thread."""
+        when ``text`` changes for the same ``key`` (or after ``clear_problem(key)``), and
+        logged when shown. Safe to call from any thread."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -124,10 +124,10 @@ class TorchlintServer(LanguageServer):
             else:
                 log.warning("%s", text)
             return
-        self.log_message(text, kind)
         if self.problems.get(key) == text:
             return
         self.problems[key] = text
+        self.log_message(text, kind)
         try:
             self.window_show_message(types.ShowMessageParams(type=kind, message=text))
         except Exception:  # no connection (yet): the log has it
@@ -211,10 +211,10 @@ class TorchlintServer(LanguageServer):
         """Diagnostics for a current result. While the text does not parse (mid-typing),
         the last findings of the text that did parse stay up, unchanged."""
         if self.too_large(snap.text):
-            self.notify_problem(("too large", snap.uri), "torchlint: %s has %d characters, more than "
-                                "torchlint.maxFileSize (%d): not analysed" % (
-                                    unquote(snap.uri.rsplit("/", 1)[-1]), len(snap.text),
-                                    self.resolver.settings.max_file_size), types.MessageType.Info)
+            self.notify_problem(("too large", snap.uri), "torchlint: %s is larger than torchlint.maxFileSize "
+                                "(%d characters): not analysed" % (unquote(snap.uri.rsplit("/", 1)[-1]),
+                                                                   self.resolver.settings.max_file_size),
+                                types.MessageType.Info)
             self.last_good.pop(snap.uri, None)
             return []
         self.clear_problem(("too large", snap.uri))
@@ -411,9 +411,9 @@ def create_server() -> TorchlintServer:
         server.scheduler.forget(uri)
         server.last_good.pop(uri, None)
         server.verified.forget(uri)
-        server.notify_problem(("out of sync", uri), "torchlint: %s: %s. Its diagnostics are cleared until "
-                              "it is closed and reopened." % (unquote(uri.rsplit("/", 1)[-1]), document.out_of_sync),
-                              types.MessageType.Error)
+        server.notify_problem(("out of sync", uri), "torchlint lost track of %s (%s): its copy is out of sync "
+                              "with the editor's, so its diagnostics are cleared. Close and reopen the file."
+                              % (unquote(uri.rsplit("/", 1)[-1]), document.out_of_sync), types.MessageType.Error)
         if server.pull:
             server.ask_to_pull(uri, None)
         else:
