@@ -257,8 +257,6 @@ def new_issue(code, severity, message, verified, paths=(), owner=None, line=None
         "owner_attribute": owner.get("owner_attribute"),
         "owner_file": owner.get("owner_file"),
         "owner_line": owner.get("owner_line"),
-        # Older readers place issues by (class_name, attribute); class_name is the owner.
-        "class_name": owner.get("owner_class") or verified,
         "line": line,
         "severity": severity,
         "message": message,
