@@ -49,3 +49,46 @@ def test_the_server_never_imports_torch():
                           env=CONFIG.server_env, capture_output=True, text=True, timeout=180,
                           cwd=str(__import__("lsp_helpers").ROOT))
     assert done.returncode == 0, done.stderr
+
+
+def test_a_frame_without_content_length_does_not_swallow_the_next():
+    """A frame with no Content-Length header (a broken client, a stray write) is skipped and
+    logged; the request after it is answered."""
+    def frame(message, header="Content-Length: %d"):
+        body = json.dumps(message).encode()
+        return (header % len(body) if "%d" in header else header).encode() + b"\r\n\r\n" + body
+
+    hover = {"textDocument": {"uri": "file:///nowhere.py"}, "position": {"line": 0, "character": 0}}
+    stream = b"".join([
+        frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}, "processId": None}}),
+        frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+        frame({"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": hover},
+              header="Content-Type: application/vscode-jsonrpc; charset=utf-8"),
+        frame({"jsonrpc": "2.0", "id": 3, "method": "textDocument/hover", "params": hover}),
+        json.dumps({"jsonrpc": "2.0", "id": 4, "method": "textDocument/hover", "params": hover}).encode(),
+        frame({"jsonrpc": "2.0", "id": 5, "method": "textDocument/hover", "params": hover},
+              header="content-length:%d"),
+        frame({"jsonrpc": "2.0", "id": 6, "method": "shutdown"}),
+        frame({"jsonrpc": "2.0", "method": "exit"}),
+    ])
+    server = subprocess.Popen(CONFIG.server_command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=CONFIG.server_env)
+    try:
+        out, err = server.communicate(stream, timeout=60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.communicate()
+    responses = {}
+    while out:
+        header, _, rest = out.partition(b"\r\n\r\n")
+        length = int(re.search(rb"Content-Length: *(\d+)", header).group(1))
+        message = json.loads(rest[:length])
+        out = rest[length:]
+        responses.setdefault(message.get("id"), message)
+    assert responses[3] == {"jsonrpc": "2.0", "id": 3, "result": None}
+    assert responses[5] == {"jsonrpc": "2.0", "id": 5, "result": None}
+    assert responses[6]["result"] is None
+    assert 2 not in responses and 4 not in responses  # no header, no request: skipped
+    assert b"malformed frame" in err
+    assert server.returncode == 0

@@ -112,3 +112,131 @@ def test_a_crashing_rule_costs_only_its_own_findings(monkeypatch):
     result = server.analyse(Snapshot("file:///m.py", 1, text, "/tmp/m.py", 0), None)
     assert [f.code for f in result.findings] == ["TL101"]
     assert logged and "TL301" in logged[0]
+
+
+def test_the_size_limit_setting():
+    assert DEFAULT_SETTINGS.max_file_size == 1_000_000
+    assert parse_settings({"maxFileSize": 5000})[0].max_file_size == 5000
+    for bad in (0, -1, "1MB", True, 1.5):
+        settings, errors = parse_settings({"maxFileSize": bad})
+        assert settings.max_file_size == DEFAULT_SETTINGS.max_file_size
+        assert len(errors) == 1 and "torchlint.maxFileSize" in errors[0]
+
+
+# -- incremental edits as the protocol defines them ------------------------------------------
+def edit(text, start, end, new_text, codec=UTF16):
+    from torchlint.lsp.documents import apply_edit
+
+    return apply_edit(text, types.Range(start=types.Position(line=start[0], character=start[1]),
+                                        end=types.Position(line=end[0], character=end[1])), new_text, codec)
+
+
+def test_edits_clamp_where_the_protocol_says_and_refuse_the_impossible():
+    import pytest
+
+    from torchlint.lsp.documents import OutOfRange
+
+    text = "ab\r\ncd\x0cef\rgh"  # CRLF, a form feed inside a line, CR, no final break
+    assert edit(text, (1, 3), (1, 3), "X") == "ab\r\ncd\x0cXef\rgh"  # \x0c is no line break
+    assert edit(text, (0, 9), (0, 9), "X") == "abX\r\ncd\x0cef\rgh"  # past the end: the line's end
+    assert edit(text, (2, 9), (2, 9), "X") == "ab\r\ncd\x0cef\rghX"  # the last line too
+    assert edit(text, (0, 3), (1, 0), "") == "abcd\x0cef\rgh"  # one past the end, not into the break
+    assert edit(text, (2, 0), (7, 0), "") == "ab\r\ncd\x0cef\r"  # an end past the document: its end
+    assert edit("x\n", (1, 0), (1, 0), "y") == "x\ny"  # the empty last line exists
+    assert edit("a\U0001F600b", (0, 3), (0, 3), "|") == "a\U0001F600|b"  # UTF-16 units
+    for start, end in (((3, 0), (3, 0)), ((2, 0), (5, 0)), ((1, 2), (1, 1))):
+        with pytest.raises(OutOfRange):
+            edit("x\ny", start, end, "z")
+
+
+def test_an_impossible_edit_puts_the_document_out_of_sync_until_sent_whole():
+    from torchlint.lsp.documents import ProtocolLinesDocument
+
+    document = ProtocolLinesDocument("file:///m.py", source="x = 1\n", version=1,
+                                     sync_kind=types.TextDocumentSyncKind.Incremental)
+
+    def partial(line, new_text):
+        position = types.Position(line=line, character=0)
+        return types.TextDocumentContentChangePartial(range=types.Range(start=position, end=position), text=new_text)
+
+    document.apply_change(partial(0, "# a\n"))
+    assert document.source == "# a\nx = 1\n" and not document.out_of_sync
+    document.apply_change(partial(9, "y = 2\n"))
+    assert "line 9" in document.out_of_sync
+    document.apply_change(partial(0, "# b\n"))  # on an unknown text: ignored
+    assert document.source == "# a\nx = 1\n" and document.out_of_sync
+    document.apply_change(types.TextDocumentContentChangeWholeDocument(text="z = 3\n"))
+    assert document.source == "z = 3\n" and not document.out_of_sync
+
+
+# -- pull result ids --------------------------------------------------------------------------
+def test_the_result_id_follows_the_diagnostics():
+    from torchlint.lsp.scheduler import Snapshot
+    from torchlint.lsp.server import result_id
+
+    convert = Converter(SourceText("x = 1\ny = 2\n"), UTF16)
+    first = Finding("TL101", "one", Severity.WARNING, Range.of(1, 0, 1, 1))
+    verified = Finding("TL901", "verified", Severity.WARNING, Range.of(2, 0, 2, 1), source="torchlint-verify")
+    snap = Snapshot("file:///m.py", 3, "x = 1\ny = 2\n", "/m.py", 0)
+    ids = {result_id(snap, convert.diagnostics(findings, snap.uri))
+           for findings in ([], [first], [first, verified], [verified])}
+    assert len(ids) == 4  # same version, different diagnostics: never the same id
+    assert result_id(snap, convert.diagnostics([first], snap.uri)) == result_id(
+        snap, convert.diagnostics([first], snap.uri))
+
+
+# -- frames -----------------------------------------------------------------------------------
+def test_the_reader_resynchronises_on_the_next_content_length(caplog):
+    import io
+
+    from torchlint.lsp.framing import ResyncingReader
+
+    reader = ResyncingReader(io.BytesIO(b'{"junk": 1}Content-Length: 12\r\n\r\n{"body": 12}content-length:3\n\n'))
+    assert reader.readline() == b"Content-Length: 12\r\n"
+    assert reader.readline() == b"\r\n"
+    assert reader.read(12) == b'{"body": 12}'
+    assert reader.readline() == b"Content-Length: 3\r\n"
+    assert reader.readline() == b"\n"
+    assert reader.readline() == b""
+    assert [r.getMessage() for r in caplog.records] == ["skipped a malformed frame (no Content-Length header): b'{\"junk\": 1}'"]
+
+
+# -- a new version cancels stale work --------------------------------------------------------
+def test_work_queued_for_an_old_version_is_skipped():
+    import asyncio
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from torchlint.analysis.findings import CheckResult
+    from torchlint.lsp.scheduler import Scheduler
+
+    documents = {"file:///m.py": (1, "x = 1\n", "/m.py")}
+    analysed, published = [], []
+    gate = threading.Event()
+    executor = ThreadPoolExecutor(max_workers=1)
+
+    def analyse(snap, wave):
+        analysed.append(snap.version)
+        return CheckResult([], None)
+
+    async def scenario():
+        scheduler = Scheduler(documents.get, analyse, lambda snap, result: published.append(snap.version), executor)
+        blocker = asyncio.get_running_loop().run_in_executor(executor, gate.wait, 60)  # the one thread is busy
+        scheduler.schedule("file:///m.py", delay=0)
+        await asyncio.sleep(0.05)  # version 1 is queued behind the blocker
+        documents["file:///m.py"] = (2, "x = 2\n", "/m.py")
+        scheduler.schedule("file:///m.py", delay=0)
+        gate.set()
+        await blocker
+        for _ in range(500):  # bounded: 10 s at most
+            if published:
+                break
+            await asyncio.sleep(0.02)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        gate.set()
+        executor.shutdown(wait=True)
+    assert published == [2]
+    assert analysed == [2]  # version 1 never ran: superseded while it waited
