@@ -56,9 +56,9 @@ def parse_directives(source: SourceText, tree: Optional[ast.AST] = None) -> Dire
     """The file's noqa comments. ``tree`` (the parsed source) lets the tokenizer start near each
     candidate line instead of at the top of the file."""
     directives = Directives()
-    if "noqa" not in source.text.lower():
+    candidates = _lines_mentioning_noqa(source)
+    if not candidates:
         return directives
-    candidates = sorted({source.position(match.start()).line for match in _MENTION.finditer(source.text)})
     file_codes = set()
     for lineno, (column, comment) in sorted(comments_on(source, candidates, tree).items()):
         whole_file = _FILE.match(comment) if not source.line(lineno)[:column].strip() else None
@@ -74,6 +74,22 @@ def parse_directives(source: SourceText, tree: Optional[ast.AST] = None) -> Dire
             directives.lines[lineno] = _codes(match)
     directives.file_codes = frozenset(file_codes)
     return directives
+
+
+def _lines_mentioning_noqa(source: SourceText) -> List[int]:
+    lowered = source.text.lower()
+    if "noqa" not in lowered:
+        return []
+    if len(lowered) != len(source.text):  # lower() changed the length (rare letters): offsets differ
+        return sorted({source.position(match.start()).line for match in _MENTION.finditer(source.text)})
+    lines = []
+    offset = lowered.find("noqa")
+    while offset >= 0:
+        line = source.position(offset).line
+        if not lines or lines[-1] != line:
+            lines.append(line)
+        offset = lowered.find("noqa", offset + 4)
+    return lines
 
 
 def comments_on(source: SourceText, lines: Iterable[int], tree: Optional[ast.AST] = None) -> Dict[int, Tuple[int, str]]:
@@ -111,7 +127,10 @@ def _tokenize_comments(source: SourceText, start: Tuple[int, int], last: int) ->
             cut = 1  # a byte-order mark is not code
         offsets.append(cut)
         lines.append(text[cut:] + "\n")
-    comments: Dict[int, Tuple[int, str]] = {}
+    comments = _comments_without_strings(lines, offsets, first)
+    if comments is not None:
+        return comments
+    comments = {}
     try:
         for token in tokenize.generate_tokens(io.StringIO("".join(lines)).readline):
             if token.type == tokenize.COMMENT:
@@ -119,6 +138,22 @@ def _tokenize_comments(source: SourceText, start: Tuple[int, int], last: int) ->
                 comments[lineno] = (offsets[token.start[0] - 1] + token.start[1], token.string)
     except (tokenize.TokenError, SyntaxError):  # the slice ends inside a string or brackets
         pass
+    return comments
+
+
+_UNQUOTED = re.compile(r"[^'\"#\n]*")
+
+
+def _comments_without_strings(lines: List[str], offsets: List[int], first: int) -> Optional[Dict[int, Tuple[int, str]]]:
+    """The comments of a slice in which no quote comes before a ``#`` (the common case, and then
+    every ``#`` starts a comment); None when there is a quote: the tokenizer must decide."""
+    comments: Dict[int, Tuple[int, str]] = {}
+    for index, line in enumerate(lines):
+        end = _UNQUOTED.match(line).end()
+        if line[end] == "#":
+            comments[first + index] = (offsets[index] + end, line[end:].rstrip("\n"))
+        elif line[end] != "\n":
+            return None
     return comments
 
 
@@ -131,8 +166,15 @@ class _StatementStarts:
     def __init__(self, tree: ast.AST):
         self.tree = tree
         self._members: Dict[int, Tuple[List[Tuple[int, int]], list]] = {}  # id(node) -> (starts, members)
+        self._before: Dict[int, Tuple[int, int]] = {}
 
     def before(self, lineno: int) -> Tuple[int, int]:
+        point = self._before.get(lineno)
+        if point is None:
+            point = self._before[lineno] = self._find(lineno)
+        return point
+
+    def _find(self, lineno: int) -> Tuple[int, int]:
         """(line, byte column) of the last place at or before ``lineno`` where a statement,
         decorator, ``except`` clause or ``case`` of the innermost block holding the line starts:
         no string or bracket is open there. A line after the end of such a member starts fresh too."""
@@ -152,8 +194,9 @@ class _StatementStarts:
     def _block_members(self, node):
         cached = self._members.get(id(node))
         if cached is None:
-            pairs = sorted(((_begin(child), child) for name in _BLOCKS for child in getattr(node, name, None) or ()
-                            if _begin(child) is not None), key=lambda pair: pair[0])
+            pairs = [(begin, child) for name in _BLOCKS for child in getattr(node, name, None) or ()
+                     for begin in (_begin(child),) if begin is not None]
+            pairs.sort(key=lambda pair: pair[0])
             cached = self._members[id(node)] = ([begin for begin, _ in pairs], [child for _, child in pairs])
         return cached
 
