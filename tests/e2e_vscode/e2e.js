@@ -6,9 +6,14 @@
 //   npm run package                                # builds torchlint-0.1.0.vsix
 //   node tests/e2e_vscode/e2e.js [--vsix FILE] [--update-screenshot]
 //
-// It installs the .vsix into a fresh code-server, opens a temporary copy of examples/, and
-// checks, on examples/scaled_block.py: TL101 in the Problems panel and as a squiggle, the
-// Ctrl+. quick fix (wrap in nn.Parameter) edits the text, the TL101 then goes away, and the
+// It installs the .vsix into a fresh code-server and opens a temporary copy of examples/ with
+// tests/fixtures/jedi_project in it. First, jedi_project/models.py, where every finding needs
+// the jedi layer (`torchlint check --no-infer` finds fewer): without any edit, the Problems
+// panel must come to hold exactly as many findings as `torchlint check` prints for the file
+// (the server asks VS Code to pull again when the jedi wave lands). Then, on
+// examples/scaled_block.py: TL101 in the Problems panel and as a squiggle, the hover card
+// (screenshot), the Ctrl+. quick-fix menu with the "(unsafe)" label on the nn.Parameter fix
+// (screenshot), that fix edits the text, the TL101 then goes away, and the
 // "Fix all safe problems" command applies the safe fixes. The server runs on plain `python3`
 // (no pygls, no jedi: only the libraries bundled in the .vsix). When the server offers
 // torchlint.verifyModule, the test switches torchlint.interpreter to a Python with torch
@@ -22,7 +27,7 @@
 //
 // Screenshots go to $TORCHLINT_E2E_ARTIFACTS (default: the temp folder); with
 // --update-screenshot the one with the quick-fix menu open also replaces
-// docs/images/vscode-torchlint.png. code-server runs in its own session and process group
+// docs/images/vscode-torchlint.png, and the hover docs/images/vscode-hover.png. code-server runs in its own session and process group
 // and the whole group is killed at the end, whatever happens.
 'use strict';
 
@@ -42,6 +47,8 @@ const PLAIN_PYTHON = process.env.TORCHLINT_E2E_PYTHON || 'python3';
 // For the verification step: a Python that has torch (the project's virtualenv by default).
 const TORCH_PYTHON = process.env.TORCHLINT_E2E_TORCH_PYTHON || path.join(REPO, '.venv', 'bin', 'python');
 const SCREENSHOT = path.join(REPO, 'docs', 'images', 'vscode-torchlint.png');
+const HOVER_SCREENSHOT = path.join(REPO, 'docs', 'images', 'vscode-hover.png');
+const JEDI_TIMEOUT = 300000;  // a cold jedi wave on a busy machine
 const TIMEOUT = 120000;  // one UI wait; generous: a busy 2-core machine runs the server and a browser
 
 const argv = process.argv.slice(2);
@@ -169,13 +176,58 @@ async function openInEditor(page, name) {
   await page.locator('.editor-instance .monaco-editor textarea').first().focus();
 }
 
-async function openExample(page, port, workspace, name) {
-  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
-  await page.waitForSelector('.monaco-workbench', { timeout: TIMEOUT });
-  step(`workbench loaded; opening ${name}`);
+async function openExample(page, name) {
+  step(`opening ${name}`);
   await openInEditor(page, name);
   await runCommand(page, 'Focus on Problems View');
   await problemRows(page, 'TL101').first().waitFor({ timeout: TIMEOUT });
+}
+
+// What `torchlint check --format json` reports for a file of the workspace, run with the
+// server's interpreter and the libraries of the installed extension: what the editor should show.
+function cliFindings(ctx, file, extraArgs) {
+  const extension = fs.readdirSync(ctx.extensions).find((name) => name.startsWith('torchlint.torchlint-'));
+  const libs = path.join(ctx.extensions, extension, 'client-vscode', 'bundled', 'libs');
+  const result = spawnSync(PLAIN_PYTHON, ['-c',
+    'import sys; sys.path.insert(0, sys.argv[1]); from torchlint.cli import main; sys.exit(main(sys.argv[2:]))',
+    libs, 'check', '--format', 'json', ...extraArgs, file],
+  { cwd: ctx.workspace, env: ctx.env, encoding: 'utf8', timeout: 300000 });
+  if (result.status !== 0 && result.status !== 1) {
+    fail(`torchlint check ${extraArgs.join(' ')} ${file} exited ${result.status}:\n${result.stderr}`);
+  }
+  return JSON.parse(result.stdout);
+}
+
+// Rows of the Problems panel that are findings (the file's own row carries no code).
+async function findingRowCount(page) {
+  return (await page.locator('.markers-panel .monaco-list-row').allInnerTexts())
+    .filter((text) => /\bTL\d{3}\b/.test(text)).length;
+}
+
+// A file where the jedi layer finds what names alone cannot: every finding it adds must reach
+// the Problems panel without the file being edited (the server refreshes the pull diagnostics).
+async function jediOnlyFindings(ctx, page) {
+  const file = 'jedi_project/models.py';
+  const names = cliFindings(ctx, file, ['--no-infer']).length;
+  const all = cliFindings(ctx, file, []).length;
+  step(`CLI on ${file}: ${names} findings with --no-infer, ${all} with jedi`);
+  if (all <= names) fail(`${file} is no test of the jedi layer: the CLI finds ${all} with jedi, ${names} without`);
+  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'jedi_project' }).first()
+    .click({ timeout: TIMEOUT });
+  await openInEditor(page, 'models.py');
+  await runCommand(page, 'Focus on Problems View');
+  let first;
+  await waitUntil(`${all} findings for ${file} in the Problems panel, without an edit`, async () => {
+    const shown = await findingRowCount(page);
+    if (first === undefined && shown > 0) first = shown;
+    return shown === all;
+  }, JEDI_TIMEOUT);
+  await page.waitForTimeout(2000);  // nothing more comes in after that
+  const shown = await findingRowCount(page);
+  if (shown !== all) fail(`the Problems panel went on to ${shown} findings for ${file}; the CLI has ${all}`);
+  step(`Problems panel: ${all} findings for ${file}, as the CLI (first shown: ${first})`);
+  await page.screenshot({ path: path.join(ctx.artifacts, 'jedi-findings.png') });
+  await runCommand(page, 'View: Close All Editors');
 }
 
 async function statusLabel(page) {
@@ -184,7 +236,11 @@ async function statusLabel(page) {
 
 // A trusted workspace: diagnostics, quick fix, fix-all, interpreter change, verification.
 async function trustedSession(ctx, page, port) {
-  await openExample(page, port, ctx.workspace, 'scaled_block.py');
+  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ctx.workspace)}`);
+  await page.waitForSelector('.monaco-workbench', { timeout: TIMEOUT });
+  step('workbench loaded');
+  await jediOnlyFindings(ctx, page);
+  await openExample(page, 'scaled_block.py');
   const tl101 = await problemRows(page, 'TL101').count();
   const squiggles = await page.locator('.editor-instance .squiggly-warning, .editor-instance .squiggly-error').count();
   step(`Problems panel: ${tl101} TL101 rows; ${squiggles} squiggles in the editor`);
@@ -193,13 +249,41 @@ async function trustedSession(ctx, page, port) {
   if (await problemRows(page, 'self.gamma_1').count() === 0) fail('no problem about self.gamma_1');
   step(`status bar: ${(await statusLabel(page)).replace(/\s+/g, ' ')}`);
 
+  step('hover on self.gamma_1 (line 14)');
+  await page.locator('.monaco-editor textarea').first().focus();
+  await goToLine(page, 14, 9);
+  await runCommand(page, 'Show or Focus Hover');
+  const hover = page.locator('.monaco-hover', { hasText: 'TL101' }).filter({ visible: true }).first();
+  await hover.waitFor({ timeout: TIMEOUT });
+  // VS Code shows the problem at once and the server's card when it answers.
+  let card = '';
+  try {
+    await waitUntil('the server\'s card in the hover', async () => {
+      card = (await hover.innerText()).replace(/\s+/g, ' ').trim();
+      return /Why:/.test(card) && /Fix:/.test(card);
+    }, TIMEOUT);
+  } finally {
+    await page.screenshot({ path: path.join(ctx.artifacts, 'hover.png') });
+    step(`hover: ${card}`);
+  }
+  if (UPDATE_SCREENSHOT) {
+    fs.copyFileSync(path.join(ctx.artifacts, 'hover.png'), HOVER_SCREENSHOT);
+    step(`screenshot updated: ${path.relative(REPO, HOVER_SCREENSHOT)}`);
+  }
+  await page.keyboard.press('Escape');
+
   step('quick fix on self.gamma_1 (line 14) with Ctrl+.');
   await page.locator('.monaco-editor textarea').first().focus();
   await goToLine(page, 14, 9);
   await page.keyboard.press('Control+.');
   await page.locator('.action-widget .monaco-list-row', { hasText: 'nn.Parameter' }).first().waitFor({ timeout: TIMEOUT });
-  const offered = await page.locator('.action-widget .monaco-list-row').allInnerTexts();
-  step(`offered: ${offered.map((text) => text.replace(/\s+/g, ' ').trim()).filter(Boolean).join(' | ')}`);
+  const offered = (await page.locator('.action-widget .monaco-list-row').allInnerTexts())
+    .map((text) => text.replace(/\s+/g, ' ').trim()).filter(Boolean);
+  step(`offered: ${offered.join(' | ')}`);
+  // Wrapping in nn.Parameter makes the tensor trainable: the menu must say it is unsafe.
+  if (!offered.some((text) => text.includes('nn.Parameter') && text.includes('(unsafe)'))) {
+    fail(`the nn.Parameter fix is not labelled "(unsafe)" in the quick-fix menu: ${offered.join(' | ')}`);
+  }
   const menuShot = path.join(ctx.artifacts, 'quick-fix.png');
   await page.screenshot({ path: menuShot });
   if (UPDATE_SCREENSHOT) {
@@ -394,6 +478,13 @@ function chromium() {
   return require(path.join(CACHE, 'driver', 'node_modules', 'playwright-core')).chromium;
 }
 
+// examples/, with tests/fixtures/jedi_project as a sub-folder (findings only jedi can make).
+function copyWorkspace(workspace) {
+  fs.cpSync(path.join(REPO, 'examples'), workspace, { recursive: true });
+  fs.cpSync(path.join(REPO, 'tests', 'fixtures', 'jedi_project'), path.join(workspace, 'jedi_project'),
+    { recursive: true });
+}
+
 async function main() {
   if (!fs.existsSync(CODE_SERVER)) fail(`no code-server in ${CACHE}: run tests/e2e_vscode/setup.sh first`);
   if (!fs.existsSync(VSIX)) fail(`no ${VSIX}: run npm run package first`);
@@ -405,7 +496,7 @@ async function main() {
   const ctx = { root, artifacts: process.env.TORCHLINT_E2E_ARTIFACTS || root, workspace: path.join(root, 'workspace'),
                 userDir: path.join(root, 'ud'), env: { ...process.env } };
   fs.mkdirSync(ctx.artifacts, { recursive: true });
-  fs.cpSync(path.join(REPO, 'examples'), ctx.workspace, { recursive: true });
+  copyWorkspace(ctx.workspace);
   ctx.settings = {
     'workbench.startupEditor': 'none',
     'workbench.tips.enabled': false,
@@ -420,9 +511,11 @@ async function main() {
     ctx.env[`XDG_${name}_HOME`] = path.join(root, `xdg-${name.toLowerCase()}`);
   }
   delete ctx.env.PYTHONPATH;  // the server must find its libraries through launch.py alone
+  delete ctx.env.VIRTUAL_ENV;  // jedi analyses the server's interpreter, for the CLI as for the editor
+  ctx.extensions = path.join(root, 'ext');
   fs.writeFileSync(path.join(root, 'cs-config.yaml'), 'auth: none\ncert: false\n');
   ctx.common = ['--config', path.join(root, 'cs-config.yaml'), '--user-data-dir', ctx.userDir,
-                '--extensions-dir', path.join(root, 'ext')];
+                '--extensions-dir', ctx.extensions];
 
   step(`installing ${path.basename(VSIX)} (${(fs.statSync(VSIX).size / 1e6).toFixed(2)} MB)`);
   execFileSync(CODE_SERVER, [...ctx.common, '--install-extension', VSIX],
@@ -432,7 +525,7 @@ async function main() {
     await withCodeServer(ctx, 'trusted', ['--disable-workspace-trust', ctx.workspace], trustedSession);
     // A fresh copy: the first session edited and saved scaled_block.py.
     fs.rmSync(ctx.workspace, { recursive: true, force: true });
-    fs.cpSync(path.join(REPO, 'examples'), ctx.workspace, { recursive: true });
+    copyWorkspace(ctx.workspace);
     fs.rmSync(path.join(ctx.userDir, 'Machine'), { recursive: true, force: true });  // the interpreter set above
     writeSettings(ctx.userDir, { ...ctx.settings, 'security.workspace.trust.enabled': true });
     await withCodeServer(ctx, 'untrusted', [ctx.workspace], untrustedSession);
