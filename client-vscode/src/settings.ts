@@ -17,6 +17,8 @@ export interface ServerSettings {
   codeLens: boolean;
   verify: { device: string; timeout: number };
   interpreter: string;
+  /** Characters above which a document is not analysed; absent: the server's default. */
+  maxFileSize?: number;
 }
 
 export interface Environment {
@@ -48,6 +50,7 @@ export function serverSettings(config: ConfigurationLike, env: Environment): Ser
   const codeLens = config.get<unknown>('codeLens');
   const device = config.get<unknown>('verify.device');
   const timeout = config.get<unknown>('verify.timeout');
+  const maxFileSize = config.get<unknown>('maxFileSize');
   return {
     select: select === null || select === undefined ? DEFAULTS.select : stringList(select) ?? DEFAULTS.select,
     ignore: stringList(ignore) ?? DEFAULTS.ignore,
@@ -59,6 +62,7 @@ export function serverSettings(config: ConfigurationLike, env: Environment): Ser
       timeout: typeof timeout === 'number' && timeout > 0 ? timeout : DEFAULTS.verify.timeout,
     },
     interpreter: env.interpreter,
+    ...(typeof maxFileSize === 'number' && maxFileSize > 0 ? { maxFileSize } : {}),
   };
 }
 
@@ -79,6 +83,6 @@ export function reactionTo(change: ChangeLike): 'restart' | 'notify' | 'none' {
     return 'restart';
   }
   // trace.server is read by the language client itself.
-  const notified = ['select', 'ignore', 'severity', 'codeLens', 'verify'];
+  const notified = ['select', 'ignore', 'severity', 'codeLens', 'verify', 'maxFileSize'];
   return notified.some((key) => change.affectsConfiguration(`${SECTION}.${key}`)) ? 'notify' : 'none';
 }

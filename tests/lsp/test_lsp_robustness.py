@@ -44,7 +44,7 @@ def change(client: LanguageClient, uri: str, version: int, start, end, text: str
         text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
         content_changes=[types.TextDocumentContentChangePartial(
             range=types.Range(start=types.Position(line=start[0], character=start[1]),
-                               end=types.Position(line=end[0], character=end[1])), text=text)]))
+                              end=types.Position(line=end[0], character=end[1])), text=text)]))
 
 
 def shown(client: LanguageClient, *words: str):
