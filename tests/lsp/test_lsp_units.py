@@ -198,7 +198,8 @@ def test_the_reader_resynchronises_on_the_next_content_length(caplog):
     assert reader.readline() == b"Content-Length: 3\r\n"
     assert reader.readline() == b"\n"
     assert reader.readline() == b""
-    assert [r.getMessage() for r in caplog.records] == ["skipped a malformed frame (no Content-Length header): b'{\"junk\": 1}'"]
+    (record,) = caplog.records
+    assert record.getMessage() == "skipped a malformed frame (no Content-Length header): b'{\"junk\": 1}'"
 
 
 # -- a new version cancels stale work --------------------------------------------------------
