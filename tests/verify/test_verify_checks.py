@@ -737,7 +737,7 @@ def test_when_nothing_builds_the_class_the_skip_says_both_ways(built):
     assert cls["status"] == "skipped"
     reason = cls["skip_reason"]
     assert '"Verify" lens' in reason and "--init-kwargs '{\"width\": ...}'" in reason
-    assert "[tool.torchlint.verify]" in reason and "NothingFits(nope) (f.py:6, a call site) failed" in reason
+    assert "[tool.torchlint.verify.classes.NothingFits]" in reason and "NothingFits(nope) (f.py:6, a call site) failed" in reason
 
 
 def test_defaults_come_before_call_sites(built):

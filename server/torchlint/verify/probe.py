@@ -51,8 +51,8 @@ FACTORY_NAMES = ("torchlint_example_inputs", "example_inputs")
 HOW_TO_GIVE_INPUTS = ("give --input-shape (e.g. 2,16) or --input expressions, or define torchlint_example_inputs() "
                       "on the class or example_inputs(module) in the file")
 HOW_TO_GIVE_ARGUMENTS = ("in the editor, the \"Verify\" lens above the class asks for them; on the command line, "
-                         "give --init-kwargs '{%s}', or set kwargs or a factory for %s under "
-                         "[tool.torchlint.verify] in pyproject.toml")
+                         "give --init-kwargs '{%s}', or set kwargs = {...} or factory = \"pkg.mod:function\" "
+                         "under [tool.torchlint.verify.classes.%s] in pyproject.toml")
 # Image stems (N, C, H, W): small first (fast), then the size most models are built for.
 SPATIAL_SIZES = {1: [(64,), (256,), (32,)], 2: [(64, 64), (224, 224), (32, 32)], 3: [(8, 8, 8), (16, 16, 16)]}
 
@@ -174,11 +174,10 @@ def construct(cls, request, user_module):
         text = "%s(%s)" % (name, _kwargs_text(init_kwargs))
         torch.manual_seed(0)
         return Built(run_user("constructing " + text, name, user_path, cls, **init_kwargs), "--init-kwargs", text)
-    for candidate in [c for c in candidates if c.get("before_defaults")]:
-        built, _ = build_candidate(candidate, cls, user_module, user_path)  # the user's own: failures are TL905
-        if isinstance(built, Built):
-            return built
-        return "%s (from %s)" % (built, candidate.get("origin"))
+    configured = next((c for c in candidates if c.get("before_defaults")), None)
+    if configured is not None:
+        built, _ = build_candidate(configured, cls, user_module, user_path)  # the user's own: failures are TL905
+        return built if isinstance(built, Built) else "%s (from %s)" % (built, configured.get("origin"))
     guesses = [c for c in candidates if not c.get("before_defaults")]
     default_failure = None
     if _binds_without_arguments(cls):
