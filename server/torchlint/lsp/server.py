@@ -227,12 +227,12 @@ class TorchlintServer(LanguageServer):
 
     def publish(self, snap: Snapshot, result: CheckResult) -> None:
         """A wave is in for the current text: push it, or have a pull client pull it."""
-        diagnostics = self.diagnostics(snap, result)
         if not self.pull:
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=snap.uri, version=snap.version, diagnostics=diagnostics))
-        elif self.scheduler.newest_wave(snap.uri):  # a later wave (the client pulls the first itself)
-            self.ask_to_pull(snap.uri, result_id(snap, diagnostics))
+                uri=snap.uri, version=snap.version, diagnostics=self.diagnostics(snap, result)))
+        elif self.scheduler.newest_wave(snap.uri) and snap.uri in self.pulled:
+            # A later wave (the client pulls the first itself) of a document the client has pulled.
+            self.ask_to_pull(snap.uri, result_id(snap, self.diagnostics(snap, result)))
 
     def ask_to_pull(self, uri: str, current: Optional[str]) -> None:
         """Ask the client to pull again if what it pulled last for ``uri`` is not ``current``."""
