@@ -142,17 +142,8 @@ class TorchlintServer(LanguageServer):
         self.notify_problem(("config", message), "torchlint: %s" % message, types.MessageType.Error)
 
     def show_warning(self, message: str) -> None:
-        """Logged, and popped up in the editor (window/showMessage); safe from any thread."""
-        self.log_message(message, types.MessageType.Warning)
-        params = types.ShowMessageParams(type=types.MessageType.Warning, message=message)
-        if self.loop is not None:
-            self.loop.call_soon_threadsafe(self._show, params)
-
-    def _show(self, params: types.ShowMessageParams) -> None:
-        try:
-            self.window_show_message(params)
-        except Exception:  # no connection (yet): the log has it
-            pass
+        """A warning the user must see (an environment problem): shown once per text."""
+        self.notify_problem(("warning", message), message, types.MessageType.Warning)
 
     def report_server_error(self, error: Exception, source) -> None:
         """Protocol-level failures (a malformed message): logged, not popped up in the editor."""
