@@ -54,7 +54,9 @@ HOW_TO_GIVE_ARGUMENTS = ("in the editor, the \"Verify\" lens above the class ask
                          "give --init-kwargs '{%s}', or set kwargs = {...} or factory = \"pkg.mod:function\" "
                          "under [tool.torchlint.verify.classes.%s] in pyproject.toml")
 # Image stems (N, C, H, W): small first (fast), then the size most models are built for.
-SPATIAL_SIZES = {1: [(64,), (256,), (32,)], 2: [(64, 64), (224, 224), (32, 32)], 3: [(8, 8, 8), (16, 16, 16)]}
+# 299: Inception's auxiliary head; 32: CIFAR networks that flatten a fixed size.
+SPATIAL_SIZES = {1: [(64,), (256,), (32,)], 2: [(64, 64), (224, 224), (299, 299), (32, 32)],
+                 3: [(8, 8, 8), (16, 16, 16)]}
 
 
 def _load_sibling(name):
