@@ -129,7 +129,7 @@ answer = json.loads(p.stdout.read(length))
 p.kill()
 print(json.dumps((answer["result"]["capabilities"].get("executeCommandProvider") or {}).get("commands", [])))
 `;
-  const result = spawnSync(python, ['-c', script, python, launch], { encoding: 'utf8', timeout: 30000 });
+  const result = spawnSync(python, ['-c', script, python, launch], { encoding: 'utf8', timeout: 120000 });
   if (result.status !== 0) fail(`the bundled server did not answer initialize:\n${result.stderr}`);
   return JSON.parse(result.stdout.trim());
 }
@@ -396,7 +396,7 @@ async function verificationSummary(page, expected) {
   // The server itself shows "torchlint verify: ..." when the run could not happen.
   const toast = page.locator('.notification-toast',
     { hasText: /torchlint( verify)?: (\d+ problems?|no problems|nothing verified|verification failed)|torchlint verify:/ });
-  await toast.first().waitFor({ timeout: 180000 });
+  await toast.first().waitFor({ timeout: 300000 });
   const text = (await toast.first().innerText()).split('\n')[0];
   if (!text.includes(expected)) fail(`expected a notification with "${expected}", got: ${text}`);
   return text;
@@ -519,7 +519,7 @@ async function main() {
 
   step(`installing ${path.basename(VSIX)} (${(fs.statSync(VSIX).size / 1e6).toFixed(2)} MB)`);
   execFileSync(CODE_SERVER, [...ctx.common, '--install-extension', VSIX],
-    { env: ctx.env, stdio: 'inherit', timeout: 120000 });
+    { env: ctx.env, stdio: 'inherit', timeout: 300000 });
 
   try {
     await withCodeServer(ctx, 'trusted', ['--disable-workspace-trust', ctx.workspace], trustedSession);
