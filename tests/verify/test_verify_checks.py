@@ -12,7 +12,7 @@ from torchlint.analysis.findings import Severity
 from torchlint.verify import report_to_findings, verify_file
 from torchlint.verify.report import COMPLETED, summary_line
 
-from verify_helpers import check, class_report, cuda_available, issues, line_of, torch_python, write_module
+from verify_helpers import ROOT, check, class_report, cuda_available, issues, line_of, torch_python, write_module
 
 MODELS = '''
 import torch
@@ -760,3 +760,48 @@ def test_input_expressions_are_evaluated_in_the_module(tmp_path):
     (cls,) = result["classes"]
     assert cls["constructed_with"] == {"origin": "--init-kwargs", "text": "FromCallSites(width=4)"}
     assert cls["inputs"] == "(2, 4) float32 (from --input)" and cls["status"] == "verified"
+
+
+# -- the seeds: the first article's three gamma_1 modules, as the article writes them --------------
+
+SEEDS = ROOT.parent / "shared" / "seeds"
+
+
+def seed_blocks():
+    """The python blocks of the seed article about gamma_1 (incorrect 1, incorrect 2, correct)."""
+    import re
+
+    for article in sorted(SEEDS.glob("*.txt")) if SEEDS.is_dir() else []:
+        text = article.read_text(encoding="utf-8", errors="replace")
+        if "gamma_1" in text:
+            return re.findall(r"```python\n(.*?)```", text, re.S)
+    return []
+
+
+def test_seed_gamma_articles(tmp_path):
+    blocks = seed_blocks()
+    if not blocks:
+        pytest.skip("the seed articles are not beside this checkout (%s)" % SEEDS)
+    assert len(blocks) == 3
+    reports = []
+    for number, block in enumerate(blocks):
+        path = write_module(tmp_path, "seed_%d.py" % number, block)
+        report = verify_file(str(path), python=torch_python(), timeout=300, input_shapes="10,5")
+        assert report.outcome == COMPLETED, (report.error, report.stderr_tail)
+        reports.append((path, report))
+    for path, report in reports:
+        line = line_of(path, "self.gamma_1 =")
+        if report.device == "cpu":
+            # The articles build gamma_1 with torch.cuda.FloatTensor at import: the CPU cannot.
+            (issue,) = report.issues
+            assert issue.code == "TL905" and issue.line == line, issue
+            continue
+        assert report.device.startswith("cuda")
+        found = {(i.code, i.severity) for i in report.issues}
+        assert all(i.line == line for i in report.issues)
+        if path.name == "seed_0.py":  # a plain cuda tensor, no requires_grad: unregistered, never trained
+            assert found == {("TL901", "warning")}
+        elif path.name == "seed_1.py":  # requires_grad: it gets a gradient the optimizer never applies
+            assert found == {("TL901", "error"), ("TL903", "error"), ("TL904", "error")}
+        else:  # nn.Parameter: the fix
+            assert found == set()

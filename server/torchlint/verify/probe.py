@@ -40,6 +40,7 @@ import traceback
 _replace = os.replace
 _dumps = json.dumps
 _exit = os._exit
+_open = open
 
 CHECK_NAMES = {
     "TL901": "registration",
@@ -101,7 +102,7 @@ class Result:
 
     def save(self):
         temporary = self.path + ".tmp"
-        with open(temporary, "w", encoding="utf-8") as handle:
+        with _open(temporary, "w", encoding="utf-8") as handle:
             handle.write(_dumps(self.data, default=support.safe_text))
         _replace(temporary, self.path)
 
