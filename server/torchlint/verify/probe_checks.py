@@ -573,12 +573,11 @@ class GradientRun:
             dead.append((holder, name, id(p) in self.got_grad))
         issues += state.issues(
             "TL904", dead, SEVERITY_WARNING,
-            lambda paths, details: "%s got %s in any of %s: %s" % (
-                listing(paths), "an all-zero gradient" if all(details) else "no gradient",
-                count(self.steps, "optimizer step"),
-                "it never trains (cut from the graph by .detach()/.data, or multiplied by a constant zero?)"
-                if all(details) or len(paths) == 1 else "they never train (unused in forward, or cut from the "
-                "graph by .detach()/.data/no_grad?)"))
+            lambda paths, details: "%s got %s in any of %s, so %s: %s" % (
+                listing(paths), "only all-zero gradients" if all(details) else "no gradient",
+                count(self.steps, "optimizer step"), "it never trains" if len(paths) == 1 else "they never train",
+                "multiplied by zero, or behind a gate that stays zero?" if all(details) else
+                "not used in forward, or cut from the graph by .detach() / .data?"))
         issues += state.issues(
             "TL904", [(_split(expert), expert, names) for expert, names in idle.items()], SEVERITY_INFO,
             lambda paths, details: "%s got no gradient with these inputs: routing sent %s no tokens "
