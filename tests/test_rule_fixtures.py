@@ -92,6 +92,10 @@ def test_fixture_codes_have_doc_pages(path):
 
 def _fix_shape_problems(finding: Finding):
     where = describe(finding)
+    if not rules.RULES_BY_CODE[finding.code].offers_fixes:
+        if finding.fixes:
+            yield "%s: this rule declares no fixes but offered %d" % (where, len(finding.fixes))
+        return
     if not finding.fixes:
         yield "%s: no fix offered" % where
         return

@@ -15,6 +15,8 @@ class Rule:
     name: ClassVar[str]
     summary: ClassVar[str]
     severity: ClassVar[Severity] = Severity.WARNING
+    # False where no edit is right in general (the rule's page says why): its findings come bare.
+    offers_fixes: ClassVar[bool] = True
 
     def check(self, ctx) -> Iterable[Finding]:  # ctx: analysis.context.FileContext
         raise NotImplementedError

@@ -1,0 +1,128 @@
+"""Where a value goes and where it comes from inside one function, as far as syntax can tell.
+
+Rules that follow a tensor from the line that makes it to the line that uses it
+(TL105, TL204) ask two questions: which assignment of a local name reaches a use
+(:func:`reaching_binding`), and what encloses a node (:func:`parents`). Both answer
+``None`` rather than guess when control flow makes it unclear.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional
+
+from .scopes import Binding, Index, Scope, block_chain
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def parents(root: ast.AST) -> Dict[int, ast.AST]:
+    """id(node) -> its parent, for every node under ``root`` (nested functions included)."""
+    table: Dict[int, ast.AST] = {}
+    for node in ast.walk(root):
+        for child in ast.iter_child_nodes(node):
+            table[id(child)] = node
+    return table
+
+
+def enclosing_statement(node: ast.AST, parent_of: Dict[int, ast.AST]) -> Optional[ast.stmt]:
+    while node is not None and not isinstance(node, ast.stmt):
+        node = parent_of.get(id(node))
+    return node
+
+
+def _position(stmt: ast.stmt) -> tuple:
+    return (stmt.lineno, stmt.col_offset)
+
+
+def _is_rebinding(binding: Binding) -> bool:
+    # `t += x` on a tensor works in place: the name still holds the same object.
+    return not isinstance(binding.stmt, ast.AugAssign)
+
+
+def reaching_binding(index: Index, scope: Scope, name: str, use: ast.stmt) -> Optional[Binding]:
+    """The one assignment of local ``name`` whose value ``use`` sees, when that is plain to see:
+    the nearest earlier binding, in the same or an enclosing block, with no other binding of the
+    name between them, and none later in a loop around the use (the next turn would see that one).
+    """
+    bindings = [b for b in scope.locals.get(name, ()) if _is_rebinding(b)]
+    if not bindings:
+        return None
+    at = _position(use)
+    earlier = [b for b in bindings if _position(b.stmt) < at]
+    if not earlier:
+        return None
+    nearest = max(earlier, key=lambda b: _position(b.stmt))
+    use_chain = block_chain(index, use)
+    # A parameter is bound at the top of the function: in no block of it.
+    nearest_chain = [] if _is_parameter(nearest) else block_chain(index, nearest.stmt)
+    if use_chain[len(use_chain) - len(nearest_chain):] != nearest_chain:
+        return None  # assigned in a branch the use is not inside
+    loops = _enclosing_loops(index, use, stop=None if _is_parameter(nearest) else nearest.stmt)
+    for other in bindings:
+        if other is nearest:
+            continue
+        position = _position(other.stmt)
+        if _position(nearest.stmt) < position < at:
+            return None
+        if position > at and any(_inside(index, other.stmt, loop) for loop in loops):
+            return None
+    return nearest
+
+
+def _is_parameter(binding: Binding) -> bool:
+    return binding.value is None and isinstance(binding.stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+
+
+def _enclosing_loops(index: Index, stmt: ast.stmt, stop: Optional[ast.stmt]) -> List[ast.stmt]:
+    """Loops around ``stmt`` that do not also hold ``stop`` (loops entered after ``stop`` ran)."""
+    loops = []
+    entry = index.blocks.get(id(stmt))
+    while entry is not None:
+        owner, _ = entry
+        if isinstance(owner, _LOOPS) and (stop is None or not _inside(index, stop, owner)):
+            loops.append(owner)
+        entry = index.blocks.get(id(owner))
+    return loops
+
+
+def _inside(index: Index, stmt: ast.stmt, block_owner: ast.stmt) -> bool:
+    return any(owner == id(block_owner) for owner, _ in block_chain(index, stmt))
+
+
+def loads_of(scope: Scope, name: str) -> List[ast.Name]:
+    """Every read of ``name`` in the function's own body (not in nested functions or classes)."""
+    found = []
+    stack = list(getattr(scope.node, "body", []))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+            found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def device_or_dtype(node: ast.expr, qualify) -> Optional[str]:
+    """Whether an argument of ``.to()`` names a device or a dtype, when its spelling says so:
+    "device", "dtype" or None. ``qualify`` is the file's import resolver."""
+    qualified = qualify(node) or ""
+    if qualified.startswith("torch.") and qualified[6:] in _DTYPES:
+        return "dtype"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return "device"
+    if isinstance(node, ast.Call) and qualify(node.func) == "torch.device":
+        return "device"
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    lowered = name.lower()
+    if "dtype" in lowered:
+        return "dtype"
+    if lowered in ("device", "dev") or lowered.endswith("device"):
+        return "device"
+    return None
+
+
+_DTYPES = frozenset("""
+float16 float32 float64 bfloat16 half float double complex64 complex128 cfloat cdouble
+int8 int16 int32 int64 uint8 uint16 uint32 uint64 long int short char byte bool
+""".split())

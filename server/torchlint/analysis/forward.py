@@ -1,0 +1,154 @@
+"""What a Module's ``forward`` runs: its own body and the methods it reaches through
+``self.<method>``, resolved in the class and its bases of the same file.
+
+Also whether that reach is *dynamic* (it can touch any attribute: ``getattr(self, name)``,
+loops over ``self.children()``, ``self`` handed to other code, ``super()``, methods defined
+outside the file), and which submodules may hold parameters.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
+
+from .scopes import ClassInfo, Scope
+from .values import Kind
+
+# Module methods that reach every submodule or parameter by iterating them.
+_ITERATING_METHODS = frozenset("""
+children named_children modules named_modules parameters named_parameters buffers named_buffers
+state_dict apply __getattr__ __getattribute__ _modules _parameters _buffers __dict__ get_submodule
+""".split())
+_DYNAMIC_BUILTINS = frozenset(["getattr", "vars", "dir", "hasattr"])
+
+# torch.nn classes that hold parameters (or hold layers that do). The others (activations,
+# dropout, pooling, losses, Identity, Flatten...) hold none.
+PARAMETER_LAYERS = frozenset(["torch.nn." + n for n in """
+Linear LazyLinear Bilinear Embedding EmbeddingBag PReLU LayerNorm GroupNorm RMSNorm
+BatchNorm1d BatchNorm2d BatchNorm3d LazyBatchNorm1d LazyBatchNorm2d LazyBatchNorm3d SyncBatchNorm
+Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d LazyConv1d LazyConv2d LazyConv3d
+LazyConvTranspose1d LazyConvTranspose2d LazyConvTranspose3d
+RNN LSTM GRU RNNCell LSTMCell GRUCell MultiheadAttention Transformer TransformerEncoder
+TransformerDecoder TransformerEncoderLayer TransformerDecoderLayer AdaptiveLogSoftmaxWithLoss
+Sequential ModuleList ModuleDict ParameterList ParameterDict
+""".split()])
+
+
+@dataclass
+class Reach:
+    """The methods ``forward`` runs, by name, with the scope of each definition used."""
+
+    methods: Dict[str, Scope] = field(default_factory=dict)
+    dynamic: Optional[str] = None  # why any attribute may be used, or None
+    attributes: Set[str] = field(default_factory=set)  # self.<name> read (or named in a string) by them
+
+
+def method_table(ctx, cls: ClassInfo) -> Dict[str, Tuple[ClassInfo, Scope]]:
+    """Each method name -> the class that defines it and its scope: the class first, then its
+    bases of this file, depth first (Python's order for the usual single-inheritance chains)."""
+    table: Dict[str, Tuple[ClassInfo, Scope]] = {}
+    for info in ctx.class_chain(cls):
+        for name, scope in info.method_scopes.items():
+            table.setdefault(name, (info, scope))
+    return table
+
+
+def external_bases(ctx, cls: ClassInfo) -> bool:
+    """A base in the chain is neither nn.Module nor a class of this file: it may define methods."""
+    for info in ctx.class_chain(cls):
+        for base in info.bases:
+            if base not in ctx.classes and base != "torch.nn.Module":
+                return True
+    return False
+
+
+def reach(ctx, cls: ClassInfo, entry: str = "forward") -> Optional[Reach]:
+    """The methods ``entry`` runs, or None when the class has no ``entry`` of its own in this file."""
+    table = method_table(ctx, cls)
+    if entry not in table:
+        return None
+    assigned = {b.name for info in ctx.class_chain(cls) for b in info.attr_assignments}
+    result = Reach()
+    todo = [entry]
+    while todo:
+        name = todo.pop()
+        if name in result.methods:
+            continue
+        scope = table[name][1]
+        result.methods[name] = scope
+        for used, called, dynamic in _self_uses(scope):
+            if dynamic is not None:
+                result.dynamic = result.dynamic or dynamic
+            elif used in table:
+                todo.append(used)
+            else:
+                result.attributes.add(used)
+                if called and used not in assigned and external_bases(ctx, cls) and not used.startswith("__"):
+                    # Neither assigned here nor a method here: a method of a base outside the file.
+                    result.dynamic = result.dynamic or "it calls `self.%s()`, defined outside this file" % used
+    return result
+
+
+def _self_uses(scope: Scope):
+    """(attribute name, called, None) for each `self.<name>` in the method, or (None, False, reason)
+    for a use of `self` that can reach any attribute."""
+    self_name = scope.self_name
+    if self_name is None:
+        return
+    nodes = list(ast.walk(scope.node))
+    attribute_values = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+    called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+    for node in nodes:
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self_name:
+            if node.attr in _ITERATING_METHODS:
+                yield None, False, "it uses `%s.%s`" % (self_name, node.attr)
+            else:
+                yield node.attr, id(node) in called, None
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id == "super":
+                yield None, False, "it calls `super()`"
+            elif node.func.id in _DYNAMIC_BUILTINS and node.args and _is_name(node.args[0], self_name):
+                attr = node.args[1] if len(node.args) > 1 else None
+                if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
+                    yield attr.value, False, None
+                else:
+                    yield None, False, "it calls `%s(%s, ...)`" % (node.func.id, self_name)
+        elif isinstance(node, ast.Name) and node.id == self_name and isinstance(node.ctx, ast.Load) \
+                and id(node) not in attribute_values:
+            yield None, False, "it hands `%s` to other code" % self_name
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def may_hold_parameters(ctx, module_class: Optional[str], seen: Optional[set] = None) -> bool:
+    """Whether a Module of this class can hold parameters: torch layers by name, classes of this
+    file by what their methods assign. False when it cannot tell (an imported class)."""
+    if not module_class:
+        return False
+    if module_class.startswith("torch.nn."):
+        return module_class in PARAMETER_LAYERS
+    info = ctx.classes.get(module_class)
+    if info is None or not info.is_module:
+        return False
+    seen = set() if seen is None else seen
+    if module_class in seen:
+        return False
+    seen.add(module_class)
+    for cls in ctx.class_chain(info):
+        if cls.registered_parameters:
+            return True
+        if any(base in PARAMETER_LAYERS for base in cls.bases):
+            return True
+        for binding in cls.attr_assignments:
+            if binding.value is None:
+                continue
+            value = ctx.classifier.classify(binding.value, binding.scope)
+            if value.kind in (Kind.PARAMETER, Kind.PARAMETER_LIST, Kind.PARAMETER_DICT):
+                return True
+            if value.kind is Kind.MODULE and may_hold_parameters(ctx, value.module_class, seen):
+                return True
+            if value.kind in (Kind.MODULE_LIST, Kind.MODULE_DICT):
+                return True
+    return False

@@ -1,0 +1,140 @@
+"""TL106 submodule-unused-in-forward: a layer registered in __init__ that forward never runs."""
+from __future__ import annotations
+
+import ast
+
+from ..analysis import torch_names as tn
+from ..analysis.findings import Severity
+from ..analysis.forward import may_hold_parameters, reach
+from ..analysis.values import Kind
+from .base import Rule
+
+# Methods that let the class be called without forward, or find attributes without their names.
+_DYNAMIC_METHODS = frozenset(["__call__", "__getattr__", "__getattribute__", "_call_impl"])
+
+
+class SubmoduleUnusedInForward(Rule):
+    code = "TL106"
+    name = "submodule-unused-in-forward"
+    summary = "submodule registered in __init__ that forward never uses: DDP needs find_unused_parameters=True"
+    severity = Severity.INFO
+    offers_fixes = False  # deleting a layer changes the checkpoint format: the author decides
+
+    def check(self, ctx):
+        subclassed = {base for info in ctx.index.classes for base in info.bases}
+        for cls in ctx.module_classes:
+            if "forward" not in cls.methods or cls.name in subclassed or _dynamic_class(ctx, cls):
+                continue
+            if _abstract(cls.methods["forward"]):
+                continue
+            reached = reach(ctx, cls)
+            if reached is None or reached.dynamic is not None:
+                continue
+            init = cls.method_scopes.get("__init__")
+            if init is None:
+                continue
+            elsewhere = _used_outside_forward(ctx, cls, set(reached.methods))
+            strings = _strings(cls.node)
+            reported = set()
+            for binding in cls.attr_assignments:
+                name = binding.name
+                if binding.scope is not init or binding.value is None or name in reported:
+                    continue
+                if name in reached.attributes or name in elsewhere or name in strings:
+                    continue
+                value = ctx.classify(binding.value, init)
+                if value.kind is not Kind.MODULE or not may_hold_parameters(ctx, value.module_class):
+                    continue
+                reported.add(name)
+                yield _finding(ctx, binding, value)
+
+
+def _dynamic_class(ctx, cls) -> bool:
+    """Lightning modules (training_step runs without forward), classes that redefine how they
+    are called or looked up, and classes that register hooks (they run code forward does not show)."""
+    for info in ctx.class_chain(cls):
+        if any(base in tn.MODULE_BASES and base != "torch.nn.Module" for base in info.bases):
+            return True
+        if _DYNAMIC_METHODS & set(info.methods):
+            return True
+    for node in ast.walk(cls.node):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("register_") and "hook" in node.attr:
+            return True
+    return False
+
+
+def _abstract(forward) -> bool:
+    """A forward that only raises, passes or holds a docstring: the subclasses' forwards run."""
+    for stmt in forward.body:
+        if isinstance(stmt, (ast.Pass, ast.Raise)):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue  # a docstring or `...`
+        return False
+    return True
+
+
+def _used_outside_forward(ctx, cls, reached: set) -> set:
+    """Submodule names used by the class's other methods (`generate`, a loss helper), shared in
+    __init__ (`nn.Sequential(self.stem, ...)`, tied weights), or read through an instance elsewhere
+    in the file (`model.aux(x)`). Initialising them in __init__ (`self.fc.weight.data.normal_()`,
+    `nn.init.zeros_(self.fc.bias)`) is no use."""
+    used = set()
+    for info in ctx.class_chain(cls):
+        for name, scope in info.method_scopes.items():
+            if name in reached or scope.self_name is None:
+                continue
+            in_init = name == "__init__"
+            parent_of = {}
+            for node in ast.walk(scope.node):
+                for child in ast.iter_child_nodes(node):
+                    parent_of[id(child)] = node
+            for node in ast.walk(scope.node):
+                if not (isinstance(node, ast.Attribute) and scope.is_self(node.value)
+                        and isinstance(node.ctx, ast.Load)):
+                    continue
+                if in_init and _initialises(node, parent_of):
+                    continue
+                used.add(node.attr)
+    inside = {id(node) for node in ast.walk(cls.node)}
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Attribute) and id(node) not in inside \
+                and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+            used.add(node.attr)
+    return used
+
+
+def _initialises(node: ast.Attribute, parent_of) -> bool:
+    """`self.fc.weight...` read in __init__, not on the right of an assignment (that would share it)."""
+    parent = parent_of.get(id(node))
+    if not isinstance(parent, ast.Attribute):
+        return False
+    while parent is not None and not isinstance(parent, ast.stmt):
+        parent = parent_of.get(id(parent))
+    if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is not None:
+        return not any(n is node for n in ast.walk(parent.value))
+    return True
+
+
+def _strings(node: ast.AST) -> set:
+    """String constants of the class: a name spelled in one may be looked up by it."""
+    return {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+def _finding(ctx, binding, value):
+    target = "%s.%s" % (binding.scope.self_name, binding.name)
+    kind = _short_class(value.module_class)
+    message = ("`%s` (%s) is registered in `__init__` but `forward` never uses it, nor any method it calls: "
+               "its parameters get no gradient, so DistributedDataParallel stops with \"Expected to have finished "
+               "reduction in the prior iteration\" unless `find_unused_parameters=True` (which slows every step), "
+               "and the optimizer keeps state for them for nothing" % (target, kind))
+    stmt = binding.stmt
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    node = next((t for t in targets if isinstance(t, ast.Attribute) and t.attr == binding.name), stmt)
+    return ctx.finding("TL106", message, node, SubmoduleUnusedInForward.severity)
+
+
+def _short_class(module_class) -> str:
+    if module_class and module_class.startswith("torch.nn."):
+        return "nn." + module_class[len("torch.nn."):]
+    return module_class or "a Module"
