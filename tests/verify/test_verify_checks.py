@@ -361,6 +361,31 @@ class UnusedHeads(nn.Module):
         return self.body(x)
 
 
+class Expert(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, tokens):
+        if tokens.shape[0] == 0:
+            return tokens  # no tokens: the layers inside never run
+        return self.fc(tokens)
+
+
+class ShortcutExperts(nn.Module):
+    """Top-1 routing over many experts: a batch of 2 tokens leaves most of them empty."""
+
+    def __init__(self, dim=8, count=6):
+        super().__init__()
+        self.router = nn.Linear(dim, count)
+        self.experts = nn.ModuleList([Expert(dim) for _ in range(count)])
+
+    def forward(self, x):
+        gate, index = self.router(x).softmax(-1).max(-1)
+        return torch.stack([self.experts[i](row[None])[0] * g for row, i, g in zip(x, index.tolist(), gate)]
+                           + [expert(x[:0]).sum(0) for expert in self.experts])[: len(x)]
+
+
 class MultipliedByZero(nn.Module):
     def __init__(self, dim=8):
         super().__init__()
@@ -415,6 +440,13 @@ def test_an_unused_container_is_one_information(gradients):
     (issue,) = issues(report, verified="UnusedHeads")
     assert issue.code == "TL903" and issue.severity == "info" and issue.paths == ["heads"]
     assert issue.line == line_of(path, "self.heads =")
+
+
+def test_experts_that_got_an_empty_batch_are_information(gradients):
+    _, report = gradients
+    found = issues(report, verified="ShortcutExperts")
+    assert found and all((i.code, i.severity) == ("TL904", "info") and "no tokens" in i.message for i in found)
+    assert all(p.startswith("experts.") and p.count(".") == 1 for i in found for p in i.paths)
 
 
 def test_a_gradient_that_is_zero_on_every_step(gradients):

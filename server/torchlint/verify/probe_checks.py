@@ -607,10 +607,10 @@ class GradientRun:
                 return chain
             parts.pop()
 
-    def _expert_path(self, prefix):
+    def _expert_path(self, prefix, default=None):
         """The outermost module of prefix's chain that ran on an empty batch only."""
         parts = prefix.split(".") if prefix else []
-        found = prefix
+        found = prefix if default is None else default
         while parts:
             record = self.watch.record(self.state.modules.get(".".join(parts)))
             if record.calls and record.empty == record.calls:
@@ -643,6 +643,11 @@ class GradientRun:
             if not params or any(id(p) in self.got_grad for p in params):
                 continue
             parent_path, _ = _split(prefix)
+            idle = self._expert_path(parent_path, default="")  # inside an expert that got an empty batch
+            if idle:
+                if idle not in [path for path, _ in experts]:
+                    experts.append((idle, modules[idle]))
+                continue
             parent = modules.get(parent_path)
             siblings = [name for name, _ in parent.named_children()] if isinstance(parent, CONTAINERS) else []
             busy = any((parent_path + "." + name if parent_path else name) in called for name in siblings)
