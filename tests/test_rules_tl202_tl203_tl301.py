@@ -430,7 +430,8 @@ def test_tl301_ambiguous_argument_offers_both_readings():
 
 def test_tl301_is_deprecated_and_covers_the_constructor_name():
     finding = only("import torch\nt = torch.cuda.FloatTensor([1.0]).zero_()\n", "TL301")
-    assert finding.deprecated and finding.severity is Severity.WARNING
+    # A deprecation alone: a hint, tagged deprecated.
+    assert finding.deprecated and finding.severity is Severity.HINT
     assert (finding.range.start.column, finding.range.end.column) == (4, 26)
     assert 'torch.tensor(data, dtype=torch.float32, device="cuda")' in finding.message
 
@@ -519,6 +520,9 @@ def test_tl101_and_tl301_both_fire_on_the_seed_line():
         def __init__(self):
             super().__init__()
             self.g = torch.cuda.FloatTensor([1.0])
+
+        def forward(self, x):
+            return x * self.g
     """
     codes = sorted(f.code for f in check(textwrap.dedent(text)).findings if f.range.start.line == 7)
     assert codes == ["TL101", "TL301"]

@@ -304,7 +304,8 @@ def load_settings(args) -> Config:
         config = find_config(os.path.commonpath([os.path.abspath(p) for p in args.paths]))
     return config.with_overrides(select=_codes(args.select, "--select"),
                                  extend_select=_codes(args.extend_select, "--extend-select") or (),
-                                 ignore=_codes(args.ignore, "--ignore") or (), label="--%s")
+                                 ignore=_codes(args.ignore, "--ignore") or (), label="--%s",
+                                 show_all=True if args.show_all else None)
 
 
 class Terminated(Exception):
@@ -450,6 +451,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--extend-select", action="append", metavar="CODES", help="rules to run in addition")
     check.add_argument("--ignore", action="append", metavar="CODES", help="rules not to run")
     check.add_argument("--no-infer", action="store_true", help="syntactic layer only (no type inference)")
+    check.add_argument("--show-all", action="store_true",
+                       help="also report findings graded quiet (no evidence of harm), as hints")
     check.add_argument("--python", metavar="PATH",
                        help="the interpreter whose packages the code uses, for type inference (default: "
                             "$TORCHLINT_PYTHON, config `python`, the active virtualenv, else this Python)")

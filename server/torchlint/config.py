@@ -32,7 +32,7 @@ else:  # pragma: no cover - exercised only on Python < 3.11
 
 SECTION = "[tool.torchlint]"
 KEYS = ("select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
-        "severity", "python", "verify")
+        "severity", "show-all", "python", "verify")
 SEVERITY_NAMES = tuple(s.value for s in Severity)
 _SELECTOR = re.compile(r"^(ALL|TL\d{0,3})$")
 
@@ -74,6 +74,9 @@ class Config:
     exclude: Tuple[str, ...] = ()
     extend_exclude: Tuple[str, ...] = ()
     severities: Tuple[Tuple[str, Severity], ...] = ()  # (selector, severity), later entries win
+    # Findings are graded by the evidence for harm; quiet ones (e.g. a tensor attribute never
+    # read) are left out unless this is on, and then shown as hints.
+    show_all: bool = False
     # The interpreter whose packages the jedi layer analyses, as the file names it: the
     # repository's choice, so analysis.environments decides whether it may run.
     python: Optional[str] = None
@@ -104,11 +107,11 @@ class Config:
         for pattern, codes in self.per_file_ignores:
             if pattern.matches_file(rel, Path(path).name):
                 enabled = enabled - codes
-        return CheckOptions(enabled=enabled, severities=self.severity_overrides())
+        return CheckOptions(enabled=enabled, severities=self.severity_overrides(), show_all=self.show_all)
 
     def with_overrides(self, select: Optional[Sequence[str]] = None, extend_select: Sequence[str] = (),
                        ignore: Sequence[str] = (), severities: Optional[Dict[str, str]] = None,
-                       label: str = "%s") -> "Config":
+                       label: str = "%s", show_all: Optional[bool] = None) -> "Config":
         """The settings with a higher-priority layer on top (command-line flags, editor settings).
         ``label`` turns a setting's name into what errors call it (``"--%s"``, ``"torchlint.%s"``)."""
         selection = RuleSelection(
@@ -117,7 +120,10 @@ class Config:
             tuple(_selectors(ignore, label % "ignore")),
         )
         extra = tuple(_severities(severities or {}, label % "severity"))
-        return replace(self, selections=self.selections + (selection,), severities=self.severities + extra)
+        if show_all is not None and not isinstance(show_all, bool):
+            raise ConfigError("%s: expected true or false, got %r" % (label % "show-all", show_all))
+        return replace(self, selections=self.selections + (selection,), severities=self.severities + extra,
+                       show_all=self.show_all if show_all is None else show_all)
 
 
 # -- selectors ---------------------------------------------------------------------------------
@@ -233,8 +239,12 @@ def parse_table(table: dict, path: Path, root: Optional[Path] = None) -> Config:
     python = table.get("python")
     if python is not None and (not isinstance(python, str) or not python.strip()):
         raise ConfigError("%s: expected the path of a Python interpreter, got %r" % (key("python"), python))
+    show_all = table.get("show-all", False)
+    if not isinstance(show_all, bool):
+        raise ConfigError("%s: expected true or false, got %r" % (key("show-all"), show_all))
     return Config(
         path=path,
+        show_all=show_all,
         root=root or path.parent,
         selections=(selection,),
         per_file_ignores=per_file_ignores,

@@ -14,8 +14,9 @@ from .values import Classifier, Value
 
 
 class FileContext:
-    def __init__(self, text: str, path: str, tree: ast.Module, inference=None):
+    def __init__(self, text: str, path: str, tree: ast.Module, inference=None, show_all: bool = False):
         self.path = path
+        self.show_all = show_all  # report quiet findings too (as hints)
         self.source = SourceText(text)
         self.tree = tree
         self.index: Index = build_index(tree)
@@ -82,6 +83,13 @@ class FileContext:
                 fixes: Tuple[Fix, ...] = (), related: Tuple[Related, ...] = (), deprecated: bool = False) -> Finding:
         rng = node_or_range if isinstance(node_or_range, Range) else self.range(node_or_range)
         return Finding(code, message, severity, rng, tuple(fixes), tuple(related), deprecated)
+
+    def graded(self, severity: Optional[Severity]) -> Optional[Severity]:
+        """A rule's grade for one finding: its severity, or None (quiet: no evidence of harm),
+        which is reported as a hint only when everything is shown."""
+        if severity is None:
+            return Severity.HINT if self.show_all else None
+        return severity
 
     def related(self, node: ast.AST, message: str) -> Related:
         return Related(self.range(node), message)

@@ -26,6 +26,8 @@ class CheckOptions:
 
     enabled: Optional[FrozenSet[str]] = None  # None: every rule
     severities: Dict[str, Severity] = field(default_factory=dict)
+    # Also report what the rules grade as quiet (no evidence of harm here), as hints.
+    show_all: bool = False
 
 
 DEFAULT_OPTIONS = CheckOptions()
@@ -73,7 +75,7 @@ def check_source(text: str, path: str = "<stdin>", options: CheckOptions = DEFAU
     tree, error = parse(text, path)
     if tree is None:
         return CheckResult([], error)
-    ctx = FileContext(text, path, tree, inference)
+    ctx = FileContext(text, path, tree, inference, show_all=options.show_all)
     directives = parse_directives(ctx.source, tree)
     result = CheckResult()
     findings: List[Finding] = []

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import ast
 
-from ..analysis import torch_names as tn
 from ..analysis.findings import Range, Severity
 from ..analysis.values import Kind
 from .base import Rule
@@ -32,9 +31,12 @@ class UnregisteredTensor(Rule):
                 value = ctx.classify(binding.value, init)
                 if value.kind is not Kind.TENSOR:
                     continue  # MOVED_PARAMETER belongs to TL103
-                if _registered_elsewhere(ctx, cls, binding) or _handled_by_hand(ctx, cls, binding.name, value):
+                if _registered_elsewhere(ctx, cls, binding) or _reassigned_elsewhere(ctx, cls, binding.name, value):
                     continue
-                yield _finding(ctx, binding, value)
+                uses = Uses.of(ctx, cls, binding.name)
+                severity = ctx.graded(_grade(value, uses))
+                if severity is not None:
+                    yield _finding(ctx, binding, value, uses, severity)
 
 
 def _registered_elsewhere(ctx, cls, binding) -> bool:
@@ -47,12 +49,16 @@ def _registered_elsewhere(ctx, cls, binding) -> bool:
 
 
 _MOVES = frozenset(["to", "cuda", "cpu", "type", "type_as"])
+# Reads that do not compute with the values on a device: metadata, and copies to the host.
+_NEUTRAL = frozenset(["shape", "dtype", "device", "ndim", "is_cuda", "size", "dim", "numel", "cpu", "numpy",
+                      "tolist", "item", "clone"])
+# Calls on the attribute that change it in place (an nn.Parameter there would be a leaf modified in place).
+_IN_PLACE_OK = frozenset(["requires_grad_", "share_memory_"])
 
 
-def _handled_by_hand(ctx, cls, attr: str, value) -> bool:
-    """The author manages this tensor's device on purpose, so __init__ only declares it:
-    another method re-assigns it (run-time state, caches, `self.x = self.x.to(device)`), or
-    every read of it outside __init__ moves it first (`self.bins.to(x.device)`)."""
+def _reassigned_elsewhere(ctx, cls, attr: str, value) -> bool:
+    """The author manages this tensor on purpose, so __init__ only declares it: another method
+    re-assigns it (run-time state, caches, `self.x = self.x.to(device)`)."""
     for other in ctx.classifier.class_attribute_bindings(cls, attr):
         if other.scope.name == "__init__" or other.value is None:
             continue
@@ -60,21 +66,170 @@ def _handled_by_hand(ctx, cls, attr: str, value) -> bool:
             continue
         if not value.requires_grad or _moves(other.value):
             return True
-    reads = moved = 0
-    for info in ctx.class_chain(cls):
-        for name, scope in info.method_scopes.items():
-            if name == "__init__" or scope.self_name is None:
+    return False
+
+
+class Uses:
+    """How the methods of a class read ``self.<attr>`` (the evidence TL101 grades on)."""
+
+    def __init__(self):
+        self.computed_in_forward = 0  # torch computes with it as it is, in forward or what forward calls
+        self.computed_elsewhere = 0  # the same in other methods (or forward is not in this file)
+        self.passed_on = 0  # returned, stored, handed to another function: what happens there is unseen
+        self.moved = 0  # `self.x.to(y.device)` and the like: the author moves it at each use
+        self.written_in_place = False  # `self.x.add_(...)`, `self.x[i] = ...`, `self.x += ...`
+        self.as_weight = False  # multiplied into the input or given as a weight: a learnable factor
+
+    @classmethod
+    def of(cls, ctx, info, attr: str) -> "Uses":
+        uses = cls()
+        methods = {}
+        for owner in ctx.class_chain(info):
+            for name, scope in owner.method_scopes.items():
+                methods.setdefault(name, scope)
+        reachable = _reachable_from_forward(methods)
+        computed = {}
+        for name, scope in methods.items():
+            if scope.self_name is None:
                 continue
-            for node in ast.walk(scope.node):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MOVES:
-                    moved += _is_self_attr(node.func.value, scope, attr)
-                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-                    reads += _is_self_attr(node, scope, attr)
-    return reads > 0 and reads == moved
+            parents = _parents(scope.node)
+            for node in _reads(scope, attr, parents):
+                use = uses._read(ctx, name, node, parents)
+                if name != "__init__" and use == "computed":
+                    computed[name] = computed.get(name, 0) + 1
+        for name, count in computed.items():
+            if uses.moved:
+                uses.passed_on += count  # moved by hand elsewhere: the author manages its device
+            elif reachable is not None and name in reachable:
+                uses.computed_in_forward += count
+            else:
+                uses.computed_elsewhere += count
+        return uses
+
+    def _read(self, ctx, method, node, parents) -> str:
+        """Record one read; returns "computed" for a use on the tensor's device."""
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            self.written_in_place = True  # `self.x[...] = v` is a store on the subscript, so this is `del`
+            return "write"
+        # Climb through views and indexing: `self.x[:t].view(...).to(dev)` is still a moved read.
+        current, parent = node, parents.get(id(node))
+        while True:
+            if isinstance(parent, ast.Subscript) and parent.value is current:
+                if isinstance(parent.ctx, (ast.Store, ast.Del)):
+                    self.written_in_place = True
+                    return "write"
+                current, parent = parent, parents.get(id(parent))
+                continue
+            if isinstance(parent, ast.Attribute) and parent.value is current:
+                call = parents.get(id(parent))
+                is_call = isinstance(call, ast.Call) and call.func is parent
+                if is_call and parent.attr in _MOVES:
+                    if method != "__init__":
+                        self.moved += 1
+                    return "moved"
+                if is_call and parent.attr.endswith("_") and parent.attr not in _IN_PLACE_OK:
+                    self.written_in_place = True
+                    return "write"
+                if parent.attr in _NEUTRAL:
+                    return "neutral"
+                if is_call and parent.attr in _VIEW_METHODS:
+                    current, parent = call, parents.get(id(call))
+                    continue
+                if not is_call and parent.attr in ("T", "mT", "H", "mH", "data", "real", "imag"):
+                    current, parent = parent, parents.get(id(parent))
+                    continue
+                return "computed" if is_call else "neutral"
+            break
+        if isinstance(parent, ast.AugAssign) and parent.target is current:
+            self.written_in_place = True
+            return "write"
+        if method == "__init__":
+            return "init"
+        if isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.MatMult)):
+            self.as_weight = True
+        if isinstance(parent, ast.Call) and (
+                any(k.value is current and k.arg in ("weight", "bias") for k in parent.keywords)
+                or (len(parent.args) > 1 and parent.args[1] is current and _functional_layer(parent))):
+            self.as_weight = True
+        if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare)) or (
+                isinstance(parent, ast.Subscript) and parent.slice is current):
+            return "computed"
+        if isinstance(parent, ast.Call) and current is not parent.func:
+            qualified = ctx.qualify(parent.func) or ""
+            submodule = isinstance(parent.func, ast.Attribute) and isinstance(parent.func.value, ast.Name) \
+                and parent.func.value.id == "self"  # self.proj(x, self.t): through Module.__call__
+            if qualified.startswith("torch.") or submodule:
+                return "computed"
+        if isinstance(parent, ast.List) or isinstance(parent, ast.Tuple):
+            holder = parents.get(id(parent))
+            if isinstance(holder, ast.Call) and (ctx.qualify(holder.func) or "").startswith("torch."):
+                return "computed"  # torch.cat([x, self.t])
+        self.passed_on += 1
+        return "passed"
 
 
-def _is_self_attr(node, scope, attr: str) -> bool:
-    return isinstance(node, ast.Attribute) and node.attr == attr and scope.is_self(node.value)
+# Calls that return a view of the same values: where the result goes decides the use.
+_VIEW_METHODS = frozenset("""
+view view_as reshape reshape_as expand expand_as unsqueeze squeeze flatten unflatten permute transpose t
+contiguous narrow select chunk split detach float half double long int bool
+""".split())
+
+
+def _functional_layer(call: ast.Call) -> bool:
+    """F.linear(x, w), F.conv2d(x, w), torch.matmul(x, w)..."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in ("linear", "conv1d", "conv2d", "conv3d", "matmul", "mm", "bmm", "embedding", "bilinear")
+
+
+def _parents(root):
+    parents = {}
+    for parent in ast.walk(root):
+        for child in ast.iter_child_nodes(parent):
+            parents[id(child)] = parent
+    return parents
+
+
+def _reads(scope, attr: str, parents):
+    """Every `self.<attr>` in a method except assignments of it."""
+    for node in ast.walk(scope.node):
+        if isinstance(node, ast.Attribute) and node.attr == attr and scope.is_self(node.value):
+            parent = parents.get(id(node))
+            targets = parent.targets if isinstance(parent, ast.Assign) else [getattr(parent, "target", None)]
+            if isinstance(parent, (ast.Assign, ast.AnnAssign)) and any(node is t for t in targets):
+                continue  # an assignment of it, not a use
+            yield node
+
+
+def _reachable_from_forward(methods):
+    """Names of the methods `forward` runs (through `self.<method>(...)`), or None when this file
+    does not show `forward` (a base class elsewhere defines it: any method may be part of it)."""
+    if "forward" not in methods:
+        return None
+    seen, stack = set(), ["forward"]
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in methods:
+            continue
+        seen.add(name)
+        scope = methods[name]
+        for node in ast.walk(scope.node):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and scope.is_self(node.func.value):
+                stack.append(node.func.attr)
+    return seen
+
+
+def _grade(value, uses: Uses):
+    """Error when it requires grad; a warning when forward computes with it as it is; a hint when
+    each use moves it, only other methods compute with it, or it is handed on to code this rule does
+    not follow; quiet (None) when nothing reads it outside __init__ but for its shape or a host copy."""
+    if value.requires_grad:
+        return Severity.ERROR
+    if uses.computed_in_forward:
+        return Severity.WARNING
+    if uses.computed_elsewhere or uses.moved or uses.passed_on:
+        return Severity.HINT
+    return None
 
 
 def _moves(node) -> bool:
@@ -82,44 +237,58 @@ def _moves(node) -> bool:
                for n in ast.walk(node))
 
 
-def _prefers_parameter(value, attr: str) -> bool:
+def _prefers_parameter(value, uses: Uses) -> bool:
+    """From how the tensor is used, not its name: trainable when it requires grad, or when forward
+    multiplies the input by it or passes it as a weight; a buffer when written in place or a constant."""
     if value.requires_grad:
         return True
-    if any(word in attr.lower() for word in tn.WEIGHT_LIKE_NAMES):
-        return True
-    factory = (value.factory or "").rsplit(".", 1)[-1]
-    return bool(factory) and factory not in tn.CONSTANT_FACTORIES
+    return uses.as_weight and not uses.written_in_place
 
 
-def _finding(ctx, binding, value):
+def _finding(ctx, binding, value, uses: Uses, severity):
     stmt, attr, self_name = binding.stmt, binding.name, binding.scope.self_name
     target = "%s.%s" % (self_name, attr)
     if value.requires_grad:
-        severity = Severity.ERROR
         message = ("`%s` requires grad but is a plain tensor attribute: it is not in parameters(), so the "
                    "optimizer never updates it, and it is not saved or moved by .to()" % target)
+    elif uses.computed_in_forward:
+        message = ("`%s` holds a tensor the Module does not register, and forward computes with it: after "
+                   ".to()/.cuda() it stays behind on its old device, and state_dict() does not save it" % target)
+    elif uses.moved and not uses.computed_elsewhere:
+        message = ("`%s` holds a tensor the Module does not register; each use moves it (`.to(...)`), so it "
+                   "works, but copies it on every call: a buffer moves once with the module" % target)
     else:
-        severity = Severity.WARNING
         message = ("`%s` holds a tensor the Module does not register: it is not in parameters() or "
                    "state_dict(), and .to()/.cuda() leave it behind" % target)
 
-    parameter, import_edit = ctx.spell("torch.nn.Parameter")
-    wrap = ctx.fix("Wrap in `%s(...)` (trainable parameter)" % parameter,
-                   ctx.wrap(binding.value, parameter + "(", ")") + [import_edit], safe=False)
-    fixes = [wrap]
+    prefers_parameter = _prefers_parameter(value, uses)
+    buffers = []
     single_target = isinstance(stmt, ast.AnnAssign) or (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1)
     if single_target and ctx.stands_alone(stmt) and _first_binding(ctx, binding):
         # `self.x = (<value>)` -> `self.register_buffer("x", (<value>))`: replace up to the `=`, close at the end.
         head = _through_equals(ctx, stmt)
         end = ctx.range(stmt).end
         call = ctx.replace(head, '%s.register_buffer("%s", ' % (self_name, attr))
-        fixes.append(ctx.fix('Register as a buffer: `register_buffer("%s", ...)`' % attr,
-                             [call, ctx.replace(Range(end, end), ")")], safe=False))
-        fixes.append(ctx.fix('Register as a non-persistent buffer (moved by .to(), not saved)',
-                             [call, ctx.replace(Range(end, end), ", persistent=False)")],
-                             # Safe only where a buffer is the likely intent: --fix must not freeze a weight.
-                             safe=not _prefers_parameter(value, attr)))
-    preferred = 0 if _prefers_parameter(value, attr) or len(fixes) == 1 else 1
+        buffers.append(ctx.fix('Register as a buffer: `register_buffer("%s", ...)`' % attr,
+                               [call, ctx.replace(Range(end, end), ")")], safe=False))
+        buffers.append(ctx.fix('Register as a non-persistent buffer (moved by .to(), not saved)',
+                               [call, ctx.replace(Range(end, end), ", persistent=False)")],
+                               # Safe only where a buffer is the likely intent: --fix must not freeze a weight.
+                               safe=not prefers_parameter))
+    fixes = []
+    if not (uses.written_in_place and buffers) or value.requires_grad:
+        # Not for a tensor written in place when a buffer can be offered: changing a leaf Parameter
+        # in place raises once it requires grad.
+        parameter, import_edit = ctx.spell("torch.nn.Parameter")
+        fixes.append(ctx.fix("Wrap in `%s(...)` (trainable parameter)" % parameter,
+                             ctx.wrap(binding.value, parameter + "(", ")") + [import_edit], safe=False))
+    fixes += buffers
+    if prefers_parameter or not buffers:
+        preferred = 0
+    elif uses.moved and not uses.computed_in_forward:
+        preferred = len(fixes) - 1  # the non-persistent buffer: the same behaviour, without a copy per call
+    else:
+        preferred = len(fixes) - 2  # the buffer
     fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == preferred)) for i, f in enumerate(fixes)]
     return ctx.finding("TL101", message, stmt, severity, fixes)
 

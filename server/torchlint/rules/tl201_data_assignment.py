@@ -23,20 +23,135 @@ class DataAssignment(Rule):
             if target.attr != "data":
                 continue
             holder = target.value
-            if _is_tensor(ctx, holder, scope) and not _converts_itself(holder, value):
-                yield _finding(ctx, target, value, stmt)
+            if not _is_tensor(ctx, holder, scope):
+                continue
+            grade, hazard = _grade(ctx, holder, value, stmt, scope)
+            severity = ctx.graded(grade)
+            if severity is not None:
+                yield _finding(ctx, target, value, stmt, severity, hazard)
 
 
-def _converts_itself(holder: ast.expr, value: ast.expr) -> bool:
-    """`p.data = p.data.half()` / `p.data = p.to(device)`: a deliberate in-place conversion (what
+# Methods and properties that return the same tensor, or a view of its storage.
+_VIEWS = frozenset("""
+data detach view view_as reshape reshape_as T mT t transpose permute squeeze unsqueeze expand expand_as
+contiguous to type_as narrow flatten unflatten
+""".split())
+# Conversions of the tensor itself: `w.data = w.data.T` keeps using the same values on purpose.
+_SELF_CONVERSIONS = tn.MOVE_METHODS | frozenset("T mT t transpose permute contiguous".split())
+
+
+def _grade(ctx, holder, value, stmt, scope):
+    """(severity or None for quiet, what makes it hazardous or None).
+
+    Warning: the parameter starts sharing another tensor's storage (`a.data = b.data`, a caller's
+    tensor) or it happens after an optimizer was built. Quiet: a conversion of the tensor itself
+    (`p.data = p.data.half()`, `w.data = w.data.T`, `init_(w.data)`). Otherwise a hint: the other
+    rebinds seen in real code (merging adapters, re-parameterising, loading) work as written."""
+    if _converts_itself(ctx, holder, value):
+        return None, None
+    if _optimizer_before(ctx, scope, stmt):
+        return Severity.WARNING, ("an optimizer was built above: its state (momentum, Adam moments) no longer "
+                                  "matches if the shape, device or dtype changes")
+    alias = _aliased(ctx, holder, value, scope, depth=3)
+    if alias is not None:
+        return Severity.WARNING, alias
+    return Severity.HINT, None
+
+
+def _converts_itself(ctx, holder: ast.expr, value: ast.expr) -> bool:
+    """`p.data = p.data.half()` / `p.data = p.to(device)` / `w.data = w.data.T` /
+    `w.data = init.xavier_uniform_(w.data)`: a deliberate change of the tensor itself (what
     Module._apply used to do); copying into the old storage would undo it."""
-    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-            and value.func.attr in tn.MOVE_METHODS):
+    node = value
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SELF_CONVERSIONS:
+            node = node.func.value
+        elif isinstance(node, ast.Attribute) and node.attr in ("data", "T", "mT"):
+            node = node.value
+        elif isinstance(node, ast.Call) and node.args and _initialiser(ctx, node):
+            node = node.args[0]
+        else:
+            break
+    return node is not value and ast.dump(node) == ast.dump(holder)
+
+
+def _initialiser(ctx, call: ast.Call) -> bool:
+    """`nn.init.xavier_uniform_(w)`, `trunc_normal_(w)`: fills its argument in place and returns it."""
+    qualified = ctx.qualify(call.func) or ""
+    name = qualified or (call.func.id if isinstance(call.func, ast.Name) else "")
+    return qualified.startswith("torch.nn.init.") or name.endswith("_") and not name.endswith("__")
+
+
+def _optimizer_before(ctx, scope, stmt) -> bool:
+    """An optimizer built earlier in the same function (or script)."""
+    for earlier in scope.statements:
+        if earlier.lineno >= stmt.lineno:
+            break
+        value = getattr(earlier, "value", None)
+        if isinstance(earlier, ast.Assign) and isinstance(value, ast.Call):
+            qualified = ctx.qualify(value.func)
+            if qualified is not None and tn.is_optimizer_class(qualified):
+                return True
+    return False
+
+
+def _aliased(ctx, holder, value, scope, depth: int):
+    """What the value shares its storage with, when it is another tensor (not a copy), else None."""
+    node = value
+    while True:  # views and `.data` keep the storage
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _VIEWS:
+            node = node.func.value
+        elif isinstance(node, ast.Attribute) and node.attr in _VIEWS:
+            node = node.value
+        else:
+            break
+    if isinstance(node, ast.Name):
+        bindings = scope.locals.get(node.id, ()) if scope is not None else ()
+        if len(bindings) != 1:
+            return None
+        binding = bindings[0]
+        if binding.value is None and binding.iter_of is None and isinstance(binding.stmt, (ast.FunctionDef,
+                                                                                           ast.AsyncFunctionDef)):
+            return ("it now shares the storage of the caller's tensor `%s`: a later in-place change of either "
+                    "changes the other" % node.id)
+        if binding.value is not None and depth > 0 and binding.stmt.lineno < value.lineno:
+            return _aliased(ctx, holder, binding.value, scope, depth - 1)
+        return None
+    if isinstance(node, ast.Attribute) and ast.dump(node) != ast.dump(holder) and not _mentions(node, holder):
+        named = node.attr in PARAMETER_NAMES or node.attr.startswith(("weight", "bias"))
+        if _deleted_later(scope, node, value.lineno):
+            return None  # re-parameterisation: the old layer goes away, its storage is handed over
+        if named or ctx.classify(node, scope).kind in TENSOR_LIKE or value is not node:
+            return ("it now shares the storage of `%s`: two tensors silently tied, an in-place change of "
+                    "either changes the other" % ctx.text(node))
+    return None
+
+
+def _deleted_later(scope, source: ast.Attribute, after: int) -> bool:
+    """`self.pos_enc.bias` handed over, then `del self.pos_enc` / `self.__delattr__("pos_enc")` below."""
+    owner = source.value
+    while isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Attribute):
+        owner = owner.value
+    if scope is None or not (isinstance(owner, ast.Attribute) and scope.is_self(owner.value)):
         return False
-    receiver = value.func.value
-    if isinstance(receiver, ast.Attribute) and receiver.attr == "data":
-        receiver = receiver.value
-    return ast.dump(receiver) == ast.dump(holder)
+    name = owner.attr
+    for node in ast.walk(scope.node):
+        if getattr(node, "lineno", 0) <= after:
+            continue
+        if isinstance(node, ast.Delete) and any(isinstance(t, ast.Attribute) and t.attr == name
+                                                 and scope.is_self(t.value) for t in node.targets):
+            return True
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[-1], ast.Constant) \
+                and node.args[-1].value == name and (
+                    (isinstance(node.func, ast.Attribute) and node.func.attr == "__delattr__")
+                    or (isinstance(node.func, ast.Name) and node.func.id == "delattr")):
+            return True
+    return False
+
+
+def _mentions(node: ast.expr, holder: ast.expr) -> bool:
+    target = ast.dump(holder)
+    return any(ast.dump(n) == target for n in ast.walk(node))
 
 
 def _is_tensor(ctx, holder: ast.expr, scope) -> bool:
@@ -52,11 +167,14 @@ def _is_tensor(ctx, holder: ast.expr, scope) -> bool:
     return ctx.classify(holder.value, scope).kind in (Kind.UNKNOWN, Kind.MODULE)
 
 
-def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt):
+def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt, severity, hazard):
     holder = ctx.text(target.value)
-    message = ("`%s.data = ...` rebinds the tensor's storage behind autograd: no version tracking, a new "
-               "shape, device or dtype goes through unchecked, the parameter now aliases the assigned tensor's "
-               "memory, and optimizer state (momentum, Adam moments) no longer matches" % holder)
+    if hazard:
+        message = "`%s.data = ...` rebinds the tensor's storage behind autograd: %s" % (holder, hazard)
+    else:
+        message = ("`%s.data = ...` rebinds the tensor's storage behind autograd (no version tracking, no "
+                   "shape or device check); it works here, but `copy_` under torch.no_grad() says what it does"
+                   % holder)
     keeps = "(keeps its shape, dtype and device)"
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and ctx.stands_alone(stmt):
         block, import_edit = ctx.no_grad_block(stmt, "%s.copy_(%s)" % (holder, ctx.text(value)))
@@ -70,5 +188,5 @@ def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt):
                        ctx.replace(Range(value_range.end, value_range.end), ")")],
                       safe=False, preferred=True)
     else:
-        return ctx.finding("TL201", message, stmt, DataAssignment.severity)
-    return ctx.finding("TL201", message, stmt, DataAssignment.severity, (fix,))
+        return ctx.finding("TL201", message, stmt, severity)
+    return ctx.finding("TL201", message, stmt, severity, (fix,))

@@ -24,7 +24,7 @@ class LegacyConstructor(Rule):
     code = "TL301"
     name = "legacy-constructor"
     summary = "legacy tensor constructor (torch.FloatTensor, torch.Tensor(...), Variable): deprecated"
-    severity = Severity.WARNING
+    severity = Severity.HINT  # a warning where the legacy call changes behaviour
 
     def check(self, ctx):
         for call in ctx.index.calls:
@@ -71,8 +71,48 @@ def _typed(ctx, call, qualified):
                               safe=False))
         modern = "`torch.as_tensor(data%s)` or `torch.empty(*sizes%s)`" % (needs, needs)
     fixes[0] = ctx.fix(fixes[0].title, fixes[0].edits, fixes[0].is_safe, preferred=True)
+    changes = _behaviour_change(ctx, call, qualified, name)
+    if changes:
+        message = "`%s(...)` %s; use %s" % (name, changes, modern)
+        return ctx.finding("TL301", message, call.func, Severity.WARNING, fixes, deprecated=True)
     message = "`%s(...)` is a legacy constructor (deprecated): use %s" % (name, modern)
-    return ctx.finding("TL301", message, call.func, Severity.WARNING, fixes, deprecated=True)
+    return ctx.finding("TL301", message, call.func, DEPRECATION, fixes, deprecated=True)
+
+
+# A deprecation alone is worth a hint; a legacy call that changes what the code does is a warning.
+DEPRECATION = Severity.HINT
+_FLOAT_CONSTRUCTORS = frozenset(["Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor"])
+
+
+def _behaviour_change(ctx, call, qualified: str, name: str):
+    """What the legacy call does that the code likely does not mean, or None."""
+    device = keyword(call, "device")
+    if device is not None and not (isinstance(device, ast.Constant) and device.value == "cpu"):
+        return "accepts only CPU devices: it raises for a `device=` on the GPU"
+    if len(call.args) != 1 or call.keywords:
+        return None
+    arg = call.args[0]
+    scope = ctx.index.call_scopes.get(id(call))
+    kind = ctx.classify(arg, scope).kind
+    floating = qualified.rsplit(".", 1)[1] in _FLOAT_CONSTRUCTORS
+    if kind in (Kind.TENSOR, Kind.PARAMETER):
+        return ("converts the tensor it is given: %s, and a CUDA tensor raises"
+                % ("an integer tensor becomes floating point (large values rounded)" if floating
+                   else "its dtype changes"))
+    if floating and isinstance(arg, ast.Name) and _caller_tensor(ctx, scope, arg.id):
+        return ("turns the caller's `%s` into floating point: an integer tensor (token ids, timesteps) is "
+                "silently converted, large values rounded, and a CUDA tensor raises" % arg.id)
+    return None
+
+
+def _caller_tensor(ctx, scope, name: str) -> bool:
+    """``name`` is a parameter of the enclosing function annotated as a tensor, never re-bound in it."""
+    bindings = scope.locals.get(name, ()) if scope is not None else ()
+    if len(bindings) != 1 or bindings[0].value is not None or bindings[0].annotation is None:
+        return False
+    annotation = bindings[0].annotation
+    names = {ctx.qualify(n) for n in ast.walk(annotation) if isinstance(n, (ast.Name, ast.Attribute))}
+    return "torch.Tensor" in names and isinstance(bindings[0].stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
 
 
 def _argument_shape(call: ast.Call) -> str:
@@ -185,7 +225,7 @@ def _variable(ctx, call):
                   and all(kw.arg in ("requires_grad", "volatile") for kw in call.keywords))
     if understood:
         fixes.append(_unwrap_variable(ctx, call, requires_grad))
-    return ctx.finding("TL301", message, call.func, Severity.WARNING, fixes, deprecated=True)
+    return ctx.finding("TL301", message, call.func, DEPRECATION, fixes, deprecated=True)
 
 
 def _unwrap_variable(ctx, call, requires_grad):
