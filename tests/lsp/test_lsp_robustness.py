@@ -24,6 +24,9 @@ class Block(nn.Module):
     def __init__(self, dim):
         super().__init__()
         self.mask = torch.tril(torch.ones(dim, dim))
+
+    def forward(self, x):
+        return x * self.mask
 '''
 SMALL_MASK_LINE = 7
 
