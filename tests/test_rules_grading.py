@@ -1,0 +1,236 @@
+"""Findings graded by the evidence for harm: warnings where code breaks, hints where it works
+as written, quiet (shown only with show-all) where nothing suggests harm."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from rule_helpers import check
+from torchlint.analysis.engine import CheckOptions
+from torchlint.analysis.findings import Severity
+from torchlint.config import ConfigError, load_config
+
+SHOW_ALL = CheckOptions(show_all=True)
+
+
+def graded(text, code, **kwargs):
+    """{line: severity} of one rule's findings."""
+    result = check(textwrap.dedent(text), **kwargs)
+    return {f.range.start.line: f.severity for f in result.findings if f.code == code}
+
+
+# -- TL101 -------------------------------------------------------------------------------------
+
+TL101_SHAPES = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, n=4):
+        super().__init__()
+        self.proj = nn.Linear(n, n)
+        self.mask = torch.tril(torch.ones(n, n))
+        self.freqs = torch.arange(n).float()
+        self.usage = torch.zeros(n, dtype=torch.long)
+        self.lo = torch.tensor([-1.0])
+        self.span = float(self.lo.abs().max())
+        self.w = torch.randn(n, requires_grad=True)
+
+    def forward(self, x):
+        freqs = self.freqs.to(x.device)
+        return self.proj(x).masked_fill(self.mask == 0, 0.0) * freqs + self.w
+"""
+
+
+def test_tl101_warns_when_forward_computes_with_it_and_errs_when_it_requires_grad():
+    found = graded(TL101_SHAPES, "TL101")
+    assert found[9] is Severity.WARNING  # mask: compared in forward, left behind by .to()
+    assert found[14] is Severity.ERROR  # requires grad: never trained
+
+
+def test_tl101_moved_at_each_use_is_a_hint_that_prefers_a_buffer():
+    result = check(TL101_SHAPES)
+    (finding,) = [f for f in result.findings if f.code == "TL101" and f.range.start.line == 10]
+    assert finding.severity is Severity.HINT
+    assert "copies it on every call" in finding.message
+    (preferred,) = [f for f in finding.fixes if f.preferred]
+    assert "non-persistent buffer" in preferred.title
+
+
+def test_tl101_never_read_or_read_only_in_init_is_quiet_unless_everything_is_shown():
+    assert set(graded(TL101_SHAPES, "TL101")) == {9, 10, 14}
+    shown = graded(TL101_SHAPES, "TL101", options=SHOW_ALL)
+    assert shown[11] is Severity.HINT and shown[12] is Severity.HINT  # usage never read, lo only in __init__
+    assert shown[9] is Severity.WARNING  # show-all changes no other grade
+
+
+def test_tl101_without_forward_in_the_file_is_a_hint():
+    text = """\
+    import torch
+    from base import Renderer
+
+
+    class Box(Renderer):
+        def __init__(self):
+            super().__init__()
+            self.bbox = torch.zeros(2, 3)
+
+        def intersect(self, origin):
+            return origin - self.bbox
+    """
+    # Renderer is unknown here: not a Module as far as names tell, so nothing at all.
+    assert graded(text, "TL101") == {}
+    module = text.replace("from base import Renderer", "import torch.nn as nn").replace("(Renderer)", "(nn.Module)")
+    assert graded(module, "TL101") == {8: Severity.HINT}
+
+
+# -- TL201 -------------------------------------------------------------------------------------
+
+def test_tl201_warns_on_aliasing_and_on_a_caller_tensor():
+    text = """\
+    import torch.nn as nn
+
+
+    def tie(ln, ln_post):
+        ln.weight.data = ln_post.weight.data
+
+
+    def set_weight(layer, weight):
+        layer.weight.data = weight
+
+
+    def embedding_head(emb):
+        lin = nn.Linear(4, 8, bias=False)
+        lin.weight.data = emb.weight.data
+        return lin
+    """
+    assert graded(text, "TL201") == {5: Severity.WARNING, 9: Severity.WARNING, 14: Severity.WARNING}
+    messages = [f.message for f in check(textwrap.dedent(text)).findings]
+    assert "shares the storage of `ln_post.weight`" in messages[0]
+    assert "the caller's tensor `weight`" in messages[1]
+
+
+def test_tl201_warns_under_an_optimizer():
+    text = """\
+    import torch
+    import torch.nn as nn
+
+    model = nn.Linear(4, 4)
+    optimizer = torch.optim.Adam(model.parameters())
+    model.weight.data = torch.randn(8, 4)
+    """
+    found = check(textwrap.dedent(text)).findings
+    assert [(f.range.start.line, f.severity) for f in found if f.code == "TL201"] == [(6, Severity.WARNING)]
+    assert "optimizer" in found[0].message
+
+
+def test_tl201_hints_on_rebinds_that_work_and_is_quiet_on_self_conversions():
+    text = """\
+    import torch
+    import torch.nn as nn
+
+
+    class RepBlock(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 3, 3)
+            self.extra = nn.Conv2d(3, 3, 3)
+
+        def reparameterize(self):
+            kernel = self.conv.weight + self.extra.weight
+            self.conv.weight.data = kernel
+            self.conv.bias.data = self.extra.bias
+            del self.extra
+
+
+    def merge(base, delta):
+        with torch.no_grad():
+            base.weight.data = base.weight.data + delta
+        base.weight.data = base.weight.data.half()
+        base.weight.data = base.weight.data.T
+    """
+    assert graded(text, "TL201") == {13: Severity.HINT, 14: Severity.HINT, 20: Severity.HINT}
+    assert set(graded(text, "TL201", options=SHOW_ALL)) == {13, 14, 20, 21, 22}
+
+
+# -- TL301 -------------------------------------------------------------------------------------
+
+def test_tl301_is_a_hint_unless_the_legacy_call_changes_behaviour():
+    text = """\
+    import numpy as np
+    import torch
+    import torch.nn as nn
+
+
+    class Head(nn.Module):
+        def __init__(self, n: int):
+            super().__init__()
+            self.w = nn.Parameter(torch.Tensor(n))
+            nn.init.zeros_(self.w)
+
+
+    def to_tensor(embeddings: np.ndarray, device):
+        return torch.Tensor(embeddings, device=device)
+
+
+    def as_float(timesteps: torch.Tensor):
+        return torch.Tensor(timesteps)
+
+
+    def steps(t: torch.Tensor):
+        return torch.FloatTensor(t.long())
+    """
+    found = graded(text, "TL301")
+    assert found == {9: Severity.HINT, 14: Severity.WARNING, 18: Severity.WARNING, 22: Severity.WARNING}
+    messages = {f.range.start.line: f.message for f in check(textwrap.dedent(text)).findings}
+    assert "raises for a `device=` on the GPU" in messages[14]
+    assert "floating point" in messages[18] and "floating point" in messages[22]
+    assert all(f.deprecated for f in check(textwrap.dedent(text)).findings if f.code == "TL301")
+
+
+def test_tl301_an_int_size_from_the_caller_is_no_warning():
+    text = """\
+    import torch
+    import torch.nn as nn
+
+
+    class LayerNorm(nn.Module):
+        def __init__(self, hidden_size: tuple, num_classes):
+            super().__init__()
+            self.weight = nn.Parameter(torch.Tensor(hidden_size))
+            self.bias = nn.Parameter(torch.Tensor(num_classes))
+    """
+    assert graded(text, "TL301") == {8: Severity.HINT, 9: Severity.HINT}
+
+
+# -- the setting -------------------------------------------------------------------------------
+
+def test_show_all_is_read_from_pyproject(tmp_path):
+    path = tmp_path / "pyproject.toml"
+    path.write_text("[tool.torchlint]\nshow-all = true\n")
+    config = load_config(path)
+    assert config.options_for(tmp_path / "a.py").show_all is True
+    assert config.with_overrides(show_all=False).options_for(tmp_path / "a.py").show_all is False
+    path.write_text("[tool.torchlint]\nshow-all = \"yes\"\n")
+    with pytest.raises(ConfigError, match="show-all"):
+        load_config(path)
+
+
+def test_show_all_flag_of_the_command_line(tmp_path):
+    from torchlint.cli import main
+
+    source = tmp_path / "m.py"
+    source.write_text(textwrap.dedent(TL101_SHAPES))
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["check", "--no-infer", "--format", "json", "--select", "TL101", str(source)])
+    default = out.getvalue().count('"TL101"')
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["check", "--no-infer", "--format", "json", "--select", "TL101", "--show-all", str(source)])
+    assert (default, out.getvalue().count('"TL101"')) == (3, 5)
