@@ -40,7 +40,8 @@ class SubmoduleUnusedInForward(Rule):
                 name = binding.name
                 if binding.scope is not init or binding.value is None or name in reported:
                     continue
-                if name in reached.attributes or name in elsewhere or name in strings:
+                if name in reached.attributes or name in elsewhere or name in strings \
+                        or ctx.attribute_read_outside(cls.node, name):
                     continue
                 value = ctx.classify(binding.value, init)
                 if value.kind is not Kind.MODULE or not may_hold_parameters(ctx, value.module_class):
@@ -96,23 +97,19 @@ def _used_outside_forward(ctx, cls, reached: set) -> set:
                 if in_init and _initialises(node, parent_of):
                     continue
                 used.add(node.attr)
-    inside = {id(node) for node in ast.walk(cls.node)}
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.Attribute) and id(node) not in inside \
-                and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
-            used.add(node.attr)
-    return used
+    return used  # reads through an instance elsewhere: ctx.attribute_read_outside
 
 
 def _initialises(node: ast.Attribute, parent_of) -> bool:
-    """`self.fc.weight...` read in __init__, not on the right of an assignment (that would share it)."""
+    """`self.fc.weight...` read in __init__ by a call (`nn.init.zeros_(self.fc.bias)`,
+    `self.fc.weight.data.normal_()`), not in an assignment (that shares or ties the weight)."""
     parent = parent_of.get(id(node))
     if not isinstance(parent, ast.Attribute):
         return False
     while parent is not None and not isinstance(parent, ast.stmt):
         parent = parent_of.get(id(parent))
     if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is not None:
-        return not any(n is node for n in ast.walk(parent.value))
+        return False  # `x = self.fc.weight` shares it; `self.fc.weight = other.weight` ties it
     return True
 
 

@@ -38,6 +38,13 @@ _TENSOR_EVIDENCE = frozenset("""
 shape size device dtype dim ndim view reshape unsqueeze permute transpose contiguous flatten numel
 new_zeros new_ones new_empty new_full new_tensor masked_fill softmax matmul
 """.split())
+# torch.nn.functional calls whose tensor arguments are all used together (not placeholders).
+_FUNCTIONAL_COMBINING = frozenset("torch.nn.functional." + n for n in """
+linear bilinear embedding conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d
+layer_norm group_norm rms_norm batch_norm instance_norm scaled_dot_product_attention cosine_similarity
+pairwise_distance grid_sample cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss huber_loss
+binary_cross_entropy binary_cross_entropy_with_logits kl_div prelu
+""".split())
 _BINARY = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult,
            ast.BitAnd, ast.BitOr, ast.BitXor)
 
@@ -104,6 +111,9 @@ class _Method:
             size = call.args[0] if call.args else keyword(call, "size")
             if isinstance(size, (ast.Tuple, ast.List)) and not size.elts:
                 return False  # torch.zeros(()): a 0-dim scalar
+            sizes = size.elts if isinstance(size, (ast.Tuple, ast.List)) else call.args
+            if qualified != "torch.full" and any(isinstance(n, ast.Constant) and n.value == 0 for n in sizes):
+                return False  # torch.empty([0]): an empty placeholder, often for an argument that goes unused
         if qualified == "torch.randint" and len(call.args) >= 2 and isinstance(call.args[-1], ast.Tuple) \
                 and not call.args[-1].elts:
             return False
@@ -208,7 +218,7 @@ class _Method:
         if isinstance(func, ast.Attribute) and func.attr in _COMBINING and self.ctx.qualify(func) is None:
             return self._meets(func.value, call)  # `att.masked_fill(mask, ...)`
         qualified = self.ctx.qualify(func) or ""
-        if qualified.startswith("torch.nn.functional.") or self._combines(call):
+        if qualified in _FUNCTIONAL_COMBINING or self._combines(call):
             for other in list(call.args) + [k.value for k in call.keywords]:
                 if other is not node:
                     meeting = self._meets(other, call)
