@@ -114,8 +114,14 @@ def _initialises(node: ast.Attribute, parent_of) -> bool:
 
 
 def _strings(node: ast.AST) -> set:
-    """String constants of the class: a name spelled in one may be looked up by it."""
-    return {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    """Names spelled in the class's strings, whole or as a dotted part (`"shared.weight"` in a
+    table of tied weights): a layer named there may be looked up or tied by that name."""
+    names = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) < 200:
+            names.add(n.value)
+            names.update(n.value.split("."))
+    return names
 
 
 def _finding(ctx, binding, value):
