@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from functools import cached_property
 from typing import Dict, List, Optional, Tuple
 
@@ -68,6 +69,22 @@ class FileContext:
             names.update(cls.registered)
             names.update(cls.unregistered)
         return names
+
+    def attribute_read_outside(self, node: ast.AST, attr: str) -> bool:
+        """Whether ``<expr>.attr`` (other than ``self.attr``) appears in the file outside ``node``.
+        Counted once per file and once per ``node``: asking for every class stays linear."""
+        counts = self._outside_counts.get(id(node))
+        if counts is None:
+            counts = self._outside_counts[id(node)] = _attribute_names(node)
+        return self._file_attribute_names[attr] > counts[attr]
+
+    @cached_property
+    def _file_attribute_names(self) -> Counter:
+        return _attribute_names(self.tree)
+
+    @cached_property
+    def _outside_counts(self) -> Dict[int, Counter]:
+        return {}
 
     def moves_own_state(self, info: ClassInfo) -> bool:
         return moves_own_state(info, self.classes)
@@ -158,3 +175,9 @@ class FileContext:
         newline = self.source.newline()
         text = "with %s():%s%s%s%s" % (no_grad, newline, self.indent(stmt), self.indent_unit, body)
         return text, import_edit
+
+
+def _attribute_names(root: ast.AST) -> Counter:
+    """How often each ``<expr>.name`` occurs under ``root``, ``self.name`` left out."""
+    return Counter(node.attr for node in ast.walk(root) if isinstance(node, ast.Attribute)
+                   and not (isinstance(node.value, ast.Name) and node.value.id == "self"))

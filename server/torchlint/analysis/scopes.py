@@ -34,6 +34,7 @@ class Scope:
     self_name: Optional[str] = None  # first parameter of a method
     locals: Dict[str, List[Binding]] = field(default_factory=dict)
     appends: Dict[str, List[ast.Call]] = field(default_factory=dict)  # "x" / "self.x" -> its .append(...) calls
+    calls: List[ast.Call] = field(default_factory=list)  # calls in this scope's own code, in walk order
     statements: List[ast.stmt] = field(default_factory=list)  # simple statements, in order
 
     @property
@@ -178,6 +179,7 @@ def _visit_exprs(nodes, stmt, scope: Scope, index: Index) -> None:
         if isinstance(node, ast.Call):
             index.calls.append(node)
             index.call_scopes[id(node)] = scope
+            scope.calls.append(node)
             _record_registration(node, scope)  # also inside expressions: orig = self._parameters.pop("w")
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "append" and len(node.args) == 1:
