@@ -141,27 +141,67 @@ def _rebinding(ctx, scope, stmt, build):
         if root is None or _reuses(ctx, stmt.value, text) or not _constructs(ctx, scope, stmt.value, depth=3):
             continue
         value = ctx.classify(stmt.value, scope)
-        if value.kind not in (Kind.MODULE, Kind.PARAMETER) or value.module_class in _PARAMETER_FREE:
+        kind = value.kind if value.kind in (Kind.MODULE, Kind.PARAMETER) else _built_elsewhere(ctx, stmt.value)
+        if kind is None or value.module_class in _PARAMETER_FREE:
             continue
-        return target, text, root, value.kind
+        return target, text, root, kind
+    return None
+
+
+def _built_elsewhere(ctx, value: ast.expr):
+    """Module for `QuantLinear.from_float(model.fc)` (a `from_*` constructor of a class) or a
+    function of this file whose every `return` builds a module; else None."""
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    if isinstance(func, ast.Attribute) and func.attr.startswith("from_") and isinstance(func.value, ast.Name) \
+            and func.value.id[:1].isupper():
+        return Kind.MODULE
+    if isinstance(func, ast.Name):
+        for scope in ctx.index.scopes:
+            if scope.name == func.id and scope.parent is ctx.index.module_scope:
+                returns = [n for n in ast.walk(scope.node) if isinstance(n, ast.Return) and n.value is not None]
+                if returns and all(ctx.classify(r.value, scope).kind is Kind.MODULE for r in returns):
+                    return Kind.MODULE
     return None
 
 
 def _reuses(ctx, value: ast.expr, target: str) -> bool:
-    """The value holds the object already there: `nn.DataParallel(model.fc)`, `model.fc.to(dev)`.
+    """The value holds the object already there: `model.fc`, `model.fc.to(dev)`, a torch wrapper
+    (`nn.DataParallel(model.fc)`, `nn.Sequential(model.fc, nn.ReLU())`) or a call this file cannot
+    see into (`convert_sync_batchnorm(model.fc)`).
 
-    Reading an attribute of it (`nn.Linear(model.fc.in_features, 10)`) builds something new.
+    Reading an attribute of it (`nn.Linear(model.fc.in_features, 10)`), slicing or cloning its
+    weight (`nn.Parameter(model.fc.weight[:k].clone())`), or a `from_*` constructor / a helper of
+    this file that builds a new module from it, makes something new.
     """
     def is_target(node):
         return isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and ctx.text(node) == target
 
-    if is_target(value):
+    node = value
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in tn.MOVE_METHODS:
+        node = node.func.value
+    if is_target(node):
         return True
-    for node in ast.walk(value):
-        for child in ast.iter_child_nodes(node):
-            if is_target(child) and not (isinstance(node, ast.Attribute) and node.attr not in tn.MOVE_METHODS):
-                return True
+    if _built_elsewhere(ctx, value) is not None:
+        return False
+    for parent in ast.walk(value):
+        if not isinstance(parent, ast.Call):
+            continue
+        arguments = list(parent.args) + [k.value for k in parent.keywords]
+        if any(is_target(_unmoved(a)) for a in arguments):
+            qualified = ctx.qualify(parent.func) or ""
+            if qualified.startswith("torch.") and qualified != "torch.nn.Parameter":
+                return True  # a wrapper holding the same module
+            if not qualified.startswith("torch."):
+                return True  # something this file cannot see into: it may return the same object
     return False
+
+
+def _unmoved(node):
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in tn.MOVE_METHODS:
+        node = node.func.value
+    return node
 
 
 def _constructs(ctx, scope, value: ast.expr, depth: int) -> bool:

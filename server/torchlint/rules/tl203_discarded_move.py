@@ -27,9 +27,60 @@ class DiscardedMove(Rule):
             if not _assignable(receiver):
                 continue
             # Only plain tensors: a Module moves in place, and a Parameter needs another fix (TL104).
-            if ctx.classify_at(receiver, scope, stmt).kind is not Kind.TENSOR:
+            kind = ctx.classify_at(receiver, scope, stmt).kind
+            if kind is not Kind.TENSOR and not (kind is Kind.UNKNOWN and isinstance(receiver, ast.Name)
+                                                and (_narrowed(ctx, receiver.id, stmt)
+                                                     or _unpacked_from_batch(scope, receiver.id))):
                 continue
             yield _finding(ctx, stmt, call, receiver, scope)
+
+
+# Names of what yields batches of tensors: `for x, y in train_loader`, `x, y = batch`.
+_BATCH_WORDS = ("loader", "batch", "sample")
+
+
+def _unpacked_from_batch(scope, name: str) -> bool:
+    """Every binding of ``name`` unpacks a batch: `x, y = batch`, `for x, y in loader`,
+    `for i, (x, y) in enumerate(loader)` (items of a data loader are tensors, not Modules)."""
+    bindings = scope.locals.get(name, ())
+    if not bindings:
+        return False
+    for binding in bindings:
+        if binding.unpack_index is None:
+            return False
+        stmt = binding.stmt
+        source = binding.iter_of if binding.iter_of is not None else getattr(stmt, "value", None)
+        words = [n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(source)
+                 if isinstance(n, (ast.Name, ast.Attribute))] if source is not None else []
+        if not any(word in w.lower() for w in words for word in _BATCH_WORDS):
+            return False
+    return True
+
+
+def _narrowed(ctx, name: str, stmt) -> bool:
+    """Inside `if torch.is_tensor(x):` / `if isinstance(x, torch.Tensor):` (the if branch)."""
+    entry = ctx.index.blocks.get(id(stmt))
+    while entry is not None:
+        owner, block = entry
+        if isinstance(owner, ast.If) and block == "body" and _tests_tensor(ctx, owner.test, name):
+            return True
+        entry = ctx.index.blocks.get(id(owner))
+    return False
+
+
+def _tests_tensor(ctx, test, name: str) -> bool:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_tests_tensor(ctx, value, name) for value in test.values)
+    if not (isinstance(test, ast.Call) and test.args and isinstance(test.args[0], ast.Name)
+            and test.args[0].id == name):
+        return False
+    qualified = ctx.qualify(test.func)
+    if qualified == "torch.is_tensor":
+        return True
+    if isinstance(test.func, ast.Name) and test.func.id == "isinstance" and len(test.args) == 2:
+        classes = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+        return all(ctx.qualify(c) in ("torch.Tensor", "torch.nn.Parameter") for c in classes)
+    return False
 
 
 def _assignable(node: ast.expr) -> bool:

@@ -1,0 +1,120 @@
+"""TL107 attribute-then-register: `self.pe = pe` then `self.register_buffer("pe", pe)` raises KeyError."""
+from __future__ import annotations
+
+import ast
+
+from ..analysis.findings import Position, Range, Severity
+from ..analysis.scopes import block_chain
+from ..analysis.values import Kind
+from .base import Rule
+
+# Registration methods and the container that lets an existing name through.
+_REGISTER = {"register_buffer": "_buffers", "register_parameter": "_parameters", "add_module": "_modules",
+             "register_module": "_modules"}
+# What an earlier `self.x = value` makes of x, by the kind of value.
+_LANDS_IN = {Kind.PARAMETER: "_parameters", Kind.MODULE: "_modules", Kind.BUFFER: "_buffers"}
+
+
+class AttributeThenRegister(Rule):
+    code = "TL107"
+    name = "attribute-then-register"
+    summary = "`self.x = t` then `register_buffer(\"x\", ...)`: KeyError \"attribute 'x' already exists\""
+    severity = Severity.ERROR
+
+    def check(self, ctx):
+        for cls in ctx.module_classes:
+            for scope in cls.method_scopes.values():
+                if scope.self_name is None:
+                    continue
+                for stmt in scope.statements:
+                    call = _register_call(scope, stmt)
+                    if call is None:
+                        continue
+                    name = call.args[0].value
+                    earlier = _plain_assignment_before(ctx, cls, scope, stmt, name, _REGISTER[call.func.attr])
+                    if earlier is not None:
+                        yield _finding(ctx, scope, stmt, call, earlier, name)
+
+
+def _register_call(scope, stmt):
+    """`self.register_buffer("name", ...)` as a statement of its own."""
+    if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
+        return None
+    call = stmt.value
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in _REGISTER and scope.is_self(func.value)):
+        return None
+    if not call.args or not (isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)):
+        return None
+    return call
+
+
+def _plain_assignment_before(ctx, cls, scope, stmt, name: str, container: str):
+    """The `self.<name> = value` that runs before ``stmt`` in the same method and leaves ``name``
+    somewhere the registration refuses (a plain attribute, or another kind of member)."""
+    last, registered = None, False
+    for earlier in scope.statements:
+        if earlier.lineno >= stmt.lineno:
+            break
+        if _deletes(scope, earlier, name):
+            last, registered = None, False
+            continue
+        if _registers(scope, earlier, name):
+            last, registered = None, True  # a later assignment updates the registered member
+            continue
+        if not registered and isinstance(earlier, (ast.Assign, ast.AnnAssign)) and _encloses(ctx, earlier, stmt):
+            targets = earlier.targets if isinstance(earlier, ast.Assign) else [earlier.target]
+            if any(isinstance(t, ast.Attribute) and t.attr == name and scope.is_self(t.value) for t in targets):
+                if earlier.value is None:
+                    continue
+                kind = ctx.classify(earlier.value, scope).kind
+                last = None if _LANDS_IN.get(kind) == container else earlier
+    return last
+
+
+def _encloses(ctx, earlier, stmt) -> bool:
+    """``earlier`` always runs before ``stmt``: its block holds ``stmt`` (not the other branch of an if)."""
+    outer, inner = block_chain(ctx.index, earlier), block_chain(ctx.index, stmt)
+    return len(outer) <= len(inner) and inner[len(inner) - len(outer):] == outer
+
+
+def _deletes(scope, stmt, name: str) -> bool:
+    if isinstance(stmt, ast.Delete):
+        return any(isinstance(t, ast.Attribute) and t.attr == name and scope.is_self(t.value) for t in stmt.targets)
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        call = stmt.value
+        return (isinstance(call.func, ast.Name) and call.func.id == "delattr" and len(call.args) == 2
+                and isinstance(call.args[1], ast.Constant) and call.args[1].value == name)
+    return False
+
+
+def _registers(scope, stmt, name: str) -> bool:
+    call = _register_call(scope, stmt)
+    return call is not None and call.args[0].value == name
+
+
+def _reads(scope, node, name: str) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == name and scope.is_self(n.value)
+               and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
+
+
+def _finding(ctx, scope, stmt, call, earlier, name: str):
+    method = call.func.attr
+    message = ("`%s(\"%s\", ...)` raises KeyError \"attribute '%s' already exists\": line %d already made "
+               "`%s.%s` a plain attribute" % (method, name, name, earlier.lineno, scope.self_name, name))
+    fixes = []
+    between = [s for s in scope.statements if earlier.lineno < s.lineno < stmt.lineno]
+    used = _reads(scope, call, name) or any(_reads(scope, s, name) for s in between)
+    newline = ctx.source.newline()
+    if not used and ctx.stands_alone(earlier) and isinstance(earlier, ast.Assign) and len(earlier.targets) == 1:
+        first, last = earlier.lineno, earlier.end_lineno
+        fixes.append(ctx.fix("Remove the plain assignment on line %d (the registration sets the attribute)" % first,
+                             [ctx.replace(Range(Position(first, 0), Position(last + 1, 0)), "")], safe=True))
+    if ctx.stands_alone(stmt):
+        at = Position(stmt.lineno, 0)
+        fixes.append(ctx.fix("Delete the plain attribute first: `del %s.%s`" % (scope.self_name, name),
+                             [ctx.replace(Range(at, at), "%sdel %s.%s%s" % (ctx.indent(stmt), scope.self_name, name,
+                                                                           newline))], safe=True))
+    fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == 0)) for i, f in enumerate(fixes)]
+    related = (ctx.related(earlier, "`%s.%s` becomes a plain attribute here" % (scope.self_name, name)),)
+    return ctx.finding("TL107", message, call, Severity.ERROR, fixes, related)
