@@ -132,7 +132,7 @@ async def test_incremental_edit_in_the_middle(vscode: LanguageClient, tmp_path, 
     client.text_document_did_change(types.DidChangeTextDocumentParams(
         text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
         content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(start=insert_at, end=insert_at), text="\n        self.w = torch.randn(dim)")]))
+            range=types.Range(start=insert_at, end=insert_at), text="\n        self.mask = torch.randn(dim)")]))
     published = await wait_for_publish(client, uri, version=2, since=since)
     assert codes(published.diagnostics) == ["TL101"]
     assert published.diagnostics[0].range.start.line == 8 + shift
@@ -419,6 +419,9 @@ class Scaled(nn.Module):
     def __init__(self):
         super().__init__()
         self.w = make_weight(3)
+
+    def forward(self, x):
+        return x @ self.w
 '''
 
 
