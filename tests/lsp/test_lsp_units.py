@@ -108,7 +108,8 @@ def test_a_crashing_rule_costs_only_its_own_findings(monkeypatch):
 
     monkeypatch.setattr(RULES_BY_CODE["TL301"], "check", crash)
     text = "import torch\nfrom torch import nn\nclass M(nn.Module):\n" \
-           "    def __init__(self):\n        super().__init__()\n        self.g = torch.cuda.FloatTensor([1.0])\n"
+           "    def __init__(self):\n        super().__init__()\n        self.g = torch.cuda.FloatTensor([1.0])\n" \
+           "    def forward(self, x):\n        return x * self.g\n"
     result = server.analyse(Snapshot("file:///m.py", 1, text, "/tmp/m.py", 0), None)
     assert [f.code for f in result.findings] == ["TL101"]
     assert logged and "TL301" in logged[0]
