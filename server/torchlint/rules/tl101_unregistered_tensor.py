@@ -140,6 +140,8 @@ class Uses:
                     continue
                 return "computed" if is_call else "neutral"
             break
+        if isinstance(parent, ast.keyword):  # f(x, weight=self.w): the call decides
+            current, parent = parent, parents.get(id(parent))
         if isinstance(parent, ast.AugAssign) and parent.target is current:
             self.written_in_place = True
             return "write"
@@ -148,7 +150,7 @@ class Uses:
         if isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.MatMult)):
             self.as_weight = True
         if isinstance(parent, ast.Call) and (
-                any(k.value is current and k.arg in ("weight", "bias") for k in parent.keywords)
+                any(k is current and k.arg in ("weight", "bias") for k in parent.keywords)
                 or (len(parent.args) > 1 and parent.args[1] is current and _functional_layer(parent))):
             self.as_weight = True
         if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare)) or (

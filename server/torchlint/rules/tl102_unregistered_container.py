@@ -171,6 +171,9 @@ def _hidden_on_purpose(ctx, binding) -> bool:
         return False
     if not isinstance(value.elts[0], ast.Call):
         return True  # [existing_module]: a reference, not a new layer
+    own = "%s.%s" % (binding.scope.self_name, binding.name)
+    if binding.scope.appends.get(own):
+        return False  # appended to later: a container of layers, not one module kept out of sight
     stmt = binding.stmt
     lines = [ctx.source.line(n) for n in range(stmt.lineno, stmt.end_lineno + 1)]
     if stmt.lineno > 1:

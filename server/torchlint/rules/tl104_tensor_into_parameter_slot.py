@@ -35,6 +35,26 @@ class TensorIntoParameterSlot(Rule):
             origin = _slot(ctx, target, stmt, scope)
             if origin is not False:
                 yield _finding(ctx, target, value, stmt, origin)
+        yield from _plain_registrations(ctx)
+
+
+def _plain_registrations(ctx):
+    """`self.register_parameter("w", torch.rand(3))`: a plain tensor where only a Parameter or None goes."""
+    for call in ctx.index.calls:
+        func = call.func
+        scope = ctx.index.call_scopes.get(id(call))
+        if not (isinstance(func, ast.Attribute) and func.attr == "register_parameter" and len(call.args) == 2
+                and scope is not None and scope.is_self(func.value)):
+            continue
+        value = call.args[1]
+        if ctx.classify(value, scope).kind not in PLAIN_TENSOR:
+            continue
+        parameter, import_edit = ctx.spell("torch.nn.Parameter")
+        message = ("`register_parameter(%s, ...)` is given a plain tensor: it raises TypeError at run time "
+                   "(only an nn.Parameter or None can be registered)" % ctx.text(call.args[0]))
+        fix = ctx.fix("Wrap in `%s(...)`" % parameter, ctx.wrap(value, parameter + "(", ")") + [import_edit],
+                      safe=True, preferred=True)
+        yield ctx.finding("TL104", message, call, TensorIntoParameterSlot.severity, (fix,))
 
 
 def _slot(ctx, target: ast.Attribute, stmt, scope):

@@ -1,0 +1,71 @@
+"""Bugs rebuilt from public reports (tests/fixtures/real_bugs/): each is found, look-alikes stay quiet.
+
+`benchmarks/real_bugs.py` prints the same measure as a table, per category and layer.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from expectations import expected_findings
+from torchlint.analysis.engine import check_source
+from torchlint.analysis.source import apply_edits
+
+REAL_BUGS = Path(__file__).resolve().parent / "fixtures" / "real_bugs"
+FILES = sorted(REAL_BUGS.glob("*.py"))
+# Categories whose every report must be found (the others, TL105/TL106/TL204, count in the recall floor).
+EXACT = {"TL101", "TL102", "TL103", "TL104", "TL107", "TL202", "TL203", "TL301"}
+RECALL_FLOOR = 0.9
+
+
+def _marks_and_found(path):
+    text = path.read_text(encoding="utf-8")
+    result = check_source(text, str(path))
+    assert result.parse_error is None and not result.internal_errors, result
+    return text, expected_findings(text), {(f.range.start.line, f.code) for f in result.findings}, result
+
+
+def test_enough_reports_each_with_its_address():
+    marks = 0
+    for path in FILES:
+        text = path.read_text(encoding="utf-8")
+        cases = [line for line in text.splitlines() if line.startswith("# https://") or "    # https://" in line]
+        if path.name.startswith("quiet_"):
+            assert not expected_findings(text), "%s is a look-alike file: no `# expect:` marks" % path.name
+            continue
+        assert cases, "%s: every case names the report it comes from" % path.name
+        marks += len(expected_findings(text))
+    assert marks >= 60
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_no_false_positive(path):
+    _, marks, found, result = _marks_and_found(path)
+    unexpected = sorted(found - marks)
+    assert not unexpected, "%s: unexpected findings %s" % (path.name, unexpected)
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if p.name.split("_")[0].upper() in EXACT], ids=lambda p: p.name)
+def test_every_report_of_the_category_is_found(path):
+    _, marks, found, _ = _marks_and_found(path)
+    missing = sorted(m for m in marks - found if m[1] in EXACT)
+    assert not missing, "%s: missed %s" % (path.name, missing)
+
+
+def test_recall_over_all_reports():
+    expected = found = 0
+    for path in FILES:
+        _, marks, reported, _ = _marks_and_found(path)
+        expected += len(marks)
+        found += len(marks & reported)
+    assert found / expected >= RECALL_FLOOR, (found, expected)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_preferred_fixes_leave_code_that_parses(path):
+    text, _, _, result = _marks_and_found(path)
+    for finding in result.findings:
+        for fix in finding.fixes:
+            ast.parse(apply_edits(text, fix.edits))
