@@ -295,16 +295,16 @@ def _finding(ctx, scope, build, stmt, target, text, root, kind):
     # Something that already uses the optimizer (a scheduler) would keep the old one if it were
     # re-created; adding the new parameters to it keeps those links.
     used_between = _mentioned_between(ctx, scope, build.target, build.stmt.end_lineno, stmt.lineno)
-    fixes = []
+    # One fix builds the optimizer after the change (moving the line when nothing uses it in
+    # between, else a copy of it); the other keeps the optimizer and gives it the new parameters.
+    rebuild = None
     if build.direct and not used_between and _can_move(ctx, build, stmt):
-        fixes.append(_move_fix(ctx, build, stmt, text))
+        rebuild = _move_fix(ctx, build, stmt, text)
+    elif build.direct:
+        rebuild = _recreate_fix(ctx, build, stmt)
     add_group = _add_group_fix(ctx, build, stmt, text, kind)
-    if used_between or not build.direct:
-        fixes.append(add_group)
-    if build.direct:
-        fixes.append(_recreate_fix(ctx, build, stmt))
-    if add_group not in fixes:
-        fixes.append(add_group)
+    fixes = [add_group] + ([rebuild] if rebuild else []) if used_between or not build.direct \
+        else [rebuild, add_group] if rebuild else [add_group]
     fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == 0)) for i, f in enumerate(fixes)]
     return ctx.finding("TL202", message, target, Severity.WARNING, fixes, related=(related,))
 
