@@ -76,6 +76,9 @@ def reach(ctx, cls: ClassInfo, entry: str = "forward") -> Optional[Reach]:
             continue
         scope = table[name][1]
         result.methods[name] = scope
+        if scope.self_name is None:
+            # `def forward(**kwargs): super().forward()`: a template; what it touches is not in its names
+            result.dynamic = result.dynamic or "`%s` takes no `self`" % name
         for used, called, dynamic in _self_uses(scope):
             if dynamic is not None:
                 result.dynamic = result.dynamic or dynamic

@@ -76,6 +76,8 @@ def _sinks(ctx):
                     sink = "its `.grad`, read on line %d, stays None" % node.lineno
                     yield node.value, scope, stmt, sink, node
     for target, value, stmt, scope in ctx.index.attribute_stores:
+        if _non_leaf(ctx, value, scope, stmt, 0) is None:
+            continue  # cheap first: most stores are not non-leaves, and classifying may ask jedi
         if scope.cls is not None and scope.cls.is_module and scope.is_self(target.value):
             owner = "the Module"
         elif ctx.classify(target.value, scope).kind is Kind.MODULE:
