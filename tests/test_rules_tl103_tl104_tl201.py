@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from rule_helpers import by_title, check, findings, fixed, only, preferred
+from rule_helpers import by_title, check, findings, fixed, only, preferred, run
 from torchlint.analysis.engine import check_source
 from torchlint.analysis.source import apply_edits
 
@@ -169,8 +169,32 @@ def test_tl104_forward_softmax_in_a_method():
     """
     finding = only(text, "TL104")
     assert finding.range.start.line == 11 and finding.related[0].range.start.line == 8
-    assert fixed(text, preferred(finding)).splitlines()[10:12] == [
-        "        with torch.no_grad():", "            self.w.copy_(F.softmax(self.w, dim=0))"]
+    # A differentiable result of the parameter itself, in forward: neither copy_ (it would change the
+    # weights on every call) nor a new Parameter (it would drop the trained one), but a local variable.
+    assert [f.title.split(" ")[0] for f in finding.fixes] == ["Keep"]
+    result = fixed(text, preferred(finding))
+    assert result.splitlines()[10:12] == ["        w = F.softmax(self.w, dim=0)", "        return x * w"]
+    torch = pytest.importorskip("torch")
+    model = run(result)["Mix"]()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    before = model.w.detach().clone()
+    out = model(torch.randn(2, 3))
+    assert torch.equal(model.w.detach(), before)  # forward leaves the parameter alone
+    (out * torch.tensor([1.0, -1.0, 2.0])).sum().backward()
+    optimizer.step()
+    assert not torch.equal(model.w.detach(), before)  # and it trains
+
+
+def test_tl104_shape_decides_between_copy_and_a_new_parameter():
+    same = "import torch\nimport torch.nn as nn\nlayer = nn.Linear(3, 4)\nlayer.weight = torch.ones(4, 3)\n"
+    other = same.replace("torch.ones(4, 3)", "torch.ones(2, 3)")
+    unknown = same.replace("torch.ones(4, 3)", "weights[0]")
+    assert preferred(only(same, "TL104")).title.startswith("Copy into the existing parameter")
+    # Another shape: copy_ would raise, so it is not offered.
+    assert [f.title.split(":")[0] for f in only(other, "TL104").fixes] == ["Replace the parameter"]
+    # Unknown shapes: the new Parameter always runs; copy_ is offered second, saying shapes must match.
+    titles = [f.title for f in only(unknown.replace("weights[0]", "torch.randn(4, 3).t().t()"), "TL104").fixes]
+    assert titles[0].startswith("Replace the parameter") and titles[1].endswith("(the shapes must match)")
 
 
 def test_tl104_quiet_on_parameters_none_buffers_and_weight_norm():

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 
 from ..analysis.findings import Range, Severity
+from ..analysis.forward import reach
 from ..analysis.values import Kind
 from .base import Rule
 
@@ -87,7 +88,8 @@ class Uses:
         for owner in ctx.class_chain(info):
             for name, scope in owner.method_scopes.items():
                 methods.setdefault(name, scope)
-        reachable = _reachable_from_forward(methods)
+        forward = reach(ctx, info)
+        reachable = set(forward.methods) if forward is not None else None
         computed = {}
         for name, scope in methods.items():
             if scope.self_name is None:
@@ -201,24 +203,6 @@ def _reads(scope, attr: str, parents):
             if isinstance(parent, (ast.Assign, ast.AnnAssign)) and any(node is t for t in targets):
                 continue  # an assignment of it, not a use
             yield node
-
-
-def _reachable_from_forward(methods):
-    """Names of the methods `forward` runs (through `self.<method>(...)`), or None when this file
-    does not show `forward` (a base class elsewhere defines it: any method may be part of it)."""
-    if "forward" not in methods:
-        return None
-    seen, stack = set(), ["forward"]
-    while stack:
-        name = stack.pop()
-        if name in seen or name not in methods:
-            continue
-        seen.add(name)
-        scope = methods[name]
-        for node in ast.walk(scope.node):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and scope.is_self(node.func.value):
-                stack.append(node.func.attr)
-    return seen
 
 
 def _grade(value, uses: Uses):

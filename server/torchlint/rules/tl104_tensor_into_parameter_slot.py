@@ -6,6 +6,7 @@ from typing import Optional, Tuple
 
 from ..analysis import torch_names as tn
 from ..analysis.findings import Severity
+from ..analysis.forward import reach
 from ..analysis.scopes import block_chain
 from ..analysis.values import Kind
 from .base import Rule
@@ -34,7 +35,7 @@ class TensorIntoParameterSlot(Rule):
                 continue
             origin = _slot(ctx, target, stmt, scope)
             if origin is not False:
-                yield _finding(ctx, target, value, stmt, origin)
+                yield _finding(ctx, target, value, stmt, origin, scope)
         yield from _plain_registrations(ctx)
 
 
@@ -201,19 +202,117 @@ def _constructed_at(ctx, owner: ast.expr, scope) -> Optional[ast.AST]:
     return None
 
 
-def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt, origin: Optional[Tuple[ast.AST, str]]):
+def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt, origin: Optional[Tuple[ast.AST, str]], scope):
     name = ctx.text(target)
     message = ("`%s` holds a registered nn.Parameter: assigning a plain tensor to it raises TypeError at run "
                "time (Module.__setattr__ accepts only a Parameter or None there)" % name)
     related = (ctx.related(*origin),) if origin else ()
-    fixes = []
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and ctx.stands_alone(stmt):
-        block, import_edit = ctx.no_grad_block(stmt, "%s.copy_(%s)" % (name, ctx.text(value)))
-        fixes.append(ctx.fix("Copy into the existing parameter: `with %s(): %s.copy_(...)` "
-                             "(the shapes must match)" % (ctx.spell("torch.no_grad")[0], name),
-                             [ctx.replace(stmt, block), import_edit], safe=False, preferred=True))
+    alone = isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and ctx.stands_alone(stmt)
+    derived = _mentions(value, target)
+    in_forward = _in_forward(ctx, scope)
+    same_shape = _same_shape(ctx, target, value, scope) if not derived else _keeps_shape(value, target)
     parameter, import_edit = ctx.spell("torch.nn.Parameter")
-    fixes.append(ctx.fix("Replace the parameter: wrap in `%s(...)` (a new tensor the optimizer may not know)"
-                         % parameter, ctx.wrap(value, parameter + "(", ")") + [import_edit],
-                         safe=False, preferred=not fixes))
+    replace = ctx.fix("Replace the parameter: wrap in `%s(...)` (a new tensor the optimizer may not know)"
+                      % parameter, ctx.wrap(value, parameter + "(", ")") + [import_edit], safe=False)
+    copy = None
+    if alone and same_shape is not False:
+        block, no_grad_import = ctx.no_grad_block(stmt, "%s.copy_(%s)" % (name, ctx.text(value)))
+        copy = ctx.fix("Copy into the existing parameter: `with %s(): %s.copy_(...)`%s"
+                       % (ctx.spell("torch.no_grad")[0], name, "" if same_shape else " (the shapes must match)"),
+                       [ctx.replace(stmt, block), no_grad_import], safe=False)
+    if derived and in_forward:
+        # A differentiable result of the parameter itself, in forward: copying it back would change
+        # the weights on every call and cut the graph; a new Parameter would drop the trained one.
+        local = _local_rewrite(ctx, target, stmt, scope)
+        fixes = [local] if local is not None else [replace]
+        message += ("; it is computed from the parameter itself in forward, so it is neither a copy nor a new "
+                    "parameter: keep it in a local variable")
+    elif copy is not None and (same_shape or derived):
+        fixes = [copy, replace]
+    else:
+        fixes = [replace] + ([copy] if copy is not None else [])
+    fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == 0)) for i, f in enumerate(fixes)]
     return ctx.finding("TL104", message, stmt, TensorIntoParameterSlot.severity, fixes, related)
+
+
+def _mentions(value: ast.expr, target: ast.Attribute) -> bool:
+    wanted = ast.dump(target.value), target.attr
+    return any(isinstance(n, ast.Attribute) and (ast.dump(n.value), n.attr) == wanted for n in ast.walk(value))
+
+
+# Operations on the parameter that keep its shape: elementwise arithmetic and functions.
+_SHAPE_CHANGING = frozenset("""
+view reshape flatten unflatten transpose permute t T mT squeeze unsqueeze expand repeat sum mean prod amax amin
+max min norm matmul mm bmm einsum cat stack narrow select index_select gather chunk split
+""".split())
+
+
+def _keeps_shape(value: ast.expr, target: ast.Attribute):
+    """True when a value computed from the parameter keeps its shape (elementwise), None when unsure."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Subscript) or (isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult)):
+            return None
+        name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+        if name in _SHAPE_CHANGING:
+            return None
+    return True
+
+
+def _same_shape(ctx, target: ast.Attribute, value: ast.expr, scope):
+    """True / False when both shapes are known from literal sizes (`nn.Linear(3, 4).weight` and
+    `torch.ones(4, 3)`), else None."""
+    wanted = _layer_parameter_shape(ctx, target, scope)
+    given = _factory_shape(ctx, value)
+    if wanted is None or given is None:
+        return None
+    return wanted == given
+
+
+def _layer_parameter_shape(ctx, target: ast.Attribute, scope):
+    built = _constructed_at(ctx, target.value, scope)
+    call = getattr(built, "value", None)
+    if not isinstance(call, ast.Call) or ctx.qualify(call.func) != "torch.nn.Linear" or len(call.args) < 2:
+        return None
+    sizes = [a.value for a in call.args[:2] if isinstance(a, ast.Constant) and type(a.value) is int]
+    if len(sizes) != 2:
+        return None
+    return {"weight": (sizes[1], sizes[0]), "bias": (sizes[1],)}.get(target.attr)
+
+
+def _factory_shape(ctx, value: ast.expr):
+    if not (isinstance(value, ast.Call) and ctx.qualify(value.func) in (
+            "torch.zeros", "torch.ones", "torch.empty", "torch.randn", "torch.rand", "torch.full")):
+        return None
+    args = value.args[:-1] if ctx.qualify(value.func) == "torch.full" else value.args
+    if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+        args = args[0].elts
+    sizes = [a.value for a in args if isinstance(a, ast.Constant) and type(a.value) is int]
+    return tuple(sizes) if len(sizes) == len(args) and sizes else None
+
+
+def _in_forward(ctx, scope) -> bool:
+    cls = scope.cls if scope is not None else None
+    if cls is None or not cls.is_module:
+        return False
+    forward = reach(ctx, cls)
+    return forward is not None and scope.name in forward.methods
+
+
+def _local_rewrite(ctx, target: ast.Attribute, stmt, scope):
+    """`self.w = F.softmax(self.w)` then `x * self.w` -> `w = F.softmax(self.w)` then `x * w`."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+        return None
+    local = target.attr if target.attr not in scope.locals else target.attr + "_value"
+    if local in scope.locals or not local.isidentifier():
+        return None
+    edits = [ctx.replace(target, local)]
+    wanted = ast.dump(target.value), target.attr
+    for node in ast.walk(scope.node):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and node.lineno > stmt.end_lineno \
+                and (ast.dump(node.value), node.attr) == wanted:
+            edits.append(ctx.replace(node, local))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node is not target \
+                and (ast.dump(node.value), node.attr) == wanted:
+            return None  # assigned again: the rest of the method is not this value's
+    return ctx.fix("Keep the result in a local variable `%s` (the parameter stays as it is and trains)" % local,
+                   edits, safe=False)
