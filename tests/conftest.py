@@ -1,7 +1,11 @@
 """Helpers shared by the tests: where the fixtures are, how findings read in failures."""
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -10,6 +14,13 @@ RULE_FIXTURES = ROOT / "tests" / "fixtures" / "rules"
 # The tests import torchlint from the source tree even when it is not installed.
 if str(ROOT / "server") not in sys.path:
     sys.path.insert(0, str(ROOT / "server"))
+
+
+# `torchlint check` keeps jedi's answers on disk: the tests use a folder of their own, empty at
+# the start of the session, never the user's cache.
+TEST_CACHE_DIR = tempfile.mkdtemp(prefix="torchlint-test-cache-")
+os.environ["TORCHLINT_CACHE_DIR"] = TEST_CACHE_DIR
+atexit.register(shutil.rmtree, TEST_CACHE_DIR, True)
 
 
 def rule_fixture_files():

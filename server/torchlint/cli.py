@@ -17,16 +17,17 @@ import threading
 import time
 import tokenize
 import traceback
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .analysis.engine import CheckOptions, check_source
 from .analysis.environments import Interpreter, choose_interpreter, own_interpreter
 from .analysis.findings import Finding, ParseError, Position
+from .analysis.inference_cache import InferenceCache, default_cache_dir
 from .config import Config, ConfigError, find_config, load_config
 from .files import discover, read_regular_file
 from .fixing import NotWritten, fix_text, write_in_place
@@ -37,6 +38,8 @@ from .verify import cli_command as verify_command
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 PARALLEL_MIN_FILES = 16
+DEFAULT_INFER_BUDGET = 10.0  # seconds of jedi per file; past it the rest of the file is names only
+PROGRESS_AFTER = 2.0  # seconds: shorter runs show no progress line
 
 
 # -- reading files -------------------------------------------------------------------------------
@@ -73,6 +76,8 @@ class Job:
     infer: bool = True  # False: --no-infer
     python: Optional[Interpreter] = None  # the environment the jedi layer analyses (None: the default choice)
     root: str = "."  # the project root: where jedi looks for the project's own modules
+    cache_dir: Optional[str] = None  # where jedi's answers are kept between runs (None: --no-cache)
+    infer_budget: Optional[float] = DEFAULT_INFER_BUDGET  # seconds of jedi per file (None: no limit)
 
 
 # One jedi layer per process, project and interpreter, shared by every file that process checks:
@@ -93,23 +98,33 @@ def inference_for(job: Job):
     After an interpreter timed out: torchlint's own interpreter, then names alone."""
     if not job.infer:
         return None
-    key = (os.getpid(), job.root, job.python)
+    key = (os.getpid(), job.root, job.python, job.cache_dir, job.infer_budget)
     if key not in _INFERENCE:
-        _INFERENCE[key] = _new_layer(job.root, job.python)
+        _INFERENCE[key] = _new_layer(job, job.python)
     layer = _INFERENCE[key]
     if layer is not None and layer.failure is not None:
         own = layer.interpreter.is_own
-        _INFERENCE[key] = layer = None if own else _new_layer(job.root, own_interpreter())
+        _INFERENCE[key] = layer = None if own else _new_layer(job, own_interpreter())
     return layer
 
 
-def _new_layer(root: str, interpreter: Optional[Interpreter]):
+def close_layers() -> None:
+    """End this process's jedi interpreters before it forks workers: a child must never write
+    to a pipe its parent (or a sibling) reads. A later question here starts them again."""
+    for (pid, *_), layer in _INFERENCE.items():
+        if pid == os.getpid() and layer is not None:
+            layer.close()
+
+
+def _new_layer(job: Job, interpreter: Optional[Interpreter]):
     try:
         from .analysis.inference import JediInference
+        from .analysis.inference_cache import InferenceCache
         own = interpreter is None or interpreter.is_own
-        layer = JediInference(root, interpreter, on_timeout=lambda message: _say(
+        layer = JediInference(job.root, interpreter, on_timeout=lambda message: _say(
             "%s; %s" % (message, "type inference is off for the rest of this run" if own
-                        else "the next files are checked with torchlint's own Python")))
+                        else "the next files are checked with torchlint's own Python")),
+            cache=InferenceCache(Path(job.cache_dir)) if job.cache_dir else None, budget=job.infer_budget)
     except Exception as err:  # no jedi, or an environment it cannot start: fall back, never fail
         logging.getLogger("torchlint").warning("type inference is off: %s", err)
         return None
@@ -128,6 +143,7 @@ class Checked:
     original: bytes = b""  # --fix: the content the fixes were computed from
     fixed_data: Optional[bytes] = None  # --fix: the content to write (None: nothing to write)
     unfixed_findings: List[Finding] = field(default_factory=list)  # what to report if the write fails
+    notes: List[str] = field(default_factory=list)  # for the user, e.g. inference stopped by the budget
 
 
 def check_file(job: Job) -> Checked:
@@ -155,6 +171,8 @@ def check_file(job: Job) -> Checked:
                 else:
                     checked.original, checked.fixed_data = data, outcome.text.encode(encoding)
                     checked.unfixed_findings = unfixed
+        if inference is not None:
+            checked.notes = sorted(set(inference.take_notes().values()))
     except Exception:  # a torchlint bug: report it, check the other files
         report.internal_errors.append("%s: %s" % (job.display, traceback.format_exc(limit=4)))
         return checked
@@ -198,25 +216,33 @@ def configure_logging(verbose: bool) -> None:
     logger.addHandler(_log_handler)
 
 
-def run_jobs(jobs: Sequence[Job], verbose: bool = False) -> Iterator[Checked]:
+def run_jobs(jobs: Sequence[Job], verbose: bool = False, progress: Optional["Progress"] = None) -> Iterator[Checked]:
     """Check many files in worker processes, few in this one; results in the jobs' order, as they
-    come. Close the iterator (``contextlib.closing``) to stop early: the workers are killed."""
+    come. Close the iterator (``contextlib.closing``) to stop early: the workers are killed.
+    ``progress`` is told of each file as soon as it is done, whatever its place in the order."""
     cpus = os.cpu_count() or 1
     done = 0
     if len(jobs) >= PARALLEL_MIN_FILES and cpus > 1:
         pool = None
         finished = False
         try:
+            close_layers()  # nothing of jedi's may cross the fork
             pool = ProcessPoolExecutor(max_workers=min(cpus, 32), initializer=start_worker,
                                        initargs=(verbose, os.getpid()))
-            size = max(1, len(jobs) // (cpus * 4))
-            # Not pool.map: on an interrupt it cancels what is pending, which the pool's own thread
-            # then trips over when the workers are killed.
-            chunks = [pool.submit(check_files, jobs[start:start + size]) for start in range(0, len(jobs), size)]
-            for chunk in chunks:
-                for checked in chunk.result():
-                    done += 1
-                    yield checked
+            # One file per task, all queued at once: a worker takes the next file the moment it is
+            # free, so one slow file never leaves the others idle. Not pool.map: on an interrupt it
+            # cancels what is pending, which the pool's own thread then trips over when the
+            # workers are killed.
+            futures: List[Future] = []
+            for job in jobs:
+                future = pool.submit(check_file, job)
+                if progress is not None:
+                    future.add_done_callback(progress.file_done)
+                futures.append(future)
+            for future in futures:
+                checked = future.result()
+                done += 1
+                yield checked
             finished = True
         except (OSError, BrokenProcessPool):  # no process support here: check the rest serially
             pass
@@ -227,11 +253,68 @@ def run_jobs(jobs: Sequence[Job], verbose: bool = False) -> Iterator[Checked]:
                 else:
                     stop_pool(pool)
     for job in jobs[done:]:
-        yield check_file(job)
+        checked = check_file(job)
+        if progress is not None:
+            progress.file_done()
+        yield checked
 
 
-def check_files(jobs: Sequence[Job]) -> List[Checked]:
-    return [check_file(job) for job in jobs]
+class Progress:
+    """``torchlint: 120/471 files, 3.4 s`` on one line of a terminal's stderr, redrawn a few times a
+    second once a run has taken ``PROGRESS_AFTER`` seconds, and wiped at the end. Only for a
+    terminal outside CI (``CI`` unset); -q turns it off."""
+
+    def __init__(self, total: int, stream: TextIO, started: Optional[float] = None, interval: float = 0.25):
+        self.total = total
+        self.stream = stream
+        self.started = time.monotonic() if started is None else started
+        self.interval = interval
+        self.done = 0
+        self._drawn = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="torchlint-progress", daemon=True)
+
+    @staticmethod
+    def wanted(stream: TextIO, quiet: bool, environ=None) -> bool:
+        environ = os.environ if environ is None else environ
+        try:
+            tty = stream.isatty()
+        except (AttributeError, ValueError):
+            return False
+        return tty and not quiet and not environ.get("CI")
+
+    def __enter__(self) -> "Progress":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        if self._drawn:
+            self._write("\r\x1b[K")
+
+    def file_done(self, _future=None) -> None:
+        self.done += 1  # one writer at a time: the pool's result thread, or the main thread
+
+    def line(self) -> str:
+        done = min(self.done, self.total)
+        return "torchlint: %d/%d files, %.1f s" % (done, self.total, time.monotonic() - self.started)
+
+    def _run(self) -> None:
+        if self._stop.wait(max(0.0, PROGRESS_AFTER - (time.monotonic() - self.started))):
+            return
+        while True:
+            self._write("\r" + self.line() + "\x1b[K")
+            self._drawn = True
+            if self._stop.wait(self.interval):
+                return
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # the terminal went away: the run goes on without it
+            self._stop.set()
 
 
 def stop_pool(pool: ProcessPoolExecutor) -> None:
@@ -358,6 +441,8 @@ def _check(args) -> int:
     if not files and not args.quiet:
         print("torchlint: warning: no Python files found under %s" % " ".join(args.paths), file=sys.stderr)
     python = None
+    budget = None if args.infer_budget == 0 else args.infer_budget
+    cache_dir = None if args.no_infer or args.no_cache else str(default_cache_dir())
     if not args.no_infer:
         choice = choose_interpreter(explicit=args.python, configured=config.python, config_file=config.path,
                                     trust_workspace=args.trust_workspace)
@@ -370,7 +455,8 @@ def _check(args) -> int:
     if python is not None and (args.verbose or not (python.is_own or python.venv)):
         # Start an interpreter that must run here, once: one that hangs or fails is reported
         # once and replaced before the workers start, not once per worker.
-        layer = inference_for(Job("", "", CheckOptions(), root=str(config.root), python=python))
+        layer = inference_for(Job("", "", CheckOptions(), root=str(config.root), python=python,
+                                  cache_dir=cache_dir, infer_budget=budget))
         python = layer.interpreter if layer is not None else python
         if args.verbose:
             print("torchlint: %s" % (layer.describe() if layer else "type inference is off (jedi unusable)"),
@@ -378,10 +464,12 @@ def _check(args) -> int:
 
     mode = "diff" if args.diff else "fix" if args.fix else "check"
     jobs = [Job(str(path), display_path(str(path), cwd), config.options_for(path), mode, args.unsafe_fixes,
-                not args.no_infer, python, str(config.root)) for path in files]
+                not args.no_infer, python, str(config.root), cache_dir, budget) for path in files]
     configure_logging(args.verbose)
     reports = []
-    with contextlib.closing(run_jobs(jobs, args.verbose)) as results:
+    notes: List[str] = []  # said after the progress line is gone
+    progress = Progress(len(jobs), sys.stderr) if Progress.wanted(sys.stderr, args.quiet) else None
+    with progress or contextlib.nullcontext(), contextlib.closing(run_jobs(jobs, args.verbose, progress)) as results:
         for job, checked in zip(jobs, results):
             problem = "%s: %s" % (job.display, checked.unreadable) if checked.unreadable \
                 else write_fixes(checked, job.display)
@@ -390,6 +478,11 @@ def _check(args) -> int:
                 problems += 1
             if not checked.unreadable:
                 reports.append(checked.report)
+            notes.extend("%s: %s" % (job.display, note) for note in checked.notes)
+    for note in notes if not args.quiet else ():
+        print("torchlint: note: %s" % note, file=sys.stderr)
+    if cache_dir is not None:
+        InferenceCache(Path(cache_dir)).trim()
 
     internal = [error for report in reports for error in report.internal_errors]
     for error in internal:
@@ -434,6 +527,16 @@ def command_rule(args) -> int:
     return EXIT_CLEAN
 
 
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError("not a number of seconds (0 or more): %r" % value)
+    return seconds
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="torchlint", description="Find the PyTorch bugs PyTorch stays silent about.")
     parser.add_argument("--version", action="version", version="torchlint %s" % __version__)
@@ -451,6 +554,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--extend-select", action="append", metavar="CODES", help="rules to run in addition")
     check.add_argument("--ignore", action="append", metavar="CODES", help="rules not to run")
     check.add_argument("--no-infer", action="store_true", help="syntactic layer only (no type inference)")
+    check.add_argument("--no-cache", action="store_true",
+                       help="neither read nor write type-inference answers on disk (default: kept in "
+                            "$TORCHLINT_CACHE_DIR, else $XDG_CACHE_HOME/torchlint or ~/.cache/torchlint)")
+    check.add_argument("--infer-budget", type=_seconds, default=DEFAULT_INFER_BUDGET, metavar="SECONDS",
+                       help="type inference time per file; past it the rest of the file is checked by names "
+                            "alone (default: %g; 0: no limit)" % DEFAULT_INFER_BUDGET)
     check.add_argument("--show-all", action="store_true",
                        help="also report findings graded quiet (no evidence of harm), as hints")
     check.add_argument("--python", metavar="PATH",

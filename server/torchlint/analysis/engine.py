@@ -123,6 +123,8 @@ def _check_source(text: str, path: str, options: CheckOptions, inference) -> Che
         except Exception:  # a bug in one rule must not cost the user the others
             log.error("rule %s failed on %s:\n%s", rule.code, path, traceback.format_exc())
             result.internal_errors.append("%s: %s" % (rule.code, traceback.format_exc(limit=3)))
+    if ctx.inference is not None:
+        ctx.inference.finish()  # keeps jedi's answers for the next check of this text
     for finding in findings:
         if directives.suppresses(finding):
             continue

@@ -18,10 +18,16 @@ would resolve nothing) and only base-class resolution runs.
 Which environment, and whether its interpreter may run: :mod:`.environments`. Every call
 into an interpreter runs under a watchdog (``TORCHLINT_INTERPRETER_TIMEOUT``) that kills
 its process group when the call hangs.
+
+Each question is asked once: answers are kept per file for the check, per class and per helper
+function across files for the process, and, when the owner passes an :class:`InferenceCache`,
+on disk for later runs and other processes. A per-file time budget stops the questions of a
+file that takes too long (its remaining unknowns stay unknown: names alone decide).
 """
 from __future__ import annotations
 
 import ast
+import contextlib
 import logging
 import os
 import queue
@@ -32,7 +38,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple, Union
+from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 import jedi  # callers import this module lazily: the syntactic layer works without jedi
 import parso
@@ -47,6 +53,7 @@ from jedi.inference.compiled.subprocess import CompiledSubprocess
 from . import torch_names as tn
 from .environments import TIMEOUT_ENV, Interpreter, choose_interpreter, interpreter_timeout, own_interpreter
 from .imports import collect_imports
+from .inference_cache import InferenceCache, dependency, fingerprint
 from .source import SourceText
 from .values import OTHER, Kind, Value
 
@@ -64,6 +71,37 @@ READ_TRUSTED_VENVS = True
 
 class InterpreterTimeout(Exception):
     """An interpreter did not answer one call within the timeout; it was killed."""
+
+
+class BudgetSpent(BaseException):
+    """Raised into jedi by a timer when a file's inference budget runs out in the middle of a
+    question. A BaseException, so that jedi's own ``except Exception`` blocks let it through."""
+
+
+@contextlib.contextmanager
+def _interrupt_after(seconds: Optional[float]):
+    """Raise BudgetSpent in this thread after ``seconds`` (SIGALRM: the main thread of a process
+    on POSIX, e.g. a CLI worker). Elsewhere, or when SIGALRM already has an owner, nothing
+    interrupts: the budget is then checked between questions only."""
+    if seconds is None or not hasattr(signal, "setitimer") \
+            or threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None):
+        yield
+        return
+    armed = [True]
+
+    def expire(signum, frame):
+        if armed[0]:
+            raise BudgetSpent()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    try:
+        yield
+    finally:
+        armed[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -170,6 +208,13 @@ class _WatchedSubprocess(CompiledSubprocess):
         with self._watchdog:
             try:
                 return super()._send(*args, **kwargs)
+            except BudgetSpent:
+                # Stopped between a request and its reply: the pipe is out of step. A fresh
+                # interpreter answers the next question (the environment restarts a crashed one).
+                self.is_crashed = True
+                if self._process is not None:
+                    _kill_group(self._process)
+                raise
             except Exception:
                 if self._watchdog.expired:
                     raise InterpreterTimeout(_timeout_message(self._executable, self._watchdog.timeout)) from None
@@ -221,7 +266,8 @@ class JediInference:
     """
 
     def __init__(self, project_root: str, interpreter: Union[None, str, Interpreter] = None,
-                 timeout: Optional[float] = None, on_timeout: Optional[Callable[[str], None]] = None):
+                 timeout: Optional[float] = None, on_timeout: Optional[Callable[[str], None]] = None,
+                 cache: Optional[InferenceCache] = None, budget: Optional[float] = None):
         jedi.settings.dynamic_params = False  # searching call sites for parameter types is slow and rarely right
         self._jedi = jedi
         if not isinstance(interpreter, Interpreter):
@@ -252,7 +298,16 @@ class JediInference:
         self.python = self.interpreter.path
         self.environment.watchdog.on_expire = on_timeout  # after start-up, which self.warnings reports
         self.torch_available = any(os.path.exists(os.path.join(p, "torch", "__init__.py")) for p in sys_path)
-        self._class_cache: Dict[Tuple[str, int], bool] = {}
+        self.sys_path = [p for p in sys_path if p]
+        self.cache = cache  # answers on disk (None: this process only)
+        self.budget = budget  # seconds of jedi per file (None: no limit)
+        # Where the environment's own files live: answers read from there are covered by the
+        # environment's identity; files elsewhere (the project's) are each checked for changes.
+        self._environment_dirs = tuple(os.path.join(os.path.abspath(p), "") for p in self._environment_folders())
+        self._environment_id: Optional[str] = None
+        self.notes: Dict[str, str] = {}  # path -> why inference stopped early there (take_notes)
+        self._class_cache: Dict[Tuple[str, int], Tuple[bool, FrozenSet[str]]] = {}
+        self._return_cache: Dict[Tuple[str, int, int], Tuple[Optional[Value], FrozenSet[str]]] = {}
         self._file_cache: Dict[str, tuple] = {}  # path -> (mtime, tree, text)
         self._warmed = threading.Event()
 
@@ -288,20 +343,85 @@ class JediInference:
     def for_file(self, text: str, path: str, source) -> "FileInference":
         return FileInference(self, text, path, source)
 
+    def _environment_folders(self) -> List[str]:
+        """sys.path folders outside the project, site-packages wherever they are (a .venv inside
+        the project), the environment's own folder, and jedi's (its typeshed stubs)."""
+        root = os.path.join(self.root, "")
+        folders = [p for p in self.sys_path if not os.path.join(os.path.abspath(p), "").startswith(root)
+                   or {"site-packages", "dist-packages"} & set(Path(p).parts)]
+        if self.interpreter.venv is not None:
+            folders.append(self.interpreter.venv.root)
+        if self.interpreter.is_own:
+            folders.append(sys.prefix)
+        folders.append(os.path.dirname(os.path.abspath(jedi.__file__)))
+        return folders
+
+    def take_notes(self) -> Dict[str, str]:
+        """The files whose inference stopped early since the last call, and why."""
+        notes, self.notes = self.notes, {}
+        return notes
+
+    def close(self) -> None:
+        """End jedi's interpreter now (a process about to fork must not hand it to its children)."""
+        current = getattr(self.environment, "_subprocess", None)
+        process = getattr(current, "_process", None)
+        if current is not None and process is not None:
+            current.is_crashed = True  # a later question starts a fresh one
+            _kill_group(process)
+            with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+                process.wait(timeout=5)
+
+    @property
+    def environment_id(self) -> str:
+        """What the answers depend on besides the project's files: the analysed environment (its
+        interpreter, how it is used, its sys.path and when each folder of it last changed: an
+        install or upgrade changes its site-packages folder) and jedi's version."""
+        if self._environment_id is None:
+            folders = []
+            for path in self.sys_path:
+                try:
+                    folders.append((path, os.stat(path).st_mtime_ns))
+                except OSError:
+                    folders.append((path, None))
+            self._environment_id = fingerprint(jedi.__version__, self.python, self.read_only, self.torch_available,
+                                               folders)
+        return self._environment_id
+
+    def is_project_file(self, path: str) -> bool:
+        """A file the answers may depend on that the environment's identity does not cover."""
+        return path.endswith((".py", ".pyi")) and not os.path.abspath(path).startswith(self._environment_dirs)
+
+    def loaded_files(self, script) -> Optional[Set[str]]:
+        """The modules jedi read to answer a script's questions (None: jedi did not say)."""
+        try:
+            files = set()
+            for values in script._inference_state.module_cache._name_cache.values():
+                for value in values:
+                    path = value.py__file__()
+                    if path is not None:
+                        files.add(str(path))
+        except Exception:  # jedi's internals moved: answers are then not kept on disk
+            return None
+        return {f for f in files if self.is_project_file(f)}
+
     # -- classes in other files -------------------------------------------------------------
-    def class_is_module(self, path: str, line: int, depth: int = 0) -> bool:
-        """Whether the class defined at ``path:line`` derives from nn.Module."""
+    def class_is_module(self, path: str, line: int, depth: int = 0, read: Optional[Set[str]] = None) -> bool:
+        """Whether the class defined at ``path:line`` derives from nn.Module. The files the answer
+        was read from are added to ``read``."""
         key = (path, line)
-        if key in self._class_cache:
-            return self._class_cache[key]
-        if self.failure is not None:
-            return False
-        self._class_cache[key] = False  # cycles resolve to "no"
-        result = self._resolve_class(path, line, depth)
-        self._class_cache[key] = result
+        if key not in self._class_cache:
+            if self.failure is not None:
+                return False
+            self._class_cache[key] = (False, frozenset([path]))  # cycles resolve to "no"
+            files = {path}
+            result = self._resolve_class(path, line, depth, files)
+            self._class_cache[key] = (result, frozenset(files))
+        result, files = self._class_cache[key]
+        if read is not None:
+            read.update(files)
         return result
 
-    def _resolve_class(self, path: str, line: int, depth: int) -> bool:
+    def _resolve_class(self, path: str, line: int, depth: int, read: Set[str]) -> bool:
         if depth > _MAX_BASE_DEPTH:
             return False
         tree, text = self._parse(path)
@@ -319,16 +439,19 @@ class JediInference:
             if qualified is not None and (qualified in tn.MODULE_BASES or tn.is_module_class(qualified)):
                 return True
             if isinstance(base, ast.Name) and base.id in by_name and by_name[base.id] is not node:
-                if self.class_is_module(path, by_name[base.id].lineno, depth + 1):
+                if self.class_is_module(path, by_name[base.id].lineno, depth + 1, read):
                     return True
                 continue
             if script is None:
                 script = self._jedi.Script(code=text, path=path, project=self.project, environment=self.environment)
-            if self._base_is_module(script, base, text, depth + 1):
-                return True
+            try:
+                if self._base_is_module(script, base, text, depth + 1, read):
+                    return True
+            finally:
+                read.update(self.loaded_files(script) or ())
         return False
 
-    def _base_is_module(self, script, base: ast.expr, text: str, depth: int) -> bool:
+    def _base_is_module(self, script, base: ast.expr, text: str, depth: int, read: Set[str]) -> bool:
         line, column = _last_token(base, text)
         if line is None:
             return False
@@ -344,7 +467,9 @@ class JediInference:
             if full_name in tn.MODULE_BASES or tn.is_module_class(full_name):
                 return True
             if definition.module_path and definition.line and str(definition.module_path).endswith(".py"):
-                if self.class_is_module(str(definition.module_path), definition.line, depth):
+                if self.is_project_file(str(definition.module_path)):
+                    read.add(str(definition.module_path))
+                if self.class_is_module(str(definition.module_path), definition.line, depth, read):
                     return True
         return False
 
@@ -369,7 +494,12 @@ class JediInference:
 
 
 class FileInference:
-    """jedi's view of one file's text; created per check, asked only about unknowns."""
+    """jedi's view of one file's text; created per check, asked only about unknowns.
+
+    Answers are kept by question (``c:line:col:type`` for an expression, ``b:line:col`` for a
+    base class); with a disk cache they are loaded before the first question and, when jedi had
+    to be asked, stored by :meth:`finish` with the project files they were read from.
+    """
 
     def __init__(self, project: JediInference, text: str, path: str, source):
         self.project = project
@@ -377,7 +507,15 @@ class FileInference:
         self.path = path if os.path.isabs(path) else os.path.abspath(path)
         self.source = source  # SourceText: ast byte columns -> jedi code-point columns
         self._script = None
-        self._cache: Dict[Tuple[int, int, str], Optional[Value]] = {}
+        self._answers: Dict[str, object] = {}  # question -> answer, as stored (see _encode)
+        self._asked = False  # jedi answered something not stored yet
+        self._read: Set[str] = set()  # files of other modules the answers came from
+        self.spent = 0.0  # seconds of jedi on this file
+        self.note: Optional[str] = None  # why inference stopped early on this file, for the user
+        self._cache_key: Optional[str] = None
+        if project.cache is not None:
+            self._cache_key = project.cache.key(project.environment_id, self.path, text)
+            self._answers = project.cache.load(self._cache_key) or {}
 
     @property
     def script(self):
@@ -389,27 +527,85 @@ class FileInference:
 
     # -- hooks the syntactic layer calls --------------------------------------------------------
     def is_module_base(self, info, base: ast.expr) -> bool:
-        if self.project.failure is not None:
+        key = "b:%d:%d" % (base.lineno, base.col_offset)
+        if key in self._answers:
+            return bool(self._answers[key])
+        if self.project.failure is not None or self.note is not None:
             return False
         try:
-            return self.project._base_is_module(self.script, base, self.text, 1)
+            answer = self._ask(lambda: self.project._base_is_module(self.script, base, self.text, 1, self._read))
+        except BudgetSpent:
+            return False
         except Exception:  # the interpreter timed out, or a jedi bug: names alone then
             log.debug("jedi base resolution failed in %s", self.path, exc_info=True)
             return False
+        self._remember(key, bool(answer))
+        return bool(answer)
 
     def classify(self, node: ast.expr, scope) -> Optional[Value]:
         if not self.project.torch_available or not isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
             return None
-        if self.project.failure is not None:
+        key = "c:%d:%d:%s" % (node.lineno, node.col_offset, type(node).__name__)
+        if key in self._answers:
+            return _decode(self._answers[key])
+        if self.project.failure is not None or self.note is not None:
             return None
-        key = (node.lineno, node.col_offset, type(node).__name__)
-        if key not in self._cache:
-            try:
-                self._cache[key] = self._classify(node)
-            except Exception:  # jedi has its own bugs; an unknown is always a safe answer
-                log.debug("jedi inference failed at %s:%s", self.path, node.lineno, exc_info=True)
-                self._cache[key] = None
-        return self._cache[key]
+        try:
+            value = self._ask(lambda: self._classify(node))
+        except BudgetSpent:
+            return None
+        except Exception:  # jedi has its own bugs; an unknown is always a safe answer
+            log.debug("jedi inference failed at %s:%s", self.path, node.lineno, exc_info=True)
+            value = None
+        if self.project.failure is None:  # an answer cut short by a timeout is not one to keep
+            self._remember(key, _encode(value))
+        return value
+
+    def finish(self) -> None:
+        """The check is over: leave the budget note for the owner, store what jedi was asked
+        about this text (when a disk cache is in use)."""
+        if self.note is not None:
+            self.project.notes[self.path] = self.note
+        cache = self.project.cache
+        if cache is None or not self._asked or self.project.failure is not None:
+            return
+        read = set(self._read)
+        if self._script is not None:
+            loaded = self.project.loaded_files(self._script)
+            if loaded is None:
+                return  # cannot tell what the answers depend on: keep them in this run only
+            read |= loaded
+        read.discard(self.path)
+        dependencies = [d for d in (dependency(p) for p in read if self.project.is_project_file(p)) if d]
+        if len(dependencies) < len([p for p in read if self.project.is_project_file(p)]):
+            return  # a file the answers came from is gone already
+        cache.store(self._cache_key, self._answers, dependencies)
+
+    def _remember(self, key: str, answer) -> None:
+        self._answers[key] = answer
+        self._asked = True
+
+    def _ask(self, question):
+        """Run one jedi question within what is left of the file's budget. Past the budget the
+        file's remaining questions are not asked (BudgetSpent) and :attr:`note` says so."""
+        budget = self.project.budget
+        self.project.warm()  # jedi's first trip into torch is the process's cost, not this file's
+        started = time.monotonic()
+        try:
+            with _interrupt_after(None if budget is None else max(budget - self.spent, 0.001)):
+                return question()
+        except BudgetSpent:
+            self._stop(budget)
+            raise
+        finally:
+            self.spent += time.monotonic() - started
+            if budget is not None and self.spent >= budget and self.note is None:
+                self._stop(budget)
+
+    def _stop(self, budget: float) -> None:
+        self.note = ("type inference stopped after %.3g s (the per-file budget, --infer-budget); "
+                     "the rest of this file was checked by names alone" % budget)
+        self._asked = False  # an incomplete set of answers: not kept on disk
 
     def _classify(self, node: ast.expr) -> Optional[Value]:
         target = node.func if isinstance(node, ast.Call) else node
@@ -420,6 +616,8 @@ class FileInference:
         if not names:
             return None
         if isinstance(node, ast.Call):
+            if len(names) == 1 and names[0].type == "function":
+                return self._returned(names[0])
             results = []
             for name in names:
                 if name.type == "function":
@@ -434,7 +632,31 @@ class FileInference:
             return self._values(names, constructed=True)
         return self._values(names, constructed=False)
 
+    def _returned(self, function) -> Optional[Value]:
+        """What a helper returns. jedi executes it without the call's arguments, so the answer is
+        the function's own: one helper defined in another file is executed once per process."""
+        module_path = str(function.module_path or "")
+        key = (module_path, function.line or 0, function.column or 0)
+        if not module_path or os.path.abspath(module_path) == self.path or not function.line:
+            return self._values(function.execute(), constructed=True)
+        if key not in self.project._return_cache:
+            read: Set[str] = {module_path}
+            outer, self._read = self._read, read
+            try:
+                value = self._values(function.execute(), constructed=True)
+            finally:
+                self._read = outer
+            # Everything this file's jedi state has read so far: more than the helper needs,
+            # which only makes a later change elsewhere re-ask more often.
+            read |= self.project.loaded_files(self.script) or ()
+            self.project._return_cache[key] = (value, frozenset(read))
+        value, read = self.project._return_cache[key]
+        self._read.update(read)
+        return value
+
     def _values(self, names, constructed: bool) -> Optional[Value]:
+        if not names:
+            return None
         values = set()
         for name in names:
             if name.type not in ("instance", "class") or (name.type == "class" and not constructed):
@@ -459,10 +681,28 @@ class FileInference:
         if tn.is_module_class(canonical):
             return Value(Kind.MODULE, module_class=canonical)
         module_path = str(name.module_path or "")
-        if module_path.endswith(".py") and name.line and self.project.class_is_module(module_path, name.line):
+        if module_path.endswith(".py") and name.line and self.project.class_is_module(module_path, name.line,
+                                                                                        read=self._read):
             local = full_name.rsplit(".", 1)[-1] if os.path.abspath(module_path) == self.path else full_name
             return Value(Kind.MODULE, module_class=local)
+        if module_path and self.project.is_project_file(module_path):
+            self._read.add(module_path)
         return Value(Kind.UNKNOWN)
+
+
+def _encode(value: Optional[Value]):
+    """A Value as plain JSON data (None: jedi could not tell)."""
+    if value is None:
+        return None
+    return [value.kind.value, value.requires_grad, value.factory, value.module_class, value.empty]
+
+
+def _decode(data) -> Optional[Value]:
+    try:
+        kind, requires_grad, factory, module_class, empty = data
+        return Value(Kind(kind), bool(requires_grad), factory, module_class, bool(empty))
+    except (TypeError, ValueError):  # None, or an entry from elsewhere: no answer
+        return None
 
 
 def _last_token(node: ast.expr, text: str, source=None) -> Tuple[Optional[int], int]:

@@ -1,0 +1,149 @@
+"""The jedi layer's answers kept on disk, so that a second run, a restart and the other worker
+processes ask jedi nothing they (or a run before them) already asked.
+
+One small JSON file per analysed text: the answers jedi gave about that text's undecided names
+(bases, helper calls, receivers), with the project files those answers were read from. An entry
+is found by a hash of the text, its path, the analysed environment and torchlint's version, and
+used only while each of those project files still has the size and modification time it had
+(a changed helper in another file means asking again). Files are written whole to a temporary
+name and renamed into place, so concurrent writers (parallel workers, two runs) never leave a
+half-written entry; an unreadable or malformed entry counts as missing. The folder is kept under
+a size bound by deleting the entries used least recently.
+
+Nothing here imports jedi or starts a process.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from .. import __version__
+
+CACHE_DIR_ENV = "TORCHLINT_CACHE_DIR"  # where the cache lives (default: $XDG_CACHE_HOME/torchlint)
+DEFAULT_MAX_BYTES = 64 << 20  # the whole folder; the oldest entries go first past it
+_FORMAT = 1  # bumped when an entry's layout changes
+_MAX_ENTRY_BYTES = 4 << 20  # an entry bigger than this is not ours (or is damaged)
+
+Dependency = Tuple[str, int, int]  # (path, st_mtime_ns, st_size)
+
+
+def default_cache_dir(environ=None) -> Path:
+    """``$TORCHLINT_CACHE_DIR``, else ``$XDG_CACHE_HOME/torchlint``, else ``~/.cache/torchlint``."""
+    environ = os.environ if environ is None else environ
+    if environ.get(CACHE_DIR_ENV):
+        return Path(environ[CACHE_DIR_ENV])
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "torchlint"
+
+
+def dependency(path: str) -> Optional[Dependency]:
+    """What a project file looks like now (None when it is gone)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (path, st.st_mtime_ns, st.st_size)
+
+
+def fingerprint(*parts) -> str:
+    """A stable hex digest of plain data (strings, numbers, lists of them)."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8", "surrogatepass")
+                          ).hexdigest()
+
+
+class InferenceCache:
+    """A folder of entries; ``load`` and ``store`` never raise for a bad folder or a bad file."""
+
+    def __init__(self, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES):
+        self.directory = Path(directory) / ("v%d" % _FORMAT)
+        self.max_bytes = max_bytes
+
+    def key(self, environment: str, path: str, text: str) -> str:
+        return fingerprint(__version__, environment, path, hashlib.sha256(
+            text.encode("utf-8", "surrogatepass")).hexdigest())
+
+    def _file(self, key: str) -> Path:
+        return self.directory / key[:2] / (key + ".json")
+
+    def load(self, key: str) -> Optional[Dict[str, object]]:
+        """The answers stored under ``key``, when every project file they came from is unchanged."""
+        target = self._file(key)
+        try:
+            with open(target, "rb") as handle:
+                data = handle.read(_MAX_ENTRY_BYTES + 1)
+            entry = json.loads(data) if len(data) <= _MAX_ENTRY_BYTES else None
+            answers, dependencies = entry["answers"], entry["dependencies"]
+            if not isinstance(answers, dict) or not isinstance(dependencies, list):
+                return None
+            for recorded in dependencies:
+                path, mtime, size = recorded
+                if dependency(path) != (path, mtime, size):
+                    return None  # a file the answers came from changed: ask again
+        except (OSError, ValueError, TypeError, KeyError):  # missing, unreadable, malformed
+            return None
+        try:
+            os.utime(target)  # recently used: kept longest when the folder is trimmed
+        except OSError:
+            pass
+        return answers
+
+    def store(self, key: str, answers: Dict[str, object], dependencies: Iterable[Dependency]) -> None:
+        """Write an entry atomically (a temporary file renamed into place); failures are ignored:
+        the cache only ever saves time."""
+        entry = {"answers": answers, "dependencies": sorted(set(dependencies))}
+        target = self._file(key)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=str(target.parent))
+            try:
+                with os.fdopen(handle, "w", encoding="utf-8") as out:
+                    json.dump(entry, out, separators=(",", ":"))
+                os.replace(temporary, target)
+            except BaseException:
+                _unlink(temporary)
+                raise
+        except (OSError, ValueError, TypeError):
+            pass
+
+    def trim(self) -> int:
+        """Delete the least recently used entries (and stray temporary files) until the folder
+        is under 80 % of its bound; returns how many were deleted."""
+        files: List[Tuple[float, int, str]] = []
+        total = 0
+        try:
+            with os.scandir(self.directory) as shards:
+                for shard in shards:
+                    if not shard.is_dir(follow_symlinks=False):
+                        continue
+                    with os.scandir(shard.path) as entries:
+                        for entry in entries:
+                            try:
+                                st = entry.stat(follow_symlinks=False)
+                            except OSError:
+                                continue
+                            files.append((st.st_mtime, st.st_size, entry.path))
+                            total += st.st_size
+        except OSError:
+            return 0
+        if total <= self.max_bytes:
+            return 0
+        removed = 0
+        for _, size, path in sorted(files):
+            if total <= self.max_bytes * 0.8:
+                break
+            if _unlink(path):
+                total -= size
+                removed += 1
+        return removed
+
+
+def _unlink(path: str) -> bool:
+    try:
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
