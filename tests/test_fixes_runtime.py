@@ -361,3 +361,57 @@ def test_tl102_parameter_list_fix_registers_the_parameters():
     assert {"centers.0", "centers.1", "centers.2"} <= set(model.state_dict())
     assert model(torch.randn(5, 4)).shape == (5, 3)
     assert_converted_by_to(model, lambda m: m.centers[0])
+
+
+# -- fixes together ------------------------------------------------------------------------
+
+from torchlint.fixing import fix_text  # noqa: E402
+
+
+def test_adjacent_copy_blocks_are_merged_and_the_variable_import_goes():
+    text = dedent("""\
+        import torch
+        import torch.nn as nn
+        from torch.autograd import Variable, grad
+
+
+        def load(layer, weight, bias):
+            layer.weight.data = weight
+            layer.bias.data = bias
+            x = Variable(torch.zeros(3))
+            return x, grad
+        """)
+    outcome = fix_text(text, "model.py", unsafe=True)
+    assert outcome.fixed == 3 and not outcome.errors
+    assert outcome.text.splitlines()[2] == "from torch.autograd import grad"
+    assert outcome.text.count("no_grad()") == 1
+    assert outcome.text.splitlines()[6:9] == ["    with torch.no_grad():", "        layer.weight.copy_(weight)",
+                                              "        layer.bias.copy_(bias)"]
+    layer = torch.nn.Linear(2, 3)
+    run_source(outcome.text)["load"](layer, torch.ones(3, 2), torch.zeros(3))
+    assert torch.equal(layer.weight.detach(), torch.ones(3, 2))
+
+
+def test_an_import_still_used_stays_and_user_blocks_are_not_merged():
+    text = dedent("""\
+        import torch
+        from torch.autograd import Variable
+
+
+        def step(w, v):
+            with torch.no_grad():
+                w.add_(1)
+            with torch.no_grad():
+                v.add_(1)
+            return Variable(w), Variable
+        """)
+    outcome = fix_text(text, "model.py", unsafe=True)
+    assert "from torch.autograd import Variable" in outcome.text  # still read (`return ..., Variable`)
+    assert outcome.text.count("with torch.no_grad():") == 2  # the author's own blocks
+
+
+def test_zeroed_legacy_constructor_becomes_torch_zeros():
+    text = "import torch\nh = torch.FloatTensor(2, 3).zero_()\n"
+    outcome = fix_text(text, "model.py")
+    assert outcome.text == "import torch\nh = torch.zeros(2, 3, dtype=torch.float32)\n"
+    assert torch.equal(run_source(outcome.text)["h"], torch.zeros(2, 3))

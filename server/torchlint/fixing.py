@@ -1,6 +1,7 @@
 """Applying fixes: to a text (pass after pass, like ruff) and to a file (in place, safely)."""
 from __future__ import annotations
 
+import ast
 import contextlib
 import errno
 import os
@@ -72,7 +73,93 @@ def fix_text(text: str, path: str = "<stdin>", options: CheckOptions = DEFAULT_O
                                      new_result.parse_error.message))
             break
         outcome.text, outcome.result, outcome.fixed = new_text, new_result, outcome.fixed + len(applied)
+    if outcome.fixed:
+        tidy = tidy_after_fixes(text, outcome.text)
+        if tidy != outcome.text:
+            tidy_result = check_source(tidy, path, options, inference)
+            if tidy_result.parse_error is None:
+                outcome.text, outcome.result = tidy, tidy_result
     return outcome
+
+
+# -- composing fixes: what several of them leave behind --------------------------------------
+
+def tidy_after_fixes(before: str, after: str) -> str:
+    """Merge `with torch.no_grad():` blocks that fixes put next to each other, and remove the
+    torch imports that only the replaced code used (`from torch.autograd import Variable`)."""
+    for step in (_merge_no_grad_blocks, _drop_imports_left_unused):
+        try:
+            after = step(before, after)
+        except (SyntaxError, ValueError):
+            return after
+    return after
+
+
+def _is_no_grad(stmt: ast.stmt) -> bool:
+    if not (isinstance(stmt, ast.With) and len(stmt.items) == 1 and stmt.items[0].optional_vars is None):
+        return False
+    call = stmt.items[0].context_expr
+    func = call.func if isinstance(call, ast.Call) and not call.args and not call.keywords else None
+    return (isinstance(func, ast.Attribute) and func.attr == "no_grad") or (
+        isinstance(func, ast.Name) and func.id == "no_grad")
+
+
+def _merge_no_grad_blocks(before: str, after: str) -> str:
+    """`with torch.no_grad(): a.copy_(x)` right after another such block, made by a fix: one block."""
+    while True:
+        lines = after.splitlines(keepends=True)
+        tree = ast.parse(after)
+        header = None
+        for node in ast.walk(tree):
+            body = [getattr(node, name, None) for name in ("body", "orelse", "finalbody")]
+            for block in (b for b in body if isinstance(b, list)):
+                for first, second in zip(block, block[1:]):
+                    if _is_no_grad(first) and _is_no_grad(second) and second.lineno == first.end_lineno + 1 \
+                            and second.col_offset == first.col_offset and second.body[0].lineno > second.lineno \
+                            and second.body[0].col_offset == first.body[0].col_offset \
+                            and ast.get_source_segment(after, second) not in before:
+                        header = second.lineno
+                        break
+                if header:
+                    break
+            if header:
+                break
+        if header is None:
+            return after
+        del lines[header - 1]
+        after = "".join(lines)
+
+
+def _drop_imports_left_unused(before: str, after: str) -> str:
+    used_before, used_after = _loaded_names(ast.parse(before)), _loaded_names(ast.parse(after))
+    lines = after.splitlines(keepends=True)
+    for node in reversed(ast.parse(after).body):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno != node.end_lineno:
+            continue
+        module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+        names = []
+        for alias in node.names:
+            bound = alias.asname or alias.name.split(".")[0]
+            torch_name = module.startswith("torch") or alias.name.startswith("torch")
+            names.append((alias, torch_name and bound in used_before and bound not in used_after))
+        if not any(drop for _, drop in names):
+            continue
+        line = lines[node.lineno - 1]
+        if line[: node.col_offset].strip() or line[node.end_col_offset:].strip():
+            continue  # shares its line with other code (`import x; y()`) or a comment: leave it
+        kept = [alias for alias, drop in names if not drop]
+        if not kept:
+            del lines[node.lineno - 1]
+            continue
+        spelled = ", ".join(a.name + (" as " + a.asname if a.asname else "") for a in kept)
+        newline = line[len(line.rstrip("\r\n")):]
+        head = "from %s%s import " % ("." * node.level, module) if isinstance(node, ast.ImportFrom) else "import "
+        lines[node.lineno - 1] = line[: node.col_offset] + head + spelled + newline
+    return "".join(lines)
+
+
+def _loaded_names(tree: ast.AST) -> set:
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store)}
 
 
 def _pick_edits(findings: Sequence[Finding], unsafe: bool, newline: str) -> Tuple[List[Edit], List[Finding]]:

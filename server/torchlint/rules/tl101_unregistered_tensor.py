@@ -80,6 +80,8 @@ class Uses:
         self.moved = 0  # `self.x.to(y.device)` and the like: the author moves it at each use
         self.written_in_place = False  # `self.x.add_(...)`, `self.x[i] = ...`, `self.x += ...`
         self.as_weight = False  # multiplied into the input or given as a weight: a learnable factor
+        self.forward_seen = False  # the class's forward is in this file
+        self.read_in_init = False  # __init__ reads it (to build other attributes)
 
     @classmethod
     def of(cls, ctx, info, attr: str) -> "Uses":
@@ -90,6 +92,7 @@ class Uses:
                 methods.setdefault(name, scope)
         forward = reach(ctx, info)
         reachable = set(forward.methods) if forward is not None else None
+        uses.forward_seen = forward is not None
         computed = {}
         for name, scope in methods.items():
             if scope.self_name is None:
@@ -148,6 +151,7 @@ class Uses:
             self.written_in_place = True
             return "write"
         if method == "__init__":
+            self.read_in_init = True
             return "init"
         if isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.MatMult)):
             self.as_weight = True
@@ -208,13 +212,16 @@ def _reads(scope, attr: str, parents):
 def _grade(value, uses: Uses):
     """Error when it requires grad; a warning when forward computes with it as it is; a hint when
     each use moves it, only other methods compute with it, or it is handed on to code this rule does
-    not follow; quiet (None) when nothing reads it outside __init__ but for its shape or a host copy."""
+    not follow; quiet (None) when nothing reads it outside __init__ but for its shape or a host copy,
+    and either forward is in the file or __init__ only uses it to build something else."""
     if value.requires_grad:
         return Severity.ERROR
     if uses.computed_in_forward:
         return Severity.WARNING
     if uses.computed_elsewhere or uses.moved or uses.passed_on:
         return Severity.HINT
+    if not uses.forward_seen and not uses.read_in_init:
+        return Severity.WARNING  # forward is not in this file (a base elsewhere may use it): no evidence either way
     return None
 
 

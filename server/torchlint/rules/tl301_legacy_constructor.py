@@ -53,9 +53,18 @@ def _typed(ctx, call, qualified):
         fixes.append(_rewrite(ctx, call, "torch.tensor", dtype, needs_dtype, on_cuda, "the data", safe=True))
         modern = "`torch.tensor(data%s)`" % needs
     elif shape in ("empty", "sizes"):
-        fixes.append(_rewrite(ctx, call, "torch.empty", dtype, dtype is not None, on_cuda, "the sizes",
-                              safe=True))
-        modern = "`torch.empty(*sizes%s)`" % needs
+        zeroed = _zeroed_right_after(ctx, call)
+        if zeroed is not None:
+            # `torch.FloatTensor(n).zero_()` is `torch.zeros(n, ...)`: one call, nothing left uninitialised.
+            fix = _rewrite(ctx, call, "torch.zeros", dtype, dtype is not None, on_cuda, "the sizes", safe=True)
+            end = ctx.range(call).end
+            fixes.append(ctx.fix(fix.title, list(fix.edits) + [ctx.replace(Range(end, ctx.range(zeroed).end), "")],
+                                 safe=True))
+            modern = "`torch.zeros(*sizes%s)`" % needs
+        else:
+            fixes.append(_rewrite(ctx, call, "torch.empty", dtype, dtype is not None, on_cuda, "the sizes",
+                                  safe=True))
+            modern = "`torch.empty(*sizes%s)`" % needs
     elif shape == "shape-like":
         # `torch.FloatTensor((x.shape[0], 1, 1))` builds a 3-element tensor from those numbers, though it
         # reads like a shape (seen in the wild, with the bug): both readings are unsafe, the shape first.
@@ -113,6 +122,17 @@ def _caller_tensor(ctx, scope, name: str) -> bool:
     annotation = bindings[0].annotation
     names = {ctx.qualify(n) for n in ast.walk(annotation) if isinstance(n, (ast.Name, ast.Attribute))}
     return "torch.Tensor" in names and isinstance(bindings[0].stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+
+
+def _zeroed_right_after(ctx, call: ast.Call):
+    """The `.zero_()` call made on the constructor's result, if any: `torch.FloatTensor(3).zero_()`."""
+    for other in ctx.index.calls:
+        func = other.func
+        if isinstance(func, ast.Attribute) and func.value is call and func.attr == "zero_" \
+                and not other.args and not other.keywords:
+            text = ctx.source.segment(Range(ctx.range(call).end, ctx.range(other).end))
+            return None if "#" in text else other
+    return None
 
 
 def _argument_shape(call: ast.Call) -> str:
