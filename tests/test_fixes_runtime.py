@@ -415,3 +415,96 @@ def test_zeroed_legacy_constructor_becomes_torch_zeros():
     outcome = fix_text(text, "model.py")
     assert outcome.text == "import torch\nh = torch.zeros(2, 3, dtype=torch.float32)\n"
     assert torch.equal(run_source(outcome.text)["h"], torch.zeros(2, 3))
+
+
+# -- every fixture, fixed, still runs --------------------------------------------------------
+
+import inspect  # noqa: E402
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+FIXTURE_DIRS = [Path(__file__).resolve().parent / "fixtures" / name for name in ("rules", "real_bugs")]
+ALL_FIXTURES = sorted(p for d in FIXTURE_DIRS for p in d.glob("*.py"))
+_CUDA_CALL = re.compile(r"\.cuda\([^()]*\)")
+_CUDA_TYPE = re.compile(r"\bcuda\.(\w+Tensor)\b")
+_CUDA_NAME = re.compile(r"""(["'])cuda(:\d+)?\1""")
+
+
+def on_the_cpu(text: str) -> str:
+    """The same code with every GPU placement made a CPU one: what is checked is what the fixes
+    do to the code, on any machine (`.cuda()` -> `.cpu()`, `torch.cuda.FloatTensor` ->
+    `torch.FloatTensor`, `"cuda:0"` -> `"cpu"`)."""
+    return _CUDA_NAME.sub(r'\1cpu\1', _CUDA_TYPE.sub(r"\1", _CUDA_CALL.sub(".cpu()", text)))
+
+
+def example_input(model):
+    """An input for the first layer that says its size (what `torchlint verify` derives too)."""
+    for layer in model.modules():
+        if isinstance(layer, torch.nn.Linear):
+            return torch.randn(2, layer.in_features)
+        if isinstance(layer, torch.nn.Conv2d):
+            return torch.randn(2, layer.in_channels, 16, 16)
+        if isinstance(layer, torch.nn.Conv1d):
+            return torch.randn(2, layer.in_channels, 16)
+        if isinstance(layer, torch.nn.Embedding):
+            return torch.randint(0, layer.num_embeddings, (2, 5))
+    return None
+
+
+def stages(text: str, name: str) -> dict:
+    """What runs of a fixture: "import", then per Module class "<Class>.build", ".forward", ".step"."""
+    done = {}
+    namespace = {"__name__": name}
+    torch.manual_seed(0)
+    try:
+        exec(compile(text, name + ".py", "exec"), namespace)
+    except Exception as err:  # the buggy original may raise: that is what the fixes are for
+        done["import"] = type(err).__name__
+        return done
+    done["import"] = "ok"
+    for cls_name, cls in sorted(namespace.items()):
+        if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module) and cls.__module__ == name):
+            continue
+        required = [p for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
+                    if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if required:
+            continue
+        try:
+            torch.manual_seed(0)
+            model = cls()
+            done[cls_name + ".build"] = "ok"
+            forward = getattr(cls, "forward", None)
+            if forward is torch.nn.Module.forward:
+                continue  # no forward of its own (a helper module)
+            params = list(inspect.signature(forward).parameters.values())[1:] if forward else []
+            inputs = example_input(model)
+            if inputs is None or len([p for p in params if p.default is p.empty]) != 1:
+                continue
+            out = model(inputs)
+            done[cls_name + ".forward"] = "ok"
+            out = out[0] if isinstance(out, (tuple, list)) else out
+            trainable = [p for p in model.parameters() if p.requires_grad]
+            if isinstance(out, torch.Tensor) and out.requires_grad and trainable:
+                optimizer = torch.optim.SGD(trainable, lr=0.01)
+                out.float().pow(2).mean().backward()
+                optimizer.step()
+                done[cls_name + ".step"] = "ok"
+        except Exception as err:
+            done.setdefault(cls_name + ".failed", type(err).__name__)
+    return done
+
+
+@pytest.mark.parametrize("path", ALL_FIXTURES, ids=lambda p: "%s/%s" % (p.parent.name, p.name))
+def test_every_fixture_still_runs_after_all_its_fixes(path):
+    text = path.read_text(encoding="utf-8")
+    outcome = fix_text(text, str(path), unsafe=True)
+    assert not outcome.errors, outcome.errors
+    name = "fixture_" + path.stem
+    before = stages(on_the_cpu(text), name)
+    after = stages(on_the_cpu(outcome.text), name)
+    lost = sorted(stage for stage, result in before.items() if result == "ok" and after.get(stage) != "ok")
+    assert not lost, "%s: ran before the fixes, not after: %s\n%s" % (path.name, lost, after)
+    # The fixes mend what the bugs broke: a fixture that raised TypeError (a tensor in a parameter
+    # slot) or KeyError (attribute then register) on import gets past it.
+    if before["import"] in ("TypeError", "KeyError"):
+        assert after["import"] != before["import"], "%s: still %s after the fixes" % (path.name, after["import"])

@@ -98,20 +98,39 @@ def _reads(scope, node, name: str) -> bool:
                and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
 
 
+def _local_rewrite(ctx, scope, earlier, stmt, name: str):
+    """`self.x = v` ... `register_buffer("x", self.x.data)` -> `x = v` ... `register_buffer("x", x.data)`."""
+    local = name if name not in scope.locals else name + "_value"
+    if local in scope.locals or not local.isidentifier():
+        return None
+    edits = [ctx.replace(earlier.targets[0], local)]
+    for node in ast.walk(scope.node):
+        if isinstance(node, ast.Attribute) and node.attr == name and scope.is_self(node.value) \
+                and isinstance(node.ctx, ast.Load) and earlier.end_lineno < node.lineno <= stmt.end_lineno:
+            edits.append(ctx.replace(node, local))
+    return ctx.fix("Keep the value in a local variable `%s` until it is registered" % local, edits, safe=True)
+
+
 def _finding(ctx, scope, stmt, call, earlier, name: str):
     method = call.func.attr
     message = ("`%s(\"%s\", ...)` raises KeyError \"attribute '%s' already exists\": line %d already made "
                "`%s.%s` a plain attribute" % (method, name, name, earlier.lineno, scope.self_name, name))
     fixes = []
     between = [s for s in scope.statements if earlier.lineno < s.lineno < stmt.lineno]
-    used = _reads(scope, call, name) or any(_reads(scope, s, name) for s in between)
-    newline = ctx.source.newline()
-    if not used and ctx.stands_alone(earlier) and isinstance(earlier, ast.Assign) and len(earlier.targets) == 1:
+    read_by_call = _reads(scope, call, name)
+    read_between = any(_reads(scope, s, name) for s in between)
+    single = isinstance(earlier, ast.Assign) and len(earlier.targets) == 1 and ctx.stands_alone(earlier)
+    if single and not read_by_call and not read_between:
         first, last = earlier.lineno, earlier.end_lineno
         fixes.append(ctx.fix("Remove the plain assignment on line %d (the registration sets the attribute)" % first,
                              [ctx.replace(Range(Position(first, 0), Position(last + 1, 0)), "")], safe=True))
-    if ctx.stands_alone(stmt):
+    elif single:
+        local = _local_rewrite(ctx, scope, earlier, stmt, name)
+        if local is not None:
+            fixes.append(local)
+    if ctx.stands_alone(stmt) and not read_by_call:
         at = Position(stmt.lineno, 0)
+        newline = ctx.source.newline()
         fixes.append(ctx.fix("Delete the plain attribute first: `del %s.%s`" % (scope.self_name, name),
                              [ctx.replace(Range(at, at), "%sdel %s.%s%s" % (ctx.indent(stmt), scope.self_name, name,
                                                                            newline))], safe=True))
