@@ -528,8 +528,8 @@ class FileInference:
     # -- hooks the syntactic layer calls --------------------------------------------------------
     def is_module_base(self, info, base: ast.expr) -> bool:
         key = "b:%d:%d" % (base.lineno, base.col_offset)
-        if key in self._answers:
-            return bool(self._answers[key])
+        if isinstance(self._answers.get(key), bool):
+            return self._answers[key]
         if self.project.failure is not None or self.note is not None:
             return False
         try:
@@ -546,8 +546,11 @@ class FileInference:
         if not self.project.torch_available or not isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
             return None
         key = "c:%d:%d:%s" % (node.lineno, node.col_offset, type(node).__name__)
-        if key in self._answers:
-            return _decode(self._answers[key])
+        stored = self._answers.get(key, False)
+        if stored is None:
+            return None  # asked before: jedi could not tell
+        if stored is not False and _decode(stored) is not None:
+            return _decode(stored)
         if self.project.failure is not None or self.note is not None:
             return None
         try:
@@ -698,10 +701,13 @@ def _encode(value: Optional[Value]):
 
 
 def _decode(data) -> Optional[Value]:
+    """The Value _encode wrote, or None for anything else (a damaged entry: ask again)."""
     try:
         kind, requires_grad, factory, module_class, empty = data
+        if not all(isinstance(x, (str, type(None))) for x in (factory, module_class)):
+            return None
         return Value(Kind(kind), bool(requires_grad), factory, module_class, bool(empty))
-    except (TypeError, ValueError):  # None, or an entry from elsewhere: no answer
+    except (TypeError, ValueError):
         return None
 
 

@@ -1,0 +1,305 @@
+"""What keeps `torchlint check` fast without changing its answers: jedi's answers kept on disk
+(and dropped when what they came from changes), the per-file inference budget, the progress line
+on a terminal, and workers that never share a jedi interpreter with the process that forked them.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from torchlint import cli
+from torchlint.analysis.inference import JediInference
+from torchlint.analysis.inference_cache import InferenceCache
+from torchlint.analysis.source import SourceText
+from torchlint.analysis.values import Kind
+
+ROOT = Path(__file__).resolve().parent.parent
+HELPERS = "import torch\n\n\ndef make_weight(n):\n    return torch.randn(n, n)\n"
+HELPERS_MODULE = "import torch.nn as nn\n\n\ndef make_weight(n):\n    return nn.Linear(n, n)\n"
+MODEL = "from helpers import make_weight\n\nw = make_weight(3)\n"
+NET = ("import torch.nn as nn\nfrom helpers import make_weight\n\n\nclass Net(nn.Module):\n"
+       "    def __init__(self):\n        super().__init__()\n        self.w = make_weight(3)\n\n"
+       "    def forward(self, x):\n        return x @ self.w\n")  # jedi alone sees the tensor
+
+
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "helpers.py").write_text(HELPERS)
+    (root / "model.py").write_text(MODEL)
+    (root / "net.py").write_text(NET)
+    return root
+
+
+def ask(layer: JediInference, path: Path):
+    """The jedi layer's answer about `make_weight(3)` in model.py, and the file's inference."""
+    text = path.read_text()
+    call = ast.parse(text).body[1].value
+    inference = layer.for_file(text, str(path), SourceText(text))
+    value = inference.classify(call, None)
+    inference.finish()
+    return value, inference
+
+
+@pytest.fixture
+def layers():
+    made = []
+
+    def make(root: Path, **options) -> JediInference:
+        made.append(JediInference(str(root), **options))
+        return made[-1]
+
+    yield make
+    for layer in made:
+        layer.close()  # ends its jedi interpreter
+
+
+def cache_entries(cache: InferenceCache):
+    return sorted(cache.directory.glob("*/*.json"))
+
+
+def test_answers_come_back_from_disk_until_what_they_depend_on_changes(tmp_path, layers):
+    root = project(tmp_path)
+    cache = InferenceCache(tmp_path / "cache")
+    value, _ = ask(layers(root, cache=cache), root / "model.py")
+    assert value.kind is Kind.TENSOR
+    (entry,) = cache_entries(cache)
+    recorded = json.loads(entry.read_text())
+    assert [d[0] for d in recorded["dependencies"]] == [str(root / "helpers.py")]
+
+    # A second run (a new layer, nothing in memory): the answer is read, jedi is not asked.
+    warm = layers(root, cache=cache)
+    value, inference = ask(warm, root / "model.py")
+    assert value.kind is Kind.TENSOR and inference._script is None
+
+    # The helper now returns a layer: the stored answer is stale, jedi is asked again.
+    (root / "helpers.py").write_text(HELPERS_MODULE)
+    value, inference = ask(warm, root / "model.py")
+    assert value.kind is Kind.MODULE and inference._script is not None
+    value, inference = ask(layers(root, cache=cache), root / "model.py")
+    assert value.kind is Kind.MODULE and inference._script is None  # the new answer was stored
+
+    # The file itself changed: another text, another entry.
+    (root / "model.py").write_text(MODEL + "v = make_weight(4)\n")
+    value, inference = ask(warm, root / "model.py")
+    assert value.kind is Kind.MODULE and inference._script is not None
+    assert len(cache_entries(cache)) == 2  # the stale entry was replaced in place
+
+
+def test_a_corrupt_or_foreign_entry_is_ignored_and_replaced(tmp_path, layers):
+    root = project(tmp_path)
+    cache = InferenceCache(tmp_path / "cache")
+    ask(layers(root, cache=cache), root / "model.py")
+    (entry,) = cache_entries(cache)
+    layer = layers(root, cache=cache)
+    for garbage in (b"", b"{\"answers\": {\"c:3:4:Call\": [\"tens", b"\x00\xff" * 100, b"[1, 2, 3]",
+                    b"{\"answers\": [], \"dependencies\": []}",
+                    b"{\"answers\": {\"c:3:4:Call\": \"tensor\"}, \"dependencies\": []}",
+                    b"{\"answers\": {}, \"dependencies\": [[\"x\"]]}"):
+        entry.write_bytes(garbage)
+        layer._return_cache.clear()
+        value, inference = ask(layer, root / "model.py")
+        assert value.kind is Kind.TENSOR and inference._script is not None, garbage  # asked again
+        assert json.loads(entry.read_text())["answers"]["c:3:4:Call"][0] == "tensor"  # and rewritten
+
+
+def test_the_cache_folder_is_bounded_and_writes_are_whole(tmp_path):
+    cache = InferenceCache(tmp_path / "cache", max_bytes=20_000)
+    for number in range(100):
+        key = cache.key("env", "/p/m%d.py" % number, "x = %d\n" % number)
+        cache.store(key, {"c:1:0:Name": ["tensor", False, None, "x" * 300, False]}, [])
+        os.utime(cache._file(key), (1_000_000 + number, 1_000_000 + number))  # last used: in this order
+    assert cache.trim() > 0
+    sizes = [entry.stat().st_size for entry in cache_entries(cache)]
+    assert 0 < sum(sizes) <= 20_000 * 0.8
+    assert not list(cache.directory.glob("*/.*.tmp"))  # no temporary file left behind
+    newest = cache.key("env", "/p/m99.py", "x = 99\n")
+    assert cache.load(newest) is not None  # the oldest went first
+
+
+def test_an_unwritable_cache_folder_costs_nothing_but_time(tmp_path, layers):
+    root = project(tmp_path)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    value, _ = ask(layers(root, cache=InferenceCache(blocker / "cache")), root / "model.py")
+    assert value.kind is Kind.TENSOR
+
+
+def test_a_file_past_its_budget_falls_back_to_names_and_says_so(tmp_path, layers):
+    root = project(tmp_path)
+    cache = InferenceCache(tmp_path / "cache")
+    layer = layers(root, cache=cache, budget=1e-6)
+    layer.warm()
+    value, inference = ask(layer, root / "model.py")
+    assert value is None and inference.note is not None and "budget" in inference.note
+    assert list(layer.take_notes()) == [str(root / "model.py")] and layer.take_notes() == {}
+    assert cache_entries(cache) == []  # an answer cut short is not kept
+    # The interpreter jedi was talking to may have been stopped mid-question: the next file
+    # (with time to spare) is answered by a fresh one.
+    layer.budget = None
+    value, inference = ask(layer, root / "model.py")
+    assert value.kind is Kind.TENSOR and inference.note is None
+
+
+def run_check(args, cwd: Path, timeout: float = 300, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "torchlint", "check", *args], cwd=str(cwd), capture_output=True,
+                          text=True, timeout=timeout, env=dict(os.environ, **env))
+
+
+def test_the_budget_from_the_command_line(tmp_path):
+    root = project(tmp_path)
+    result = run_check(["--infer-budget", "0.000001", "--no-cache", "."], root)
+    assert result.returncode in (0, 1), result.stderr
+    notes = [line for line in result.stderr.splitlines() if "type inference stopped" in line]
+    said = ("torchlint: note: %s: type inference stopped after 1e-06 s (the per-file budget, --infer-budget); "
+            "the rest of this file was checked by names alone")
+    assert said % "net.py" in notes and len(set(notes)) == len(notes)  # once per file
+    assert set(notes) <= {said % name for name in ("net.py", "model.py", "helpers.py")}
+    assert "self.w" not in result.stdout  # what only jedi sees was not seen
+    assert "self.w" in run_check(["--no-cache", "."], root).stdout
+    quiet = run_check(["--infer-budget", "0.000001", "--no-cache", "-q", "."], root)
+    assert "type inference stopped" not in quiet.stderr
+    for bad in ("-1", "soon", "nan"):
+        result = run_check(["--infer-budget", bad, "."], root, timeout=60)
+        assert result.returncode == 2 and "--infer-budget" in result.stderr
+
+
+def test_a_second_run_is_answered_from_the_cache(tmp_path):
+    root = project(tmp_path)
+    cache = tmp_path / "cache"
+    first = run_check(["--format", "json", "."], root, TORCHLINT_CACHE_DIR=str(cache))
+    entries = list(cache.glob("v*/*/*.json"))
+    assert entries
+    stamps = {entry: entry.stat().st_mtime_ns for entry in entries}
+    second = run_check(["--format", "json", "."], root, TORCHLINT_CACHE_DIR=str(cache))
+    assert json.loads(second.stdout) == json.loads(first.stdout) and second.returncode == first.returncode
+    assert set(cache.glob("v*/*/*.json")) == set(entries)
+    assert all(entry.read_bytes() for entry in stamps)
+    uncached = run_check(["--format", "json", "--no-cache", "."], root, TORCHLINT_CACHE_DIR=str(tmp_path / "unused"))
+    assert json.loads(uncached.stdout) == json.loads(first.stdout)
+    assert not (tmp_path / "unused").exists()
+
+
+# -- the progress line ---------------------------------------------------------------------------
+
+SLOW_CHECK = """
+import sys, time
+import torchlint.cli as cli
+cli.PROGRESS_AFTER = 0.0  # the real threshold is 2 s; these files take a second each
+check_file = cli.check_file
+def slow(job):
+    time.sleep(1.0)
+    return check_file(job)
+cli.check_file = slow
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def check_on_a_terminal(args, cwd: Path, **env):
+    """Run `torchlint check` with stderr on a pseudo-terminal: (stdout, what the terminal got)."""
+    master, slave = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-c", SLOW_CHECK, "check", "--no-infer", *args], cwd=str(cwd),
+                               stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
+                               env=dict({k: v for k, v in os.environ.items() if k != "CI"}, **env))
+    os.close(slave)
+    screen = b""
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # the terminal closed: the process is gone
+                    break
+                if not chunk:
+                    break
+                screen += chunk
+            elif process.poll() is not None:
+                break
+        stdout = process.communicate(timeout=max(1.0, deadline - time.monotonic()))[0]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+        os.close(master)
+    return stdout.decode(), screen.decode(errors="replace")
+
+
+def slow_project(tmp_path: Path) -> Path:
+    root = tmp_path / "slow"
+    root.mkdir()
+    for number in range(3):
+        (root / ("m%d.py" % number)).write_text("import torch\nx = torch.FloatTensor(3)\n")
+    return root
+
+
+def test_progress_on_a_terminal(tmp_path):
+    stdout, screen = check_on_a_terminal([], slow_project(tmp_path))
+    assert "torchlint: 0/3 files" in screen or "torchlint: 1/3 files" in screen, screen
+    assert any("torchlint: %d/3 files, " % done in screen for done in (1, 2)), screen
+    assert screen.rstrip("\r\n").endswith("\r\x1b[K")  # wiped before the summary
+    assert "files, " not in stdout and "TL301" in stdout  # the report itself never carries it
+
+
+@pytest.mark.parametrize("args,env", [(["-q"], {}), ([], {"CI": "true"})])
+def test_no_progress_when_quiet_or_in_ci(tmp_path, args, env):
+    stdout, screen = check_on_a_terminal(args, slow_project(tmp_path), **env)
+    assert "files, " not in screen and "TL301" in stdout
+
+
+def test_no_progress_when_stderr_is_not_a_terminal(tmp_path):
+    result = subprocess.run([sys.executable, "-c", SLOW_CHECK, "check", "--no-infer", "."],
+                            cwd=str(slow_project(tmp_path)), capture_output=True, text=True, timeout=120,
+                            env={k: v for k, v in os.environ.items() if k != "CI"})
+    assert "files, " not in result.stderr and "TL301" in result.stdout
+
+
+# -- no jedi interpreter crosses a fork ----------------------------------------------------------
+
+def children() -> set:
+    """Processes this one started that are still there (Linux: /proc/<pid>/task/*/children)."""
+    found = set()
+    for task in Path("/proc/%d/task" % os.getpid()).iterdir():
+        try:
+            found.update(int(pid) for pid in (task / "children").read_text().split())
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc (Linux)")
+def test_no_jedi_interpreter_in_the_parent_when_the_workers_fork(tmp_path, monkeypatch, capsys):
+    root = project(tmp_path)
+    for number in range(cli.PARALLEL_MIN_FILES + 2):
+        (root / ("net%d.py" % number)).write_text(MODEL)
+    before = children()
+    at_fork = []
+    real_pool = cli.ProcessPoolExecutor
+
+    def pool(*args, **kwargs):
+        at_fork.append(children() - before)
+        return real_pool(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "ProcessPoolExecutor", pool)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.chdir(root)
+    try:
+        # -v starts a jedi layer in this process to describe it, before the workers start.
+        status = cli.main(["check", "-v", "--no-cache", "."])
+    finally:
+        cli.close_layers()
+    err = capsys.readouterr().err
+    assert status in (0, 1), err
+    assert "jedi inference with" in err and "checked %d files" % len(list(root.glob("*.py"))) in err
+    assert any(key[0] == os.getpid() for key in cli._INFERENCE)  # the parent did start one
+    assert at_fork == [set()]  # and ended it before forking
