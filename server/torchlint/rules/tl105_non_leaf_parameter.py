@@ -29,7 +29,7 @@ _ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
 @dataclass
 class _NonLeaf:
-    factory: ast.Call  # the factory called with requires_grad=True
+    factory: ast.Call  # the factory called with requires_grad=True (or its `.requires_grad_()`)
     op: ast.expr  # the first operation on it: its result is not a leaf
     value: ast.expr  # the expression whose value is the non-leaf (where the fix appends)
     operands: List[ast.expr] = field(default_factory=list)  # other inputs of the operations
@@ -182,6 +182,11 @@ def _grad_leaf(ctx, node: ast.expr, scope, stmt, depth: int):
         requires = keyword(node, "requires_grad")
         if qualified in _FACTORIES and isinstance(requires, ast.Constant) and requires.value is True:
             return node, True
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "requires_grad_" and _asks_grad(node) \
+                and isinstance(func.value, ast.Call) and ctx.qualify(func.value.func) in _FACTORIES \
+                and keyword(func.value, "requires_grad") is None:
+            return node, True  # torch.randn(3).requires_grad_(): a leaf that requires grad, too
         return None
     if isinstance(node, ast.Name) and depth < 8:
         binding = reaching_binding(ctx.index, scope, node.id, stmt)
@@ -197,6 +202,19 @@ def _grad_leaf(ctx, node: ast.expr, scope, stmt, depth: int):
     return None
 
 
+def _asks_grad(call: ast.Call) -> bool:
+    flag = call.args[0] if call.args else keyword(call, "requires_grad")
+    return flag is None or (isinstance(flag, ast.Constant) and flag.value is True)
+
+
+def _created_by(factory: ast.Call) -> ast.Call:
+    """The factory call itself, also when the origin is `factory(...).requires_grad_()`."""
+    func = factory.func
+    if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":
+        return func.value
+    return factory
+
+
 def _copies(ctx, factory: ast.Call, call: ast.Call) -> bool:
     """Whether the method returns a new tensor (not the leaf itself, and still requiring grad)."""
     method = call.func.attr
@@ -204,7 +222,7 @@ def _copies(ctx, factory: ast.Call, call: ast.Call) -> bool:
         return False  # in place on a leaf that requires grad raises at once: loud, not ours
     if method == "cuda":
         return True
-    dtype = keyword(factory, "dtype")
+    dtype = keyword(_created_by(factory), "dtype")
     own = _dtype(ctx, dtype) if dtype is not None else "torch.float32"
     if method in _DTYPE_METHODS:
         return not call.args and _DTYPE_METHODS[method] != own
@@ -235,8 +253,8 @@ def _finding(ctx, found: _NonLeaf, scope, sink: str, sink_node):
         how = "the arithmetic with `%s`" % _short(ctx.text(other), 30)
     else:
         how = "the negation"
-    message = ("`%s` is not a leaf tensor: %s makes a new tensor out of the one created with "
-               "`requires_grad=True`, and gradients go to that unreachable original; %s"
+    message = ("`%s` is not a leaf tensor: %s makes a new tensor out of one that requires grad, "
+               "and gradients go to that unreachable original; %s"
                % (_short(ctx.text(found.value)), how, sink))
     fixes = []
     module_store = sink.startswith("it is stored on")
@@ -258,7 +276,11 @@ def _requires_grad_last(ctx, found: _NonLeaf, scope):
     if not found.single_use:
         return None
     factory = found.factory
-    removal = _remove_keyword(ctx, factory, "requires_grad")
+    if _created_by(factory) is not factory:  # `.requires_grad_()` in the middle: delete it there
+        rng = Range(ctx.range(factory.func.value).end, ctx.range(factory).end)
+        removal = None if "#" in ctx.source.segment(rng) else ctx.replace(rng, "")
+    else:
+        removal = _remove_keyword(ctx, factory, "requires_grad")
     if removal is None:
         return None
     value = found.value
