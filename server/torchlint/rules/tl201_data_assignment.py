@@ -176,6 +176,8 @@ def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt, severity, hazard
                    "shape or device check); it works here, but `copy_` under torch.no_grad() says what it does"
                    % holder)
     keeps = "(keeps its shape, dtype and device)"
+    if hazard and "shares the storage" in hazard:
+        keeps = "(keeps its shape, dtype and device; the two tensors are no longer tied)"
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and ctx.stands_alone(stmt):
         block, import_edit = ctx.no_grad_block(stmt, "%s.copy_(%s)" % (holder, ctx.text(value)))
         fix = ctx.fix("Copy in place: `with %s(): %s.copy_(...)` %s" % (ctx.spell("torch.no_grad")[0], holder, keeps),
