@@ -9,7 +9,7 @@ import {
 } from 'vscode-languageclient/node';
 
 import { chooseInterpreter, Interpreter, onPythonEnvironmentChange, pythonExtensionInterpreter } from './interpreter';
-import { probeInterpreter, serverExecutable } from './launcher';
+import { importStrategy, probeInterpreter, serverExecutable } from './launcher';
 import { reactionTo, SECTION, serverSettings, ServerSettings } from './settings';
 import { leavingOut } from './serverCommands';
 import { registerVerifyCommand, VERIFY_COMMAND } from './verify';
@@ -137,7 +137,11 @@ async function start(reason: string): Promise<void> {
     return;
   }
 
-  const executable = serverExecutable(interpreter.command, extensionPath, folder?.uri.fsPath);
+  const strategy = importStrategy(config.get<unknown>('importStrategy'));
+  const executable = serverExecutable(interpreter.command, extensionPath, folder?.uri.fsPath, process.env, strategy);
+  if (strategy === 'fromEnvironment') {
+    output.appendLine('torchlint.importStrategy is fromEnvironment: serving the torchlint installed for that interpreter.');
+  }
   const serverOptions: ServerOptions = { ...executable, transport: TransportKind.stdio };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: 'file', language: 'python' }, { scheme: 'untitled', language: 'python' }],

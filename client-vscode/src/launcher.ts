@@ -1,11 +1,22 @@
 // How the server process is started: `<python> <extension>/client-vscode/bundled/launch.py`.
-// launch.py puts the bundled libraries (torchlint, pygls, jedi, ...) first on sys.path inside
-// the server process only. Never PYTHONPATH: the runtime verification starts the same
-// interpreter on the user's code, and an inherited PYTHONPATH would hand it our libraries.
+// With torchlint.importStrategy `useBundled` launch.py puts the bundled libraries (torchlint,
+// pygls, jedi, ...) first on sys.path inside the server process only; with `fromEnvironment`
+// it serves the torchlint installed in the interpreter's environment. Never PYTHONPATH: the
+// runtime verification starts the same interpreter on the user's code, and an inherited
+// PYTHONPATH would hand it our libraries.
 import { execFile } from 'child_process';
 import * as path from 'path';
 
 export const MINIMUM_PYTHON: [number, number] = [3, 10];  // as bundled/launch.py
+
+/** torchlint.importStrategy's values (package.json; declared in the server's torchlint/settings.py). */
+export type ImportStrategy = 'useBundled' | 'fromEnvironment';
+export const IMPORT_STRATEGIES: readonly ImportStrategy[] = ['useBundled', 'fromEnvironment'];
+
+/** The setting's value, or `useBundled` (its default) for anything else. */
+export function importStrategy(value: unknown): ImportStrategy {
+  return IMPORT_STRATEGIES.find((strategy) => strategy === value) ?? 'useBundled';
+}
 
 export function launchScript(extensionPath: string): string {
   return path.join(extensionPath, 'client-vscode', 'bundled', 'launch.py');
@@ -18,11 +29,12 @@ export interface ServerExecutable {
 }
 
 export function serverExecutable(interpreter: string, extensionPath: string, cwd: string | undefined,
-                                 env: Record<string, string | undefined> = process.env): ServerExecutable {
+                                 env: Record<string, string | undefined> = process.env,
+                                 strategy: ImportStrategy = 'useBundled'): ServerExecutable {
   return {
     command: interpreter,
     // -u: unbuffered stdio, so LSP frames and log lines leave the process at once.
-    args: ['-u', launchScript(extensionPath)],
+    args: ['-u', launchScript(extensionPath), ...(strategy === 'fromEnvironment' ? ['--from-environment'] : [])],
     options: { cwd, env: { ...env } },
   };
 }

@@ -79,7 +79,8 @@ export interface ChangeLike {
 /** What a settings change asks of the extension: start the server again (it runs with
  *  another interpreter, or is switched on or off), send it the new settings, or nothing. */
 export function reactionTo(change: ChangeLike): 'restart' | 'notify' | 'none' {
-  if (change.affectsConfiguration(`${SECTION}.enable`) || change.affectsConfiguration(`${SECTION}.interpreter`)) {
+  const restarted = ['enable', 'interpreter', 'importStrategy'];
+  if (restarted.some((key) => change.affectsConfiguration(`${SECTION}.${key}`))) {
     return 'restart';
   }
   // trace.server is read by the language client itself.

@@ -21,6 +21,7 @@ from .analysis.engine import CheckOptions
 from .analysis.findings import Severity
 from .files import GlobPattern, relative_to_root
 from .rules import RULES_BY_CODE
+from .settings import SEVERITIES, pyproject_keys
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,9 +32,8 @@ else:  # pragma: no cover - exercised only on Python < 3.11
         tomllib = None
 
 SECTION = "[tool.torchlint]"
-KEYS = ("select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
-        "severity", "show-all", "python", "verify")
-SEVERITY_NAMES = tuple(s.value for s in Severity)
+KEYS = pyproject_keys()  # declared in torchlint.settings
+SEVERITY_NAMES = SEVERITIES
 _SELECTOR = re.compile(r"^(ALL|TL\d{0,3})$")
 
 
@@ -258,7 +258,7 @@ def parse_table(table: dict, path: Path, root: Optional[Path] = None) -> Config:
 
 # -- [tool.torchlint.verify] -------------------------------------------------------------------
 
-VERIFY_KEYS = ("import-roots", "extra-paths", "classes")
+VERIFY_KEYS = pyproject_keys("verify")
 VERIFY_CLASS_KEYS = ("kwargs", "factory")
 _FACTORY = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
 

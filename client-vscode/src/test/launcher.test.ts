@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as path from 'path';
 
-import { judgeVersion, serverExecutable } from '../launcher';
+import { IMPORT_STRATEGIES, importStrategy, judgeVersion, serverExecutable } from '../launcher';
 
 test('the server runs launch.py from the extension, with the environment untouched', () => {
   const env = { PATH: '/usr/bin', HOME: '/home/ada' };
@@ -11,6 +11,17 @@ test('the server runs launch.py from the extension, with the environment untouch
   assert.deepEqual(executable.args, ['-u', path.join('/ext', 'client-vscode', 'bundled', 'launch.py')]);
   assert.deepEqual(executable.options.env, env);  // no PYTHONPATH: it would leak into verification
   assert.equal(executable.options.cwd, '/work/project');
+});
+
+test('importStrategy fromEnvironment asks launch.py for the installed torchlint', () => {
+  const script = path.join('/ext', 'client-vscode', 'bundled', 'launch.py');
+  for (const strategy of IMPORT_STRATEGIES) {
+    assert.equal(importStrategy(strategy), strategy);
+  }
+  assert.equal(importStrategy('somethingElse'), 'useBundled');
+  assert.deepEqual(serverExecutable('python3', '/ext', undefined, {}, 'useBundled').args, ['-u', script]);
+  assert.deepEqual(serverExecutable('python3', '/ext', undefined, {}, 'fromEnvironment').args,
+    ['-u', script, '--from-environment']);
 });
 
 test('interpreter versions', () => {

@@ -50,6 +50,7 @@ function change(...sections: string[]) {
 test('interpreter and enable restart the server; rule settings are sent to it', () => {
   assert.equal(reactionTo(change('torchlint.interpreter')), 'restart');
   assert.equal(reactionTo(change('torchlint.enable')), 'restart');
+  assert.equal(reactionTo(change('torchlint.importStrategy')), 'restart');
   assert.equal(reactionTo(change('torchlint.select')), 'notify');
   assert.equal(reactionTo(change('torchlint.verify.timeout')), 'notify');
   assert.equal(reactionTo(change('torchlint.trace.server')), 'none');

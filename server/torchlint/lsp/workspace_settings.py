@@ -1,5 +1,6 @@
 """Editor settings (``torchlint.*``) and what they make of a document's check options.
 
+What each setting is (name, type, allowed values, default) is declared in torchlint.settings.
 Settings come from ``initializationOptions`` first, then ``workspace/configuration``
 (section ``torchlint``), and are re-read on ``workspace/didChangeConfiguration``. They sit
 on top of the workspace's ``[tool.torchlint]`` in pyproject.toml (see ``torchlint.config``).
@@ -7,34 +8,16 @@ A bad value is reported and that key keeps its default; nothing here raises.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 from ..analysis.engine import CheckOptions
 from ..config import Config, ConfigError, find_config
+from ..settings import DEFAULT_SETTINGS, Settings, parse_editor
 
 SECTION = "torchlint"
 LABEL = SECTION + ".%s"  # how errors name a setting: torchlint.select
-DEVICES = ("auto", "cuda", "cpu", "mps")
-
-
-@dataclass(frozen=True)
-class Settings:
-    select: Optional[Tuple[str, ...]] = None  # None: what pyproject.toml selects
-    ignore: Tuple[str, ...] = ()
-    severity: Tuple[Tuple[str, str], ...] = ()  # (code or prefix, error|warning|info|hint)
-    code_lens: bool = True
-    verify_device: str = "auto"
-    verify_timeout: float = 120.0  # seconds
-    interpreter: Optional[str] = None
-    max_file_size: int = 1_000_000  # characters; larger documents are not analysed
-    # Run an interpreter the workspace's pyproject.toml names (a user-level opt-in: see
-    # analysis.environments). Editors should only send it from user settings.
-    trust_workspace_interpreter: bool = False
-
-
-DEFAULT_SETTINGS = Settings()
 
 
 def unwrap(raw: Any) -> Any:
@@ -47,82 +30,28 @@ def unwrap(raw: Any) -> Any:
 
 
 def parse_settings(raw: Any) -> Tuple[Settings, List[str]]:
-    """Settings from the client's JSON, and one message per value that was rejected."""
+    """Settings from the client's JSON, and one message per value that was rejected: by the
+    schema (torchlint.settings), or as a rule code or prefix that does not exist."""
     raw = unwrap(raw)
-    errors: List[str] = []
     if raw is None:
-        return DEFAULT_SETTINGS, errors
+        return DEFAULT_SETTINGS, []
     if not isinstance(raw, dict):
         return DEFAULT_SETTINGS, ["torchlint settings: expected an object, got %r" % (raw,)]
-    values: Dict[str, Any] = {}
+    settings, errors = parse_editor(raw, LABEL)
     probe = Config()
-
-    def take(name: str, key: str, value: Any, check) -> None:
+    checks = (("select", lambda v: probe.with_overrides(select=v, label=LABEL)),
+              ("ignore", lambda v: probe.with_overrides(ignore=v, label=LABEL)),
+              ("severity", lambda v: probe.with_overrides(severities=dict(v), label=LABEL)))
+    for name, check in checks:
+        value = getattr(settings, name)
+        if value == getattr(DEFAULT_SETTINGS, name):
+            continue
         try:
-            values[name] = check(value)
+            check(value)
         except ConfigError as err:  # already names the key
             errors.append("%s; using the default" % (err,))
-        except (TypeError, ValueError) as err:
-            errors.append("torchlint.%s: %s; using the default" % (key, err))
-
-    if raw.get("select") is not None:
-        take("select", "select", raw["select"],
-             lambda v: (probe.with_overrides(select=v, label=LABEL), tuple(v))[1])
-    if raw.get("ignore") is not None:
-        take("ignore", "ignore", raw["ignore"],
-             lambda v: (probe.with_overrides(ignore=v, label=LABEL), tuple(v))[1])
-    if raw.get("severity") is not None:
-        take("severity", "severity", raw["severity"],
-             lambda v: (probe.with_overrides(severities=v, label=LABEL),
-                        tuple(sorted(v.items())))[1])
-    if raw.get("codeLens") is not None:
-        take("code_lens", "codeLens", raw["codeLens"], _boolean)
-    verify = raw.get("verify")
-    if verify is not None:
-        if not isinstance(verify, dict):
-            errors.append("torchlint.verify: expected an object, got %r; using the defaults" % (verify,))
-        else:
-            if verify.get("device") is not None:
-                take("verify_device", "verify.device", verify["device"], _device)
-            if verify.get("timeout") is not None:
-                take("verify_timeout", "verify.timeout", verify["timeout"], _timeout)
-    if raw.get("maxFileSize") is not None:
-        take("max_file_size", "maxFileSize", raw["maxFileSize"], _size)
-    if raw.get("interpreter") not in (None, ""):
-        take("interpreter", "interpreter", raw["interpreter"], _interpreter)
-    if raw.get("trustWorkspaceInterpreter") is not None:
-        take("trust_workspace_interpreter", "trustWorkspaceInterpreter", raw["trustWorkspaceInterpreter"], _boolean)
-    return Settings(**values), errors
-
-
-def _boolean(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError("expected true or false, got %r" % (value,))
-    return value
-
-
-def _device(value: Any) -> str:
-    if not isinstance(value, str) or value.lower() not in DEVICES and not value.lower().startswith("cuda:"):
-        raise ValueError("expected one of %s (or cuda:N), got %r" % (", ".join(DEVICES), value))
-    return value.lower()
-
-
-def _timeout(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise ValueError("expected a positive number of seconds, got %r" % (value,))
-    return float(value)
-
-
-def _size(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError("expected a positive number of characters, got %r" % (value,))
-    return value
-
-
-def _interpreter(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError("expected the path of a Python interpreter, got %r" % (value,))
-    return value
+            settings = replace(settings, **{name: getattr(DEFAULT_SETTINGS, name)})
+    return settings, errors
 
 
 class OptionsResolver:

@@ -17,7 +17,8 @@ import sys
 
 from ..config import ConfigError, find_config
 from .report import COMPLETED, ERROR, render_json, render_text
-from .runner import DEFAULT_TIMEOUT, DEVICES, VerifyError, split_target, verify_file
+from ..settings import DEVICES
+from .runner import DEFAULT_TIMEOUT, VerifyError, split_target, verify_file
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 

@@ -507,6 +507,12 @@ def pick_device(torch, requested):
         requested = "cuda" if torch.cuda.is_available() else "cpu"
     if requested.startswith("cuda"):
         return pick_cuda(torch, requested)
+    if requested == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise RuntimeError("--device mps was asked for, but torch.backends.mps.is_available() is False "
+                               "here (torch %s)" % torch.__version__)
+        return torch.device("mps"), "Apple MPS", ""
     return (torch.device("cpu"), None,
             "CPU run: TL902 moves the module with .to(torch.float64) as the observable stand-in for .to(device)")
 

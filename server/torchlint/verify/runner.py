@@ -29,13 +29,13 @@ from ..analysis.context import FileContext
 from ..analysis.engine import parse
 from ..analysis.environments import CLI_HINT, RUN, choose_interpreter
 from ..config import VerifyConfig
+from ..settings import DEFAULT_SETTINGS, DEVICES, is_device
 from .findings import place_issues
 from .report import CANCELLED, COMPLETED, ENDED, ERROR, TIMEOUT, ClassReport, Issue, VerifyReport
 from .targets import ImportPlan, find_constructors, import_plan
 
 PROBE = Path(__file__).resolve().with_name("probe.py")
-DEFAULT_TIMEOUT = 60.0
-DEVICES = ("auto", "cuda", "cpu")
+DEFAULT_TIMEOUT = DEFAULT_SETTINGS.verify_timeout  # one default for the editor and the command line
 TAIL_BYTES = 16 * 1024
 OUTPUT_CAP = 8 * 1024 * 1024  # bytes of stdout/stderr on disk before the file is emptied (its tail kept)
 POLL_S = 0.05
@@ -357,8 +357,8 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
     path = os.path.abspath(path)
     if not os.path.isfile(path):
         raise VerifyError("no such file: %s" % path)
-    if device not in DEVICES and not re.fullmatch(r"cuda:\d+", device or ""):
-        raise VerifyError("unknown device %r (use auto, cuda, cuda:N or cpu)" % device)
+    if not isinstance(device, str) or not is_device(device):
+        raise VerifyError("unknown device %r (use %s or cuda:N)" % (device, ", ".join(DEVICES)))
     if not timeout or timeout <= 0:
         raise VerifyError("the timeout must be a positive number of seconds")
     verify_config = verify_config or VerifyConfig()

@@ -1,0 +1,135 @@
+"""The settings are declared once (torchlint.settings): package.json, the server, the
+[tool.torchlint] loader and the command line agree with that declaration, and every value the
+declaration allows is accepted by the code that reads it."""
+import json
+import re
+import types
+from pathlib import Path
+
+import pytest
+
+from torchlint import config as config_module
+from torchlint.cli import build_parser
+from torchlint.config import Config, ConfigError, parse_table
+from torchlint.lsp.workspace_settings import parse_settings
+from torchlint.settings import (DEFAULT_SETTINGS, DEVICES, IMPORT_STRATEGIES, SEVERITIES, editor_specs,
+                                pyproject_keys, specs, vscode_schema)
+from torchlint.verify import probe
+from torchlint.verify.runner import VerifyError, verify_file
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = json.loads((ROOT / "package.json").read_text(encoding="utf-8"))
+PROPERTIES = PACKAGE["contributes"]["configuration"]["properties"]
+
+
+def test_package_json_declares_exactly_the_schema_settings():
+    assert sorted(PROPERTIES) == sorted(vscode_schema())
+
+
+@pytest.mark.parametrize("name", sorted(vscode_schema()))
+def test_package_json_entry_matches_the_schema(name):
+    expected, declared = vscode_schema()[name], PROPERTIES[name]
+    for key, value in expected.items():
+        assert declared.get(key) == value, "%s: package.json's %r is %r, the schema says %r" % (
+            name, key, declared.get(key), value)
+    extra = set(declared) - set(expected)
+    assert not extra, "%s: package.json says %s, which the schema does not declare" % (name, sorted(extra))
+
+
+def test_the_server_reads_every_editor_setting_it_declares():
+    raw = {}
+    for spec in editor_specs(server_only=True):
+        value = {bool: not spec.default, int: 5, float: 7.0, str: "x"}.get(spec.type, ["TL101"])
+        if spec.name == "severity":
+            value = {"TL101": "hint"}
+        elif spec.name == "verify_device":
+            value = "cpu"
+        *parents, last = spec.where.editor.split(".")
+        table = raw
+        for parent in parents:
+            table = table.setdefault(parent, {})
+        table[last] = value
+    settings, errors = parse_settings(raw)
+    assert errors == []
+    changed = {spec.name for spec in editor_specs(server_only=True)
+               if getattr(settings, spec.name) != getattr(DEFAULT_SETTINGS, spec.name)}
+    assert changed == {spec.name for spec in editor_specs(server_only=True)}
+
+
+@pytest.mark.parametrize("device", DEVICES + ("cuda:1",))
+def test_every_device_is_accepted_by_the_server_the_runner_and_the_probe(device, tmp_path):
+    settings, errors = parse_settings({"verify": {"device": device}})
+    assert errors == [] and settings.verify_device == device
+    # The runner checks the device before the timeout: a timeout error means the device passed.
+    script = tmp_path / "m.py"
+    script.write_text("x = 1\n")
+    with pytest.raises(VerifyError) as raised:
+        verify_file(str(script), device=device, timeout=-1)
+    assert "unknown device" not in str(raised.value) and "timeout" in str(raised.value)
+    # The child's device choice, with a torch that has every backend.
+    torch = fake_torch(cuda=True, mps=True)
+    chosen, _name, _note = probe.pick_device(torch, device)
+    assert chosen.type == {"auto": "cuda"}.get(device, device.split(":")[0])
+
+
+def test_an_unknown_device_is_refused_everywhere(tmp_path):
+    settings, errors = parse_settings({"verify": {"device": "tpu"}})
+    assert settings.verify_device == "auto" and "torchlint.verify.device" in errors[0]
+    script = tmp_path / "m.py"
+    script.write_text("x = 1\n")
+    with pytest.raises(VerifyError, match="unknown device"):
+        verify_file(str(script), device="tpu", timeout=-1)
+
+
+def test_mps_without_the_backend_says_so():
+    with pytest.raises(RuntimeError, match="mps"):
+        probe.pick_device(fake_torch(cuda=False, mps=False), "mps")
+
+
+def fake_torch(cuda: bool, mps: bool):
+    """Just what pick_device asks of torch."""
+    return types.SimpleNamespace(
+        __version__="0.0", version=types.SimpleNamespace(cuda="12" if cuda else None),
+        device=lambda kind, index=None: types.SimpleNamespace(
+            type=kind.split(":")[0], index=int(kind.split(":")[1]) if ":" in kind else index),
+        cuda=types.SimpleNamespace(is_available=lambda: cuda, current_device=lambda: 0,
+                                   get_device_name=lambda index: "GPU %d" % index),
+        backends=types.SimpleNamespace(mps=types.SimpleNamespace(is_available=lambda: mps)))
+
+
+@pytest.mark.parametrize("severity", SEVERITIES)
+def test_every_severity_is_accepted_by_the_editor_and_pyproject(severity, tmp_path):
+    settings, errors = parse_settings({"severity": {"TL1": severity}})
+    assert errors == [] and settings.severity == (("TL1", severity),)
+    config = parse_table({"severity": {"TL1": severity}}, tmp_path / "pyproject.toml")
+    assert config.severity_overrides()["TL101"].value == severity
+
+
+def test_every_import_strategy_is_handled_by_the_extension():
+    launcher = (ROOT / "client-vscode" / "src" / "launcher.ts").read_text(encoding="utf-8")
+    declared = re.search(r"type ImportStrategy = ([^;]+);", launcher).group(1)
+    assert sorted(re.findall(r"'(\w+)'", declared)) == sorted(IMPORT_STRATEGIES)
+    launch = (ROOT / "client-vscode" / "bundled" / "launch.py").read_text(encoding="utf-8")
+    assert "--from-environment" in launcher and "--from-environment" in launch
+
+
+def test_pyproject_keys_come_from_the_schema(tmp_path):
+    assert config_module.KEYS == pyproject_keys()
+    assert config_module.VERIFY_KEYS == pyproject_keys("verify")
+    for key in pyproject_keys():
+        assert any(spec.where.pyproject.split(".")[0] == key for spec in specs() if spec.where.pyproject)
+    with pytest.raises(ConfigError, match="unknown key 'show_all'.*did you mean 'show-all'"):
+        parse_table({"show_all": True}, tmp_path / "pyproject.toml")
+    assert parse_table({}, tmp_path / "pyproject.toml").show_all is DEFAULT_SETTINGS.show_all
+    assert Config().show_all is DEFAULT_SETTINGS.show_all
+
+
+def test_declared_flags_exist_on_the_command_line():
+    parser = build_parser()
+    subcommands = next(a for a in parser._actions if a.dest == "command").choices
+    flags = {option for name in ("check", "verify") for action in subcommands[name]._actions
+             for option in action.option_strings}
+    declared = {spec.where.flag for spec in specs() if spec.where.flag}
+    assert declared and declared <= flags, declared - flags
+    verify = subcommands["verify"].parse_args(["m.py"])
+    assert (verify.device, verify.timeout) == (DEFAULT_SETTINGS.verify_device, DEFAULT_SETTINGS.verify_timeout)
