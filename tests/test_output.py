@@ -66,8 +66,9 @@ def test_statistics(reports, options):
 def test_json_shape(reports, options, tmp_path):
     entries = json.loads(render(reports, "json", options))
     assert len(entries) == 3
-    keys = {"code", "message", "filename", "location", "end_location", "fix", "url", "noqa_row", "severity"}
+    keys = {"cell", "code", "message", "filename", "location", "end_location", "fix", "url", "noqa_row", "severity"}
     assert all(set(entry) == keys for entry in entries)
+    assert all(entry["cell"] is None for entry in entries)  # a .py file (ruff: the cell of a notebook)
 
     error, mask, trainable = entries
     assert error["code"] is None and error["fix"] is None

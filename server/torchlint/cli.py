@@ -28,6 +28,8 @@ from .analysis.engine import CheckOptions, check_source
 from .analysis.environments import Interpreter, choose_interpreter, own_interpreter
 from .analysis.findings import Finding, ParseError, Position
 from .analysis.inference_cache import InferenceCache, default_cache_dir
+from .analysis.notebook import (CellMap, CellsChanged, CodeCell, NotebookError, is_notebook, join_cells,
+                                read_notebook, split_cells, with_sources)
 from .config import Config, ConfigError, find_config, load_config
 from .files import discover, read_regular_file
 from .fixing import NotWritten, fix_text, write_in_place
@@ -144,6 +146,7 @@ class Checked:
     fixed_data: Optional[bytes] = None  # --fix: the content to write (None: nothing to write)
     unfixed_findings: List[Finding] = field(default_factory=list)  # what to report if the write fails
     notes: List[str] = field(default_factory=list)  # for the user, e.g. inference stopped by the budget
+    unfixed_cells: Optional[CellMap] = None  # a notebook's cells before --fix (for unfixed_findings)
 
 
 def check_file(job: Job) -> Checked:
@@ -154,6 +157,8 @@ def check_file(job: Job) -> Checked:
     except OSError as err:
         checked.unreadable = "cannot read: %s" % (err.strerror or err)
         return checked
+    if is_notebook(job.path):
+        return check_notebook(job, data, checked)
     text, encoding, report.error = decode_source(data)
     if text is None:
         return checked
@@ -182,6 +187,57 @@ def check_file(job: Job) -> Checked:
     return checked
 
 
+def check_notebook(job: Job, data: bytes, checked: Checked) -> Checked:
+    """check_file for a .ipynb: its code cells are checked as one text (analysis.notebook);
+    --fix changes only the fixed cells' sources in the JSON, written like any other file."""
+    report = checked.report
+    try:
+        notebook = read_notebook(data)
+    except NotebookError as err:
+        report.error = ParseError(str(err), Position(1, 0))
+        return checked
+    if notebook.language != "python":
+        return checked  # an R or Julia notebook: nothing for torchlint
+    joined = join_cells(notebook.code_cells, job.path)
+    report.cells = joined.cells
+    try:
+        inference = inference_for(job)
+        result = check_source(joined.text, job.path, job.options, inference)
+        if job.mode != "check" and result.parse_error is None:
+            unfixed = list(result.findings)
+            outcome = fix_text(joined.text, job.path, job.options, job.unsafe_fixes, inference, result)
+            report.internal_errors.extend(outcome.errors)
+            try:
+                sources = split_cells(joined, outcome.text) if outcome.text != joined.text else {}
+                fixed_json = with_sources(notebook, sources)
+            except CellsChanged as err:
+                checked.notes.append("fixes not applied (%s); fix it by hand" % err)
+                sources = {}
+            if sources:
+                cells = [CodeCell(c.number, sources.get(c.number, c.source)) for c in notebook.code_cells]
+                rejoined = join_cells(cells, job.path)
+                result, report.fixed, report.cells = outcome.result, outcome.fixed, rejoined.cells
+                if rejoined.text != outcome.text:  # the positions must be those of the cells written
+                    result = check_source(rejoined.text, job.path, job.options, inference)
+                if job.mode == "diff":
+                    before = {c.number: c.source for c in notebook.code_cells}
+                    report.diff = "".join(unified_diff(before[number], sources[number], "%s:cell %d" % (
+                        job.display, number)) for number in sorted(sources))
+                else:
+                    checked.original, checked.fixed_data = data, fixed_json.encode("utf-8")
+                    checked.unfixed_findings = unfixed
+                    checked.unfixed_cells = joined.cells
+        if inference is not None:
+            checked.notes.extend(sorted(set(inference.take_notes().values())))
+    except Exception:  # a torchlint bug: report it, check the other files
+        report.internal_errors.append("%s: %s" % (job.display, traceback.format_exc(limit=4)))
+        return checked
+    report.findings = list(result.findings)
+    report.error = result.parse_error or (joined.errors[0] if joined.errors else None)
+    report.internal_errors.extend("%s: %s" % (job.display, e) for e in result.internal_errors)
+    return checked
+
+
 def write_fixes(checked: Checked, display: str) -> Optional[str]:
     """Write a --fix result (in the main process); the error message when it was not written."""
     if checked.fixed_data is None:
@@ -192,6 +248,8 @@ def write_fixes(checked: Checked, display: str) -> Optional[str]:
     except (NotWritten, OSError) as err:
         message = str(err) if isinstance(err, NotWritten) else "not fixed: %s" % (err.strerror or err)
     checked.report.findings, checked.report.fixed = checked.unfixed_findings, 0
+    if checked.unfixed_cells is not None:  # a notebook: positions of the cells as they still are
+        checked.report.cells = checked.unfixed_cells
     return "%s: %s" % (display, message)
 
 

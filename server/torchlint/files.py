@@ -1,4 +1,4 @@
-"""Which files to check: command-line paths expanded into Python files.
+"""Which files to check: command-line paths expanded into Python files and notebooks (.ipynb).
 
 Directories are walked skipping virtual environments, caches and build output, the
 configured ``exclude`` globs and what the project root's ``.gitignore`` lists. A file
@@ -23,7 +23,7 @@ DEFAULT_EXCLUDES = (
     "site-packages", ".tox", ".nox", ".eggs", "*.egg-info", ".mypy_cache", ".pytest_cache",
     ".ruff_cache", "_build", ".ipynb_checkpoints", ".direnv",
 )
-PYTHON_SUFFIX = ".py"
+PYTHON_SUFFIXES = (".py", ".ipynb")  # Python files and Jupyter notebooks
 
 
 class GlobPattern:
@@ -198,7 +198,7 @@ def _walk(top: Path, root: Path, patterns: List[GlobPattern], result: Discovery)
                             and not os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
                         subdirectories.append(entry.path)
                     continue
-                if not entry.name.endswith(PYTHON_SUFFIX) or excluded(entry.path, entry.name, False):
+                if not entry.name.endswith(PYTHON_SUFFIXES) or excluded(entry.path, entry.name, False):
                     continue
                 if entry.is_file():  # follows a symbolic link: its target must be a regular file
                     yield Path(entry.path)

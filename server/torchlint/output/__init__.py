@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
-from ..analysis.findings import Finding, ParseError
+from ..analysis.findings import Finding, ParseError, Position
+from ..analysis.notebook import CellMap
 
 
 @dataclass
@@ -22,6 +23,14 @@ class FileReport:
     internal_errors: List[str] = field(default_factory=list)  # rules or fixes that crashed
     fixed: int = 0  # findings fixed (--fix) or fixable (--diff)
     diff: str = ""  # --diff: what --fix would change
+    cells: Optional[CellMap] = None  # a notebook: positions are in its joined cells (see cell_position)
+
+
+def cell_position(report: FileReport, pos: Position) -> Tuple[Optional[int], Position]:
+    """(cell number, position in that cell) in a notebook; (None, the position) in a file."""
+    if report.cells is None:
+        return None, pos
+    return report.cells.locate(pos)
 
 
 @dataclass(frozen=True)

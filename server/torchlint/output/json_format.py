@@ -7,22 +7,29 @@ from __future__ import annotations
 
 import json
 import os
-from typing import List
+from typing import List, Optional
 
 from ..analysis.findings import Position
 from ..fixing import preferred_fix
 from ..rules import RULES_BY_CODE
-from . import FileReport, OutputOptions, sorted_findings
+from . import FileReport, OutputOptions, cell_position, sorted_findings
 
 
 def location(pos: Position) -> dict:
     return {"row": pos.line, "column": pos.column + 1}
 
 
-def finding_entry(filename: str, finding) -> dict:
+def finding_entry(filename: str, finding, report: Optional[FileReport] = None) -> dict:
     fix = preferred_fix(finding)
     rule = RULES_BY_CODE.get(finding.code)
+    # A notebook's rows are those of the cell (ruff's shape); "cell" is null in a .py file.
+    cells = report if report is not None and report.cells is not None else None
+
+    def location(pos: Position) -> dict:
+        return _location(cells, pos)
+
     return {
+        "cell": cell_position(cells, finding.range.start)[0] if cells is not None else None,
         "code": finding.code,
         "message": finding.message,
         "filename": filename,
@@ -41,13 +48,19 @@ def finding_entry(filename: str, finding) -> dict:
     }
 
 
-def error_entry(filename: str, error) -> dict:
+def _location(report: Optional[FileReport], pos: Position) -> dict:
+    return location(pos if report is None else cell_position(report, pos)[1])
+
+
+def error_entry(filename: str, error, report: Optional[FileReport] = None) -> dict:
+    cells = report if report is not None and report.cells is not None else None
     return {
+        "cell": cell_position(cells, error.position)[0] if cells is not None else None,
         "code": None,
         "message": error.message,
         "filename": filename,
-        "location": location(error.position),
-        "end_location": location(error.position),
+        "location": _location(cells, error.position),
+        "end_location": _location(cells, error.position),
         "fix": None,
         "url": None,
         "noqa_row": None,
@@ -56,10 +69,11 @@ def error_entry(filename: str, error) -> dict:
 
 
 def entries(reports: List[FileReport]) -> List[dict]:
-    result = [error_entry(os.path.abspath(r.path), r.error) for r in sorted(reports, key=lambda r: r.path)
+    result = [error_entry(os.path.abspath(r.path), r.error, r) for r in sorted(reports, key=lambda r: r.path)
               if r.error is not None]
-    result += [finding_entry(os.path.abspath(report.path), finding) for report, finding in sorted_findings(reports)]
-    result.sort(key=lambda e: (e["filename"], e["location"]["row"], e["location"]["column"]))
+    result += [finding_entry(os.path.abspath(report.path), finding, report)
+               for report, finding in sorted_findings(reports)]
+    result.sort(key=lambda e: (e["filename"], e["cell"] or 0, e["location"]["row"], e["location"]["column"]))
     return result
 
 

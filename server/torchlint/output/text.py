@@ -6,27 +6,33 @@ from typing import List
 
 from ..fixing import choose_fix
 from ..rules import RULES_BY_CODE
-from . import FileReport, OutputOptions, display_path
+from . import FileReport, OutputOptions, cell_position, display_path
 
 
 def render(reports: List[FileReport], options: OutputOptions) -> str:
-    rows = []  # (path, line, column, text): parse errors sit among findings by position
+    rows = []  # (path, position, where, text): parse errors sit among findings by position
     for report in reports:
         path = display_path(report.path, options.cwd)
         if report.error is not None:
             pos = report.error.position
-            rows.append((path, pos.line, pos.column + 1, report.error.message))
+            rows.append((path, pos, _where(report, pos), report.error.message))
         for finding in report.findings:
             start = finding.range.start
             marker = "[*] " if choose_fix(finding, options.unsafe_fixes) else ""
-            rows.append((path, start.line, start.column + 1, "%s %s%s" % (finding.code, marker, finding.message)))
+            rows.append((path, start, _where(report, start), "%s %s%s" % (finding.code, marker, finding.message)))
     rows.sort()
-    lines = ["%s:%d:%d: %s" % row for row in rows]
+    lines = ["%s:%s: %s" % (path, where, text) for path, _, where, text in rows]
     if not options.quiet:
         if lines:
             lines.append("")
         lines.append(summary(reports, options))
     return "\n".join(lines) + "\n" if lines else ""
+
+
+def _where(report: FileReport, pos) -> str:
+    """``line:col``, or ``cell N:line:col`` in a notebook (as ruff writes it)."""
+    cell, pos = cell_position(report, pos)
+    return ("cell %d:" % cell if cell is not None else "") + "%d:%d" % (pos.line, pos.column + 1)
 
 
 def _plural(count: int) -> str:
