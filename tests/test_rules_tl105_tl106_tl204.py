@@ -125,6 +125,32 @@ def test_tl204_follows_methods_forward_calls():
     assert "device=self.pos.device" in fixed(source, preferred(finding))
 
 
+def test_tl204_follows_a_helper_result_into_forward_and_names_a_device_the_helper_knows():
+    source = """\
+    import torch
+    import torch.nn as nn
+
+    class Attention(nn.Module):
+        def __init__(self, dim=4):
+            super().__init__()
+            self.qkv = nn.Linear(dim, 3 * dim)
+
+        def _causal_mask(self, t):
+            return torch.ones(t, t).tril() == 0
+
+        def forward(self, x):
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            att = (q @ k.transpose(-2, -1)).masked_fill(self._causal_mask(x.shape[1]), float("-inf"))
+            return att.softmax(-1) @ v
+    """
+    finding = only(source, "TL204")
+    assert finding.range.start.line == 10 and "on line 14" in finding.message
+    text = fixed(source, preferred(finding))
+    assert text.splitlines()[9] == "        return torch.ones(t, t, device=self.qkv.weight.device).tril() == 0"
+    model = run(text)["Attention"]().to("meta")
+    assert model(torch.zeros(2, 3, 4, device="meta")).device.type == "meta"
+
+
 # == TL105 non-leaf-parameter ================================================================
 
 SCRIPT = """\

@@ -70,13 +70,17 @@ class TensorCreatedWithoutDevice(Rule):
             reached = reach(ctx, cls)
             if reached is None:
                 continue
-            for scope in reached.methods.values():
-                yield from _Method(ctx, cls, scope).findings()
+            methods = {}
+            for name, scope in reached.methods.items():
+                methods[name] = _Method(ctx, cls, scope, methods)
+            for method in list(methods.values()):
+                yield from method.findings()
 
 
 class _Method:
-    def __init__(self, ctx, cls, scope):
+    def __init__(self, ctx, cls, scope, methods=None):
         self.ctx, self.cls, self.scope = ctx, cls, scope
+        self.methods = methods if methods is not None else {}  # the other methods forward reaches, by name
         self.parent_of = parents(scope.node)
         self._evidence = None
         self._factory_stmt = None  # the statement of the factory being followed
@@ -185,10 +189,37 @@ class _Method:
                 return self._follow_name(parent.targets[0].id, parent, depth)
             elif isinstance(parent, ast.AugAssign) and parent.value is node:
                 return self._meets(parent.target, parent)
+            elif isinstance(parent, ast.Return):
+                return self._follow_return(depth)
             else:
                 return None
             depth += 1
         return None
+
+    def _follow_return(self, depth: int) -> Optional[_Meeting]:
+        """A helper's result, followed at its callers (`mask = self._causal_mask(t)` in forward);
+        the fix needs a device this method can name: its own input, or the Module's weight."""
+        for caller in self.methods.values():
+            for call in ast.walk(caller.scope.node):
+                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                        and call.func.attr == self.scope.name and caller.scope.is_self(call.func.value)):
+                    continue
+                saved, caller._factory_stmt = caller._factory_stmt, None  # its inputs are not ours to name
+                try:
+                    meeting = caller._follow(call, depth + 2)
+                finally:
+                    caller._factory_stmt = saved
+                if meeting is None:
+                    continue
+                device, tensor = self._device_for(meeting.tensor)
+                if not (tensor in self._own_inputs() or tensor.startswith("%s." % self.scope.self_name)):
+                    continue  # only the caller can name that device
+                return _Meeting(meeting.node, meeting.partner, device, tensor)
+        return None
+
+    def _own_inputs(self):
+        args = self.scope.node.args
+        return {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg != self.scope.self_name}
 
     def _follow_name(self, name: str, binding_stmt: ast.stmt, depth: int) -> Optional[_Meeting]:
         for load in loads_of(self.scope, name):
