@@ -79,6 +79,8 @@ def _sinks(ctx):
         if _non_leaf(ctx, value, scope, stmt, 0) is None:
             continue  # cheap first: most stores are not non-leaves, and classifying may ask jedi
         if scope.cls is not None and scope.cls.is_module and scope.is_self(target.value):
+            if _wrapped_later(ctx, scope.cls, target.attr, stmt):
+                continue
             owner = "the Module"
         elif ctx.classify(target.value, scope).kind is Kind.MODULE:
             owner = "a Module"
@@ -87,6 +89,18 @@ def _sinks(ctx):
         sink = ("it is stored on %s as `%s`: a plain tensor attribute, never a parameter, so the optimizer never "
                 "trains it" % (owner, ctx.text(target)))
         yield value, scope, stmt, sink, target
+
+
+def _wrapped_later(ctx, cls, attr: str, stmt) -> bool:
+    """`self.w = nn.Parameter(self.w)` or register_parameter("w", ...) elsewhere in the class:
+    the tensor stored here is only a draft of the parameter."""
+    if attr in ctx.registered_names(cls):
+        return True
+    for other in ctx.classifier.class_attribute_bindings(cls, attr):
+        if other.stmt is not stmt and other.value is not None and \
+                ctx.classify(other.value, other.scope).kind in (Kind.PARAMETER, Kind.BUFFER, Kind.MODULE):
+            return True
+    return False
 
 
 def _own_nodes(scope):
