@@ -112,7 +112,7 @@ def parse_all(paths: Sequence[Path]) -> None:
 
 
 def torchlint_all(paths: Sequence[Path]) -> int:
-    from torchlint.analysis.engine import check_source
+    from torchlint.engine import check_source
 
     return sum(len(check_source(path.read_text(encoding="utf-8"), path.name).findings) for path in paths)
 

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from torchlint.analysis.engine import check_source
+from torchlint.engine import check_source
 from torchlint.analysis.inference import JediInference
 
 CORPUS = Path(__file__).resolve().parent / "corpus"

@@ -368,7 +368,7 @@ async def measure(args, path: Path, text: str) -> Session:
 def reference_times(text: str, path: str, runs: int, with_jedi: bool) -> Dict[str, float]:
     """Median milliseconds of ast.parse, check_source, and check_source with a warm jedi
     layer, in this process, on the same text: what the waves cost without the server."""
-    from torchlint.analysis.engine import check_source
+    from torchlint.engine import check_source
 
     def median_ms(function) -> float:
         times = []

@@ -14,7 +14,7 @@ import collections
 import sys
 from pathlib import Path
 
-from torchlint.analysis.engine import check_source
+from torchlint.engine import check_source
 from torchlint.analysis.inference import JediInference
 from torchlint.rules import RULES_BY_CODE
 

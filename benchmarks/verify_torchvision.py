@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "server"))
 
 from torchlint.analysis.context import FileContext  # noqa: E402
-from torchlint.analysis.engine import parse  # noqa: E402
+from torchlint.analysis.parsing import parse  # noqa: E402
 from torchlint.verify import verify_file  # noqa: E402
 from torchlint.verify.report import COMPLETED, TIMEOUT  # noqa: E402
 

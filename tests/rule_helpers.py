@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import textwrap
 
-from torchlint.analysis.engine import check_source
+from torchlint.engine import check_source
 from torchlint.analysis.source import apply_edits
 
 

@@ -10,7 +10,7 @@ from textwrap import dedent
 import pytest
 
 from conftest import ROOT
-from torchlint.analysis.engine import CheckOptions, check_source
+from torchlint.engine import CheckOptions, check_source
 from torchlint.analysis.findings import (Applicability, CheckResult, Edit, Finding, Fix, ParseError, Position,
                                          Range, Severity)
 from torchlint.analysis.source import apply_edits
@@ -258,8 +258,8 @@ def test_range_and_position_order():
 def test_core_never_imports_torch():
     code = dedent("""\
         import sys
-        import torchlint.analysis.engine, torchlint.rules
-        from torchlint.analysis.engine import check_source
+        import torchlint.engine, torchlint.rules
+        from torchlint.engine import check_source
         assert 'torch' not in sys.modules, 'importing the core imported torch'
         src = open(sys.argv[1], encoding='utf-8').read()
         check_source(src, sys.argv[1])

@@ -11,7 +11,7 @@ from textwrap import dedent
 import pytest
 import torch
 
-from torchlint.analysis.engine import check_source
+from torchlint.engine import check_source
 from torchlint.analysis.source import apply_edits
 
 

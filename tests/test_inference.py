@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from expectations import expected_findings
-from torchlint.analysis.engine import check_source
+from torchlint.engine import check_source
 from torchlint.analysis.inference import JediInference
 
 PROJECT = Path(__file__).parent / "fixtures" / "jedi_project"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from textwrap import dedent
 
-from torchlint.analysis.engine import check_source
+from torchlint.engine import check_source
 from torchlint.analysis.findings import Position
 from torchlint.analysis.noqa import noqa_edit
 from torchlint.analysis.source import SourceText, apply_edits

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from torchlint import cli
-from torchlint.analysis.engine import check_source
+from torchlint.engine import check_source
 from torchlint.analysis.findings import Position
 from torchlint.analysis.notebook import (PLACEHOLDER, CellsChanged, CodeCell, NotebookError, join_cells,
                                          read_notebook, split_cells, with_sources)

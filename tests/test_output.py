@@ -7,7 +7,7 @@ import re
 import pytest
 
 from torchlint import __version__, cli
-from torchlint.analysis.engine import CheckOptions, check_source
+from torchlint.engine import CheckOptions, check_source
 from torchlint.analysis.findings import Applicability, Edit, Finding, Fix, ParseError, Position, Range, Severity
 from torchlint.output import FileReport, OutputOptions, render
 from torchlint.output.github import escape_data, escape_property

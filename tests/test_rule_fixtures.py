@@ -14,7 +14,7 @@ import pytest
 from conftest import RULE_FIXTURES, describe, rule_fixture_files
 from expectations import expected_findings
 from torchlint import rules
-from torchlint.analysis.engine import check_source
+from torchlint.engine import check_source
 from torchlint.analysis.findings import Finding, Fix
 from torchlint.analysis.source import SourceText, apply_edits
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from expectations import expected_findings
-from torchlint.analysis.engine import check_source
+from torchlint.engine import check_source
 from torchlint.analysis.source import apply_edits
 
 REAL_BUGS = Path(__file__).resolve().parent / "fixtures" / "real_bugs"

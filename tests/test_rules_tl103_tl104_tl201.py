@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 from rule_helpers import by_title, check, findings, fixed, only, preferred, run
-from torchlint.analysis.engine import check_source
+from torchlint.engine import check_source
 from torchlint.analysis.source import apply_edits
 
 

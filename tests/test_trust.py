@@ -20,7 +20,7 @@ import pytest
 from lsprotocol import types
 
 from torchlint.analysis import environments as envs
-from torchlint.analysis.engine import check_source
+from torchlint.engine import check_source
 from torchlint.analysis.inference import JediInference
 from torchlint.lsp.inference_layers import InferenceLayers
 from torchlint.verify.runner import resolve_python

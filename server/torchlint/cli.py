@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
-from .analysis.engine import CheckOptions, check_source
+from .engine import CheckOptions, check_source
 from .analysis.environments import Interpreter, choose_interpreter, own_interpreter
 from .analysis.findings import Finding, ParseError, Position
 from .analysis.inference_cache import InferenceCache, default_cache_dir

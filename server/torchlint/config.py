@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
-from .analysis.engine import CheckOptions
+from .engine import CheckOptions
 from .analysis.findings import Severity
 from .files import GlobPattern, relative_to_root
 from .rules import RULES_BY_CODE

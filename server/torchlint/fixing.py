@@ -13,33 +13,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
-from .analysis.engine import DEFAULT_OPTIONS, CheckOptions, check_source
-from .analysis.findings import CheckResult, Edit, Finding, Fix
+from .analysis.findings import CheckResult, Edit, Finding
 from .analysis.source import SourceText, apply_edits
+from .engine import DEFAULT_OPTIONS, CheckOptions, check_source
 from .files import read_regular_file
 
 MAX_PASSES = 10
 _LONE_LF = re.compile(r"(?<!\r)\n")
-
-
-def allowed(fix: Fix, unsafe: bool) -> bool:
-    return fix.is_safe or unsafe
-
-
-def preferred_fix(finding: Finding) -> Optional[Fix]:
-    """The fix the rule recommends (the first one when none is marked)."""
-    for fix in finding.fixes:
-        if fix.preferred:
-            return fix
-    return finding.fixes[0] if finding.fixes else None
-
-
-def choose_fix(finding: Finding, unsafe: bool = False) -> Optional[Fix]:
-    """The preferred fix if it may be applied, else the first one that may."""
-    best = preferred_fix(finding)
-    if best is not None and allowed(best, unsafe):
-        return best
-    return next((fix for fix in finding.fixes if allowed(fix, unsafe)), None)
 
 
 @dataclass
@@ -167,7 +147,7 @@ def _pick_edits(findings: Sequence[Finding], unsafe: bool, newline: str) -> Tupl
     taken: List[Edit] = []
     applied: List[Finding] = []
     for finding in findings:
-        fix = choose_fix(finding, unsafe)
+        fix = finding.fix_to_apply(unsafe)
         if fix is None:
             continue
         edits = [_with_newline(edit, newline) for edit in fix.edits]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Iterator, List, Tuple
 
 from . import __version__
-from .analysis.engine import check_source
+from .engine import check_source
 
 
 class Flake8Plugin:

@@ -42,7 +42,7 @@ def test_malformed_requests_get_an_error_answer():
 
 def test_the_server_never_imports_torch():
     code = ("import sys; from torchlint.lsp.server import create_server; create_server(); "
-            "from torchlint.analysis.engine import check_source; "
+            "from torchlint.engine import check_source; "
             "check_source(open(sys.argv[1]).read(), sys.argv[1]); "
             "assert 'torch' not in sys.modules, 'torch imported'")
     done = subprocess.run(CONFIG.server_command[:1] + ["-c", code, "examples/scaled_block.py"],

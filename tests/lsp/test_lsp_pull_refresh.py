@@ -13,7 +13,7 @@ from pytest_lsp import LanguageClient, client_capabilities
 
 from expectations import expected_findings
 from lsp_helpers import CONFIG, NEOVIM, ROOT, VSCODE, open_document, record_publishes, replace_text, wait_for
-from torchlint.analysis.engine import check_source
+from torchlint.engine import check_source
 
 JEDI_FIXTURE = ROOT / "tests" / "fixtures" / "jedi_project" / "models.py"
 # Every finding the fixture expects hides behind another file or a helper's return value:

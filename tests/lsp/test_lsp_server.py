@@ -13,7 +13,7 @@ from pytest_lsp import LanguageClient
 from lsp_helpers import (CONFIG, EXAMPLES, NEOVIM, VSCODE, apply_text_edits, close_document, codes,
                          edits_of, initialize, new_uri, open_document, replace_text, settle,
                          utf16_len, wait_for, wait_for_publish)
-from torchlint.analysis.engine import check_source
+from torchlint.engine import check_source
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -14,7 +14,7 @@ from pytest_lsp import LanguageClient
 
 from lsp_helpers import (CONFIG, VSCODE, apply_text_edits, close_document, initialize, new_uri,
                          open_document, utf16_len, wait_for_publish)
-from torchlint.analysis.engine import check_source
+from torchlint.engine import check_source
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

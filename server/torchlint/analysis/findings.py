@@ -84,6 +84,18 @@ class Finding:
         return Finding(self.code, self.message, severity, self.range, self.fixes,
                        self.related, self.deprecated, self.source)
 
+    @property
+    def preferred_fix(self) -> Optional[Fix]:
+        """The fix the rule recommends (the first one when none is marked)."""
+        return next((fix for fix in self.fixes if fix.preferred), self.fixes[0] if self.fixes else None)
+
+    def fix_to_apply(self, unsafe: bool = False) -> Optional[Fix]:
+        """The preferred fix if it may be applied (safe, or ``unsafe`` allowed), else the first that may."""
+        best = self.preferred_fix
+        if best is not None and (best.is_safe or unsafe):
+            return best
+        return next((fix for fix in self.fixes if fix.is_safe or unsafe), None)
+
 
 @dataclass(frozen=True)
 class ParseError:

@@ -484,7 +484,7 @@ class JediInference:
         try:
             with open(path, "rb") as handle:
                 text = handle.read().decode("utf-8", "replace")
-            from .engine import PARSE_LOCK  # one AST build at a time (CPython 3.11)
+            from .parsing import PARSE_LOCK  # one AST build at a time (CPython 3.11)
             with PARSE_LOCK:
                 tree = ast.parse(text)
         except (SyntaxError, ValueError, OSError):

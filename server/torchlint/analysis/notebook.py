@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from json.decoder import scanstring
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .engine import PARSE_LOCK
+from .parsing import PARSE_LOCK
 from .findings import ParseError, Position
 
 NOTEBOOK_SUFFIX = ".ipynb"

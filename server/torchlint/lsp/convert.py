@@ -115,7 +115,7 @@ def hover_card(finding: Finding, markdown: bool = True) -> str:
     and a link to the rule's page."""
     rule = RULES_BY_CODE.get(finding.code)
     href = rule_href(finding.code)
-    fix = next((f for f in finding.fixes if f.preferred), finding.fixes[0] if finding.fixes else None)
+    fix = finding.preferred_fix
     if not markdown:
         lines = ["%s %s" % (finding.code, finding.message)]
         if rule is not None:

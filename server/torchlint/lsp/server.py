@@ -32,7 +32,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from .. import __version__
-from ..analysis.engine import check_source
+from ..engine import check_source
 from ..analysis.findings import CheckResult, ParseError, Position
 from ..analysis.noqa import noqa_edit
 from ..analysis.source import SourceText

@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 
 from ..analysis.context import FileContext
-from ..analysis.engine import parse
+from ..analysis.parsing import parse
 from ..analysis.environments import SERVER_HINT
 from ..analysis.findings import Finding
 from ..verify.findings import report_to_findings

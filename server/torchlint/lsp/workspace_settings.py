@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-from ..analysis.engine import CheckOptions
+from ..engine import CheckOptions
 from ..config import Config, ConfigError, find_config
 from ..settings import DEFAULT_SETTINGS, Settings, parse_editor
 

@@ -10,7 +10,6 @@ import os
 from typing import List, Optional
 
 from ..analysis.findings import Position
-from ..fixing import preferred_fix
 from ..rules import RULES_BY_CODE
 from . import FileReport, OutputOptions, cell_position, sorted_findings
 
@@ -20,7 +19,7 @@ def location(pos: Position) -> dict:
 
 
 def finding_entry(filename: str, finding, report: Optional[FileReport] = None) -> dict:
-    fix = preferred_fix(finding)
+    fix = finding.preferred_fix
     rule = RULES_BY_CODE.get(finding.code)
     # A notebook's rows are those of the cell (ruff's shape); "cell" is null in a .py file.
     cells = report if report is not None and report.cells is not None else None

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import List
 
 from .. import __version__
-from ..fixing import preferred_fix
 from ..rules import ALL_RULES
 from . import FileReport, OutputOptions, inside, display_path, sorted_findings
 
@@ -71,7 +70,7 @@ def _result(report: FileReport, finding, rule_index: dict, cwd: str) -> dict:
              "physicalLocation": {"artifactLocation": artifact,
                                   "region": _region(related.range.start, related.range.end)}}
             for i, related in enumerate(finding.related)]
-    fix = preferred_fix(finding)
+    fix = finding.preferred_fix
     if fix is not None:
         result["fixes"] = [{
             "description": {"text": fix.title},

@@ -4,7 +4,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import List
 
-from ..fixing import choose_fix
 from ..rules import RULES_BY_CODE
 from . import FileReport, OutputOptions, cell_position, display_path
 
@@ -18,7 +17,7 @@ def render(reports: List[FileReport], options: OutputOptions) -> str:
             rows.append((path, pos, _where(report, pos), report.error.message))
         for finding in report.findings:
             start = finding.range.start
-            marker = "[*] " if choose_fix(finding, options.unsafe_fixes) else ""
+            marker = "[*] " if finding.fix_to_apply(options.unsafe_fixes) else ""
             rows.append((path, start, _where(report, start), "%s %s%s" % (finding.code, marker, finding.message)))
     rows.sort()
     lines = ["%s:%s: %s" % (path, where, text) for path, _, where, text in rows]
@@ -43,8 +42,8 @@ def summary(reports: List[FileReport], options: OutputOptions) -> str:
     findings = [f for r in reports for f in r.findings]
     remaining = len(findings) + sum(1 for r in reports if r.error is not None)
     fixed = sum(r.fixed for r in reports) if options.fix_mode else 0
-    fixable = sum(1 for f in findings if choose_fix(f, options.unsafe_fixes))
-    hidden = 0 if options.unsafe_fixes else sum(1 for f in findings if not choose_fix(f) and choose_fix(f, True))
+    fixable = sum(1 for f in findings if f.fix_to_apply(options.unsafe_fixes))
+    hidden = 0 if options.unsafe_fixes else sum(1 for f in findings if not f.fix_to_apply() and f.fix_to_apply(True))
     if remaining == 0 and fixed == 0:
         return "All checks passed!"
     notes = []
@@ -61,7 +60,7 @@ def summary(reports: List[FileReport], options: OutputOptions) -> str:
 def render_statistics(reports: List[FileReport], options: OutputOptions) -> str:
     """One line per rule with findings: count, code, fixability marker, rule name."""
     counts = Counter(f.code for r in reports for f in r.findings)
-    fixable = {f.code for r in reports for f in r.findings if choose_fix(f, options.unsafe_fixes)}
+    fixable = {f.code for r in reports for f in r.findings if f.fix_to_apply(options.unsafe_fixes)}
     errors = sum(1 for r in reports if r.error is not None)
     rows = [(count, code, "[*]" if code in fixable else "   ", getattr(RULES_BY_CODE.get(code), "name", ""))
             for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]

@@ -16,7 +16,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ..analysis.context import FileContext
-from ..analysis.engine import parse
+from ..analysis.parsing import parse
 from ..analysis.findings import Finding, Range, Severity
 from ..analysis.scopes import ClassInfo
 from .report import Issue, VerifyReport

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
 from ..analysis.context import FileContext
-from ..analysis.engine import parse
+from ..analysis.parsing import parse
 from ..analysis.environments import CLI_HINT, RUN, choose_interpreter
 from ..config import VerifyConfig
 from ..settings import DEFAULT_SETTINGS, DEVICES, is_device

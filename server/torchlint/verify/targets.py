@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from ..analysis.engine import parse
+from ..analysis.parsing import parse
 from ..analysis.scopes import Binding, Scope, build_index
 
 MAX_CANDIDATES = 6  # per class: the child tries them in order, each a construction

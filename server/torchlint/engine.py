@@ -1,0 +1,65 @@
+"""Run the rules over one file: parse, build the context once, check, filter.
+
+This is the whole public surface of the core: source text in, findings out. It sits above
+the rules (it runs them) and below everything that reports findings.
+"""
+from __future__ import annotations
+
+import logging
+import traceback
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, List, Optional
+
+from .analysis.context import FileContext
+from .analysis.findings import CheckResult, Finding, Severity
+from .analysis.noqa import parse_directives
+from .analysis.parsing import gc_paused, parse
+from .rules import ALL_RULES
+
+log = logging.getLogger("torchlint")
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """Which rules run on a file and at which severity (already resolved for that file)."""
+
+    enabled: Optional[FrozenSet[str]] = None  # None: every rule
+    severities: Dict[str, Severity] = field(default_factory=dict)
+    # Also report what the rules grade as quiet (no evidence of harm here), as hints.
+    show_all: bool = False
+
+
+DEFAULT_OPTIONS = CheckOptions()
+
+
+def check_source(text: str, path: str = "<stdin>", options: CheckOptions = DEFAULT_OPTIONS,
+                 inference=None) -> CheckResult:
+    with gc_paused():
+        return _check_source(text, path, options, inference)
+
+
+def _check_source(text: str, path: str, options: CheckOptions, inference) -> CheckResult:
+    tree, error = parse(text, path)
+    if tree is None:
+        return CheckResult([], error)
+    ctx = FileContext(text, path, tree, inference, show_all=options.show_all)
+    directives = parse_directives(ctx.source, tree)
+    result = CheckResult()
+    findings: List[Finding] = []
+    for rule in ALL_RULES:
+        if options.enabled is not None and rule.code not in options.enabled:
+            continue
+        try:
+            findings.extend(rule.check(ctx))
+        except Exception:  # a bug in one rule must not cost the user the others
+            log.error("rule %s failed on %s:\n%s", rule.code, path, traceback.format_exc())
+            result.internal_errors.append("%s: %s" % (rule.code, traceback.format_exc(limit=3)))
+    if ctx.inference is not None:
+        ctx.inference.finish()  # keeps jedi's answers for the next check of this text
+    for finding in findings:
+        if directives.suppresses(finding):
+            continue
+        severity = options.severities.get(finding.code)
+        result.findings.append(finding.with_severity(severity) if severity else finding)
+    result.findings.sort(key=lambda f: (f.range.start, f.code))
+    return result

@@ -1,0 +1,93 @@
+"""Imports go one way: analysis -> rules (and config, settings, the engine) -> fixing / verify
+-> output -> lsp -> cli. Read from the source with ast, late imports inside functions included,
+so a cycle cannot hide behind an import placed in a function body."""
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "server" / "torchlint"
+
+# Lowest first. A module may import its own layer and the layers before it, never a later one.
+LAYERS = (
+    ("analysis", ("torchlint", "torchlint.analysis", "torchlint.files")),
+    ("rules", ("torchlint.rules", "torchlint.config", "torchlint.settings", "torchlint.engine")),
+    ("fixing / verify", ("torchlint.fixing", "torchlint.verify")),
+    ("output", ("torchlint.output",)),
+    ("lsp", ("torchlint.lsp",)),
+    ("cli", ("torchlint.cli", "torchlint.__main__", "torchlint.flake8_plugin")),
+)
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer_of(module: str) -> int:
+    """The index of the most specific layer prefix that names ``module``."""
+    best, best_length = None, -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_length:
+                best, best_length = index, len(prefix)
+    assert best is not None, "%s belongs to no layer: add it to LAYERS" % module
+    return best
+
+
+def imported_modules(path: Path, module: str = ""):
+    """(line, module) of every torchlint module the file imports, anywhere in it (``module``:
+    the file's dotted name, by default from its place in the package)."""
+    module = module or module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            # `from . import x` / `from .pkg import mod`: the names may be modules themselves.
+            targets = [target] + ["%s.%s" % (target, alias.name) for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            if target == "torchlint" or target.startswith("torchlint."):
+                yield node.lineno, target
+
+
+def is_module(name: str) -> bool:
+    relative = Path(*name.split(".")[1:]) if "." in name else Path()
+    return (PACKAGE / relative).with_suffix(".py").is_file() or (PACKAGE / relative / "__init__.py").is_file()
+
+
+SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_every_module_has_a_layer():
+    for path in SOURCES:
+        layer_of(module_name(path))
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_import_reaches_up_a_layer(path):
+    own = layer_of(module_name(path))
+    upward = []
+    for line, target in imported_modules(path):
+        if not is_module(target):
+            continue  # a name imported from a module, not a module
+        if layer_of(target) > own:
+            upward.append("line %d imports %s (%s) from the %s layer" % (
+                line, target, LAYERS[layer_of(target)][0], LAYERS[own][0]))
+    assert not upward, "\n".join(upward)
+
+
+def test_the_check_reads_late_imports_too(tmp_path):
+    """An import inside a function body counts: the engine <-> rules cycle hid behind one."""
+    source = tmp_path / "m.py"
+    source.write_text("def check():\n    from ..rules import ALL_RULES\n")
+    names = [target for _, target in imported_modules(source, "torchlint.analysis.m")]
+    assert "torchlint.rules" in names
+    assert layer_of("torchlint.rules") > layer_of("torchlint.analysis.m")
