@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib.machinery
 import logging
 import os
 import queue
@@ -308,6 +309,7 @@ class JediInference:
         self.notes: Dict[str, str] = {}  # path -> why inference stopped early there (take_notes)
         self._class_cache: Dict[Tuple[str, int], Tuple[bool, FrozenSet[str]]] = {}
         self._return_cache: Dict[Tuple[str, int, int], Tuple[Optional[Value], FrozenSet[str]]] = {}
+        self._module_files: Dict[tuple, Optional[str]] = {}
         self._file_cache: Dict[str, tuple] = {}  # path -> (mtime, tree, text)
         self._warmed = threading.Event()
 
@@ -431,7 +433,8 @@ class JediInference:
         node = next((c for c in classes if c.lineno == line), None)
         if node is None:
             return False
-        imports = collect_imports(tree, [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))])
+        import_nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        imports = collect_imports(tree, import_nodes)
         by_name = {c.name: c for c in classes}
         script = None
         for base in node.bases:
@@ -442,6 +445,11 @@ class JediInference:
                 if self.class_is_module(path, by_name[base.id].lineno, depth + 1, read):
                     return True
                 continue
+            found = self.base_from_files(path, import_nodes, base, depth + 1, read)
+            if found is not None:
+                if found:
+                    return True
+                continue
             if script is None:
                 script = self._jedi.Script(code=text, path=path, project=self.project, environment=self.environment)
             try:
@@ -450,6 +458,114 @@ class JediInference:
             finally:
                 read.update(self.loaded_files(script) or ())
         return False
+
+    # -- bases found by reading files, before asking jedi -----------------------------------------
+    def base_from_files(self, path: str, import_nodes, base: ast.expr, depth: int, read: Set[str]) -> Optional[bool]:
+        """Whether a base imported by the file at ``path`` is a Module, found by following the
+        imports through the files they name (absolute ones on the project's and the environment's
+        path, relative ones from the file's folder). None when that cannot tell (a star import,
+        a name defined under a condition, a module that is not a plain file): jedi is asked then."""
+        dotted = _dotted(base)
+        if dotted is None or depth > _MAX_BASE_DEPTH:
+            return None
+        head, _, rest = dotted.partition(".")
+        for node in reversed(import_nodes):  # the last import of a name wins
+            for alias in node.names:
+                if isinstance(node, ast.Import):
+                    local = alias.asname or alias.name.split(".", 1)[0]
+                    target = alias.name if alias.asname else local
+                else:
+                    local, target = alias.asname or alias.name, "%s.%s" % (node.module, alias.name) \
+                        if node.module else alias.name
+                if local != head or alias.name == "*":
+                    continue
+                full = target + ("." + rest if rest else "")
+                if isinstance(node, ast.ImportFrom) and node.level:
+                    folder = os.path.dirname(path)
+                    for _ in range(node.level - 1):
+                        folder = os.path.dirname(folder)
+                    return self._dotted_is_module(full, (folder,), depth, read)
+                return self._dotted_is_module(full, self._search_path(path), depth, read)
+        return None
+
+    def _search_path(self, path: str) -> Tuple[str, ...]:
+        """Where absolute imports of a file are found, in jedi's order: the project root, the
+        environment's sys.path, then the file's folders below the root that are not packages."""
+        parents = []
+        folder = os.path.dirname(os.path.abspath(path))
+        while folder.startswith(os.path.join(self.root, "")) and folder not in parents:
+            if not os.path.isfile(os.path.join(folder, "__init__.py")):
+                parents.append(folder)
+            folder = os.path.dirname(folder)
+        folders = [self.root] + [p for p in self.sys_path if p != self.root]
+        return tuple(folders + [p for p in reversed(parents) if p not in folders])
+
+    def _dotted_is_module(self, dotted: str, folders: Tuple[str, ...], depth: int, read: Set[str]) -> Optional[bool]:
+        parts = dotted.split(".")
+        if len(parts) < 2:
+            return None
+        module = self._module_file(parts[:-1], folders)
+        if module is None:
+            return None
+        return self._name_is_module(module, parts[-1], depth, read)
+
+    def _module_file(self, parts: List[str], folders: Tuple[str, ...]) -> Optional[str]:
+        key = (tuple(parts), folders)
+        if key not in self._module_files:
+            found = None
+            for folder in folders:
+                stem = os.path.join(folder, *parts)
+                for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+                    if os.path.isfile(candidate):
+                        found = candidate
+                        break
+                if found is not None or os.path.isdir(stem) or os.path.exists(stem + ".pyi"):
+                    break  # found, or something else (a namespace package, a stub) that jedi should read
+                if any(os.path.exists(stem + suffix) for suffix in _COMPILED_SUFFIXES):
+                    break
+            self._module_files[key] = found
+        return self._module_files[key]
+
+    def _name_is_module(self, module: str, name: str, depth: int, read: Set[str]) -> Optional[bool]:
+        """Whether ``name`` at the top level of the file ``module`` is a Module class."""
+        qualified = tn.canonical("%s.%s" % (self._module_name(module), name))
+        if qualified in tn.MODULE_BASES or tn.is_module_class(qualified):
+            return True  # torch.nn.Module itself (its own file gives it no base), a torch layer
+        tree, _ = self._parse(module)
+        if tree is None:
+            return None
+        read.add(module)
+        found = None
+        star = False  # a star import after the last definition found: it may rebind the name
+        for stmt in tree.body:
+            if isinstance(stmt, ast.ClassDef) and stmt.name == name:
+                found, star = stmt, False
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                star = star or any(alias.name == "*" for alias in stmt.names)
+                if any((alias.asname or alias.name.split(".", 1)[0]) == name for alias in stmt.names):
+                    found, star = stmt, False
+            elif _binds(stmt, name):
+                return None  # an assignment, a function, a definition under a condition
+        if star:
+            return None
+        if isinstance(found, ast.ClassDef):
+            return self.class_is_module(module, found.lineno, depth, read)
+        if found is not None:
+            return self.base_from_files(module, [found], ast.Name(id=name), depth + 1, read)
+        return None
+
+    def _module_name(self, module: str) -> str:
+        """The dotted name a module file is imported by (from the deepest folder of sys.path or the
+        project root holding it): site-packages/torch/nn/modules/module.py is torch.nn.modules.module."""
+        best = ""
+        for folder in [self.root] + self.sys_path:
+            folder = os.path.join(os.path.abspath(folder), "")
+            if module.startswith(folder) and len(folder) > len(best):
+                best = folder
+        parts = Path(module[len(best):]).with_suffix("").parts
+        if parts and parts[-1] == "__init__":
+            parts = parts[:-1]
+        return ".".join(parts)
 
     def _base_is_module(self, script, base: ast.expr, text: str, depth: int, read: Set[str]) -> bool:
         line, column = _last_token(base, text)
@@ -532,6 +648,9 @@ class FileInference:
             return self._answers[key]
         if self.project.failure is not None or self.note is not None:
             return False
+        found = self._base_from_files(base)
+        if found is not None:
+            return found
         try:
             answer = self._ask(lambda: self.project._base_is_module(self.script, base, self.text, 1, self._read))
         except BudgetSpent:
@@ -541,6 +660,18 @@ class FileInference:
             return False
         self._remember(key, bool(answer))
         return bool(answer)
+
+    def _base_from_files(self, base: ast.expr) -> Optional[bool]:
+        """A base resolved by reading the files its import names (no jedi); None: ask jedi."""
+        from .parsing import parse  # the tree the check is using (kept for a while)
+        tree, _ = parse(self.text, self.path)
+        if tree is None:
+            return None
+        import_nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        try:
+            return self.project.base_from_files(self.path, import_nodes, base, 1, self._read)
+        except (OSError, ValueError, RecursionError):
+            return None
 
     def classify(self, node: ast.expr, scope) -> Optional[Value]:
         if not self.project.torch_available or not isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
@@ -709,6 +840,35 @@ def _decode(data) -> Optional[Value]:
         return Value(Kind(kind), bool(requires_grad), factory, module_class, bool(empty))
     except (TypeError, ValueError):
         return None
+
+
+_COMPILED_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES) + (".so", ".pyd")
+
+
+def _dotted(node: ast.expr) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _binds(stmt: ast.stmt, name: str) -> bool:
+    """Whether a top-level statement other than a class or an import may bind ``name``."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return stmt.name == name
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t))
+    if isinstance(stmt, (ast.If, ast.Try, ast.With, ast.For, ast.While)) or type(stmt).__name__ in ("TryStar", "Match"):
+        return any(isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name
+                   or isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                   or isinstance(n, ast.alias) and (n.asname or n.name.split(".", 1)[0]) == name
+                   for n in ast.walk(stmt))
+    return False
 
 
 def _last_token(node: ast.expr, text: str, source=None) -> Tuple[Optional[int], int]:
