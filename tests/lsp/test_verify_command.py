@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import sys
 
 import pytest
 import pytest_lsp
@@ -189,3 +190,31 @@ async def test_pull_clients_get_verified_findings_with_a_new_result_id(neovim: L
         text_document=document, previous_result_id=before.result_id))
     assert after.kind == "full" and after.result_id != before.result_id
     assert {d.code for d in after.items if d.source == "torchlint-verify"} >= {"TL901", "TL903"}
+
+
+@pytest_lsp.fixture(scope="module", config=CONFIG)
+async def without_torch(lsp_client: LanguageClient, tmp_path_factory):
+    """A server whose `interpreter` setting names a Python that cannot import torch."""
+    folder = tmp_path_factory.mktemp("no-torch")
+    python = folder / "python-without-torch"
+    python.write_text('#!/bin/sh\nexec "%s" -S "$@"\n' % sys.executable)  # -S: no site-packages, no torch
+    python.chmod(0o755)
+    lsp_client.python = str(python)
+    lsp_client.init_result = await initialize(lsp_client, VSCODE, {"interpreter": str(python)})
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the stand-in interpreter is a shell script")
+async def test_an_interpreter_without_torch_is_shown_to_the_user(without_torch: LanguageClient, tmp_path):
+    client = without_torch
+    path = tmp_path / "model.py"
+    path.write_text("import torch\n")
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="torchlint.verifyModule", arguments=[{"uri": path.as_uri(), "device": "cpu"}]))
+    assert result["outcome"] == "error" and "torch cannot be imported" in result["error"]
+    await wait_for(lambda: any(client.python in m.message for m in client.messages), timeout=60,
+                   what="a message naming the interpreter")
+    (shown,) = [m for m in client.messages if client.python in m.message]
+    assert shown.type == types.MessageType.Error
+    assert "has no torch" in shown.message and "torchlint.interpreter" in shown.message
