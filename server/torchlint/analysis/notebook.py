@@ -74,6 +74,8 @@ class CellSpan:
     ends_with_newline: bool  # its source does
     ipython_lines: Tuple[str, ...] = ()  # the lines that placeholders stand for, in order
     blanked: bool = False  # a cell magic or a syntax error: its lines are empty in the joined text
+    placeholder_lines: Tuple[int, ...] = ()  # 1-based lines of the cell that hold a placeholder
+    last_line_length: int = 0  # of the cell's last line (where its text ends without a newline)
 
 
 @dataclass(frozen=True)
@@ -101,16 +103,20 @@ class CellMap:
         last = self.spans[-1]
         return last.number, Position(last.line_count + (1 if last.ends_with_newline else 0), 0)
 
-    def cell_position(self, pos: Position) -> Optional[Tuple[int, Position]]:
-        """Like :meth:`locate`, but None where an edit could not be placed in a cell: on a
-        placeholder or blanked line, inside a boundary line, or past a cell that has no final
-        newline."""
+    def cell_position(self, pos: Position, end: bool = False) -> Optional[Tuple[int, Position]]:
+        """Like :meth:`locate`, but None where an edit could not be placed in a cell: on a blanked
+        line, inside a boundary line, or past a cell that has no final newline. The start of a
+        boundary line is the start of the next cell, or with ``end`` (an edit's end) the end of
+        the cell before it."""
         for index, span in enumerate(self.spans):
-            end = span.first_line + span.line_count
-            if span.first_line <= pos.line < end:
+            boundary = span.first_line + span.line_count
+            if span.first_line <= pos.line < boundary:
                 return (span.number, Position(pos.line - span.first_line + 1, pos.column)) \
                     if not span.blanked else None
-            if pos.line == end:
+            if pos.line == boundary:
+                if end and pos.column == 0 and not span.blanked:
+                    return span.number, (Position(span.line_count + 1, 0) if span.ends_with_newline
+                                         else Position(span.line_count, span.last_line_length))
                 if index + 1 < len(self.spans):
                     following = self.spans[index + 1]
                     return (following.number, Position(1, 0)) if pos.column == 0 and not following.blanked else None
@@ -156,17 +162,18 @@ def join_cells(cells: Sequence[CodeCell], path: str = "<notebook>") -> JoinedCel
         magic = next((text for text in lines if text.strip()), "")
         if _CELL_MAGIC.match(magic):
             skipped.append((cell.number, "cell magic %s" % magic.split()[0]))
-            code, ipython, blanked = [""] * len(lines), (), True
+            code, ipython, placeholders, blanked = [""] * len(lines), (), (), True
         else:
-            code, ipython = _replace_ipython_lines(lines)
+            code, ipython, placeholders = _replace_ipython_lines(lines)
             error = _syntax_error("\n".join(code) + "\n", path)
             if error is not None:
                 errors.append(ParseError(error.message, Position(line + error.position.line - 1,
                                                                  error.position.column)))
                 skipped.append((cell.number, error.message))
-                code, ipython, blanked = [""] * len(lines), (), True
+                code, ipython, placeholders, blanked = [""] * len(lines), (), (), True
         pieces.append("".join(text + "\n" for text in code))
-        spans.append(CellSpan(cell.number, line, len(lines), ends_with_newline, ipython, blanked))
+        spans.append(CellSpan(cell.number, line, len(lines), ends_with_newline, ipython, blanked, placeholders,
+                              len(lines[-1])))
         line += len(lines)
     return JoinedCells("".join(pieces), CellMap(tuple(spans)), tuple(errors), tuple(skipped))
 
@@ -178,16 +185,18 @@ def _unique_separator(cells: Sequence[CodeCell]) -> str:
     return separator
 
 
-def _replace_ipython_lines(lines: List[str]) -> Tuple[List[str], Tuple[str, ...]]:
-    code, replaced = [], []
-    for text in lines:
+def _replace_ipython_lines(lines: List[str]) -> Tuple[List[str], Tuple[str, ...], Tuple[int, ...]]:
+    """The lines with IPython ones replaced, the replaced lines, and their 1-based numbers."""
+    code, replaced, numbers = [], [], []
+    for number, text in enumerate(lines, 1):
         if _IPYTHON_LINE.match(text) and not text.lstrip().startswith("#"):
             indent = text[: len(text) - len(text.lstrip())]
             code.append(indent + PLACEHOLDER)
             replaced.append(text)
+            numbers.append(number)
         else:
             code.append(text)
-    return code, tuple(replaced)
+    return code, tuple(replaced), tuple(numbers)
 
 
 def _syntax_error(text: str, path: str) -> Optional[ParseError]:

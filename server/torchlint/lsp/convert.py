@@ -7,7 +7,8 @@ so conversions use the core's :class:`SourceText`, never ``str.splitlines``.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional
+import hashlib
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
@@ -139,12 +140,24 @@ def hover_card(finding: Finding, markdown: bool = True) -> str:
 def workspace_edit(uri: str, edits: List[types.TextEdit], version: Optional[int],
                    document_changes: bool) -> types.WorkspaceEdit:
     """Edits of one document, versioned when the client takes ``documentChanges``."""
+    return documents_edit({uri: (version, edits)}, document_changes)
+
+
+def documents_edit(edits: Dict[str, Tuple[Optional[int], List[types.TextEdit]]],
+                   document_changes: bool) -> types.WorkspaceEdit:
+    """Edits of several documents (uri -> (version, edits)): the cells of a notebook."""
     if document_changes:
         return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
             text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
-            edits=edits)])
-    changes: Dict[str, List[types.TextEdit]] = {uri: edits}
+            edits=document_edits) for uri, (version, document_edits) in edits.items()])
+    changes: Dict[str, List[types.TextEdit]] = {uri: document_edits for uri, (_, document_edits) in edits.items()}
     return types.WorkspaceEdit(changes=changes)
+
+
+def result_id(snap, diagnostics: List[types.Diagnostic]) -> str:
+    """A pull result id that changes whenever the diagnostics do (whichever layer changed them)."""
+    digest = hashlib.blake2b(repr(diagnostics).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    return "%s-%s" % (snap.version, digest)
 
 
 def shares_a_line(a: Range, b: Range) -> bool:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import logging
 import sys
 import traceback
@@ -37,12 +36,15 @@ from ..analysis.findings import CheckResult, ParseError, Position
 from ..analysis.noqa import noqa_edit
 from ..analysis.source import SourceText
 from ..fixing import fix_text
-from .convert import Converter, fix_title, hover_card, shares_a_line, workspace_edit
+from .convert import Converter, fix_title, result_id, shares_a_line
+from .hover import hover as hover_at
+from .notebooks import SYNC_OPTIONS as NOTEBOOK_SYNC, Notebooks, register as register_notebooks, view_of
 from .documents import use_protocol_lines
 from .framing import ResyncingReader
 from .inference_layers import JEDI_WAVE, InferenceLayers
 from .verification import VERIFY_COMMAND, VerifiedFindings, code_lenses, verify_module
 from .scheduler import Scheduler, Snapshot, Stale
+from .views import DocumentView
 from .workspace_settings import SECTION, OptionsResolver, parse_settings, unwrap
 
 log = logging.getLogger("torchlint.lsp")
@@ -68,7 +70,8 @@ class TorchlintServer(LanguageServer):
     def __init__(self):
         super().__init__("torchlint", __version__,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-                         protocol_cls=Protocol)
+                         notebook_document_sync=NOTEBOOK_SYNC, protocol_cls=Protocol)
+        self.notebooks = Notebooks(self)  # notebook documents: their cells analysed together
         self.loop: Optional[asyncio.AbstractEventLoop] = None  # set at initialize
         self.pull = False  # the client pulls diagnostics; never push to it then
         self.config_support = False
@@ -157,12 +160,16 @@ class TorchlintServer(LanguageServer):
             document = self.workspace.text_documents.get(unquote(uri))
         except Exception:  # not initialized yet
             return None
-        return None if document is None or getattr(document, "out_of_sync", None) else document
+        if document is None or getattr(document, "out_of_sync", None) or self.notebooks.is_cell(uri):
+            return None  # a notebook's cell is analysed with its notebook (lsp/notebooks.py)
+        return document
 
     def too_large(self, text: str) -> bool:
         return len(text) > self.resolver.settings.max_file_size
 
     def document_state(self, uri: str) -> Optional[Tuple[Optional[int], str, str]]:
+        if self.notebooks.notebook(uri) is not None:
+            return self.notebooks.state(uri)
         document = self.document(uri)
         if document is None:
             return None
@@ -218,7 +225,9 @@ class TorchlintServer(LanguageServer):
 
     def publish(self, snap: Snapshot, result: CheckResult) -> None:
         """A wave is in for the current text: push it, or have a pull client pull it."""
-        if not self.pull:
+        if self.notebooks.notebook(snap.uri) is not None:
+            self.notebooks.publish(snap, result)
+        elif not self.pull:
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=snap.uri, version=snap.version, diagnostics=self.diagnostics(snap, result)))
         elif self.scheduler.newest_wave(snap.uri) and snap.uri in self.pulled:
@@ -251,7 +260,7 @@ class TorchlintServer(LanguageServer):
             if self.refresh_support:
                 self.workspace_diagnostic_refresh(None)
             return
-        for uri in list(self.workspace.text_documents):
+        for uri in list(self.workspace.text_documents) + self.notebooks.uris():
             self.scheduler.schedule(uri, delay=0)
 
     # -- settings ---------------------------------------------------------------------------
@@ -326,12 +335,6 @@ def wanted(only: Optional[List[str]], kind: str) -> bool:
     if not only:
         return True
     return any(o == "" or kind == o or kind.startswith(o + ".") for o in only)
-
-
-def result_id(snap: Snapshot, diagnostics: List[types.Diagnostic]) -> str:
-    """A pull result id that changes whenever the diagnostics do (whichever layer changed them)."""
-    digest = hashlib.blake2b(repr(diagnostics).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-    return "%s-%s" % (snap.version, digest)
 
 
 def create_server() -> TorchlintServer:
@@ -439,6 +442,8 @@ def create_server() -> TorchlintServer:
     @guarded(server, types.RelatedFullDocumentDiagnosticReport(items=[]))
     async def diagnostic(params: types.DocumentDiagnosticParams):
         uri = params.text_document.uri
+        if server.notebooks.is_cell(uri):
+            return await server.notebooks.pull(params)
         if server.document(uri) is None:
             return types.RelatedFullDocumentDiagnosticReport(items=[])
         try:
@@ -457,43 +462,23 @@ def create_server() -> TorchlintServer:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     @guarded(server)
     async def hover(params: types.HoverParams):
-        if server.document(params.text_document.uri) is None:
-            return None
-        snap, result = await server.scheduler.result(params.text_document.uri)
-        findings = list(result.findings) + server.verified.get(snap.uri, snap.version)
-        if not findings:
-            return None
-        convert = server.converter(snap.text)
-        at = convert.core_position(params.position)
-        hits = [f for f in findings if f.range.start <= at <= f.range.end]
-        if not hits:
-            return None
-        # One card: the innermost finding's; any other finding here gets a line.
-        hits.sort(key=lambda f: (f.range.end.line - f.range.start.line, f.range.end.column - f.range.start.column))
-        card = hover_card(hits[0], server.markdown)
-        others = ["%s %s" % (f.code, f.message) for f in hits[1:]]
-        if others:
-            card += "\n\n" + "\n\n".join(("Also here: " + line) for line in others)
-        kind = types.MarkupKind.Markdown if server.markdown else types.MarkupKind.PlainText
-        return types.Hover(contents=types.MarkupContent(kind=kind, value=card), range=convert.range(hits[0].range))
+        return await hover_at(server, params)  # lsp/hover.py: a finding's card, or what self.<name> is
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND]))
     @guarded(server, [])
     async def code_action(params: types.CodeActionParams):
-        uri = params.text_document.uri
-        if server.document(uri) is None:
-            return []
-        # Findings of the current text (cached per version), never the published ones.
-        snap, result = await server.scheduler.result(uri)
-        if result.parse_error is not None:
+        # Findings of the current text (cached per version), never the published ones; a
+        # notebook cell's are its notebook's (lsp/views.py).
+        view = await view_of(server, params.text_document.uri)
+        if view is None or view.result.parse_error is not None:
             return []
         only = params.context.only
         actions: List[types.CodeAction] = []
         if wanted(only, types.CodeActionKind.QuickFix):
-            actions.extend(quick_fixes(server, snap, result, params.range))
-        if wanted(only, FIX_ALL_KIND) and any(fix.is_safe for f in result.findings for fix in f.fixes):
-            action = await fix_all(server, snap)
+            actions.extend(quick_fixes(server, view, params.range))
+        if wanted(only, FIX_ALL_KIND) and any(fix.is_safe for f in view.result.findings for fix in f.fixes):
+            action = await fix_all(server, view)
             if action is not None:
                 actions.append(action)
         return actions
@@ -507,6 +492,8 @@ def create_server() -> TorchlintServer:
         # Finding the Module classes parses the text: never on the event loop.
         return await server.scheduler.run(code_lenses, server, params.text_document.uri)
 
+    register_notebooks(server, guarded)
+
     @server.command(VERIFY_COMMAND)
     async def verify(*args):  # not @guarded: commands take their arguments spread out
         try:
@@ -518,51 +505,48 @@ def create_server() -> TorchlintServer:
     return server
 
 
-def quick_fixes(server: TorchlintServer, snap: Snapshot, result: CheckResult,
-                lsp_range: types.Range) -> List[types.CodeAction]:
-    if not result.findings:
+def quick_fixes(server: TorchlintServer, view: DocumentView, lsp_range: types.Range) -> List[types.CodeAction]:
+    if not view.result.findings:
         return []
-    convert = server.converter(snap.text)
-    newline = convert.source.newline()
-    wanted_range = convert.core_range(lsp_range)
+    wanted_range = view.core_range(lsp_range)
     actions: List[types.CodeAction] = []
     silenced = set()
-    for finding in result.findings:
+    for finding in view.result.findings:
         if not shares_a_line(finding.range, wanted_range):
             continue
-        diagnostic = convert.diagnostic(finding, snap.uri)
+        diagnostic = view.diagnostic(finding)
+        if diagnostic is None:
+            continue
         for fix in finding.fixes:
-            edits = [convert.text_edit(edit) for edit in fix.edits]
-            for edit in edits:  # keep a CRLF file CRLF
-                if newline != "\n":
-                    edit.new_text = edit.new_text.replace("\r\n", "\n").replace("\n", newline)
-            actions.append(types.CodeAction(
-                title=fix_title(fix), kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
-                is_preferred=fix.preferred or None,
-                edit=workspace_edit(snap.uri, edits, snap.version, server.document_changes)))
+            edit = view.workspace_edit(list(fix.edits), server.document_changes)
+            if edit is not None:  # None: a notebook fix that would cross cells
+                actions.append(types.CodeAction(
+                    title=fix_title(fix), kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
+                    is_preferred=fix.preferred or None, edit=edit))
         key = (finding.noqa_line, finding.code)
-        noqa = noqa_edit(convert.source, finding.noqa_line, finding.code) if key not in silenced else None
-        if noqa is not None:
+        noqa = noqa_edit(view.source, finding.noqa_line, finding.code) if key not in silenced else None
+        edit = view.workspace_edit([noqa], server.document_changes) if noqa is not None else None
+        if edit is not None:
             silenced.add(key)
             actions.append(types.CodeAction(
                 title="Disable %s for this line" % finding.code, kind=types.CodeActionKind.QuickFix,
-                diagnostics=[diagnostic],
-                edit=workspace_edit(snap.uri, [convert.text_edit(noqa)], snap.version, server.document_changes)))
+                diagnostics=[diagnostic], edit=edit))
     return actions
 
 
-async def fix_all(server: TorchlintServer, snap: Snapshot) -> Optional[types.CodeAction]:
-    """The document with every safe fix applied (pass after pass, like ``--fix``), as one edit."""
+async def fix_all(server: TorchlintServer, view: DocumentView) -> Optional[types.CodeAction]:
+    """The document (a notebook: its cells) with every safe fix applied, pass after pass like ``--fix``."""
+    snap = view.snap
     options = server.resolver.options_for(snap.path)
     outcome = await server.scheduler.run(fix_text, snap.text, snap.path or "untitled.py", options)
     for error in outcome.errors:
         server.log_error(error)
     if outcome.text == snap.text or not server.scheduler.is_current(snap):
         return None
-    convert = server.converter(snap.text)
-    edit = types.TextEdit(range=convert.whole_text(), new_text=outcome.text)
-    return types.CodeAction(title="Fix all safe torchlint problems", kind=FIX_ALL_KIND,
-                            edit=workspace_edit(snap.uri, [edit], snap.version, server.document_changes))
+    edit = view.whole_edit(outcome.text, server.document_changes)
+    if edit is None:
+        return None
+    return types.CodeAction(title="Fix all safe torchlint problems", kind=FIX_ALL_KIND, edit=edit)
 
 
 def main(argv=None) -> int:
