@@ -90,6 +90,14 @@ async def test_a_class_that_needs_arguments_asks_for_them(vscode: LanguageClient
     assert "needsArguments" not in by_class["Called"].arguments[0]  # its __main__ block says how
 
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="torchlint.verifyModule", arguments=[{"uri": uri, "className": "Needs", "device": "cpu"}]))
+    assert result["classes"][0]["status"] == "skipped"
+    await wait_for(lambda: any("Needs not built" in m.message for m in client.messages), timeout=60,
+                   what="the skip shown")
+    shown = next(m.message for m in client.messages if "Needs not built" in m.message)
+    assert "initKwargs" in shown and "--init-kwargs" in shown  # the editor way and the command-line way
+
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="torchlint.verifyModule",
         arguments=[{"uri": uri, "className": "Needs", "device": "cpu", "initKwargs": "dim=4, depth=2"}]))
     assert result["outcome"] == "completed", result

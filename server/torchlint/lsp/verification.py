@@ -37,8 +37,9 @@ VERIFY_COMMAND = "torchlint.verifyModule"
 
 
 NVIDIA_DRIVER_FILES = ("/proc/driver/nvidia", "/dev/nvidiactl")
-EDITOR_WAY = ("give them with the lens \"Verify (needs ...)\" in VS Code, or initKwargs in the command's "
-              "argument; on the command line, --init-kwargs 'dim=64'")
+EDITOR_WAY = ("in VS Code the lens \"Verify (needs ...)\" asks for them; other editors pass initKwargs "
+              "(\"dim=64, depth=2\") in the torchlint.verifyModule argument; on the command line, "
+              "--init-kwargs 'dim=64, depth=2'")
 
 
 def module_classes(text: str, path: str) -> List[Tuple[str, int, int]]:
@@ -244,8 +245,7 @@ def _tell_what_to_do(server, report, python: str) -> None:
     skipped = [cls for cls in report.skipped if cls.skip_reason and "argument" in cls.skip_reason]
     if skipped:
         names = ", ".join(cls.name for cls in skipped)
-        message = "torchlint verify: %s not built: %s. Constructor arguments: %s." % (
-            names, skipped[0].skip_reason, EDITOR_WAY)
+        message = "torchlint verify: %s not built: %s (%s)." % (names, skipped[0].skip_reason, EDITOR_WAY)
         server.log_message(message, types.MessageType.Warning)
         try:
             server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
