@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..analysis.parsing import parse
-from ..analysis.scopes import Binding, Scope, build_index
+from ..analysis.scopes import Binding, Scope, build_index, dotted_name
 
 MAX_CANDIDATES = 6  # per class: the child tries them in order, each a construction
 MAX_SCANNED_FILES = 400  # files looked at (a cheap text test) per verification
+MAX_SCANNED_FOLDERS = 2000
 MAX_FILE_BYTES = 1_000_000
 MAX_EXPRESSION = 2000  # characters
 MAX_INLINE_DEPTH = 6  # `dim = width * 2` chains followed to their literals
@@ -352,7 +353,7 @@ class _Finder:
             if isinstance(base, ast.Name) and base.id in modules:
                 return True
             target_module = self.target.module or ""
-            dotted = _dotted(base)
+            dotted = dotted_name(base)
             return bool(dotted) and (dotted == target_module or target_module.endswith("." + dotted))
         return False
 
@@ -459,7 +460,7 @@ class _Finder:
         returns = function.returns
         if returns is not None:
             spelled = returns.value if isinstance(returns, ast.Constant) and isinstance(returns.value, str) else (
-                _dotted(returns) or "")
+                dotted_name(returns) or "")
             if spelled.rsplit(".", 1)[-1] == self.class_name:
                 return None
         return False
@@ -476,17 +477,6 @@ def _in_main_block(tree: ast.Module, call: ast.Call) -> bool:
 def _is_main_test(test: ast.expr) -> bool:
     return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
             and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
-
-
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def _absolute(stmt: ast.ImportFrom, module: Optional[str], is_package: bool) -> Optional[str]:
@@ -511,8 +501,11 @@ def _holds(source: str, target_module: str) -> bool:
 # -- which files to read ---------------------------------------------------------------------
 
 def _python_files(folder: str, limit: int) -> Iterator[str]:
-    count = 0
+    count = folders = 0
     for directory, subdirs, files in os.walk(folder):
+        folders += 1
+        if folders > MAX_SCANNED_FOLDERS:  # a data folder inside the package: not worth the walk
+            return
         subdirs[:] = sorted(d for d in subdirs if d not in SKIPPED_DIRS and not d.startswith("."))
         for name in sorted(files):
             if name.endswith(".py"):
