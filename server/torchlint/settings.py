@@ -105,6 +105,9 @@ class Settings:
     code_lens: bool = setting(
         True, "Show a \"Verify\" code lens above each nn.Module class (\"Verify on cuda\" when the run "
         "will use CUDA; never in an untrusted workspace).", editor="codeLens")
+    inlay_hints: bool = setting(
+        False, "Show, after each `self.<name> = ...` in an nn.Module's `__init__`, what the attribute is "
+        "(parameter, buffer, submodule, container, plain tensor...) as an inlay hint.", editor="inlayHints")
     verify_device: str = setting(
         "auto", "Device the runtime verification runs the module on.",
         editor="verify.device", flag="--device", enum=DEVICES,

@@ -159,6 +159,12 @@ def registration_in_text(text: str, path: str, pos: Position) -> Optional[Tuple[
     return registration_at(FileContext(text, path, tree), pos) if tree is not None else None
 
 
+def init_registrations_in_text(text: str, path: str) -> List[Tuple[Position, Registration]]:
+    """:func:`init_registrations` for a text (names only)."""
+    tree, _ = parse(text, path)
+    return init_registrations(FileContext(text, path, tree)) if tree is not None else []
+
+
 def init_registrations(ctx: FileContext) -> List[Tuple[Position, Registration]]:
     """For inlay hints: the end of each ``self.<name> = ...`` in a Module's ``__init__`` (the
     first per name), with what that name is."""

@@ -37,7 +37,7 @@ from ..analysis.noqa import noqa_edit
 from ..analysis.source import SourceText
 from ..fixing import fix_text
 from .convert import Converter, fix_title, result_id, shares_a_line
-from .hover import hover as hover_at
+from .hover import hover as hover_at, inlay_hints, refresh_inlay_hints
 from .notebooks import SYNC_OPTIONS as NOTEBOOK_SYNC, Notebooks, register as register_notebooks, view_of
 from .documents import use_protocol_lines
 from .framing import ResyncingReader
@@ -77,6 +77,7 @@ class TorchlintServer(LanguageServer):
         self.config_support = False
         self.refresh_support = False
         self.document_changes = False
+        self.inlay_hint_refresh = False  # the client can be asked to request inlay hints again
         self.markdown = True
         self.resolver = OptionsResolver(self.config_problem)
         self.initial_settings: Dict[str, Any] = {}  # from initializationOptions
@@ -256,6 +257,7 @@ class TorchlintServer(LanguageServer):
     def refresh(self) -> None:
         """Settings changed: analyse every open document again."""
         self.scheduler.invalidate()
+        refresh_inlay_hints(self)
         if self.pull:
             if self.refresh_support:
                 self.workspace_diagnostic_refresh(None)
@@ -350,6 +352,7 @@ def create_server() -> TorchlintServer:
         server.config_support = bool(get_capability(caps, "workspace.configuration", False))
         server.refresh_support = bool(get_capability(caps, "workspace.diagnostics.refresh_support", False))
         server.document_changes = bool(get_capability(caps, "workspace.workspace_edit.document_changes", False))
+        server.inlay_hint_refresh = bool(get_capability(caps, "workspace.inlay_hint.refresh_support", False))
         formats = get_capability(caps, "text_document.hover.content_format", None)
         server.markdown = not formats or types.MarkupKind.Markdown in formats
         if not server.pull:  # advertise pull diagnostics only to clients that pull
@@ -463,6 +466,11 @@ def create_server() -> TorchlintServer:
     @guarded(server)
     async def hover(params: types.HoverParams):
         return await hover_at(server, params)  # lsp/hover.py: a finding's card, or what self.<name> is
+
+    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions())
+    @guarded(server, [])
+    async def inlay_hint(params: types.InlayHintParams):
+        return await inlay_hints(server, params)  # lsp/hover.py: what self.<name> is, after __init__'s assignments
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND]))
