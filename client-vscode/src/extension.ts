@@ -144,7 +144,9 @@ async function start(reason: string): Promise<void> {
   }
   const serverOptions: ServerOptions = { ...executable, transport: TransportKind.stdio };
   const clientOptions: LanguageClientOptions = {
-    documentSelector: [{ scheme: 'file', language: 'python' }, { scheme: 'untitled', language: 'python' }],
+    // The Python cells of notebooks (Jupyter) too: the server syncs them as notebook documents.
+    documentSelector: [{ scheme: 'file', language: 'python' }, { scheme: 'untitled', language: 'python' },
+      { notebook: '*', language: 'python' }],
     diagnosticCollectionName: 'torchlint',
     outputChannel: output,
     traceOutputChannel: output,
