@@ -199,3 +199,13 @@ def test_a_cell_that_does_not_parse_is_reported_and_the_others_checked(tmp_path,
     lines = out.splitlines()
     assert lines[0].startswith("nb.ipynb:cell 2:1:") and lines[0].endswith(": SyntaxError: invalid syntax")
     assert lines[1].startswith("nb.ipynb:cell 3:4:9: TL101 ")
+
+
+def test_sarif_and_github_name_the_cell_not_a_line_of_the_json(capsys):
+    code, out, _ = run(["check", "--no-infer", "--format", "github", "layer_scale.ipynb"], capsys, NOTEBOOKS)
+    assert code == 1
+    assert out.startswith("::warning title=torchlint (TL101),file=layer_scale.ipynb::cell 3, line 5, column 9: TL101 ")
+    code, out, _ = run(["check", "--no-infer", "--format", "sarif", "layer_scale.ipynb"], capsys, NOTEBOOKS)
+    (result,) = json.loads(out)["runs"][0]["results"]
+    assert result["message"]["text"].startswith("cell 3, line 5, column 9: ")
+    assert "region" not in result["locations"][0]["physicalLocation"] and "fixes" not in result

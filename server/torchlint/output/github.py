@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List
 
-from . import FileReport, OutputOptions, display_path, sorted_findings
+from . import FileReport, OutputOptions, cell_position, display_path, sorted_findings
 
 LEVELS = {"error": "error", "warning": "warning", "info": "notice", "hint": "notice"}
 
@@ -17,9 +17,14 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(level: str, title: str, path: str, start, end, message: str) -> str:
+def annotation(level: str, title: str, path: str, start, end, message: str, report: FileReport = None) -> str:
     properties = [("title", title), ("file", path), ("line", start.line), ("col", start.column + 1),
                   ("endLine", end.line), ("endColumn", end.column + 1)]
+    if report is not None and report.cells is not None:
+        # A notebook's lines are not the .ipynb file's: annotate the file, say the cell in the message.
+        cell, position = cell_position(report, start)
+        properties = properties[:2]
+        message = "cell %d, line %d, column %d: %s" % (cell, position.line, position.column + 1, message)
     return "::%s %s::%s" % (level, ",".join("%s=%s" % (key, escape_property(str(value))) for key, value in properties),
                             escape_data(message))
 
@@ -30,9 +35,9 @@ def render(reports: List[FileReport], options: OutputOptions) -> str:
         if report.error is not None:
             pos = report.error.position
             lines.append(annotation("error", "torchlint", display_path(report.path, options.cwd), pos, pos,
-                                    report.error.message))
+                                    report.error.message, report))
     for report, finding in sorted_findings(reports):
         lines.append(annotation(LEVELS[finding.severity.value], "torchlint (%s)" % finding.code,
                                 display_path(report.path, options.cwd), finding.range.start, finding.range.end,
-                                "%s %s" % (finding.code, finding.message)))
+                                "%s %s" % (finding.code, finding.message), report))
     return "".join(line + "\n" for line in lines)

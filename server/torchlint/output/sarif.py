@@ -13,7 +13,7 @@ from typing import List
 
 from .. import __version__
 from ..rules import ALL_RULES
-from . import FileReport, OutputOptions, inside, display_path, sorted_findings
+from . import FileReport, OutputOptions, cell_position, inside, display_path, sorted_findings
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/torchlint/"
@@ -62,6 +62,8 @@ def _result(report: FileReport, finding, rule_index: dict, cwd: str) -> dict:
         "locations": [{"physicalLocation": {"artifactLocation": artifact,
                                             "region": _region(finding.range.start, finding.range.end)}}],
     }
+    if report.cells is not None:
+        return _in_notebook(report, result, finding, rule_index)
     if finding.code in rule_index:
         result["ruleIndex"] = rule_index[finding.code]
     if finding.related:
@@ -78,6 +80,19 @@ def _result(report: FileReport, finding, rule_index: dict, cwd: str) -> dict:
                 {"deletedRegion": _region(edit.range.start, edit.range.end), "insertedContent": {"text": edit.new_text}}
                 for edit in fix.edits]}],
         }]
+    return result
+
+
+def _in_notebook(report: FileReport, result: dict, finding, rule_index: dict) -> dict:
+    """A notebook's lines are not the .ipynb file's: the location is the file, the message says
+    the cell and its line (no region, no fix regions that would point into the JSON)."""
+    cell, position = cell_position(report, finding.range.start)
+    result["message"]["text"] = "cell %d, line %d, column %d: %s" % (cell, position.line, position.column + 1,
+                                                                     finding.message)
+    for location in result["locations"]:
+        del location["physicalLocation"]["region"]
+    if finding.code in rule_index:
+        result["ruleIndex"] = rule_index[finding.code]
     return result
 
 
