@@ -209,3 +209,15 @@ def test_sarif_and_github_name_the_cell_not_a_line_of_the_json(capsys):
     (result,) = json.loads(out)["runs"][0]["results"]
     assert result["message"]["text"].startswith("cell 3, line 5, column 9: ")
     assert "region" not in result["locations"][0]["physicalLocation"] and "fixes" not in result
+
+
+def test_fix_changes_every_cell_it_needs_and_keeps_their_ipython_lines(tmp_path, capsys):
+    legacy_imports = "%matplotlib inline\nimport torch\nfrom torch.autograd import Variable"
+    target = tmp_path / "legacy.ipynb"
+    target.write_text(notebook_json([legacy_imports, "w = torch.FloatTensor([1.0, 2.0])\nv = Variable(w)\n",
+                                     "!ls\nprint(w)"]))
+    code, out, err = run(["check", "--no-infer", "--fix", "legacy.ipynb"], capsys, tmp_path)
+    assert code == 0, out + err
+    sources = ["".join(cell["source"]) for cell in json.loads(target.read_text())["cells"]]
+    assert sources == ["%matplotlib inline\nimport torch",
+                       "w = torch.tensor([1.0, 2.0], dtype=torch.float32)\nv = w.detach()\n", "!ls\nprint(w)"]

@@ -208,6 +208,50 @@ async def test_a_cell_that_does_not_parse_keeps_its_diagnostics_and_the_others_g
     notebook.close()
 
 
+LEGACY_IMPORTS = "%matplotlib inline\nimport torch\nfrom torch.autograd import Variable"
+LEGACY = "w = torch.FloatTensor([1.0, 2.0])\nv = Variable(w)\n"
+
+
+async def test_fix_all_rewrites_the_cells_it_fixes_and_keeps_ipython_lines(vscode: LanguageClient, tmp_path):
+    client = vscode
+    notebook = Notebook(client, tmp_path, [LEGACY_IMPORTS, LEGACY, "print(w)"])
+    since = len(client.publishes)
+    notebook.open()
+    await published(client, notebook.cells[2], since, lambda d: codes(d) == ["TL301", "TL301"])
+    (action,) = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=notebook.cells[2]), range=whole_range(LEGACY),
+        context=types.CodeActionContext(diagnostics=[], only=["source.fixAll"])))
+    fixed = [apply_text_edits(text, edits_of(action, cell)) if i in (1, 2) else None
+             for i, (cell, text) in enumerate(zip(notebook.cells, notebook.texts))]
+    # The fixes are in cell 2; the import they leave unused goes from cell 1, its magic stays.
+    assert fixed[2] == "w = torch.tensor([1.0, 2.0], dtype=torch.float32)\nv = w.detach()\n"
+    assert fixed[1] == "%matplotlib inline\nimport torch"
+    assert len(action.edit.document_changes or action.edit.changes) == 2  # cell 3 is not touched
+    notebook.close()
+
+
+async def test_a_cell_added_later_is_checked_with_the_others(vscode: LanguageClient, tmp_path):
+    client = vscode
+    notebook = Notebook(client, tmp_path, [IMPORTS])
+    notebook.open()
+    since = len(client.publishes)
+    cell = "vscode-notebook-cell:%s#added" % notebook.uri[len("file://"):]
+    notebook.cells.append(cell)
+    notebook.texts.append(BLOCK)
+    notebook.versions.append(1)
+    notebook.version += 1
+    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+        notebook_document=types.VersionedNotebookDocumentIdentifier(version=notebook.version, uri=notebook.uri),
+        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
+            structure=types.NotebookDocumentCellChangeStructure(
+                array=types.NotebookCellArrayChange(start=2, delete_count=0, cells=[
+                    types.NotebookCell(kind=types.NotebookCellKind.Code, document=cell)]),
+                did_open=[types.TextDocumentItem(uri=cell, language_id="python", version=1, text=BLOCK)])))))
+    added = await published(client, cell, since, lambda d: bool(d))
+    assert codes(added.diagnostics) == ["TL101"] and added.diagnostics[0].range.start == at(GAMMA_LINE, 8)
+    notebook.close()
+
+
 # -- pull (Neovim's capabilities) --------------------------------------------------------------------
 async def test_pull_diagnostics_for_a_cell(neovim: LanguageClient, tmp_path):
     client = neovim
