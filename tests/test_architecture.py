@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "server" / "torchlint"
 
 # Lowest first. A module may import its own layer and the layers before it, never a later one.
 LAYERS = (
-    ("analysis", ("torchlint", "torchlint.analysis", "torchlint.files")),
+    ("analysis", ("torchlint", "torchlint.analysis", "torchlint.files", "torchlint.exit_codes")),
     ("rules", ("torchlint.rules", "torchlint.config", "torchlint.settings", "torchlint.engine")),
     ("fixing / verify", ("torchlint.fixing", "torchlint.verify")),
     ("output", ("torchlint.output",)),

@@ -25,6 +25,7 @@ from typing import Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .engine import CheckOptions, check_source
+from .exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from .analysis.environments import Interpreter, choose_interpreter, own_interpreter
 from .analysis.findings import Finding, ParseError, Position
 from .analysis.inference_cache import InferenceCache, default_cache_dir
@@ -38,7 +39,6 @@ from .output.text import render_statistics
 from .rules import ALL_RULES, RULES_BY_CODE
 from .verify import cli_command as verify_command
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 PARALLEL_MIN_FILES = 16
 DEFAULT_INFER_BUDGET = 10.0  # seconds of jedi per file; past it the rest of the file is names only
 PROGRESS_AFTER = 2.0  # seconds: shorter runs show no progress line

@@ -19,7 +19,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from .engine import CheckOptions
 from .analysis.findings import Severity
-from .files import GlobPattern, relative_to_root
+from .files import GlobPattern, display_path, relative_to_root
 from .rules import RULES_BY_CODE
 from .settings import SEVERITIES, pyproject_keys
 
@@ -185,34 +185,27 @@ def _strings(value, where: str) -> Tuple[str, ...]:
 
 # -- reading -----------------------------------------------------------------------------------
 
-def display(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:  # another drive on Windows
-        return str(path)
-
-
 def read_table(path: Path) -> Optional[dict]:
     """The ``[tool.torchlint]`` table of a pyproject.toml (None when it has none)."""
     if tomllib is None:
         raise ConfigError("%s: reading TOML needs Python 3.11+ or the 'tomli' package (pip install tomli)"
-                          % display(path))
+                          % display_path(path))
     try:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
     except OSError as err:
-        raise ConfigError("%s: cannot read: %s" % (display(path), err.strerror or err))
+        raise ConfigError("%s: cannot read: %s" % (display_path(path), err.strerror or err))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise ConfigError("%s: invalid TOML: %s" % (display(path), err))
+        raise ConfigError("%s: invalid TOML: %s" % (display_path(path), err))
     table = data.get("tool", {}).get("torchlint") if isinstance(data.get("tool"), dict) else None
     if table is not None and not isinstance(table, dict):
-        raise ConfigError("%s: %s must be a table" % (display(path), SECTION))
+        raise ConfigError("%s: %s must be a table" % (display_path(path), SECTION))
     return table
 
 
 def parse_table(table: dict, path: Path, root: Optional[Path] = None) -> Config:
     """Validate a ``[tool.torchlint]`` table; every problem names the file and the key."""
-    where = "%s: %s" % (display(path), SECTION)
+    where = "%s: %s" % (display_path(path), SECTION)
     for key in table:
         if key not in KEYS:
             close = difflib.get_close_matches(key, KEYS, n=1)
@@ -343,10 +336,10 @@ def load_config(path) -> Config:
     """Settings from an explicitly named pyproject.toml (``--config``)."""
     path = Path(path).resolve()
     if not path.is_file():
-        raise ConfigError("%s: no such file" % display(path))
+        raise ConfigError("%s: no such file" % display_path(path))
     table = read_table(path)
     if table is None:
-        raise ConfigError("%s: no %s table" % (display(path), SECTION))
+        raise ConfigError("%s: no %s table" % (display_path(path), SECTION))
     return parse_table(table, path)
 
 

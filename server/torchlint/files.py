@@ -96,6 +96,21 @@ def _translate(glob: str) -> str:
     return "".join(out)
 
 
+def display_path(path, base=None) -> str:
+    """How messages and reports name a file: relative to ``base`` (default: the working
+    directory) when it is inside it, else as given; with forward slashes."""
+    base = os.getcwd() if base is None else str(base)
+    shown = os.path.relpath(path, base) if inside(path, base) else str(path)
+    return shown.replace(os.sep, "/")
+
+
+def inside(path, directory) -> bool:
+    try:
+        return os.path.commonpath([os.path.abspath(path), os.path.abspath(directory)]) == os.path.abspath(directory)
+    except ValueError:  # another drive on Windows
+        return False
+
+
 def relative_to_root(path: Path, root: Path) -> Optional[str]:
     try:
         return Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(root))).as_posix()

@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Tuple
 from .findings import Applicability, Edit, Finding, Fix, Position, Range, Related, Severity
 from .imports import ImportMap, collect_imports
 from .modules import moves_own_state, resolve_modules
-from .scopes import ClassInfo, Index, Scope, block_chain, build_index
+from .scopes import ClassInfo, Index, Scope, block_chain, build_index, class_chain
 from .source import SourceText
 from .values import Classifier, Value
 
@@ -54,13 +54,7 @@ class FileContext:
 
     def class_chain(self, info: ClassInfo) -> List[ClassInfo]:
         """The class and its bases defined in this file."""
-        chain, stack = [], [info]
-        while stack:
-            cls = stack.pop()
-            if cls not in chain:
-                chain.append(cls)
-                stack.extend(self.classes[b] for b in cls.bases if b in self.classes)
-        return chain
+        return class_chain(info, self.classes)
 
     def registered_names(self, info: ClassInfo) -> set:
         """Names registered or unregistered by hand anywhere in the class chain."""

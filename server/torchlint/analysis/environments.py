@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
+from ..files import display_path
+
 PYTHON_ENV = "TORCHLINT_PYTHON"  # an interpreter the user chose, like --python
 TRUST_ENV = "TORCHLINT_TRUST_WORKSPACE"  # "1": run an interpreter the repository names
 TIMEOUT_ENV = "TORCHLINT_INTERPRETER_TIMEOUT"  # seconds one call into an interpreter may take
@@ -105,7 +107,7 @@ def choose_interpreter(explicit: Optional[str] = None, explicit_source: str = "-
         candidates.append((environ[PYTHON_ENV], PYTHON_ENV, True, None))
     if configured:
         where = Path(config_file) if config_file else None
-        source = "%s [tool.torchlint] python" % (_display(where) if where else "pyproject.toml")
+        source = "%s [tool.torchlint] python" % (display_path(where) if where else "pyproject.toml")
         candidates.append((configured, source, trust_workspace, where.parent if where else None))
     if environ.get("VIRTUAL_ENV"):
         venv = Path(environ["VIRTUAL_ENV"])
@@ -144,13 +146,6 @@ def _absolute(named: str, base: Optional[Path]) -> str:
         if found:
             return os.path.abspath(found)
     return os.path.abspath(os.path.join(str(base), expanded) if base is not None else expanded)
-
-
-def _display(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:  # another drive on Windows
-        return str(path)
 
 
 # -- reading a virtual environment ---------------------------------------------------------------

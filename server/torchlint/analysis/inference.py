@@ -55,6 +55,7 @@ from . import torch_names as tn
 from .environments import TIMEOUT_ENV, Interpreter, choose_interpreter, interpreter_timeout, own_interpreter
 from .imports import collect_imports
 from .inference_cache import InferenceCache, dependency, fingerprint
+from .scopes import dotted_name
 from .source import SourceText
 from .values import OTHER, Kind, Value
 
@@ -465,7 +466,7 @@ class JediInference:
         imports through the files they name (absolute ones on the project's and the environment's
         path, relative ones from the file's folder). None when that cannot tell (a star import,
         a name defined under a condition, a module that is not a plain file): jedi is asked then."""
-        dotted = _dotted(base)
+        dotted = dotted_name(base)
         if dotted is None or depth > _MAX_BASE_DEPTH:
             return None
         head, _, rest = dotted.partition(".")
@@ -843,17 +844,6 @@ def _decode(data) -> Optional[Value]:
 
 
 _COMPILED_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES) + (".so", ".pyd")
-
-
-def _dotted(node: ast.expr) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def _binds(stmt: ast.stmt, name: str) -> bool:

@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional
 
 from . import torch_names as tn
 from .imports import ImportMap
-from .scopes import ClassInfo
+from .scopes import ClassInfo, class_chain
 
 
 def resolve_modules(classes: List[ClassInfo], imports: ImportMap,
@@ -74,14 +74,4 @@ _BUILTIN_NAMES = frozenset(dir(builtins))
 
 def moves_own_state(info: ClassInfo, by_name: Dict[str, ClassInfo]) -> bool:
     """Classes that override ``_apply`` move their own tensors (torchmetrics style)."""
-    seen = set()
-    stack = [info]
-    while stack:
-        cls = stack.pop()
-        if id(cls) in seen:
-            continue
-        seen.add(id(cls))
-        if "_apply" in cls.methods:
-            return True
-        stack.extend(by_name[b] for b in cls.bases if b in by_name)
-    return False
+    return any("_apply" in cls.methods for cls in class_chain(info, by_name))

@@ -75,6 +75,28 @@ def block_chain(index: "Index", stmt: ast.stmt) -> List[tuple]:
     return chain
 
 
+def encloses(index: "Index", outer: ast.stmt, stmt: ast.stmt) -> bool:
+    """``stmt`` is in the block that holds ``outer`` or in one nested in it: whenever ``stmt``
+    runs, that block is running (it is not the other branch of an if)."""
+    blocks, inner = block_chain(index, outer), block_chain(index, stmt)
+    return len(blocks) <= len(inner) and inner[len(inner) - len(blocks):] == blocks
+
+
+def class_chain(info: ClassInfo, by_name: Dict[str, ClassInfo]) -> List[ClassInfo]:
+    """The class and its bases found in ``by_name`` (the classes of the same file), each once,
+    depth first: the order attribute and method lookups walk them."""
+    chain: List[ClassInfo] = []
+    seen = set()
+    stack = [info]
+    while stack:
+        cls = stack.pop()
+        if id(cls) not in seen:
+            seen.add(id(cls))
+            chain.append(cls)
+            stack.extend(by_name[b] for b in cls.bases if b in by_name)
+    return chain
+
+
 @dataclass
 class Index:
     module_scope: Scope

@@ -50,6 +50,8 @@ LEGACY_CONSTRUCTORS = frozenset(
 MOVE_METHODS = frozenset("""
 to cuda cpu float double half bfloat16 long int short byte char bool type
 """.split())
+# The calls among them (and type_as) whose result may be on another device than the tensor.
+DEVICE_MOVES = frozenset(["to", "cuda", "cpu", "type", "type_as"])
 
 # Tensor methods (and properties) that return a tensor when called on one.
 TENSOR_METHODS = MOVE_METHODS | frozenset("""

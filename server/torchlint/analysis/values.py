@@ -14,7 +14,7 @@ from typing import Callable, Dict, Optional
 
 from . import torch_names as tn
 from .imports import ImportMap
-from .scopes import Binding, ClassInfo, Scope
+from .scopes import Binding, ClassInfo, Scope, class_chain
 
 
 class Kind(enum.Enum):
@@ -376,17 +376,10 @@ class Classifier:
 
     def class_attribute_bindings(self, cls: ClassInfo, attr: str):
         """Assignments to self.<attr> in this class and its in-file bases."""
-        seen = set()
-        stack = [cls]
-        while stack:
-            info = stack.pop()
-            if id(info) in seen:
-                continue
-            seen.add(id(info))
+        for info in class_chain(cls, self.local_classes):
             for binding in info.attr_assignments:
                 if binding.name == attr:
                     yield binding
-            stack.extend(self.local_classes[b] for b in info.bases if b in self.local_classes)
 
 
 def _iterates_parameters(binding: Binding) -> bool:

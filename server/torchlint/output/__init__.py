@@ -11,6 +11,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from ..analysis.findings import Finding, ParseError, Position
 from ..analysis.notebook import CellMap
+from ..files import display_path, inside  # noqa: F401 (the renderers import them from here)
 
 
 @dataclass
@@ -39,19 +40,6 @@ class OutputOptions:
     fix_mode: bool = False  # --fix ran: the summary says what was fixed
     quiet: bool = False  # findings only, no summary
     cwd: str = field(default_factory=os.getcwd)
-
-
-def display_path(path: str, cwd: str) -> str:
-    """The path relative to the working directory when it is inside it, with forward slashes."""
-    rel = os.path.relpath(path, cwd) if inside(path, cwd) else path
-    return rel.replace(os.sep, "/")
-
-
-def inside(path: str, directory: str) -> bool:
-    try:
-        return os.path.commonpath([os.path.abspath(path), os.path.abspath(directory)]) == os.path.abspath(directory)
-    except ValueError:
-        return False
 
 
 def sorted_findings(reports: List[FileReport]):

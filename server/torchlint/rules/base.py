@@ -10,6 +10,12 @@ from ..analysis.findings import Finding, Severity
 DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"
 
 
+def shorten(text: str, limit: int = 50) -> str:
+    """Source text as a message quotes it: on one line, elided past ``limit`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 
+from ..analysis import torch_names as tn
 from ..analysis.findings import Range, Severity
 from ..analysis.forward import reach
 from ..analysis.values import Kind
@@ -49,7 +50,6 @@ def _registered_elsewhere(ctx, cls, binding) -> bool:
     return False
 
 
-_MOVES = frozenset(["to", "cuda", "cpu", "type", "type_as"])
 # Reads that do not compute with the values on a device: metadata, and copies to the host.
 _NEUTRAL = frozenset(["shape", "dtype", "device", "ndim", "is_cuda", "size", "dim", "numel", "cpu", "numpy",
                       "tolist", "item", "clone"])
@@ -128,7 +128,7 @@ class Uses:
             if isinstance(parent, ast.Attribute) and parent.value is current:
                 call = parents.get(id(parent))
                 is_call = isinstance(call, ast.Call) and call.func is parent
-                if is_call and parent.attr in _MOVES:
+                if is_call and parent.attr in tn.DEVICE_MOVES:
                     if method != "__init__":
                         self.moved += 1
                     return "moved"
@@ -226,7 +226,7 @@ def _grade(value, uses: Uses):
 
 
 def _moves(node) -> bool:
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _MOVES
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in tn.DEVICE_MOVES
                for n in ast.walk(node))
 
 

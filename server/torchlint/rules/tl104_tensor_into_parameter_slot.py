@@ -7,7 +7,7 @@ from typing import Optional, Tuple
 from ..analysis import torch_names as tn
 from ..analysis.findings import Severity
 from ..analysis.forward import reach
-from ..analysis.scopes import block_chain
+from ..analysis.scopes import encloses
 from ..analysis.values import Kind
 from .base import Rule
 
@@ -136,9 +136,7 @@ def _runs_before(ctx, node, stmt) -> bool:
     earlier = _statement_of(ctx, node)
     if earlier is None:
         return False
-    blocks = block_chain(ctx.index, earlier)
-    later = block_chain(ctx.index, stmt)
-    return later[len(later) - len(blocks):] == blocks if blocks else True
+    return encloses(ctx.index, earlier, stmt)
 
 
 def _statement_of(ctx, node):

@@ -9,7 +9,7 @@ from ..analysis import torch_names as tn
 from ..analysis.findings import Range, Severity
 from ..analysis.flow import device_or_dtype, enclosing_statement, loads_of, parents, reaching_binding
 from ..analysis.values import Kind, keyword
-from .base import Rule
+from .base import Rule, shorten
 
 # Factories that take requires_grad=True and return a leaf.
 _FACTORIES = frozenset("torch." + n for n in """
@@ -264,12 +264,12 @@ def _finding(ctx, found: _NonLeaf, scope, sink: str, sink_node):
         how = "`.%s()`" % op.func.attr
     elif isinstance(op, ast.BinOp):
         other = op.right if found.factory in ast.walk(op.left) else op.left
-        how = "the arithmetic with `%s`" % _short(ctx.text(other), 30)
+        how = "the arithmetic with `%s`" % shorten(ctx.text(other), 30)
     else:
         how = "the negation"
     message = ("`%s` is not a leaf tensor: %s makes a new tensor out of one that requires grad, "
                "and gradients go to that unreachable original; %s"
-               % (_short(ctx.text(found.value)), how, sink))
+               % (shorten(ctx.text(found.value)), how, sink))
     fixes = []
     module_store = sink.startswith("it is stored on")
     last = _requires_grad_last(ctx, found, scope)
@@ -305,7 +305,7 @@ def _requires_grad_last(ctx, found: _NonLeaf, scope):
         start = ctx.range(value).start
         appends = [ctx.replace(Range(start, start), "("), ctx.replace(Range(end, end), ").requires_grad_()")]
     safe = all(_needs_no_grad(ctx, operand, scope) for operand in found.operands)
-    title = "Set requires_grad last: `%s.requires_grad_()`" % _short(ctx.text(value).replace(
+    title = "Set requires_grad last: `%s.requires_grad_()`" % shorten(ctx.text(value).replace(
         ctx.source.segment(removal.range), ""), 40)
     if not safe:
         title += " (cuts the gradient to other tensors in the expression, if any need it)"
@@ -342,8 +342,3 @@ def _needs_no_grad(ctx, node: ast.expr, scope) -> bool:
         return True
     value = ctx.classify(node, scope)
     return value.kind is Kind.OTHER or (value.kind is Kind.TENSOR and not value.requires_grad)
-
-
-def _short(text: str, limit: int = 50) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 
 from ..analysis.findings import Position, Range, Severity
-from ..analysis.scopes import block_chain
+from ..analysis.scopes import encloses
 from ..analysis.values import Kind
 from .base import Rule
 
@@ -62,7 +62,7 @@ def _plain_assignment_before(ctx, cls, scope, stmt, name: str, container: str):
         if _registers(scope, earlier, name):
             last, registered = None, True  # a later assignment updates the registered member
             continue
-        if not registered and isinstance(earlier, (ast.Assign, ast.AnnAssign)) and _encloses(ctx, earlier, stmt):
+        if not registered and isinstance(earlier, (ast.Assign, ast.AnnAssign)) and encloses(ctx.index, earlier, stmt):
             targets = earlier.targets if isinstance(earlier, ast.Assign) else [earlier.target]
             if any(isinstance(t, ast.Attribute) and t.attr == name and scope.is_self(t.value) for t in targets):
                 if earlier.value is None:
@@ -70,12 +70,6 @@ def _plain_assignment_before(ctx, cls, scope, stmt, name: str, container: str):
                 kind = ctx.classify(earlier.value, scope).kind
                 last = None if _LANDS_IN.get(kind) == container else earlier
     return last
-
-
-def _encloses(ctx, earlier, stmt) -> bool:
-    """``earlier`` always runs before ``stmt``: its block holds ``stmt`` (not the other branch of an if)."""
-    outer, inner = block_chain(ctx.index, earlier), block_chain(ctx.index, stmt)
-    return len(outer) <= len(inner) and inner[len(inner) - len(outer):] == outer
 
 
 def _deletes(scope, stmt, name: str) -> bool:

@@ -8,7 +8,7 @@ from typing import List, Optional, Set
 
 from ..analysis import torch_names as tn
 from ..analysis.findings import Position, Range, Severity
-from ..analysis.scopes import block_chain, dotted_name
+from ..analysis.scopes import block_chain, dotted_name, encloses
 from ..analysis.values import Kind
 from .base import Rule
 
@@ -54,7 +54,7 @@ class StaleOptimizer(Rule):
                     if _assigns(stmt, build.target):
                         break  # a newer optimizer in the same variable: its own build is checked
                     rebound = _rebinding(ctx, scope, stmt, build)
-                    if rebound is None or id(stmt) in reported or not _encloses(ctx, build.stmt, stmt):
+                    if rebound is None or id(stmt) in reported or not encloses(ctx.index, build.stmt, stmt):
                         continue
                     if _refreshed(ctx, statements[position + 1:], build) or not _used_later(ctx, scope, build,
                                                                                             stmt, position):
@@ -223,12 +223,6 @@ def _constructs(ctx, scope, value: ast.expr, depth: int) -> bool:
 
 def _chain(ctx, stmt) -> List[tuple]:
     return block_chain(ctx.index, stmt)
-
-
-def _encloses(ctx, build_stmt, stmt) -> bool:
-    """The block that builds the optimizer holds the re-binding (no exclusive if/else branches)."""
-    outer, inner = _chain(ctx, build_stmt), _chain(ctx, stmt)
-    return len(outer) <= len(inner) and inner[len(inner) - len(outer):] == outer
 
 
 def _refreshed(ctx, later_statements, build) -> bool:

@@ -6,7 +6,7 @@ import ast
 from ..analysis import torch_names as tn
 from ..analysis.findings import Range, Severity
 from ..analysis.values import Kind
-from .base import Rule
+from .base import Rule, shorten
 
 
 class DiscardedMove(Rule):
@@ -96,17 +96,12 @@ def _finding(ctx, stmt, call, receiver, scope):
     target = ctx.text(receiver)
     what = "moved" if call.func.attr in ("to", "cuda", "cpu") else "converted"
     message = ("`%s` returns a %s copy and this statement throws it away: `%s` is unchanged "
-               "(tensors do not move in place, unlike Modules)" % (_short(ctx.text(call)), what, target))
+               "(tensors do not move in place, unlike Modules)" % (shorten(ctx.text(call)), what, target))
     fixes = []
     # `x = x.cuda()` inside a function makes `x` local: only offer it where `x` is already local.
     if not isinstance(receiver, ast.Name) or receiver.id in scope.locals:
         start = ctx.range(call).start
         assign = ctx.replace(Range(start, start), "%s = " % target)
-        fixes.append(ctx.fix("Keep the result: `%s = %s`" % (target, _short(ctx.text(call))), [assign],
+        fixes.append(ctx.fix("Keep the result: `%s = %s`" % (target, shorten(ctx.text(call))), [assign],
                              safe=True, preferred=True))
     return ctx.finding("TL203", message, call, Severity.WARNING, fixes)
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 50 else text[:47] + "..."

@@ -10,7 +10,7 @@ from ..analysis.findings import Range, Severity
 from ..analysis.flow import enclosing_statement, loads_of, parents, reaching_binding
 from ..analysis.forward import PARAMETER_LAYERS, reach
 from ..analysis.values import Kind, keyword
-from .base import Rule
+from .base import Rule, shorten
 
 # Factories that make a tensor from sizes or Python data, on the default device unless told.
 _FACTORIES = frozenset("torch." + n for n in """
@@ -21,9 +21,9 @@ tril_indices triu_indices empty_strided
 _NEW_METHODS = {"torch.zeros": "new_zeros", "torch.ones": "new_ones", "torch.empty": "new_empty",
                 "torch.full": "new_full", "torch.tensor": "new_tensor"}
 # Calls that bring a tensor to another device: what follows is no longer on the CPU.
-_MOVES = frozenset(["to", "cuda", "type_as", "type", "pin_memory"])
+_MOVES = (tn.DEVICE_MOVES - {"cpu"}) | {"pin_memory"}
 # Tensor methods that keep the device of the tensor they are called on.
-_KEEP_DEVICE = (tn.TENSOR_METHODS - frozenset(["to", "cuda", "cpu", "type", "pin_memory"])) | frozenset(
+_KEEP_DEVICE = (tn.TENSOR_METHODS - tn.DEVICE_MOVES - {"pin_memory"}) | frozenset(
     "masked_fill_ index_select expand unsqueeze_ split chunk unbind tensor_split".split())
 _REDUCTIONS = frozenset("sum mean max min amax amin norm prod std var all any item".split())
 # torch functions (and tensor methods) whose tensor arguments must all be on one device.
@@ -384,7 +384,7 @@ class _Method:
 
     def _finding(self, call: ast.Call, qualified: str, meeting: _Meeting):
         ctx = self.ctx
-        spelled = _short(ctx.text(call))
+        spelled = shorten(ctx.text(call))
         line = ctx.range(meeting.node).start.line
         where = "here" if line == ctx.range(call).start.line else "on line %d" % line
         message = ("`%s` is created on the default device (the CPU): it has no `device=`, and it meets %s %s. "
@@ -449,8 +449,3 @@ def _root_name(node: ast.AST) -> Optional[str]:
             node = node.func.value
         else:
             return node.id if isinstance(node, ast.Name) else None
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 50 else text[:47] + "..."

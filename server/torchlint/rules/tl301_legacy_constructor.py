@@ -6,7 +6,7 @@ import ast
 from ..analysis import torch_names as tn
 from ..analysis.findings import Range, Severity
 from ..analysis.values import Kind, keyword
-from .base import Rule
+from .base import Rule, shorten
 
 # Expressions that can take `.method()` or stand in for a call without parentheses.
 # (Not constants: `3.detach()` does not parse.)
@@ -275,7 +275,7 @@ def _unwrap_variable(ctx, call, requires_grad):
     after = (")" if needs_parentheses else "") + suffix
     edits = [ctx.replace(Range(call_range.start, data_range.start), before),
              ctx.replace(Range(data_range.end, call_range.end), after)]
-    shown = "%s%s%s" % (before, _short(ctx.text(data)), after)
+    shown = "%s%s%s" % (before, shorten(ctx.text(data), 40), after)
     return ctx.fix("Replace with `%s`" % shown, edits, safe=True, preferred=True)
 
 
@@ -285,8 +285,3 @@ def _fresh(ctx, node) -> bool:
         node = node.func.value
     return (isinstance(node, ast.Call) and ctx.qualify(node.func) in _CREATION_FACTORIES
             and keyword(node, "requires_grad") is None)
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 40 else text[:37] + "..."

@@ -16,11 +16,11 @@ import os
 import sys
 
 from ..config import ConfigError, find_config
-from .report import COMPLETED, ERROR, render_json, render_text
+from ..exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from ..files import display_path
 from ..settings import DEVICES
+from .report import COMPLETED, ERROR, render_json, render_text
 from .runner import DEFAULT_TIMEOUT, VerifyError, split_target, verify_file
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(render_json(report))
     else:
-        sys.stdout.write(render_text(report, _display(path)))
+        sys.stdout.write(render_text(report, display_path(path)))
     return exit_code(report)
 
 
@@ -83,11 +83,3 @@ def exit_code(report) -> int:
     if report.outcome == ERROR or report.outcome != COMPLETED or not report.verified:
         return EXIT_ERROR
     return EXIT_CLEAN
-
-
-def _display(path: str) -> str:
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:  # another drive on Windows
-        return path
-    return path if relative.startswith("..") else relative

@@ -26,6 +26,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..analysis.parsing import parse
 from ..analysis.scopes import Binding, Scope, build_index, dotted_name
+from ..files import display_path
 
 MAX_CANDIDATES = 6  # per class: the child tries them in order, each a construction
 MAX_SCANNED_FILES = 400  # files looked at (a cheap text test) per verification
@@ -576,7 +577,7 @@ def find_constructors(path: str, class_names: Sequence[str], plan: Optional[Impo
                 continue
             finder.add(configured)
         if finder is not None:
-            finder.scan(target, _display(path, base))
+            finder.scan(target, display_path(path, base))
             finders[name] = finder
     if target is not None and scan_project and finders:
         pattern = re.compile(r"\b(%s)\b" % "|".join(re.escape(n) for n in finders))
@@ -591,7 +592,7 @@ def find_constructors(path: str, class_names: Sequence[str], plan: Optional[Impo
             site = _File.load(site_path, site_module)
             if site is None:
                 continue
-            where = _display(site_path, base)
+            where = display_path(site_path, base)
             for finder in finders.values():
                 finder.scan(site, where)
     for name, finder in finders.items():
@@ -618,14 +619,6 @@ def _literal(value) -> ast.expr:
     if isinstance(value, list):
         return ast.List(elts=[_literal(v) for v in value], ctx=ast.Load())
     return ast.Constant(value)
-
-
-def _display(path: str, base: str) -> str:
-    try:
-        relative = os.path.relpath(path, base)
-    except ValueError:
-        return path
-    return path if relative.startswith(os.pardir) else relative
 
 
 def required_arguments(ctx, info) -> Optional[List[str]]:
