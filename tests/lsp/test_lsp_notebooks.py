@@ -252,6 +252,30 @@ async def test_a_cell_added_later_is_checked_with_the_others(vscode: LanguageCli
     notebook.close()
 
 
+async def test_bad_notebook_messages_do_not_hurt_the_server(vscode: LanguageClient, tmp_path):
+    client = vscode
+    stranger = (tmp_path / "never_opened.ipynb").as_uri()
+    client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+        notebook_document=types.VersionedNotebookDocumentIdentifier(version=2, uri=stranger),
+        change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges())))
+    client.notebook_document_did_close(types.DidCloseNotebookDocumentParams(
+        notebook_document=types.NotebookDocumentIdentifier(uri=stranger), cell_text_documents=[]))
+    unknown_cell = types.TextDocumentIdentifier(uri="vscode-notebook-cell:%s#nothing" % stranger[len("file://"):])
+    assert await client.text_document_hover_async(types.HoverParams(text_document=unknown_cell,
+                                                                    position=at(0))) is None
+    # A notebook whose cell list names a cell it never sent: the others are still checked.
+    notebook = Notebook(client, tmp_path, [IMPORTS, BLOCK])
+    since = len(client.publishes)
+    client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+        notebook_document=types.NotebookDocument(
+            uri=notebook.uri, notebook_type="jupyter-notebook", version=1,
+            cells=[types.NotebookCell(kind=types.NotebookCellKind.Code, document=cell) for cell in notebook.cells]),
+        cell_text_documents=[types.TextDocumentItem(uri=cell, language_id="python", version=1, text=text)
+                             for cell, text in zip(notebook.cells[1:], notebook.texts[1:])]))
+    await published(client, notebook.cells[2], since, lambda d: codes(d) == ["TL101"])
+    notebook.close()
+
+
 # -- pull (Neovim's capabilities) --------------------------------------------------------------------
 async def test_pull_diagnostics_for_a_cell(neovim: LanguageClient, tmp_path):
     client = neovim
