@@ -221,3 +221,17 @@ def test_fix_changes_every_cell_it_needs_and_keeps_their_ipython_lines(tmp_path,
     sources = ["".join(cell["source"]) for cell in json.loads(target.read_text())["cells"]]
     assert sources == ["%matplotlib inline\nimport torch",
                        "w = torch.tensor([1.0, 2.0], dtype=torch.float32)\nv = w.detach()\n", "!ls\nprint(w)"]
+
+
+def test_messages_name_the_cell_of_the_lines_they_mention():
+    joined = join_cells([
+        CodeCell(1, "%load_ext autoreload"),
+        CodeCell(2, "import torch\nimport torch.nn as nn\nmodel = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))\n"
+                    "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)"),
+        CodeCell(4, "model[1] = nn.Linear(2, 4)\nfor x in range(3):\n    optimizer.step()\n")])
+    (finding,) = check_source(joined.text, "nb.ipynb").findings
+    assert finding.code == "TL202" and "on line 6 " in finding.message  # the joined text's line
+    relabelled = joined.cells.relabel(finding)
+    assert "on cell 2, line 4 " in relabelled.message
+    assert any("(move cell 2, line 4)" in fix.title for fix in relabelled.fixes)
+    assert joined.cells.name_lines("see line 8", here=4) == "see line 1"

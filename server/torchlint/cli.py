@@ -232,7 +232,7 @@ def check_notebook(job: Job, data: bytes, checked: Checked) -> Checked:
     except Exception:  # a torchlint bug: report it, check the other files
         report.internal_errors.append("%s: %s" % (job.display, traceback.format_exc(limit=4)))
         return checked
-    report.findings = list(result.findings)
+    report.findings = [report.cells.relabel(finding) for finding in result.findings]
     report.error = result.parse_error or (joined.errors[0] if joined.errors else None)
     report.internal_errors.extend("%s: %s" % (job.display, e) for e in result.internal_errors)
     return checked

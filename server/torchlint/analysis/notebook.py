@@ -28,12 +28,12 @@ import ast
 import json
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from json.decoder import scanstring
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .parsing import PARSE_LOCK
-from .findings import ParseError, Position
+from .findings import Finding, ParseError, Position
 
 NOTEBOOK_SUFFIX = ".ipynb"
 SEPARATOR = "# %% (torchlint: cell boundary)"
@@ -46,6 +46,7 @@ _IPYTHON_LINE = re.compile(
     r"|\?{1,2}[\w.*]+\s*$"                   # ?name, ??name
     r"|[\w.*]+\?{1,2}\s*$)")                 # name?, name??
 _CELL_MAGIC = re.compile(r"\s*%%")
+_LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
 
 
 class NotebookError(ValueError):
@@ -123,6 +124,20 @@ class CellMap:
                 return (span.number, Position(span.line_count + 1, 0)) \
                     if pos.column == 0 and span.ends_with_newline and not span.blanked else None
         return None
+
+    def name_lines(self, text: str, here: Optional[int] = None) -> str:
+        """A message or fix title with its "line N" (joined-text lines) said as the cell's line:
+        "line 4" in cell ``here``, "cell 2, line 4" in another."""
+        def name(match) -> str:
+            number, pos = self.locate(Position(int(match.group(1)), 0))
+            return "line %d" % pos.line if number == here else "cell %d, line %d" % (number, pos.line)
+        return _LINE_REFERENCE.sub(name, text) if self.spans else text
+
+    def relabel(self, finding: Finding) -> Finding:
+        """The finding with its message and fix titles naming cells' lines (see :meth:`name_lines`)."""
+        here = self.locate(finding.range.start)[0]
+        fixes = tuple(replace(fix, title=self.name_lines(fix.title, here)) for fix in finding.fixes)
+        return replace(finding, message=self.name_lines(finding.message, here), fixes=fixes)
 
     def joined_position(self, number: int, pos: Position) -> Optional[Position]:
         """The joined-text position of a position in cell ``number`` (None: not a joined cell)."""

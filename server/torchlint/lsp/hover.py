@@ -30,8 +30,8 @@ async def hover(server, params: types.HoverParams) -> Optional[types.Hover]:
     if hits:
         # One card: the innermost finding's; any other finding here gets a line.
         hits.sort(key=lambda f: (f.range.end.line - f.range.start.line, f.range.end.column - f.range.start.column))
-        card = hover_card(hits[0], server.markdown)
-        others = ["%s %s" % (f.code, f.message) for f in hits[1:]]
+        card = hover_card(view.relabel(hits[0]), server.markdown)
+        others = ["%s %s" % (f.code, view.relabel(f).message) for f in hits[1:]]
         if others:
             card += "\n\n" + "\n\n".join(("Also here: " + line) for line in others)
         return types.Hover(contents=types.MarkupContent(kind=kind, value=card), range=view.lsp_range(hits[0].range))

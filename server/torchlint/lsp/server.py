@@ -525,11 +525,12 @@ def quick_fixes(server: TorchlintServer, view: DocumentView, lsp_range: types.Ra
         diagnostic = view.diagnostic(finding)
         if diagnostic is None:
             continue
-        for fix in finding.fixes:
+        # shown: the titles as the user's lines are numbered (a notebook's cells)
+        for fix, shown in zip(finding.fixes, view.relabel(finding).fixes):
             edit = view.workspace_edit(list(fix.edits), server.document_changes)
             if edit is not None:  # None: a notebook fix that would cross cells
                 actions.append(types.CodeAction(
-                    title=fix_title(fix), kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
+                    title=fix_title(shown), kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
                     is_preferred=fix.preferred or None, edit=edit))
         key = (finding.noqa_line, finding.code)
         noqa = noqa_edit(view.source, finding.noqa_line, finding.code) if key not in silenced else None

@@ -52,6 +52,10 @@ class DocumentView:
         """How a message names a line of the analysed text."""
         return "line %d" % line
 
+    def relabel(self, finding: Finding) -> Finding:
+        """The finding with its message and fix titles naming lines as this document's user sees them."""
+        return finding
+
     def workspace_edit(self, edits: List[Edit], document_changes: bool) -> Optional[types.WorkspaceEdit]:
         """The edits (analysed-text positions) as a workspace edit, or None when one cannot be placed."""
         newline = self.source.newline()
@@ -98,6 +102,9 @@ class CellView(DocumentView):
         number, position = self.joined.cells.locate(Position(line, 0))
         return "line %d" % position.line if number == self.number else "cell %d, line %d" % (number, position.line)
 
+    def relabel(self, finding: Finding) -> Finding:
+        return self.joined.cells.relabel(finding)
+
     def location(self, rng: Range) -> Optional[types.Location]:
         number, in_cell = self._in_cell(rng)
         cell = self.cells.get(number)
@@ -108,7 +115,7 @@ class CellView(DocumentView):
         number, in_cell = self._in_cell(finding.range)
         if number != self.number:
             return None
-        diagnostic = self.converter.diagnostic(replace(finding, range=in_cell, related=()), self.uri)
+        diagnostic = self.converter.diagnostic(replace(self.relabel(finding), range=in_cell, related=()), self.uri)
         related = [(self.location(r.range), r.message) for r in finding.related]
         diagnostic.related_information = [types.DiagnosticRelatedInformation(location=location, message=message)
                                           for location, message in related if location is not None] or None
