@@ -109,16 +109,19 @@ class Notebooks:
         return current if current is not None and current[0].text == snap.text else None
 
     # -- views -------------------------------------------------------------------------------------
-    def cell_view(self, uri: str, snap: Snapshot, result: CheckResult, joined: JoinedCells,
-                  cells: Cells) -> Optional[CellView]:
+    def converters(self, cells: Cells) -> Dict[int, Tuple[str, Optional[int], Converter]]:
         codec = self.server.workspace.position_codec
-        converters = {number: (cell_uri, document.version, Converter(SourceText(document.source), codec))
-                      for number, cell_uri, document in cells}
+        return {number: (cell_uri, document.version, Converter(SourceText(document.source), codec))
+                for number, cell_uri, document in cells}
+
+    def cell_view(self, uri: str, snap: Snapshot, result: CheckResult, joined: JoinedCells,
+                  cells: Cells, converters=None, joined_source: Optional[SourceText] = None) -> Optional[CellView]:
+        converters = converters if converters is not None else self.converters(cells)
         number = next((n for n, cell_uri, _ in cells if unquote(cell_uri) == unquote(uri)), None)
         if number is None or joined.cells.span(number) is None:
             return None
         return CellView(uri, snap, result, converters[number][2], joined=joined, number=number, cells=converters,
-                        joined_source=SourceText(joined.text))
+                        joined_source=joined_source or SourceText(joined.text))
 
     async def view(self, uri: str) -> Optional[CellView]:
         """The current result of a cell's notebook, seen from the cell."""
@@ -143,11 +146,12 @@ class Notebooks:
         for finding in result.findings:
             by_cell.setdefault(joined.cells.locate(finding.range.start)[0], []).append(finding)
         out = {}
+        converters, joined_source = self.converters(cells), SourceText(joined.text)  # once for every cell's view
         for number, cell_uri, document in cells:
             if result.parse_error is not None or number in broken:
                 out[cell_uri] = (document.version, server.last_good.get(cell_uri, []))
                 continue
-            view = self.cell_view(cell_uri, snap, result, joined, cells)
+            view = self.cell_view(cell_uri, snap, result, joined, cells, converters, joined_source)
             items = [] if view is None else [d for d in map(view.diagnostic, by_cell.get(number, ())) if d]
             server.last_good[cell_uri] = items
             out[cell_uri] = (document.version, items)
