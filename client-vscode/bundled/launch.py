@@ -12,7 +12,7 @@ import os
 import runpy
 import sys
 
-# The module that serves LSP on stdio, and its arguments (``python -m torchlint.lsp``).
+# The module that serves LSP on stdio, and its arguments (``python -m torchlint serve``).
 SERVER_MODULE = ("torchlint", "serve")
 MINIMUM_PYTHON = (3, 10)  # the bundled jedi 0.20 and cattrs 26 need 3.10
 

@@ -3,7 +3,8 @@
 // which launch.py puts first on sys.path: the extension then works with any Python 3.10+,
 // even one without a single package installed.
 //
-// Wheels are pinned, pure-Python (py3-none-any) only, and kept in client-vscode/.wheels:
+// Wheels are pinned with their sha256 in client-vscode/bundle-requirements.txt (pip checks
+// them: --require-hashes), pure-Python (py3-none-any) only, and kept in client-vscode/.wheels:
 // the first run downloads them from PyPI with pip, later runs install offline from there.
 // torchlint itself is copied from this repository's server/torchlint (a pure package: no
 // build step, so no build backend has to be fetched).
@@ -16,19 +17,6 @@ const { execFileSync } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 
-// Pins: the versions torchlint is tested with. tomli and exceptiongroup are only imported on
-// Python 3.10 (tomllib and ExceptionGroup are built into 3.11).
-const PINNED = [
-  'pygls==2.1.1',
-  'lsprotocol==2025.0.0',
-  'jedi==0.20.1',
-  'parso==0.8.7',
-  'attrs==26.1.0',
-  'cattrs==26.2.1',
-  'typing_extensions==4.16.0',
-  'exceptiongroup==1.3.1',
-  'tomli==2.5.0',
-];
 // The oldest Python the bundle supports (jedi 0.20 and cattrs 26 need 3.10).
 const PYTHON_VERSION = '3.10';
 
@@ -37,6 +25,16 @@ const REPO = path.resolve(CLIENT, '..');
 const LIBS = path.join(CLIENT, 'bundled', 'libs');
 const WHEELS = path.join(CLIENT, '.wheels');
 const PYTHON = process.env.TORCHLINT_BUNDLE_PYTHON || 'python3';
+const REQUIREMENTS = path.join(CLIENT, 'bundle-requirements.txt');
+
+// `name==version` of each line of the requirements file (comments and hashes left out).
+function readPins(file) {
+  return fs.readFileSync(file, 'utf8').split('\n')
+    .map((line) => line.replace(/#.*/, '').trim().split(/\s+/)[0])
+    .filter((pin) => pin !== undefined && pin !== '');
+}
+
+const PINNED = readPins(REQUIREMENTS);
 
 function run(args) {
   console.log(`$ ${PYTHON} ${args.join(' ')}`);
@@ -58,10 +56,11 @@ function downloadMissingWheels() {
     return;
   }
   fs.mkdirSync(WHEELS, { recursive: true });
-  // --platform any + --abi none: pure-Python wheels only, whatever this machine is.
+  // --platform any + --abi none: pure-Python wheels only, whatever this machine is. The whole
+  // file is passed (pip needs every pin's hash in hash-checking mode); present wheels are reused.
   run(['-m', 'pip', 'download', '--quiet', '--no-deps', '--only-binary=:all:', '--platform', 'any',
        '--implementation', 'py', '--abi', 'none', '--python-version', PYTHON_VERSION,
-       '--dest', WHEELS, ...missing]);
+       '--require-hashes', '--dest', WHEELS, '-r', REQUIREMENTS]);
 }
 
 function copyPackage(from, to) {
@@ -123,7 +122,7 @@ function main() {
   downloadMissingWheels();
   fs.rmSync(LIBS, { recursive: true, force: true });
   run(['-m', 'pip', 'install', '--quiet', '--no-index', '--find-links', WHEELS, '--no-deps', '--no-compile',
-       '--target', LIBS, ...PINNED]);
+       '--require-hashes', '--target', LIBS, '-r', REQUIREMENTS]);
   copyPackage(path.join(REPO, 'server', 'torchlint'), path.join(LIBS, 'torchlint'));
   fs.rmSync(path.join(LIBS, 'bin'), { recursive: true, force: true });  // console scripts: unused
   prune();

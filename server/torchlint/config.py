@@ -25,11 +25,8 @@ from .settings import SEVERITIES, pyproject_keys
 
 if sys.version_info >= (3, 11):
     import tomllib
-else:  # pragma: no cover - exercised only on Python < 3.11
-    try:
-        import tomli as tomllib
-    except ImportError:
-        tomllib = None
+else:  # pragma: no cover - Python 3.10, where tomli is a dependency (pyproject.toml's marker)
+    import tomli as tomllib
 
 SECTION = "[tool.torchlint]"
 KEYS = pyproject_keys()  # declared in torchlint.settings
@@ -187,9 +184,6 @@ def _strings(value, where: str) -> Tuple[str, ...]:
 
 def read_table(path: Path) -> Optional[dict]:
     """The ``[tool.torchlint]`` table of a pyproject.toml (None when it has none)."""
-    if tomllib is None:
-        raise ConfigError("%s: reading TOML needs Python 3.11+ or the 'tomli' package (pip install tomli)"
-                          % display_path(path))
     try:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)

@@ -1,6 +1,8 @@
 """torchlint's findings inside flake8: ``flake8 --select TL`` (entry point ``TL`` in pyproject.toml).
 
-flake8 handles ``# noqa``, selection and output itself; this only runs the rules.
+check_source already drops what torchlint's own ``# noqa`` and ``# torchlint: noqa``
+comments silence; flake8 then applies its own selection, ``# noqa`` and output. Severities
+and ``[tool.torchlint]`` are not used here: flake8's configuration decides.
 """
 from __future__ import annotations
 

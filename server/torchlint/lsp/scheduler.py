@@ -7,8 +7,8 @@ the settings have not changed meanwhile; otherwise it is dropped, unseen. A newe
 cancels the pending (debounced) analysis of the same document.
 
 Analyses run in waves, one per entry of ``waves``: the syntactic layer (``None``) first,
-then each inference layer refines the findings of the same snapshot. Adding the jedi
-layer is adding its provider to ``waves``.
+then each inference layer refines the findings of the same snapshot (the server's second
+wave is the jedi layer, ``lsp.inference_layers.JEDI_WAVE``, on its own executor).
 
 One snapshot's wave is computed once: a pull, a hover or a code action that needs it while
 it runs waits for the same computation, and work queued for a version that is no longer

@@ -2,12 +2,31 @@
 severity, its doc page, and a ``check`` that turns a FileContext into findings."""
 from __future__ import annotations
 
+import functools
+from importlib import metadata
 from pathlib import Path
-from typing import ClassVar, Iterable
+from typing import ClassVar, Iterable, Optional
 
 from ..analysis.findings import Finding, Severity
 
 DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"
+# The [project.urls] entry that says where the TLxxx.md pages are published (a folder URL).
+# None is declared in this repository, so links are file:// URIs of the installed pages.
+DOCS_URL_LABEL = "Rule docs"
+
+
+@functools.lru_cache(maxsize=None)
+def published_docs_url() -> Optional[str]:
+    """The https folder of the rule pages, from the installed package's [project.urls]."""
+    try:
+        entries = metadata.metadata("torchlint").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:  # run from a source tree or the VS Code bundle
+        return None
+    for entry in entries:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() == DOCS_URL_LABEL.lower() and url.strip().startswith("https://"):
+            return url.strip().rstrip("/")
+    return None
 
 
 def shorten(text: str, limit: int = 50) -> str:
@@ -37,4 +56,6 @@ class Rule:
 
     @classmethod
     def doc_url(cls) -> str:
-        return cls.doc_path().as_uri()
+        """The rule's page: published (``[project.urls] "Rule docs"``), else the installed file."""
+        published = published_docs_url()
+        return "%s/%s.md" % (published, cls.code) if published else cls.doc_path().as_uri()

@@ -26,7 +26,8 @@ class DiscardedMove(Rule):
             receiver = call.func.value
             if not _assignable(receiver):
                 continue
-            # Only plain tensors: a Module moves in place, and a Parameter needs another fix (TL104).
+            # Only plain tensors: a Module moves in place, and on a Parameter the usual fix,
+            # `p = p.cuda()`, would store a plain tensor where the Parameter was (TL104).
             kind = ctx.classify_at(receiver, scope, stmt).kind
             if kind is not Kind.TENSOR and not (kind is Kind.UNKNOWN and isinstance(receiver, ast.Name)
                                                 and (_narrowed(ctx, receiver.id, stmt)

@@ -56,10 +56,9 @@ class Issue:
     @classmethod
     def from_dict(cls, data: dict) -> "Issue":
         line = data.get("line")
-        # "class" is the verified class; older probes sent only "class_name", the owner in the file.
-        class_name = data.get("class") if "class" in data else data.get("class_name")
-        owner = data.get("owner_class") if "owner_class" in data else (
-            data.get("class_name") if "class" not in data else None)
+        # The probe is this package's own (verify/probe.py): "class" is the verified class,
+        # "owner_class" the class whose `self.<attr> = ...` stored it.
+        class_name, owner = data.get("class"), data.get("owner_class")
         return cls(code=_text(data.get("code"), "TL905"), message=_text(data.get("message")),
                    severity=_text(data.get("severity"), "error"), class_name=_optional_text(class_name),
                    attribute=_optional_text(data.get("attribute")),
