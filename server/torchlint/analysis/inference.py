@@ -65,7 +65,7 @@ _TENSOR_CLASSES = frozenset(["torch.Tensor", "torch._tensor.Tensor", "torch._C.T
 _PLAIN_TYPES = frozenset(["builtins.int", "builtins.float", "builtins.str", "builtins.bool", "builtins.NoneType",
                           "builtins.bytes", "torch.device", "torch.dtype", "torch.Size", "torch._C.device",
                           "torch._C.dtype", "torch.types.Device"])
-_MAX_BASE_DEPTH = 6
+_MAX_BASE_DEPTH = 12  # classes and re-exports followed from one base (torch's reach 8)
 # Read a user-chosen virtual environment's files rather than run its interpreter: the same
 # findings on the fixtures either way (benchmarks/README.md), and no interpreter to wait for.
 READ_TRUSTED_VENVS = True
@@ -311,6 +311,7 @@ class JediInference:
         self._class_cache: Dict[Tuple[str, int], Tuple[bool, FrozenSet[str]]] = {}
         self._return_cache: Dict[Tuple[str, int, int], Tuple[Optional[Value], FrozenSet[str]]] = {}
         self._module_files: Dict[tuple, Optional[str]] = {}
+        self._cut_short = False  # a class resolution under way met the depth limit
         self._file_cache: Dict[str, tuple] = {}  # path -> (mtime, tree, text)
         self._warmed = threading.Event()
 
@@ -417,7 +418,14 @@ class JediInference:
                 return False
             self._class_cache[key] = (False, frozenset([path]))  # cycles resolve to "no"
             files = {path}
+            outer, self._cut_short = self._cut_short, False
             result = self._resolve_class(path, line, depth, files)
+            if self._cut_short and not result:
+                del self._class_cache[key]  # the depth limit's "no", not the class's: ask again later
+                if read is not None:
+                    read.update(files)
+                return False  # _cut_short stays set: the callers' "no" is not final either
+            self._cut_short = outer
             self._class_cache[key] = (result, frozenset(files))
         result, files = self._class_cache[key]
         if read is not None:
@@ -426,6 +434,7 @@ class JediInference:
 
     def _resolve_class(self, path: str, line: int, depth: int, read: Set[str]) -> bool:
         if depth > _MAX_BASE_DEPTH:
+            self._cut_short = True
             return False
         tree, text = self._parse(path)
         if tree is None:
@@ -508,7 +517,8 @@ class JediInference:
         module = self._module_file(parts[:-1], folders)
         if module is None:
             return None
-        return self._name_is_module(module, parts[-1], depth, read)
+        answer = self._name_is_module(module, parts[-1], depth, read)
+        return None if answer is _ABSENT else answer
 
     def _module_file(self, parts: List[str], folders: Tuple[str, ...]) -> Optional[str]:
         key = (tuple(parts), folders)
@@ -528,32 +538,68 @@ class JediInference:
         return self._module_files[key]
 
     def _name_is_module(self, module: str, name: str, depth: int, read: Set[str]) -> Optional[bool]:
-        """Whether ``name`` at the top level of the file ``module`` is a Module class."""
+        """Whether ``name`` at the top level of the file ``module`` is a Module class; None when the
+        file cannot tell, _ABSENT when the file does not define it."""
         qualified = tn.canonical("%s.%s" % (self._module_name(module), name))
         if qualified in tn.MODULE_BASES or tn.is_module_class(qualified):
             return True  # torch.nn.Module itself (its own file gives it no base), a torch layer
+        if qualified.split(".", 1)[0] in _STDLIB or qualified in _NOT_MODULES or qualified.startswith("torch._C."):
+            return False  # Enum, NamedTuple, Protocol, torch.Tensor, compiled classes: never a Module
+        if depth > _MAX_BASE_DEPTH:
+            return None
         tree, _ = self._parse(module)
         if tree is None:
             return None
         read.add(module)
         found = None
-        star = False  # a star import after the last definition found: it may rebind the name
+        stars = []  # star imports after the last definition found: they may rebind the name
         for stmt in tree.body:
             if isinstance(stmt, ast.ClassDef) and stmt.name == name:
-                found, star = stmt, False
+                found, stars = stmt, []
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                star = star or any(alias.name == "*" for alias in stmt.names)
+                if any(alias.name == "*" for alias in stmt.names):
+                    stars.append(stmt)
                 if any((alias.asname or alias.name.split(".", 1)[0]) == name for alias in stmt.names):
-                    found, star = stmt, False
+                    found, stars = stmt, []
             elif _binds(stmt, name):
                 return None  # an assignment, a function, a definition under a condition
-        if star:
-            return None
+        for star in reversed(stars):  # `from .modules import *`: the last one that has it wins
+            answer = self._star_import(module, star, name, depth + 1, read)
+            if answer is not _ABSENT:
+                return answer
         if isinstance(found, ast.ClassDef):
             return self.class_is_module(module, found.lineno, depth, read)
         if found is not None:
-            return self.base_from_files(module, [found], ast.Name(id=name), depth + 1, read)
-        return None
+            answer = self.base_from_files(module, [found], ast.Name(id=name), depth + 1, read)
+            return None if answer is _ABSENT else answer
+        return _ABSENT
+
+    def _star_import(self, module: str, star: ast.ImportFrom, name: str, depth: int,
+                     read: Set[str]) -> Optional[bool]:
+        """``name`` through ``from X import *`` in ``module``: X's own answer, when X is a file
+        that exports it (its literal ``__all__``, else its public names)."""
+        if not star.module and not star.level:
+            return None
+        if star.level:
+            folder = os.path.dirname(module)
+            for _ in range(star.level - 1):
+                folder = os.path.dirname(folder)
+            folders: Tuple[str, ...] = (folder,)
+        else:
+            folders = self._search_path(module)
+        target = self._module_file(star.module.split(".") if star.module else ["__init__"], folders)
+        if target is None:
+            return None
+        tree, _ = self._parse(target)
+        if tree is None:
+            return None
+        read.add(target)
+        exported = _literal_all(tree)
+        if exported is _UNKNOWN_ALL:
+            return None
+        if exported is not None and name not in exported or exported is None and name.startswith("_"):
+            return _ABSENT
+        return self._name_is_module(target, name, depth, read)
 
     def _module_name(self, module: str) -> str:
         """The dotted name a module file is imported by (from the deepest folder of sys.path or the
@@ -651,6 +697,7 @@ class FileInference:
             return False
         found = self._base_from_files(base)
         if found is not None:
+            self._remember(key, found)  # with the files it was read from: a warm run reads none
             return found
         try:
             answer = self._ask(lambda: self.project._base_is_module(self.script, base, self.text, 1, self._read))
@@ -816,8 +863,8 @@ class FileInference:
         if tn.is_module_class(canonical):
             return Value(Kind.MODULE, module_class=canonical)
         module_path = str(name.module_path or "")
-        if module_path.endswith(".py") and name.line and self.project.class_is_module(module_path, name.line,
-                                                                                        read=self._read):
+        if module_path.endswith(".py") and name.line \
+                and self.project.class_is_module(module_path, name.line, read=self._read):
             local = full_name.rsplit(".", 1)[-1] if os.path.abspath(module_path) == self.path else full_name
             return Value(Kind.MODULE, module_class=local)
         if module_path and self.project.is_project_file(module_path):
@@ -844,6 +891,30 @@ def _decode(data) -> Optional[Value]:
 
 
 _COMPILED_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES) + (".so", ".pyd")
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
+_NOT_MODULES = frozenset(["torch.Tensor", "torch._tensor.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"])
+_UNKNOWN_ALL = frozenset()  # an __all__ that is not a plain literal list
+
+
+def _literal_all(tree: ast.Module):
+    """A module's ``__all__`` when it is a literal list or tuple of strings, _UNKNOWN_ALL when it is
+    computed, None when there is none."""
+    found = None
+    for stmt in tree.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+            stmt, (ast.AugAssign, ast.AnnAssign)) else []
+        if not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            continue
+        value = stmt.value
+        if isinstance(stmt, ast.Assign) and isinstance(value, (ast.List, ast.Tuple)) and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+            found = frozenset(e.value for e in value.elts)
+        else:
+            return _UNKNOWN_ALL
+    return found
+
+
+_ABSENT = object()  # a file that does not define the name asked about
 
 
 def _binds(stmt: ast.stmt, name: str) -> bool:
