@@ -1,5 +1,9 @@
 """The torchlint language server: thin LSP handlers over the analysis core.
 
+The server's state lives on one :class:`TorchlintServer`; the handlers are the module-level
+functions marked ``@handles`` below, each taking the server and the request's params, and
+:func:`create_server` registers them (and the notebook notifications, ``lsp/notebooks.py``).
+
 Diagnostics go out one way per client, decided at ``initialize``: pulled
 (``textDocument/diagnostic``) when the client can pull, pushed (``publishDiagnostics``)
 otherwise. A pull's result id is the document's version and a digest of the diagnostics,
@@ -21,7 +25,7 @@ import logging
 import sys
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, Hashable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -310,11 +314,13 @@ def guarded(server: TorchlintServer, default: Any = None):
                 traceback.format_exception(type(error), error, error.__traceback__))))
             return default
 
+        # functools.wraps keeps the handler's signature: pygls passes the server to a handler
+        # whose first parameter is annotated with the server's class.
         if asyncio.iscoroutinefunction(handler):
             @functools.wraps(handler)
-            async def run_async(params):
+            async def run_async(*args):
                 try:
-                    return await handler(params)
+                    return await handler(*args)
                 except asyncio.CancelledError:
                     raise
                 except Exception as error:
@@ -322,9 +328,9 @@ def guarded(server: TorchlintServer, default: Any = None):
             return run_async
 
         @functools.wraps(handler)
-        def run(params):
+        def run(*args):
             try:
-                return handler(params)
+                return handler(*args)
             except Exception as error:
                 return report(error)
         return run
@@ -339,177 +345,194 @@ def wanted(only: Optional[List[str]], kind: str) -> bool:
     return any(o == "" or kind == o or kind.startswith(o + ".") for o in only)
 
 
-def create_server() -> TorchlintServer:
-    server = TorchlintServer()
+# -- the handlers: each takes the server (pygls passes it) and the request's params ----------------
 
-    @server.feature(types.INITIALIZE)
-    @guarded(server)
-    def initialize(params: types.InitializeParams):
-        server.loop = asyncio.get_running_loop()
-        use_protocol_lines(server.workspace)
-        caps = params.capabilities
-        server.pull = get_capability(caps, "text_document.diagnostic", None) is not None
-        server.config_support = bool(get_capability(caps, "workspace.configuration", False))
-        server.refresh_support = bool(get_capability(caps, "workspace.diagnostics.refresh_support", False))
-        server.document_changes = bool(get_capability(caps, "workspace.workspace_edit.document_changes", False))
-        server.inlay_hint_refresh = bool(get_capability(caps, "workspace.inlay_hint.refresh_support", False))
-        formats = get_capability(caps, "text_document.hover.content_format", None)
-        server.markdown = not formats or types.MarkupKind.Markdown in formats
-        if not server.pull:  # advertise pull diagnostics only to clients that pull
-            server.protocol.fm.features.pop(types.TEXT_DOCUMENT_DIAGNOSTIC, None)
-        # Settings that come with initialize are there before the first didOpen.
-        options = unwrap(params.initialization_options)
-        if isinstance(options, dict):
-            server.initial_settings = dict(options)
-        server.apply_settings(None)
+HANDLERS: List[Tuple[str, Any, Callable, Any]] = []  # (method, options, handler, answer on failure)
 
-    @server.feature(types.INITIALIZED)
-    @guarded(server)
-    async def initialized(params: types.InitializedParams):
-        if await server.fetch_settings():
-            server.refresh()
 
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    @guarded(server)
-    async def did_change_configuration(params: types.DidChangeConfigurationParams):
-        # Clients send the new values, or nothing and expect the server to ask for them.
-        settings = params.settings
-        if isinstance(settings, dict) and isinstance(settings.get(SECTION), dict):
-            server.apply_settings(settings[SECTION])
-        elif server.config_support:
-            await server.fetch_settings()
-        elif settings is not None:
-            server.apply_settings(settings)
-        server.resolver.forget()  # pyproject.toml may have changed too
+def handles(method: str, options: Any = None, default: Any = None):
+    """Marks a module-level function as the handler of ``method`` (see create_server)."""
+    def record(handler: Callable) -> Callable:
+        HANDLERS.append((method, options, handler, default))
+        return handler
+    return record
+
+
+@handles(types.INITIALIZE)
+def initialize(server: TorchlintServer, params: types.InitializeParams) -> None:
+    server.loop = asyncio.get_running_loop()
+    use_protocol_lines(server.workspace)
+    caps = params.capabilities
+    server.pull = get_capability(caps, "text_document.diagnostic", None) is not None
+    server.config_support = bool(get_capability(caps, "workspace.configuration", False))
+    server.refresh_support = bool(get_capability(caps, "workspace.diagnostics.refresh_support", False))
+    server.document_changes = bool(get_capability(caps, "workspace.workspace_edit.document_changes", False))
+    server.inlay_hint_refresh = bool(get_capability(caps, "workspace.inlay_hint.refresh_support", False))
+    formats = get_capability(caps, "text_document.hover.content_format", None)
+    server.markdown = not formats or types.MarkupKind.Markdown in formats
+    if not server.pull:  # advertise pull diagnostics only to clients that pull
+        server.protocol.fm.features.pop(types.TEXT_DOCUMENT_DIAGNOSTIC, None)
+    # Settings that come with initialize are there before the first didOpen.
+    options = unwrap(params.initialization_options)
+    if isinstance(options, dict):
+        server.initial_settings = dict(options)
+    server.apply_settings(None)
+
+
+@handles(types.INITIALIZED)
+async def initialized(server: TorchlintServer, params: types.InitializedParams) -> None:
+    if await server.fetch_settings():
         server.refresh()
 
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    @guarded(server)
-    def did_open(params: types.DidOpenTextDocumentParams):
-        if not server.pull or server.refresh_support:
-            server.scheduler.schedule(params.text_document.uri, delay=0)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    @guarded(server)
-    def did_change(params: types.DidChangeTextDocumentParams):
-        uri = params.text_document.uri
-        if server.document(uri) is None:
-            lost_sync(uri)
-        elif not server.pull or server.refresh_support:
-            server.clear_problem(("out of sync", uri))
-            server.scheduler.schedule(uri)
+@handles(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(server: TorchlintServer, params: types.DidChangeConfigurationParams) -> None:
+    # Clients send the new values, or nothing and expect the server to ask for them.
+    settings = params.settings
+    if isinstance(settings, dict) and isinstance(settings.get(SECTION), dict):
+        server.apply_settings(settings[SECTION])
+    elif server.config_support:
+        await server.fetch_settings()
+    elif settings is not None:
+        server.apply_settings(settings)
+    server.resolver.forget()  # pyproject.toml may have changed too
+    server.refresh()
 
-    def lost_sync(uri: str) -> None:
-        """An edit the document could not take: what the server has is not the editor's text,
-        so nothing computed from it is shown (or offered as a fix) until it is sent whole."""
-        document = server.workspace.text_documents.get(unquote(uri))
-        if document is None or not getattr(document, "out_of_sync", None):
-            return
-        server.scheduler.forget(uri)
-        server.last_good.pop(uri, None)
-        server.verified.forget(uri)
-        server.notify_problem(("out of sync", uri), "torchlint lost track of %s (%s): its copy is out of sync "
-                              "with the editor's, so its diagnostics are cleared. Close and reopen the file."
-                              % (unquote(uri.rsplit("/", 1)[-1]), document.out_of_sync), types.MessageType.Error)
-        if server.pull:
-            server.ask_to_pull(uri, None)
-        else:
-            server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=uri, version=document.version, diagnostics=[]))
 
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    @guarded(server)
-    def did_save(params: types.DidSaveTextDocumentParams):
-        if params.text_document.uri.endswith("/pyproject.toml"):
-            server.resolver.forget()
-            server.refresh()
-        elif not server.pull:
-            server.scheduler.schedule(params.text_document.uri, delay=0)
+@handles(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(server: TorchlintServer, params: types.DidOpenTextDocumentParams) -> None:
+    if not server.pull or server.refresh_support:
+        server.scheduler.schedule(params.text_document.uri, delay=0)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    @guarded(server)
-    def did_close(params: types.DidCloseTextDocumentParams):
-        uri = params.text_document.uri
-        server.scheduler.forget(uri)
-        server.verified.forget(uri)
-        server.last_good.pop(uri, None)
-        server.pulled.pop(uri, None)
-        server.clear_problem(("too large", uri))
+
+@handles(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(server: TorchlintServer, params: types.DidChangeTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    if server.document(uri) is None:
+        lost_sync(server, uri)
+    elif not server.pull or server.refresh_support:
         server.clear_problem(("out of sync", uri))
-        if not server.pull:
-            server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        server.scheduler.schedule(uri)
 
-    @server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC,
-                    types.DiagnosticOptions(identifier="torchlint", inter_file_dependencies=False,
-                                            workspace_diagnostics=False))
-    @guarded(server, types.RelatedFullDocumentDiagnosticReport(items=[]))
-    async def diagnostic(params: types.DocumentDiagnosticParams):
-        uri = params.text_document.uri
-        if server.notebooks.is_cell(uri):
-            return await server.notebooks.pull(params)
-        if server.document(uri) is None:
-            return types.RelatedFullDocumentDiagnosticReport(items=[])
-        try:
-            # A client that cannot be asked to pull again gets every wave now.
-            snap, result = await server.scheduler.result(uri, final=not server.refresh_support)
-        except Stale:
-            raise JsonRpcException("the document changed while it was analysed", SERVER_CANCELLED,
-                                   {"retriggerRequest": True})
-        items = server.diagnostics(snap, result)
-        current = result_id(snap, items)
-        server.pulled[uri] = current
-        if params.previous_result_id == current:
-            return types.UnchangedDocumentDiagnosticReport(result_id=current)
-        return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=current)
 
-    @server.feature(types.TEXT_DOCUMENT_HOVER)
-    @guarded(server)
-    async def hover(params: types.HoverParams):
-        return await hover_at(server, params)  # lsp/hover.py: a finding's card, or what self.<name> is
+def lost_sync(server: TorchlintServer, uri: str) -> None:
+    """An edit the document could not take: what the server has is not the editor's text,
+    so nothing computed from it is shown (or offered as a fix) until it is sent whole."""
+    document = server.workspace.text_documents.get(unquote(uri))
+    if document is None or not getattr(document, "out_of_sync", None):
+        return
+    server.scheduler.forget(uri)
+    server.last_good.pop(uri, None)
+    server.verified.forget(uri)
+    server.notify_problem(("out of sync", uri), "torchlint lost track of %s (%s): its copy is out of sync "
+                          "with the editor's, so its diagnostics are cleared. Close and reopen the file."
+                          % (unquote(uri.rsplit("/", 1)[-1]), document.out_of_sync), types.MessageType.Error)
+    if server.pull:
+        server.ask_to_pull(uri, None)
+    else:
+        server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, version=document.version, diagnostics=[]))
 
-    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions())
-    @guarded(server, [])
-    async def inlay_hint(params: types.InlayHintParams):
-        return await inlay_hints(server, params)  # lsp/hover.py: what self.<name> is, after __init__'s assignments
 
-    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
-                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND]))
-    @guarded(server, [])
-    async def code_action(params: types.CodeActionParams):
-        # Findings of the current text (cached per version), never the published ones; a
-        # notebook cell's are its notebook's (lsp/views.py).
-        view = await view_of(server, params.text_document.uri)
-        if view is None or view.result.parse_error is not None:
-            return []
-        only = params.context.only
-        actions: List[types.CodeAction] = []
-        if wanted(only, types.CodeActionKind.QuickFix):
-            actions.extend(quick_fixes(server, view, params.range))
-        if wanted(only, FIX_ALL_KIND) and any(fix.is_safe for f in view.result.findings for fix in f.fixes):
-            action = await fix_all(server, view)
-            if action is not None:
-                actions.append(action)
-        return actions
+@handles(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(server: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
+    if params.text_document.uri.endswith("/pyproject.toml"):
+        server.resolver.forget()
+        server.refresh()
+    elif not server.pull:
+        server.scheduler.schedule(params.text_document.uri, delay=0)
 
-    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
-    @guarded(server, [])
-    async def code_lens(params: types.CodeLensParams):
-        document = server.document(params.text_document.uri)
-        if document is None or server.too_large(document.source):
-            return []
-        # Finding the Module classes parses the text: never on the event loop.
-        return await server.scheduler.run(code_lenses, server, params.text_document.uri)
 
+@handles(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(server: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    server.scheduler.forget(uri)
+    server.verified.forget(uri)
+    server.last_good.pop(uri, None)
+    server.pulled.pop(uri, None)
+    server.clear_problem(("too large", uri))
+    server.clear_problem(("out of sync", uri))
+    if not server.pull:
+        server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+@handles(types.TEXT_DOCUMENT_DIAGNOSTIC,
+         types.DiagnosticOptions(identifier="torchlint", inter_file_dependencies=False, workspace_diagnostics=False),
+         types.RelatedFullDocumentDiagnosticReport(items=[]))
+async def diagnostic(server: TorchlintServer, params: types.DocumentDiagnosticParams):
+    uri = params.text_document.uri
+    if server.notebooks.is_cell(uri):
+        return await server.notebooks.pull(params)
+    if server.document(uri) is None:
+        return types.RelatedFullDocumentDiagnosticReport(items=[])
+    try:
+        # A client that cannot be asked to pull again gets every wave now.
+        snap, result = await server.scheduler.result(uri, final=not server.refresh_support)
+    except Stale:
+        raise JsonRpcException("the document changed while it was analysed", SERVER_CANCELLED,
+                               {"retriggerRequest": True})
+    items = server.diagnostics(snap, result)
+    current = result_id(snap, items)
+    server.pulled[uri] = current
+    if params.previous_result_id == current:
+        return types.UnchangedDocumentDiagnosticReport(result_id=current)
+    return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=current)
+
+
+@handles(types.TEXT_DOCUMENT_HOVER)
+async def hover(server: TorchlintServer, params: types.HoverParams):
+    return await hover_at(server, params)  # lsp/hover.py: a finding's card, or what self.<name> is
+
+
+@handles(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(), [])
+async def inlay_hint(server: TorchlintServer, params: types.InlayHintParams):
+    return await inlay_hints(server, params)  # lsp/hover.py: what self.<name> is, after __init__'s assignments
+
+
+@handles(types.TEXT_DOCUMENT_CODE_ACTION,
+         types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND]), [])
+async def code_action(server: TorchlintServer, params: types.CodeActionParams):
+    # Findings of the current text (cached per version), never the published ones; a
+    # notebook cell's are its notebook's (lsp/views.py).
+    view = await view_of(server, params.text_document.uri)
+    if view is None or view.result.parse_error is not None:
+        return []
+    only = params.context.only
+    actions: List[types.CodeAction] = []
+    if wanted(only, types.CodeActionKind.QuickFix):
+        actions.extend(quick_fixes(server, view, params.range))
+    if wanted(only, FIX_ALL_KIND) and any(fix.is_safe for f in view.result.findings for fix in f.fixes):
+        action = await fix_all(server, view)
+        if action is not None:
+            actions.append(action)
+    return actions
+
+
+@handles(types.TEXT_DOCUMENT_CODE_LENS, None, [])
+async def code_lens(server: TorchlintServer, params: types.CodeLensParams):
+    document = server.document(params.text_document.uri)
+    if document is None or server.too_large(document.source):
+        return []
+    # Finding the Module classes parses the text: never on the event loop.
+    return await server.scheduler.run(code_lenses, server, params.text_document.uri)
+
+
+async def verify(server: TorchlintServer, *args):
+    """``torchlint.verifyModule``: not guarded, commands take their arguments spread out."""
+    try:
+        return await verify_module(server, *args)
+    except Exception:
+        server.log_error("%s failed: %s" % (VERIFY_COMMAND, traceback.format_exc()))
+        return {"error": "internal error: see the torchlint log"}
+
+
+def create_server() -> TorchlintServer:
+    """A server with every handler of this module (and the notebook notifications) on it."""
+    server = TorchlintServer()
+    for method, options, handler, default in HANDLERS:
+        server.feature(method, options)(guarded(server, default)(handler))
     register_notebooks(server, guarded)
-
-    @server.command(VERIFY_COMMAND)
-    async def verify(*args):  # not @guarded: commands take their arguments spread out
-        try:
-            return await verify_module(server, *args)
-        except Exception:
-            server.log_error("%s failed: %s" % (VERIFY_COMMAND, traceback.format_exc()))
-            return {"error": "internal error: see the torchlint log"}
-
+    server.command(VERIFY_COMMAND)(verify)
     return server
 
 
