@@ -1,13 +1,14 @@
 """Which files to check: command-line paths expanded into Python files and notebooks (.ipynb).
 
 Directories are walked skipping virtual environments, caches and build output, the
-configured ``exclude`` globs and what the project root's ``.gitignore`` lists. A file
-named explicitly is always checked.
+configured ``exclude`` globs and what the ``.gitignore`` files of the project ignore (the
+root's and every folder's below it, read by ``pathspec`` with git's rules: negation,
+anchoring, a deeper file overriding). A file named explicitly is always checked.
 
-Globs follow ``.gitignore``: a pattern without a slash matches any path component by
-name (``build``, ``*.egg-info``); one with a slash is matched against the path relative
-to the project root (``tests/fixtures``, ``/docs/*.py``); ``**`` spans directories; a
-trailing slash matches directories only.
+The ``exclude`` globs follow ``.gitignore``: a pattern without a slash matches any path
+component by name (``build``, ``*.egg-info``); one with a slash is matched against the path
+relative to the project root (``tests/fixtures``, ``/docs/*.py``); ``**`` spans directories;
+a trailing slash matches directories only.
 """
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import pathspec
 
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", "build", "dist",
@@ -118,19 +121,50 @@ def relative_to_root(path: Path, root: Path) -> Optional[str]:
         return None
 
 
-def read_gitignore(root: Path) -> List[GlobPattern]:
-    """The project root's .gitignore, in a simple subset (negations are not supported)."""
-    try:
-        lines = (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    patterns = []
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith("#") or line.startswith("!"):
-            continue
-        patterns.append(GlobPattern(line))
-    return patterns
+class GitIgnores:
+    """The ``.gitignore`` files from the project root down, each read once, matched as git
+    does: a file's patterns are relative to its folder, and the deepest file with a matching
+    pattern (``!pattern`` re-includes) decides. Paths outside the root are never ignored."""
+
+    def __init__(self, root: Path):
+        self.root = os.path.abspath(root)
+        self._specs: Dict[str, Optional[pathspec.GitIgnoreSpec]] = {}
+
+    def _spec(self, directory: str) -> Optional[pathspec.GitIgnoreSpec]:
+        if directory not in self._specs:
+            try:
+                with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as handle:
+                    self._specs[directory] = pathspec.GitIgnoreSpec.from_lines(handle.read().splitlines())
+            except OSError:  # none there (or unreadable: git would not use it either)
+                self._specs[directory] = None
+        return self._specs[directory]
+
+    def ignored(self, path, is_dir: bool) -> bool:
+        """Whether ``path`` itself is ignored (not asking about the folders above it)."""
+        rel = relative_to_root(Path(path), Path(self.root))
+        if not rel or rel == ".":
+            return False
+        parts = rel.split("/")
+        decision = False
+        directory = self.root
+        for depth in range(len(parts)):
+            spec = self._spec(directory)
+            if spec is not None:
+                below = "/".join(parts[depth:]) + ("/" if is_dir else "")
+                include = spec.check_file(below).include
+                if include is not None:
+                    decision = include
+            directory = os.path.join(directory, parts[depth])
+        return decision
+
+    def ignored_file(self, path) -> bool:
+        """Whether a file is ignored, itself or through a folder above it (below the root)."""
+        rel = relative_to_root(Path(path), Path(self.root))
+        if not rel or rel == ".":
+            return False
+        parts = rel.split("/")
+        folders = (os.path.join(self.root, *parts[:i + 1]) for i in range(len(parts) - 1))
+        return any(self.ignored(folder, True) for folder in folders) or self.ignored(path, False)
 
 
 @dataclass
@@ -153,8 +187,7 @@ def discover(paths: Sequence[Path], root: Path, exclude: Iterable[GlobPattern] =
     ``force_exclude`` applies the excludes to the paths themselves too: for pre-commit,
     which names every changed file explicitly."""
     patterns = [GlobPattern(p) for p in DEFAULT_EXCLUDES] + list(exclude)
-    if use_gitignore:
-        patterns += read_gitignore(root)
+    gitignores = GitIgnores(root) if use_gitignore else None
     found = set()
     result = Discovery()
     for path in paths:
@@ -168,10 +201,11 @@ def discover(paths: Sequence[Path], root: Path, exclude: Iterable[GlobPattern] =
             result.errors.append((path, "cannot read: %s" % (err.strerror or err)))
             continue
         if force_exclude and path != Path(os.path.abspath(root)) \
-                and any(p.matches_file(relative_to_root(path, root), path.name) for p in patterns):
+                and (any(p.matches_file(relative_to_root(path, root), path.name) for p in patterns)
+                     or (gitignores is not None and gitignores.ignored_file(path))):
             continue
         if stat.S_ISDIR(mode):
-            found.update(_walk(path, root, patterns, result))
+            found.update(_walk(path, root, patterns, gitignores, result))
         elif stat.S_ISREG(mode):
             found.add(path)  # named explicitly: checked whatever its name
         else:
@@ -189,12 +223,14 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _walk(top: Path, root: Path, patterns: List[GlobPattern], result: Discovery) -> Iterable[Path]:
+def _walk(top: Path, root: Path, patterns: List[GlobPattern], gitignores: Optional[GitIgnores],
+          result: Discovery) -> Iterable[Path]:
     """Python files under ``top``. Symbolic links to directories are not followed (no loops);
     links to files are. Entries are classified from ``stat`` only: nothing is opened."""
     def excluded(full: str, name: str, is_dir: bool) -> bool:
         rel = relative_to_root(Path(full), root)
-        return any(p.matches(rel, name, is_dir) for p in patterns)
+        return any(p.matches(rel, name, is_dir) for p in patterns) or (
+            gitignores is not None and gitignores.ignored(full, is_dir))
 
     pending = [str(top)]
     while pending:
