@@ -21,7 +21,7 @@ from .engine import CheckOptions
 from .analysis.findings import Severity
 from .files import GlobPattern, display_path, relative_to_root
 from .rules import RULES_BY_CODE
-from .settings import SEVERITIES, pyproject_keys
+from .settings import DEFAULT_SETTINGS, SEVERITIES, SettingError, check_value, pyproject_keys, pyproject_spec
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -174,10 +174,12 @@ def _severities(table, where: str) -> List[Tuple[str, Severity]]:
     return result
 
 
-def _strings(value, where: str) -> Tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError("%s: expected a list of strings, got %r" % (where, value))
-    return tuple(value)
+def _declared(key: str, value, where: str):
+    """``value`` checked against the declaration of [tool.torchlint]'s ``key`` (torchlint.settings)."""
+    try:
+        return check_value(pyproject_spec(key), value)
+    except SettingError as err:
+        raise ConfigError("%s: %s" % (where, err)) from None
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -226,17 +228,15 @@ def parse_table(table: dict, path: Path, root: Optional[Path] = None) -> Config:
     python = table.get("python")
     if python is not None and (not isinstance(python, str) or not python.strip()):
         raise ConfigError("%s: expected the path of a Python interpreter, got %r" % (key("python"), python))
-    show_all = table.get("show-all", False)
-    if not isinstance(show_all, bool):
-        raise ConfigError("%s: expected true or false, got %r" % (key("show-all"), show_all))
+    show_all = _declared("show-all", table.get("show-all", DEFAULT_SETTINGS.show_all), key("show-all"))
     return Config(
         path=path,
         show_all=show_all,
         root=root or path.parent,
         selections=(selection,),
         per_file_ignores=per_file_ignores,
-        exclude=_strings(table.get("exclude", []), key("exclude")),
-        extend_exclude=_strings(table.get("extend-exclude", []), key("extend-exclude")),
+        exclude=_declared("exclude", table.get("exclude", []), key("exclude")),
+        extend_exclude=_declared("extend-exclude", table.get("extend-exclude", []), key("extend-exclude")),
         severities=tuple(_severities(table.get("severity", {}), key("severity"))),
         python=python,
         verify=parse_verify_table(table.get("verify", {}), key("verify"), path.parent),
@@ -288,7 +288,7 @@ def parse_verify_table(table, where: str, base: Path) -> VerifyConfig:
 
     def folders(name):
         return tuple(os.path.normpath(os.path.join(str(base), value))
-                     for value in _strings(table.get(name, []), "%s.%s" % (where, name)))
+                     for value in _declared("verify." + name, table.get(name, []), "%s.%s" % (where, name)))
 
     classes = table.get("classes", {})
     if not isinstance(classes, dict):

@@ -168,6 +168,12 @@ def pyproject_keys(table: str = "") -> Tuple[str, ...]:
     return tuple(keys)
 
 
+def pyproject_spec(key: str) -> Spec:
+    """The declaration of a [tool.torchlint] key (dotted for a sub-table's: ``verify.extra-paths``)."""
+    (spec,) = [s for s in specs() if s.where.pyproject == key]
+    return spec
+
+
 def is_device(value: str) -> bool:
     """A device verification runs on: one of DEVICES, or cuda:N."""
     return value in DEVICES or (value.startswith("cuda:") and value[5:].isdigit())
@@ -197,7 +203,7 @@ def _strict_converter() -> cattrs.Converter:
 
     def codes(value, _type):
         if isinstance(value, str) or not isinstance(value, (list, tuple)):
-            raise SettingError("expected a list of rule codes, got %r" % (value,))
+            raise SettingError("expected a list of strings, got %r" % (value,))
         return tuple(converter.structure(item, str) for item in value)
 
     def table(value, _type):
