@@ -1,7 +1,11 @@
 """CLI throughput of torchlint next to other Python linters, on the same corpus, in one run.
 
     .venv/bin/python benchmarks/make_corpus.py
-    .venv/bin/python benchmarks/bench_cli.py [--runs 3] [--skip-pylint] [--pylint-files N]
+    .venv/bin/python benchmarks/bench_cli.py [--runs 3] [--skip-pylint] [--pylint-files N] [--skip-scaling]
+
+torchlint's default mode is timed twice: cold (an empty inference cache, as on a first run)
+and warm (the cache a previous run left). After the corpus table a scaling table times one
+generated model file of 1k to 200k lines and folders of 10 to 1,000 such files.
 
 Every row is wall-clock seconds, best of N runs. Subprocess rows also give the CPU
 seconds (user + sys, all processes of the tool) and the peak RSS of the tool's largest
@@ -24,6 +28,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,6 +39,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 DEFAULT_CORPUS = Path(__file__).resolve().parent / "corpus"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_big_model import make_model_source  # noqa: E402  (the generated model files of the scaling table)
 PYTHON = sys.executable
 BIN = Path(sys.executable).parent
 
@@ -73,11 +80,12 @@ class Outcome:
     stderr: bytes
 
 
-def run_once(cmd: Sequence[str], cwd: Path) -> Outcome:
+def run_once(cmd: Sequence[str], cwd: Path, env: Optional[Dict[str, str]] = None) -> Outcome:
     """Run a command; its wall time, CPU time and peak RSS (largest single process)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(list(cmd), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        proc = subprocess.Popen(list(cmd), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                env=dict(os.environ, **env) if env else None)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
@@ -87,8 +95,10 @@ def run_once(cmd: Sequence[str], cwd: Path) -> Outcome:
                        proc.returncode, out.read(), err.read())
 
 
-def best_of(runs: int, cmd: Sequence[str], cwd: Path) -> Outcome:
-    outcomes = [run_once(cmd, cwd) for _ in range(runs)]
+def best_of(runs: int, cmd: Sequence[str], cwd: Path, env: Callable[[], Optional[Dict[str, str]]] = lambda: None
+            ) -> Outcome:
+    """``env`` is called before each run: a cold-cache row gives every run an empty cache."""
+    outcomes = [run_once(cmd, cwd, env()) for _ in range(runs)]
     best = min(outcomes, key=lambda o: o.seconds)
     best.rss_mib = max(o.rss_mib for o in outcomes)
     return best
@@ -137,6 +147,11 @@ def torchlint_command() -> List[str]:
     return [str(script)] if script.exists() else [PYTHON, "-m", "torchlint"]
 
 
+def cold_cache() -> Dict[str, str]:
+    """An empty inference cache folder for one run (as on a first run)."""
+    return {"TORCHLINT_CACHE_DIR": tempfile.mkdtemp(prefix="torchlint-bench-cold-")}
+
+
 def torchfix_command() -> List[str]:
     script = BIN / "torchfix"
     return [str(script)] if script.exists() else [PYTHON, "-m", "torchfix"]
@@ -167,11 +182,12 @@ class Bench:
         self.notes: List[str] = []
 
     def subprocess_row(self, tool: str, cmd: Sequence[str], files: int, ok_codes=(0, 1), runs=None,
-                       group="all", validate: Callable[[Outcome], str] = lambda outcome: "") -> Outcome:
+                       group="all", validate: Callable[[Outcome], str] = lambda outcome: "",
+                       env: Callable[[], Optional[Dict[str, str]]] = lambda: None) -> Outcome:
         """``validate`` says what is wrong with an outcome ("" when it looks like a real run)."""
         runs = runs or self.runs
         print("  %-40s" % tool, end="", flush=True)
-        outcome = best_of(runs, cmd, self.corpus)
+        outcome = best_of(runs, cmd, self.corpus, env)
         print("%8.2f s" % outcome.seconds, flush=True)
         note = validate(outcome)
         if outcome.rc not in ok_codes:
@@ -265,8 +281,17 @@ def main(argv=None) -> int:
     parser.add_argument("--flake8-plugin", action="store_true",
                         help="add a row for flake8 with torchlint's flake8 plugin (TL codes) loaded")
     parser.add_argument("--skip-torchfix", action="store_true")
+    parser.add_argument("--skip-ruff", action="store_true")
+    parser.add_argument("--other-runs", type=int, default=1,
+                        help="best of this many runs for flake8 and TorchFix (default 1: they take minutes)")
     parser.add_argument("--list-findings", action="store_true",
                         help="print every torchlint finding (file:line:code: message)")
+    parser.add_argument("--skip-scaling", action="store_true", help="leave out the scaling table")
+    parser.add_argument("--scaling-lines", default="1000,10000,60000,200000",
+                        help="sizes of the one-file rows of the scaling table (lines, comma-separated)")
+    parser.add_argument("--scaling-files", default="10,100,1000",
+                        help="folder sizes of the scaling table (files of about 300 lines each)")
+    parser.add_argument("--scaling-runs", type=int, default=1, help="best of this many runs per scaling cell")
     args = parser.parse_args(argv)
 
     corpus = args.corpus.resolve()
@@ -278,8 +303,8 @@ def main(argv=None) -> int:
     print("machine: %s, %d cores, Python %s" % (platform.machine(), os.cpu_count() or 0, platform.python_version()))
     print("corpus:  %s: %d files, %d lines, %.1f MiB" % (
         corpus, len(files), sum(t.count(b"\n") for t in texts), sum(map(len, texts)) / 2 ** 20))
-    print("tools:   torchlint %s, flake8 %s, pylint %s, TorchFix %s" % (
-        version("torchlint"), version("flake8"), version("pylint"), version("TorchFix")))
+    print("tools:   torchlint %s, ruff %s, flake8 %s, pylint %s, TorchFix %s" % (
+        version("torchlint"), version("ruff"), version("flake8"), version("pylint"), version("TorchFix")))
     print("best of %d runs per row (pylint: %d)\n" % (args.runs, args.pylint_runs))
 
     bench = Bench(corpus, args.runs)
@@ -293,18 +318,25 @@ def main(argv=None) -> int:
     no_infer = bench.subprocess_row("torchlint check --no-infer",
                                     torchlint + ["check", "--no-infer", "--format", "json", "."], count,
                                     validate=json_problem)
-    bench.subprocess_row("torchlint check (default mode)", torchlint + ["check", "--format", "json", "."], count,
-                         validate=json_problem)
+    default = torchlint + ["check", "--format", "json", "."]
+    bench.subprocess_row(COLD, default, count, validate=json_problem, env=cold_cache)
+    warm_env = cold_cache()
+    run_once(default, corpus, warm_env)  # fills the cache, untimed
+    bench.subprocess_row(WARM, default, count, validate=json_problem, env=lambda: warm_env)
+    shutil.rmtree(warm_env["TORCHLINT_CACHE_DIR"], ignore_errors=True)
 
+    ruff = BIN / "ruff"
+    if not args.skip_ruff and ruff.exists():
+        bench.subprocess_row("ruff check --no-cache", [str(ruff), "check", "--no-cache", "--isolated", "."], count)
     if not args.skip_flake8:
         bench.subprocess_row("flake8 --jobs=auto", [PYTHON, "-c", FLAKE8_WITHOUT_TORCHLINT, "--jobs=auto", "."],
-                             count)
+                             count, runs=args.other_runs)
         if args.flake8_plugin:
             bench.subprocess_row("flake8 --jobs=auto + torchlint plugin",
                                  [PYTHON, "-m", "flake8", "--jobs=auto", "."], count)
 
     if not args.skip_torchfix:
-        bench.subprocess_row("torchfix", torchfix_command() + ["."], count)
+        bench.subprocess_row("torchfix", torchfix_command() + ["."], count, runs=args.other_runs)
 
     floor_tool = {"all": "ast.parse floor (read + parse)"}
     torchlint_tool = {"all": "torchlint check --no-infer"}
@@ -344,6 +376,13 @@ def main(argv=None) -> int:
         tl_row.cpu / bench.rows[0].cpu))
     print("in-process torchlint alone is %.2fx the floor; the rest of the CLI row is process start-up, "
           "file walking, worker processes and output" % (bench.rows[1].seconds / floor))
+    by_tool = {row.tool: row for row in bench.rows}
+    if not tl_row.note and not by_tool[COLD].note and not by_tool[WARM].note:
+        for label, row, bound in (("default mode, cold cache", by_tool[COLD], 3.0),
+                                  ("default mode, warm cache", by_tool[WARM], 1.5)):
+            ratio = row.seconds / tl_row.seconds
+            print("target: %s within %gx of --no-infer: %.2fx (%s)" % (label, bound, ratio,
+                                                                        "met" if ratio <= bound else "NOT met"))
     for note in bench.notes:
         print("\nnote: " + note)
 
@@ -352,7 +391,60 @@ def main(argv=None) -> int:
         print("\nwarning: the CLI reported %d findings, check_source %d on the same files "
               "(configuration, exclusions or a difference between the two paths)" % (
                   cli_findings, in_process_findings[-1]))
+    if not args.skip_scaling:
+        scaling([int(n) for n in args.scaling_lines.split(",") if n],
+                [int(n) for n in args.scaling_files.split(",") if n], args.scaling_runs, torchlint)
     return 0
+
+
+COLD = "torchlint check (default, cold cache)"
+WARM = "torchlint check (default, warm cache)"
+FILE_LINES = 300  # lines of each file in the many-files rows
+
+
+def scaling(sizes: Sequence[int], folders: Sequence[int], runs: int, torchlint: List[str]) -> None:
+    """One generated model file growing from 1k to 200k lines, then folders of 10 to 1,000 files:
+    the floor (read + ast.parse in one process), --no-infer and the default mode (cold cache, the
+    per-file budget at its default) as a user runs them, and the cost per line."""
+    print("\nscaling (generated model files, benchmarks/make_big_model.py; best of %d)\n" % runs)
+    header = ["input", "lines", "floor s", "--no-infer s", "x floor", "us/line --no-infer", "default cold s",
+              "x --no-infer", "exit"]
+    lines = [header]
+    with tempfile.TemporaryDirectory(prefix="torchlint-scaling-") as scratch:
+        cases = []
+        for size in sizes:
+            folder = Path(scratch) / ("one_%d" % size)
+            folder.mkdir()
+            (folder / "model.py").write_text(make_model_source(size), encoding="utf-8")
+            cases.append(("1 file", folder))
+        for count in folders:
+            folder = Path(scratch) / ("files_%d" % count)
+            folder.mkdir()
+            text = make_model_source(FILE_LINES)
+            for number in range(count):
+                (folder / ("model_%04d.py" % number)).write_text(text, encoding="utf-8")
+            cases.append(("%d files" % count, folder))
+        for label, folder in cases:
+            paths = sorted(folder.glob("*.py"))
+            total = sum(p.read_text(encoding="utf-8").count("\n") for p in paths)
+            print("  %-10s %8d lines" % (label, total), end="", flush=True)
+            floor, _ = time_in_process(runs, lambda: parse_all(paths))
+            names = best_of(runs, torchlint + ["check", "--no-infer", "--format", "json", "."], folder)
+            default = best_of(runs, torchlint + ["check", "--format", "json", "."], folder, cold_cache)
+            print("  floor %.2f s, --no-infer %.2f s, default %.2f s" % (floor, names.seconds, default.seconds),
+                  flush=True)
+            lines.append([label, "{:,}".format(total), "%.2f" % floor, "%.2f" % names.seconds,
+                          "%.2f" % (names.seconds / floor), "%.1f" % (names.seconds / total * 1e6),
+                          "%.2f" % default.seconds, "%.2f" % (default.seconds / names.seconds),
+                          "%d / %d" % (names.rc, default.rc)])
+    print()
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    for index, line in enumerate(lines):
+        cells = [cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width) in
+                 enumerate(zip(line, widths))]
+        print("| " + " | ".join(cells) + " |")
+        if index == 0:
+            print("|" + "|".join("-" * (w + 1) + (":" if i else "-") for i, w in enumerate(widths)) + "|")
 
 
 if __name__ == "__main__":
