@@ -36,6 +36,14 @@ def test_package_json_entry_matches_the_schema(name):
     assert not extra, "%s: package.json says %s, which the schema does not declare" % (name, sorted(extra))
 
 
+def test_the_extension_sends_the_server_every_setting_vscode_offers():
+    source = (ROOT / "client-vscode" / "src" / "settings.ts").read_text(encoding="utf-8")
+    sent = set(re.findall(r"config\.get<unknown>\('([\w.]+)'\)", source))
+    for spec in editor_specs(server_only=True):
+        if spec.where.vscode and spec.name != "interpreter":  # interpreter: the one the server runs on
+            assert spec.where.editor in sent, "client-vscode/src/settings.ts does not send %s" % spec.where.editor
+
+
 def test_the_server_reads_every_editor_setting_it_declares():
     raw = {}
     for spec in editor_specs(server_only=True):

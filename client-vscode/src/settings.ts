@@ -9,7 +9,8 @@ export interface ConfigurationLike {
 }
 
 /** What the server gets in initializationOptions, workspace/configuration and
- *  didChangeConfiguration (the server's torchlint/lsp/workspace_settings.py reads it). */
+ *  didChangeConfiguration: each declared once in the server's torchlint/settings.py, read by
+ *  torchlint/lsp/workspace_settings.py; package.json is checked against that declaration. */
 export interface ServerSettings {
   select: string[] | null;
   ignore: string[];
@@ -19,6 +20,8 @@ export interface ServerSettings {
   interpreter: string;
   /** Characters above which a document is not analysed; absent: the server's default. */
   maxFileSize?: number;
+  /** Inlay hints after `self.<name> = ...` in `__init__`; absent: the server's default (off). */
+  inlayHints?: boolean;
 }
 
 export interface Environment {
@@ -51,6 +54,7 @@ export function serverSettings(config: ConfigurationLike, env: Environment): Ser
   const device = config.get<unknown>('verify.device');
   const timeout = config.get<unknown>('verify.timeout');
   const maxFileSize = config.get<unknown>('maxFileSize');
+  const inlayHints = config.get<unknown>('inlayHints');
   return {
     select: select === null || select === undefined ? DEFAULTS.select : stringList(select) ?? DEFAULTS.select,
     ignore: stringList(ignore) ?? DEFAULTS.ignore,
@@ -63,6 +67,7 @@ export function serverSettings(config: ConfigurationLike, env: Environment): Ser
     },
     interpreter: env.interpreter,
     ...(typeof maxFileSize === 'number' && maxFileSize > 0 ? { maxFileSize } : {}),
+    ...(typeof inlayHints === 'boolean' ? { inlayHints } : {}),
   };
 }
 
@@ -84,6 +89,6 @@ export function reactionTo(change: ChangeLike): 'restart' | 'notify' | 'none' {
     return 'restart';
   }
   // trace.server is read by the language client itself.
-  const notified = ['select', 'ignore', 'severity', 'codeLens', 'verify', 'maxFileSize'];
+  const notified = ['select', 'ignore', 'severity', 'codeLens', 'verify', 'maxFileSize', 'inlayHints'];
   return notified.some((key) => change.affectsConfiguration(`${SECTION}.${key}`)) ? 'notify' : 'none';
 }

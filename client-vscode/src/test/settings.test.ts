@@ -39,6 +39,11 @@ test('values of the wrong type fall back to the defaults', () => {
   assert.deepEqual(settings.verify, { device: 'auto', timeout: 120 });
 });
 
+test('inlay hints are sent when set, else left to the server', () => {
+  assert.equal(serverSettings(config({ inlayHints: true }), trusted).inlayHints, true);
+  assert.equal('inlayHints' in serverSettings(config({ inlayHints: 'yes' }), trusted), false);
+});
+
 test('no verify lens in an untrusted workspace, whatever the setting', () => {
   assert.equal(serverSettings(config({ codeLens: true }), { trusted: false, interpreter: 'python3' }).codeLens, false);
 });
@@ -51,6 +56,7 @@ test('interpreter and enable restart the server; rule settings are sent to it', 
   assert.equal(reactionTo(change('torchlint.interpreter')), 'restart');
   assert.equal(reactionTo(change('torchlint.enable')), 'restart');
   assert.equal(reactionTo(change('torchlint.importStrategy')), 'restart');
+  assert.equal(reactionTo(change('torchlint.inlayHints')), 'notify');
   assert.equal(reactionTo(change('torchlint.select')), 'notify');
   assert.equal(reactionTo(change('torchlint.verify.timeout')), 'notify');
   assert.equal(reactionTo(change('torchlint.trace.server')), 'none');
