@@ -40,6 +40,14 @@ def test_walking_a_subfolder_still_reads_the_gitignores_above_it(tmp_path):
     assert [p.name for p in files] == ["m.py"]
 
 
+def test_an_ignored_folder_named_on_the_command_line_is_checked(tmp_path):
+    # As with `exclude` (this repository excludes tests/fixtures and checks them by name).
+    tree(tmp_path, {".gitignore": "generated/\n*.tmp.py\n", "generated/g.py": "", "generated/x.tmp.py": "",
+                    "generated/sub/s.py": ""})
+    files = discover([tmp_path / "generated"], tmp_path).files
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in files) == ["generated/g.py", "generated/sub/s.py"]
+
+
 def test_force_exclude_applies_gitignore_to_named_files(tmp_path):
     tree(tmp_path, {".gitignore": "vendored/\n*.gen.py\n", "vendored/v.py": "", "g.gen.py": "", "m.py": ""})
     named = [tmp_path / "vendored" / "v.py", tmp_path / "g.gen.py", tmp_path / "m.py"]

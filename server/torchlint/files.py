@@ -123,8 +123,11 @@ def relative_to_root(path: Path, root: Path) -> Optional[str]:
 
 class GitIgnores:
     """The ``.gitignore`` files from the project root down, each read once, matched as git
-    does: a file's patterns are relative to its folder, and the deepest file with a matching
-    pattern (``!pattern`` re-includes) decides. Paths outside the root are never ignored."""
+    does: a file's patterns are relative to its folder, the last matching pattern of a file
+    decides (``!pattern`` re-includes) and a deeper file's decision overrides. Like ``exclude``
+    (and ripgrep), a pattern decides for the path it matches itself: a folder named on the
+    command line is walked even when it is ignored, its contents are not ignored for that.
+    Paths outside the root are never ignored."""
 
     def __init__(self, root: Path):
         self.root = os.path.abspath(root)
@@ -151,9 +154,12 @@ class GitIgnores:
             spec = self._spec(directory)
             if spec is not None:
                 below = "/".join(parts[depth:]) + ("/" if is_dir else "")
-                include = spec.check_file(below).include
-                if include is not None:
-                    decision = include
+                for pattern in spec.patterns:
+                    # pathspec's regexes also match what is inside a matched folder (a prefix
+                    # match): only a match of the whole path is about the path itself.
+                    match = pattern.regex.match(below) if pattern.include is not None else None
+                    if match is not None and match.end() == len(below):
+                        decision = pattern.include
             directory = os.path.join(directory, parts[depth])
         return decision
 
