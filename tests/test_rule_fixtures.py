@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 
 from conftest import RULE_FIXTURES, describe, rule_fixture_files
-from expectations import expected_findings
+from expectations import expected_after_fix, expected_counts, expected_findings
 from torchlint import rules
 from torchlint.engine import check_source
 from torchlint.analysis.findings import Finding, Fix
@@ -49,20 +49,26 @@ def test_fixture_findings_match_expectations_with_inference(path, inference):
 
 
 def _assert_expectations(path, text, result):
-    expected = expected_findings(text)
+    """Exactly the announced findings: one per mark, and never one (code, line, column) twice."""
+    expected = expected_counts(text)
     found = {}
     for finding in result.findings:
         found.setdefault((finding.range.start.line, finding.code), []).append(finding)
 
     lines = SourceText(text)
-    missing = sorted(expected - set(found))
-    unexpected = sorted(set(found) - expected)
     problems = []
-    for line, code in missing:
-        problems.append("missing   %s:%d %s   | %s" % (path.name, line, code, lines.line(line).strip()))
-    for key in unexpected:
-        for finding in found[key]:
-            problems.append("unexpected %s:%s" % (path.name, describe(finding)))
+    for key in sorted(set(expected) | set(found)):
+        line, code = key
+        want, got = expected[key], found.get(key, [])
+        if len(got) < want:
+            problems.append("missing   %s:%d %s (%d of %d found)   | %s" % (
+                path.name, line, code, len(got), want, lines.line(line).strip()))
+        elif len(got) > want:
+            what = "unexpected" if not want else "%d expected, %d found:" % (want, len(got))
+            problems.extend("%s %s:%s" % (what, path.name, describe(f)) for f in got)
+        columns = Counter(f.range.start.column for f in got)
+        problems.extend("duplicate %s:%d:%d %s reported %d times" % (path.name, line, column, code, times)
+                        for column, times in sorted(columns.items()) if times > 1)
     assert not problems, "\n".join(problems)
 
 
@@ -70,11 +76,15 @@ def _assert_expectations(path, text, result):
 def test_fixture_fixes_produce_valid_code(path):
     text, result = _check(path)
     before = Counter(f.code for f in result.findings)
+    after_fix = expected_after_fix(text)
     problems = []
     for finding in result.findings:
         problems.extend(_fix_shape_problems(finding))
+        line = finding.range.start.line
+        allowed = before + Counter({code: n for (at, code), n in after_fix.items() if at == line})
+        allowed[finding.code] -= 1
         for fix in finding.fixes:
-            problems.extend(_fix_result_problems(path, text, finding, fix, before[finding.code]))
+            problems.extend(_fix_result_problems(path, text, finding, fix, before, allowed))
     assert not problems, "\n".join(problems)
 
 
@@ -109,7 +119,7 @@ def _fix_shape_problems(finding: Finding):
             yield "%s: a fix has an empty title" % where
 
 
-def _fix_result_problems(path, text: str, finding: Finding, fix: Fix, count_before: int):
+def _fix_result_problems(path, text: str, finding: Finding, fix: Fix, count_before: Counter, allowed: Counter):
     where = "%s: fix %r" % (describe(finding), fix.title)
     try:
         fixed = apply_edits(text, fix.edits)
@@ -125,12 +135,14 @@ def _fix_result_problems(path, text: str, finding: Finding, fix: Fix, count_befo
     after = check_source(fixed, str(path))
     if after.internal_errors:
         yield "%s: rules crashed on the fixed code:\n%s" % (where, "\n".join(after.internal_errors))
-    count_after = sum(1 for f in after.findings if f.code == finding.code)
-    # Fixes may shift lines, so count: the finding fixed must be gone and none may appear instead.
-    if count_after >= count_before:
-        left = [describe(f) for f in after.findings if f.code == finding.code]
+    # Fixes may shift lines, so count per code: the finding fixed must be gone, and no finding of
+    # any code may appear instead, except those its line announces with `after fix:`.
+    after_counts = Counter(f.code for f in after.findings)
+    grown = sorted(code for code in after_counts if after_counts[code] > allowed[code])
+    for code in grown:
+        left = [describe(f) for f in after.findings if f.code == code]
         yield "%s: %s findings %d before, %d after (still: %s)" % (
-            where, finding.code, count_before, count_after, "; ".join(left))
+            where, code, count_before[code], after_counts[code], "; ".join(left))
 
 
 def test_every_rule_has_a_fixture():
@@ -154,5 +166,36 @@ def test_false_positive_fixtures_exist_and_announce_nothing():
 
 
 def test_expectations_parse():
-    text = "a = 1  # expect: TL101\nb = 2\nc = 3  #expect:TL101 , TL301\n"
-    assert expected_findings(text) == {(1, "TL101"), (3, "TL101"), (3, "TL301")}
+    text = "a = 1  # expect: TL101\nb = 2\nc = 3  #expect:TL101 , TL301\nd = 4  # expect: TL102*2, TL301\n"
+    assert expected_findings(text) == {(1, "TL101"), (3, "TL101"), (3, "TL301"), (4, "TL102"), (4, "TL301")}
+    assert expected_counts(text) == Counter({(1, "TL101"): 1, (3, "TL101"): 1, (3, "TL301"): 1,
+                                             (4, "TL102"): 2, (4, "TL301"): 1})
+    assert expected_counts("e = 5  # expect: TL101, TL101\n") == Counter({(1, "TL101"): 2})
+    after = "f = 6  # expect: TL102; after fix: TL106\ng = 7  # expect: TL102\n"
+    assert expected_counts(after) == Counter({(1, "TL102"): 1, (2, "TL102"): 1})
+    assert expected_after_fix(after) == Counter({(1, "TL106"): 1})
+
+
+def _fake_result(*positions):
+    """A check result with one TL101 finding at each (line, column)."""
+    from torchlint.analysis.findings import CheckResult, Range, Severity
+
+    found = [Finding("TL101", "m", Severity.WARNING, Range.of(line, col, line, col + 1)) for line, col in positions]
+    return CheckResult(findings=found)
+
+
+@pytest.mark.parametrize("marks, positions, complaint", [
+    ("# expect: TL101", [(1, 0), (1, 0)], "duplicate"),  # the same finding twice
+    ("# expect: TL101*2", [(1, 0), (1, 0)], "duplicate"),  # two marks do not excuse a duplicate
+    ("# expect: TL101", [(1, 0), (1, 4)], "1 expected, 2 found"),  # a second finding needs a mark
+    ("# expect: TL101*2", [(1, 0)], "missing"),
+    ("", [(1, 0)], "unexpected"),
+])
+def test_exact_counting_fails(tmp_path, marks, positions, complaint):
+    path = tmp_path / "fixture.py"
+    with pytest.raises(AssertionError, match=complaint):
+        _assert_expectations(path, "x = 1  %s\n" % marks, _fake_result(*positions))
+
+
+def test_exact_counting_passes_on_two_marked_findings(tmp_path):
+    _assert_expectations(tmp_path / "fixture.py", "x = 1  # expect: TL101*2\n", _fake_result((1, 0), (1, 4)))

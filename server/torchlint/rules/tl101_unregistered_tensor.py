@@ -283,7 +283,21 @@ def _finding(ctx, binding, value, uses: Uses, severity):
     else:
         preferred = len(fixes) - 2  # the buffer
     fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == preferred)) for i, f in enumerate(fixes)]
-    return ctx.finding("TL101", message, stmt, severity, fixes)
+    where = ctx.range(stmt)
+    if not single_target:
+        # `self.h0 = self.c0 = <value>`: one finding per target, each starting at its own target.
+        where = Range(ctx.range(_target(stmt, self_name, attr) or stmt).start, where.end)
+    return ctx.finding("TL101", message, where, severity, fixes)
+
+
+def _target(stmt, self_name: str, attr: str):
+    """The `self.<attr>` among the targets of ``stmt`` (None when it is not one of them)."""
+    for target in getattr(stmt, "targets", ()):
+        for node in ast.walk(target):
+            if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name) \
+                    and node.value.id == self_name:
+                return node
+    return None
 
 
 def _through_equals(ctx, stmt) -> Range:
