@@ -1,12 +1,22 @@
 """Every rule fixture: exactly the announced findings, and every fix leaves working code.
 
 A fixture is a file of plausible PyTorch code in tests/fixtures/rules/. Each line
-where a finding must start carries `# expect: TLnnn`; every other line must stay
-quiet. `fp_*.py` files announce nothing: any finding there is a false positive.
+where a finding must start carries `# expect: TLnnn` (the notation is in
+tests/expectations.py); every other line must stay quiet. `fp_*.py` files announce
+nothing: any finding there is a false positive.
+
+Expected fixes are snapshots: tests/fixtures/rules/__snapshots__/NAME.fixed.py.snap is
+the text `torchlint check --fix` leaves of NAME.py, and NAME.unsafe-fixed.py.snap the
+text `--fix --unsafe-fixes` leaves; a fixture that a fix does not change has none. After
+changing a rule's fixes, rewrite them and read the difference before committing:
+
+    UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest -q tests/test_rule_fixtures.py -k snapshot
+    git diff tests/fixtures/rules/__snapshots__
 """
 from __future__ import annotations
 
 import ast
+import os
 from collections import Counter
 
 import pytest
@@ -15,10 +25,13 @@ from conftest import RULE_FIXTURES, describe, rule_fixture_files
 from expectations import expected_after_fix, expected_counts, expected_findings
 from torchlint import rules
 from torchlint.engine import check_source
+from torchlint.fixing import fix_text
 from torchlint.analysis.findings import Finding, Fix
 from torchlint.analysis.source import SourceText, apply_edits
 
 FIXTURES = rule_fixture_files()
+SNAPSHOTS = RULE_FIXTURES / "__snapshots__"
+UPDATE_SNAPSHOTS = os.environ.get("UPDATE_SNAPSHOTS", "") not in ("", "0")
 DOC_SECTIONS = ("## What it finds", "## Why it is a bug", "## Example", "## Fix")
 
 
@@ -86,6 +99,49 @@ def test_fixture_fixes_produce_valid_code(path):
         for fix in finding.fixes:
             problems.extend(_fix_result_problems(path, text, finding, fix, before, allowed))
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["fix", "unsafe-fix"])
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_fixture_fix_snapshot(path, unsafe):
+    """All fixes applied as `--fix` applies them: exactly the stored text, and nothing left behind
+    but what has no fix to apply and what `after fix:` marks announce."""
+    text, result = _check(path)
+    outcome = fix_text(text, str(path), unsafe=unsafe, result=result)
+    assert not outcome.errors, "\n".join(outcome.errors)
+    assert outcome.result.parse_error is None and not outcome.result.internal_errors, outcome.result
+
+    left = Counter(f.code for f in outcome.result.findings)
+    allowed = Counter(f.code for f in result.findings if f.fix_to_apply(unsafe) is None)
+    for (_, code), times in expected_after_fix(text).items():
+        allowed[code] += times
+    extra = [describe(f) for f in outcome.result.findings if left[f.code] > allowed[f.code]]
+    assert not extra, "%s: findings left after the fixes that the fixture does not expect:\n%s" % (
+        path.name, "\n".join(extra))
+
+    snapshot = SNAPSHOTS / ("%s.%s.py.snap" % (path.stem, "unsafe-fixed" if unsafe else "fixed"))
+    expected = outcome.text if outcome.text != text else None
+    if UPDATE_SNAPSHOTS:
+        if expected is None:
+            snapshot.unlink(missing_ok=True)
+        else:
+            SNAPSHOTS.mkdir(exist_ok=True)
+            snapshot.write_bytes(expected.encode("utf-8"))
+        return
+    stored = snapshot.read_bytes().decode("utf-8") if snapshot.exists() else None
+    if expected is None:
+        assert stored is None, "the fixes change nothing in %s, but %s exists (UPDATE_SNAPSHOTS=1 removes it)" % (
+            path.name, snapshot.name)
+        return
+    assert stored is not None, "no snapshot %s (UPDATE_SNAPSHOTS=1 writes it)" % snapshot.name
+    assert expected == stored, "the fixes of %s no longer give %s (UPDATE_SNAPSHOTS=1 rewrites it)" % (
+        path.name, snapshot.name)
+
+
+def test_every_snapshot_has_its_fixture():
+    names = {p.stem for p in FIXTURES}
+    stale = [p.name for p in SNAPSHOTS.glob("*.snap") if p.name.split(".")[0] not in names]
+    assert not stale, "snapshots of fixtures that no longer exist: %s" % ", ".join(sorted(stale))
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
