@@ -1,8 +1,12 @@
 """One pass over the syntax tree that indexes what the rules ask about.
 
-The walk records, per function (or the module body), every binding of a local
-name and every ``name.append(...)``; per class, every ``self.<attr> = value``.
+The walk records, per function (or the module body, or a class body), every binding
+of a local name and every ``name.append(...)``; per class, every ``self.<attr> = value``.
 Rules then read these indexes instead of walking the tree again.
+
+A class body is a scope of its own, as in Python: the names it binds are class
+attributes, not names of the function or module around it. Its methods' scopes hang
+from the enclosing scope, since a method does not see the class body's names.
 """
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ class Binding:
 
 @dataclass
 class Scope:
-    node: ast.AST  # ast.Module or a function
+    node: ast.AST  # ast.Module, a function or a class body
     parent: Optional["Scope"]
     cls: Optional["ClassInfo"] = None  # the class whose method this is
     self_name: Optional[str] = None  # first parameter of a method
@@ -129,7 +133,8 @@ def _walk_body(body, scope: Scope, index: Index, cls: Optional[ClassInfo]) -> No
 def _walk_stmt(stmt: ast.stmt, scope: Scope, index: Index, cls: Optional[ClassInfo]) -> None:
     if isinstance(stmt, FunctionNode):
         _visit_exprs(stmt.decorator_list + _defaults(stmt.args), stmt, scope, index)
-        inner = Scope(stmt, scope)
+        # A method's names resolve in the scope around its class, past the class body.
+        inner = Scope(stmt, scope.parent if isinstance(scope.node, ast.ClassDef) else scope)
         if cls is not None:
             cls.methods[stmt.name] = stmt
             cls.method_scopes[stmt.name] = inner
@@ -147,8 +152,10 @@ def _walk_stmt(stmt: ast.stmt, scope: Scope, index: Index, cls: Optional[ClassIn
         _visit_exprs(stmt.bases + [k.value for k in stmt.keywords] + stmt.decorator_list, stmt, scope, index)
         info = ClassInfo(stmt, scope)
         index.classes.append(info)
+        body = Scope(stmt, scope)
+        index.scopes.append(body)
         for child in stmt.body:
-            _walk_stmt(child, scope, index, info)
+            _walk_stmt(child, body, index, info)
         return
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):
         index.imports.append(stmt)

@@ -159,7 +159,8 @@ def _built_elsewhere(ctx, value: ast.expr):
         return Kind.MODULE
     if isinstance(func, ast.Name):
         for scope in ctx.index.scopes:
-            if scope.name == func.id and scope.parent is ctx.index.module_scope:
+            if scope.name == func.id and scope.parent is ctx.index.module_scope \
+                    and not isinstance(scope.node, ast.ClassDef):
                 returns = [n for n in ast.walk(scope.node) if isinstance(n, ast.Return) and n.value is not None]
                 if returns and all(ctx.classify(r.value, scope).kind is Kind.MODULE for r in returns):
                     return Kind.MODULE
