@@ -64,6 +64,19 @@ class FileContext:
             names.update(cls.unregistered)
         return names
 
+    def parent(self, node: ast.AST) -> Optional[ast.AST]:
+        """The node directly holding ``node`` (None for the module). The table is built once per
+        file, on the first question: asking for each of many nodes stays linear."""
+        return self._parents.get(id(node))
+
+    @cached_property
+    def _parents(self) -> Dict[int, ast.AST]:
+        table: Dict[int, ast.AST] = {}
+        for node in ast.walk(self.tree):
+            for child in ast.iter_child_nodes(node):
+                table[id(child)] = node
+        return table
+
     def attribute_read_outside(self, node: ast.AST, attr: str) -> bool:
         """Whether ``<expr>.attr`` (other than ``self.attr``) appears in the file outside ``node``.
         Counted once per file and once per ``node``: asking for every class stays linear."""
