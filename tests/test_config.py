@@ -151,9 +151,31 @@ def test_exclude_patterns(tmp_path):
     ("**/gen/*.py", "deep/gen/a.py", True),
     ("*_pb2.py", "a/b/model_pb2.py", True),
     ("data/", "data", False),
+    ("data/", "a/data/x.py", True),
+    ("docs/**/x.py", "docs/x.py", True),
+    ("docs/**/x.py", "docs/a/b/x.py", True),
+    ("docs/**/x.py", "src/docs/a/x.py", False),
+    ("./src/*.py", "src/a.py", True),
+    ("src/[ab].py", "src/c.py", False),
+    ("!*_pb2.py", "a/model_pb2.py", True),  # matches: the `!` says which way it decides
 ])
 def test_glob_patterns(pattern, rel, matched):
     assert GlobPattern(pattern).matches_file(rel, rel.rsplit("/", 1)[-1]) is matched
+
+
+def test_glob_patterns_outside_the_root():
+    assert GlobPattern("*_pb2.py").matches_file(None, "model_pb2.py")
+    assert not GlobPattern("gen/*_pb2.py").matches_file(None, "model_pb2.py")
+
+
+def test_per_file_ignores_nested_and_negated(tmp_path):
+    config = load_config(pyproject(tmp_path, '[tool.torchlint.per-file-ignores]\n'
+                                              '"tests/**/fixtures/*.py" = ["TL101"]\n"!src/**" = ["TL301"]\n'))
+    assert "TL101" not in config.options_for(tmp_path / "tests" / "a" / "fixtures" / "m.py").enabled
+    assert "TL101" in config.options_for(tmp_path / "tests" / "m.py").enabled
+    # A negated pattern: the codes are ignored in every file it does not match.
+    assert "TL301" in config.options_for(tmp_path / "src" / "pkg" / "m.py").enabled
+    assert "TL301" not in config.options_for(tmp_path / "scripts" / "m.py").enabled
 
 
 # -- lookup ----------------------------------------------------------------------------------------

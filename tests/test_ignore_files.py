@@ -60,3 +60,49 @@ def test_outside_the_root_nothing_is_ignored(tmp_path):
     ignores = GitIgnores(tmp_path / "project")
     assert not ignores.ignored_file(tmp_path / "other" / "o.py")
     assert ignores.ignored_file(tmp_path / "project" / "p.py")
+
+
+# -- `exclude` patterns: the same .gitignore syntax (pathspec), in the order given ---------------
+
+def excludes(*patterns):
+    from torchlint.files import GlobPattern
+
+    return [GlobPattern(p) for p in patterns]
+
+
+def test_exclude_nested_patterns_and_negation(tmp_path):
+    tree(tmp_path, {
+        "a.py": "", "gen/a_pb2.py": "", "gen/keep_pb2.py": "", "src/deep/gen/b.py": "", "src/gen.py": "",
+        "docs/x.py": "", "docs/api/y.py": "", "data/z.py": "", "pkg/data": "",
+        "out/o.py": "", "out/kept.py": "",
+    })
+    patterns = excludes(
+        "*_pb2.py", "!keep_pb2.py",  # a later negation re-includes one file
+        "**/deep/gen/",  # nested folder, matched at any depth, folders only
+        "/docs/**/*.py", "!/docs/api/*.py",  # anchored to the root; the negation wins for api/
+        "data/",  # a folder, not the file `pkg/data`
+        "out", "!out/kept.py",  # the walk never enters an excluded folder: git's rule
+    )
+    assert found(tmp_path, exclude=patterns) == [
+        "a.py", "docs/api/y.py", "gen/keep_pb2.py", "src/gen.py",
+    ]
+
+
+def test_exclude_order_decides(tmp_path):
+    tree(tmp_path, {"a_pb2.py": "", "b.py": ""})
+    assert found(tmp_path, exclude=excludes("!a_pb2.py", "*_pb2.py")) == ["b.py"]
+    assert found(tmp_path, exclude=excludes("*_pb2.py", "!a_pb2.py")) == ["a_pb2.py", "b.py"]
+
+
+def test_excluded_paths_named_on_the_command_line(tmp_path):
+    """As ruff does: a path named on the command line is checked even when excluded (tests name
+    `tests/fixtures/...`), unless --force-exclude (pre-commit names every changed file)."""
+    tree(tmp_path, {"gen/a.py": "", "gen/sub/b.py": "", "c_pb2.py": "", "keep_pb2.py": ""})
+    patterns = excludes("gen", "*_pb2.py", "!keep_pb2.py")
+    named = [tmp_path / "gen", tmp_path / "c_pb2.py", tmp_path / "keep_pb2.py"]
+
+    def listed(**kwargs):
+        return sorted(p.relative_to(tmp_path).as_posix() for p in discover(named, tmp_path, patterns, **kwargs).files)
+
+    assert listed() == ["c_pb2.py", "gen/a.py", "gen/sub/b.py", "keep_pb2.py"]
+    assert listed(force_exclude=True) == ["keep_pb2.py"]

@@ -102,7 +102,8 @@ class Config:
         enabled = self.enabled_codes()
         rel = relative_to_root(Path(path), self.root)
         for pattern, codes in self.per_file_ignores:
-            if pattern.matches_file(rel, Path(path).name):
+            # `"!tests/**" = [...]`: the codes are ignored in every file the pattern does not match.
+            if pattern.matches_file(rel, Path(path).name) != pattern.negated:
                 enabled = enabled - codes
         return CheckOptions(enabled=enabled, severities=self.severity_overrides(), show_all=self.show_all)
 

@@ -5,15 +5,16 @@ configured ``exclude`` globs and what the ``.gitignore`` files of the project ig
 root's and every folder's below it, read by ``pathspec`` with git's rules: negation,
 anchoring, a deeper file overriding). A file named explicitly is always checked.
 
-The ``exclude`` globs follow ``.gitignore``: a pattern without a slash matches any path
-component by name (``build``, ``*.egg-info``); one with a slash is matched against the path
-relative to the project root (``tests/fixtures``, ``/docs/*.py``); ``**`` spans directories;
-a trailing slash matches directories only.
+The ``exclude`` globs are ``.gitignore`` lines, read by ``pathspec``: a pattern without a
+slash matches any path component by name (``build``, ``*.egg-info``); one with a slash is
+matched against the path relative to the project root (``tests/fixtures``, ``/docs/*.py``);
+``**`` spans directories; a trailing slash matches directories only; the last pattern that
+matches a path decides, so ``!pattern`` re-includes what an earlier one excluded (a file
+inside an excluded folder stays excluded: the walk never enters the folder, as in git).
 """
 from __future__ import annotations
 
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,15 +31,21 @@ PYTHON_SUFFIXES = (".py", ".ipynb")  # Python files and Jupyter notebooks
 
 
 class GlobPattern:
+    """One ``exclude`` / ``per-file-ignores`` pattern, read by ``pathspec`` as a ``.gitignore``
+    line (``!pattern`` negates). Like the ``.gitignore`` files (and ripgrep), a pattern decides
+    for the path it matches itself: pathspec's prefix matches of a folder's contents do not count
+    (the walk does not enter an excluded folder; ``matches_file`` asks about each folder)."""
+
     def __init__(self, pattern: str):
         self.pattern = pattern
         text = pattern.strip()
-        self.dir_only = text.endswith("/")
-        text = text.rstrip("/")
+        self.negated = text.startswith("!")
+        text = text[1:] if self.negated else text
         if text.startswith("./"):
             text = text[2:]
-        self.anchored = "/" in text
-        self.regex = re.compile(_translate(text.lstrip("/")))
+        self.anchored = "/" in text.rstrip("/")
+        # pathspec's compiled form of the positive pattern; `negated` says which way it decides.
+        (self._compiled,) = pathspec.GitIgnoreSpec.from_lines([text]).patterns or (None,)
 
     def __repr__(self) -> str:
         return "GlobPattern(%r)" % self.pattern
@@ -53,50 +60,46 @@ class GlobPattern:
         return (GlobPattern, (self.pattern,))
 
     def matches(self, rel: Optional[str], name: str, is_dir: bool) -> bool:
-        """``rel``: the posix path relative to the project root (None when outside it)."""
-        if self.dir_only and not is_dir:
-            return False
-        if self.anchored:
-            return rel is not None and self.regex.fullmatch(rel) is not None
-        return self.regex.fullmatch(name) is not None
+        """The path itself matches the pattern (its ``!`` left aside). ``rel``: the posix path
+        relative to the project root (None when outside it: only patterns without a slash,
+        which match a name at any depth, can match there)."""
+        if self._compiled is None or self._compiled.include is None:
+            return False  # a blank pattern or a comment
+        if rel is None:
+            if self.anchored:
+                return False
+            rel = name
+        path = rel + ("/" if is_dir else "")
+        match = self._compiled.regex.match(path)
+        return match is not None and match.end() == len(path)
 
     def matches_file(self, rel: Optional[str], name: str) -> bool:
         """The file or one of its directories (below the root) matches."""
-        if self.matches(rel, name, is_dir=False):
-            return True
-        if rel is None:
-            return False
+        return any(self.matches(*entry) for entry in _file_and_folders(rel, name))
+
+
+def excluded_by(patterns: Sequence[GlobPattern], rel: Optional[str], name: str, is_dir: bool) -> bool:
+    """Whether ``patterns`` exclude the path itself: the last one that matches decides, so a
+    later ``!pattern`` re-includes what an earlier one excluded (as in a ``.gitignore`` file)."""
+    decision = False
+    for pattern in patterns:
+        if pattern.matches(rel, name, is_dir):
+            decision = not pattern.negated
+    return decision
+
+
+def excluded_file(patterns: Sequence[GlobPattern], rel: Optional[str], name: str) -> bool:
+    """Whether ``patterns`` exclude a file, itself or through one of its folders below the root."""
+    return any(excluded_by(patterns, *entry) for entry in _file_and_folders(rel, name))
+
+
+def _file_and_folders(rel: Optional[str], name: str):
+    """(rel, name, is_dir) of a file and of each folder above it below the root."""
+    if rel is not None:
         parts = rel.split("/")[:-1]
-        return any(self.matches("/".join(parts[: i + 1]), parts[i], is_dir=True) for i in range(len(parts)))
-
-
-def _translate(glob: str) -> str:
-    out, i = [], 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("/**", i) and i + 3 == len(glob):
-            out.append("(?:/.*)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif glob[i] == "[" and "]" in glob[i + 2:]:
-            end = glob.index("]", i + 2)
-            body = glob[i + 1:end]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(glob[i]))
-            i += 1
-    return "".join(out)
+        for i in range(len(parts)):
+            yield "/".join(parts[: i + 1]), parts[i], True
+    yield rel, name, False
 
 
 def display_path(path, base=None) -> str:
@@ -207,7 +210,7 @@ def discover(paths: Sequence[Path], root: Path, exclude: Iterable[GlobPattern] =
             result.errors.append((path, "cannot read: %s" % (err.strerror or err)))
             continue
         if force_exclude and path != Path(os.path.abspath(root)) \
-                and (any(p.matches_file(relative_to_root(path, root), path.name) for p in patterns)
+                and (excluded_file(patterns, relative_to_root(path, root), path.name)
                      or (gitignores is not None and gitignores.ignored_file(path))):
             continue
         if stat.S_ISDIR(mode):
@@ -235,7 +238,7 @@ def _walk(top: Path, root: Path, patterns: List[GlobPattern], gitignores: Option
     links to files are. Entries are classified from ``stat`` only: nothing is opened."""
     def excluded(full: str, name: str, is_dir: bool) -> bool:
         rel = relative_to_root(Path(full), root)
-        return any(p.matches(rel, name, is_dir) for p in patterns) or (
+        return excluded_by(patterns, rel, name, is_dir) or (
             gitignores is not None and gitignores.ignored(full, is_dir))
 
     pending = [str(top)]
