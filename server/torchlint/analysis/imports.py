@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional
 
+from .scopes import dotted_name
 from .torch_names import canonical
 
 
@@ -19,17 +20,14 @@ class ImportMap:
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         """The canonical dotted name an expression refers to, if it comes from an import."""
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
+        dotted = dotted_name(node)
+        if dotted is None:
             return None
-        base = self.names.get(node.id)
+        first, dot, rest = dotted.partition(".")
+        base = self.names.get(first)
         if base is None:
             return None
-        parts.append(base)
-        return canonical(".".join(reversed(parts)))
+        return canonical(base + dot + rest)
 
     def spelling(self, qualified: str) -> Optional[str]:
         """The shortest way this file can already write ``qualified`` (None: needs an import)."""
