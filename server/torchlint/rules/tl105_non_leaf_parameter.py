@@ -25,6 +25,7 @@ _NOT_COPIES = frozenset("""
 cpu contiguous detach detach_ requires_grad_ type long int short byte char bool
 """.split())
 _ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+_IN_A_LIST = "in a plain list"  # how a sink message says the tensor is an element of a list attribute
 
 
 @dataclass
@@ -75,8 +76,16 @@ def _sinks(ctx):
                 if stmt is not None:
                     sink = "its `.grad`, read on line %d, stays None" % node.lineno
                     yield node.value, scope, stmt, sink, node
-    for target, value, stmt, scope in ctx.index.attribute_stores:
-        if _non_leaf(ctx, value, scope, stmt, 0) is None:
+    for target, stored, stmt, scope in ctx.index.attribute_stores:
+        comprehended = _comprehended(stored, scope)
+        if comprehended is not None:
+            values, what = [comprehended], _IN_A_LIST
+        elif isinstance(stored, (ast.List, ast.Tuple)):
+            values, what = [e for e in stored.elts if not isinstance(e, ast.Starred)], _IN_A_LIST
+        else:
+            values, what = [stored], "a plain tensor attribute"
+        values = [v for v in values if _non_leaf(ctx, v, scope, stmt, 0) is not None]
+        if not values:
             continue  # cheap first: most stores are not non-leaves, and classifying may ask jedi
         if scope.cls is not None and scope.cls.is_module and scope.is_self(target.value):
             if _wrapped_later(ctx, scope.cls, target.attr, stmt):
@@ -86,9 +95,10 @@ def _sinks(ctx):
             owner = "a Module"
         else:
             continue
-        sink = ("it is stored on %s as `%s`: a plain tensor attribute, never a parameter, so the optimizer never "
-                "trains it" % (owner, ctx.text(target)))
-        yield value, scope, stmt, sink, target
+        sink = ("it is stored on %s as `%s`: %s, never a parameter, so the optimizer never "
+                "trains it" % (owner, ctx.text(target), what))
+        for value in values:
+            yield value, scope, stmt, sink, target
 
 
 def _wrapped_later(ctx, cls, attr: str, stmt) -> bool:
@@ -98,7 +108,8 @@ def _wrapped_later(ctx, cls, attr: str, stmt) -> bool:
         return True
     for other in ctx.classifier.class_attribute_bindings(cls, attr):
         if other.stmt is not stmt and other.value is not None and \
-                ctx.classify(other.value, other.scope).kind in (Kind.PARAMETER, Kind.BUFFER, Kind.MODULE):
+                ctx.classify(other.value, other.scope).kind in (Kind.PARAMETER, Kind.BUFFER, Kind.MODULE,
+                                                                Kind.PARAMETER_LIST):
             return True
     return False
 
@@ -126,11 +137,17 @@ def _optimized(ctx, call: ast.Call, scope, stmt) -> List[ast.expr]:
         return []
     if isinstance(params, ast.Name):
         binding = reaching_binding(ctx.index, scope, params.id, stmt)
-        if binding is None or not isinstance(binding.value, (ast.List, ast.Tuple)):
+        if binding is None:
+            return []
+        if _comprehended(binding.value, scope) is not None:
+            return [_comprehended(binding.value, scope)]
+        if not isinstance(binding.value, (ast.List, ast.Tuple)):
             return []
         appended = [c.args[0] for c in scope.appends.get(params.id, ())]
         stmt = binding.stmt
         params = ast.List(elts=list(binding.value.elts) + appended, ctx=ast.Load())
+    if _comprehended(params, scope) is not None:
+        return [_comprehended(params, scope)]
     if not isinstance(params, (ast.List, ast.Tuple)):
         return []
     found = []
@@ -142,6 +159,18 @@ def _optimized(ctx, call: ast.Call, scope, stmt) -> List[ast.expr]:
         elif not isinstance(element, ast.Starred):
             found.append(element)
     return found
+
+
+def _comprehended(node: ast.AST, scope) -> Optional[ast.expr]:
+    """The element of `[torch.ones(2, requires_grad=True).to(dev) for _ in range(n)]` (a list
+    comprehension or a generator): each tensor it makes. None when the element reads a loop
+    variable that is also a local of the function (the syntactic pass would take the local's value)."""
+    if not isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+        return None
+    targets = {n.id for generator in node.generators for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
+    if targets & set(scope.locals):
+        return None
+    return node.elt
 
 
 # -- what is a non-leaf ------------------------------------------------------------------------
@@ -271,14 +300,15 @@ def _finding(ctx, found: _NonLeaf, scope, sink: str, sink_node):
                "and gradients go to that unreachable original; %s"
                % (shorten(ctx.text(found.value)), how, sink))
     fixes = []
-    module_store = sink.startswith("it is stored on")
+    module_store = sink.startswith("it is stored on") and _IN_A_LIST not in sink
     last = _requires_grad_last(ctx, found, scope)
     if last is not None:
         fixes.append(last)
-    parameter, import_edit = ctx.spell("torch.nn.Parameter")
-    fixes.append(ctx.fix("Wrap in `%s(...)` (a leaf parameter%s)" % (
-        parameter, ", registered on the Module" if module_store else ""),
-        ctx.wrap(found.value, parameter + "(", ")") + [import_edit], safe=False))
+    if _IN_A_LIST not in sink:  # a Parameter in a plain list attribute is still not registered (TL102)
+        parameter, import_edit = ctx.spell("torch.nn.Parameter")
+        fixes.append(ctx.fix("Wrap in `%s(...)` (a leaf parameter%s)" % (
+            parameter, ", registered on the Module" if module_store else ""),
+            ctx.wrap(found.value, parameter + "(", ")") + [import_edit], safe=False))
     preferred = len(fixes) - 1 if module_store or last is None else 0
     fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == preferred)) for i, f in enumerate(fixes)]
     related = (ctx.related(sink_node, "used as a weight here"),)
@@ -305,8 +335,10 @@ def _requires_grad_last(ctx, found: _NonLeaf, scope):
         start = ctx.range(value).start
         appends = [ctx.replace(Range(start, start), "("), ctx.replace(Range(end, end), ").requires_grad_()")]
     safe = all(_needs_no_grad(ctx, operand, scope) for operand in found.operands)
-    title = "Set requires_grad last: `%s.requires_grad_()`" % shorten(ctx.text(value).replace(
-        ctx.source.segment(removal.range), ""), 40)
+    spelled = shorten(ctx.text(value).replace(ctx.source.segment(removal.range), ""), 40)
+    if not isinstance(value, _ATOMS):
+        spelled = "(%s)" % spelled
+    title = "Set requires_grad last: `%s.requires_grad_()`" % spelled
     if not safe:
         title += " (cuts the gradient to other tensors in the expression, if any need it)"
     return ctx.fix(title, [removal] + appends, safe=safe)

@@ -26,6 +26,26 @@ _MOVES = (tn.DEVICE_MOVES - {"cpu"}) | {"pin_memory"}
 _KEEP_DEVICE = (tn.TENSOR_METHODS - tn.DEVICE_MOVES - {"pin_memory"}) | frozenset(
     "masked_fill_ index_select expand unsqueeze_ split chunk unbind tensor_split".split())
 _REDUCTIONS = frozenset("sum mean max min amax amin norm prod std var all any item".split())
+# torch functions whose result is on the device of their (first) tensor argument, besides the
+# tensor methods of the same name: `torch.exp(t)`, `torch.unsqueeze(t, -1)`.
+_ELEMENTWISE = frozenset("""
+sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp exp2 expm1 log log2 log10 log1p
+sqrt rsqrt sigmoid logit erf erfc erfinv abs neg sign sgn floor ceil round trunc frac reciprocal
+square clamp clip where softmax log_softmax relu cumsum cumprod flip fliplr flipud roll rot90 tril
+triu diag diagonal squeeze unsqueeze flatten reshape transpose permute movedim swapaxes t narrow
+repeat_interleave tile nan_to_num sort argsort topk cummax cummin logcumsumexp diff
+""".split())
+# torch functions whose result is on the device of their first argument, in `_on_model_device`.
+_DEVICE_FOLLOWING = tn.TENSOR_FACTORIES | _ELEMENTWISE
+# torch functions that take several tensors and return tensors on their (common) device.
+_GATHERING = frozenset("""
+cat concat concatenate stack hstack vstack dstack column_stack meshgrid broadcast_tensors
+cartesian_prod block_diag
+""".split())
+# The first input of `forward` is the batch, on the model's device, unless it says otherwise.
+_NOT_THE_BATCH = ("len", "size", "shape", "count", "num", "device", "dtype", "steps")
+# Names followed through locals before giving up: bounds the work in long methods.
+_MAX_HOPS = 10
 # torch functions (and tensor methods) whose tensor arguments must all be on one device.
 _COMBINING = frozenset("""
 cat concat concatenate stack hstack vstack where matmul mm bmm einsum add sub mul div maximum minimum
@@ -84,6 +104,7 @@ class _Method:
         self.parent_of = parents(scope.node)
         self._evidence = None
         self._factory_stmt = None  # the statement of the factory being followed
+        self._followed = set()  # ids of the assignments already followed from it (loops re-bind)
 
     def findings(self):
         for node in ast.walk(self.scope.node):
@@ -95,6 +116,7 @@ class _Method:
             if self._guarded(node):
                 continue
             self._factory_stmt = enclosing_statement(node, self.parent_of)
+            self._followed = set()
             meeting = self._follow(node, depth=0)
             if meeting is None:
                 continue
@@ -140,8 +162,11 @@ class _Method:
     # -- where the tensor goes -------------------------------------------------------------
     def _follow(self, node: ast.AST, depth: int) -> Optional[_Meeting]:
         """Climb from the new tensor through what keeps it on the CPU to the operation that
-        meets a tensor of the model's device; None when it is moved, escapes or is unclear."""
-        while depth < 6:
+        meets a tensor of the model's device; None when it is moved, escapes or is unclear.
+        ``depth`` counts the local names and helper results followed on the way."""
+        if depth > _MAX_HOPS:
+            return None
+        while True:
             parent = self.parent_of.get(id(node))
             if isinstance(parent, ast.Attribute) and parent.value is node:
                 call = self.parent_of.get(id(parent))
@@ -176,25 +201,38 @@ class _Method:
                 node = parent
             elif isinstance(parent, (ast.List, ast.Tuple)):
                 call = self.parent_of.get(id(parent))
-                if isinstance(call, ast.Call) and parent in call.args and self._combines(call):
+                if not (isinstance(call, ast.Call) and parent in call.args):
+                    return None
+                if self._combines(call):
                     for other in parent.elts:
                         meeting = self._meets(other, call) if other is not node else None
                         if meeting is not None:
                             return meeting
-                return None
+                if not self._gathers(call):
+                    return None
+                node = call  # `torch.cat([pad, other_new])`: all on the CPU still
             elif isinstance(parent, ast.Call) and node in parent.args:
-                return self._call_meeting(parent, node)
+                meeting = self._call_meeting(parent, node)
+                if meeting is not None or not self._keeps_device(parent, node):
+                    return meeting
+                node = parent  # `torch.exp(t)`, `torch.meshgrid(a, b)`: still on the CPU
             elif isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1 \
                     and isinstance(parent.targets[0], ast.Name):
                 return self._follow_name(parent.targets[0].id, parent, depth)
+            elif isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1 \
+                    and isinstance(parent.targets[0], (ast.Tuple, ast.List)) \
+                    and all(isinstance(t, ast.Name) for t in parent.targets[0].elts):
+                for target in parent.targets[0].elts:  # `grid_x, grid_y = torch.meshgrid(...)`
+                    meeting = self._follow_name(target.id, parent, depth)
+                    if meeting is not None:
+                        return meeting
+                return None
             elif isinstance(parent, ast.AugAssign) and parent.value is node:
                 return self._meets(parent.target, parent)
             elif isinstance(parent, ast.Return):
                 return self._follow_return(depth)
             else:
                 return None
-            depth += 1
-        return None
 
     def _follow_return(self, depth: int) -> Optional[_Meeting]:
         """A helper's result, followed at its callers (`mask = self._causal_mask(t)` in forward);
@@ -222,6 +260,9 @@ class _Method:
         return {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg != self.scope.self_name}
 
     def _follow_name(self, name: str, binding_stmt: ast.stmt, depth: int) -> Optional[_Meeting]:
+        if (id(binding_stmt), name) in self._followed or depth >= _MAX_HOPS:
+            return None  # `x = torch.exp(self.A) * x` in a loop: each assignment is followed once
+        self._followed.add((id(binding_stmt), name))
         for load in loads_of(self.scope, name):
             use = enclosing_statement(load, self.parent_of)
             if use is None or use is binding_stmt:
@@ -240,6 +281,27 @@ class _Method:
     def _combines(self, call: ast.Call) -> bool:
         qualified = self.ctx.qualify(call.func) or ""
         return qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in _COMBINING
+
+    def _gathers(self, call: ast.Call) -> bool:
+        """`torch.cat` / `torch.stack` / `torch.meshgrid`...: the result is where the tensors are."""
+        qualified = self.ctx.qualify(call.func) or ""
+        return qualified.startswith("torch.") and qualified[6:] in _GATHERING
+
+    def _keeps_device(self, call: ast.Call, node: ast.AST) -> bool:
+        """The call's result is a tensor on the device of ``node``, one of its arguments."""
+        if self._gathers(call):
+            return True
+        if not call.args or call.args[0] is not node:
+            return False
+        qualified = self.ctx.qualify(call.func) or ""
+        if qualified.startswith("torch.nn.functional."):
+            return True  # `F.softmax(t)`, `F.pad(t, ...)`: tensors in, a tensor out, on that device
+        if not qualified.startswith("torch."):
+            return False
+        name = qualified[6:]
+        if name in _REDUCTIONS and len(call.args) == 1 and not call.keywords:
+            return False  # `torch.sum(t)`: a 0-dim tensor, accepted by CUDA operations
+        return name in _ELEMENTWISE or (name in _KEEP_DEVICE and name not in _MOVES)
 
     def _call_meeting(self, call: ast.Call, node: ast.AST) -> Optional[_Meeting]:
         func = call.func
@@ -304,8 +366,10 @@ class _Method:
         if isinstance(node, ast.Subscript):
             return self._on_model_device(node.value, stmt, depth + 1)
         if isinstance(node, ast.BinOp) and isinstance(node.op, _BINARY):
-            return self._on_model_device(node.left, stmt, depth + 1) or \
-                self._on_model_device(node.right, stmt, depth + 1)
+            left = self._on_model_device(node.left, stmt, depth + 1)
+            if left is not None and not self._by_convention(left[1]):
+                return left
+            return self._on_model_device(node.right, stmt, depth + 1) or left  # `x + self.bias`: the weight
         if isinstance(node, ast.UnaryOp):
             return self._on_model_device(node.operand, stmt, depth + 1)
         if isinstance(node, ast.Call):
@@ -314,11 +378,11 @@ class _Method:
             if weight is not None:
                 value = ctx.classify(node, self.scope)
                 return ("the output of `%s`" % ctx.text(func), weight) if value.kind is Kind.TENSOR else None
-            if isinstance(func, ast.Attribute) and func.attr in _KEEP_DEVICE:
-                return self._on_model_device(func.value, stmt, depth + 1)
             qualified = ctx.qualify(func) or ""
+            if not qualified and isinstance(func, ast.Attribute) and func.attr in _KEEP_DEVICE:
+                return self._on_model_device(func.value, stmt, depth + 1)  # `t.unsqueeze(0)`
             if (qualified.startswith("torch.nn.functional.") or (
-                    qualified.startswith("torch.") and qualified[6:] in tn.TENSOR_FACTORIES
+                    qualified.startswith("torch.") and qualified[6:] in _DEVICE_FOLLOWING
                     and qualified not in _FACTORIES)) and node.args:
                 first = node.args[0]
                 elements = first.elts if isinstance(first, (ast.List, ast.Tuple)) else [first]
@@ -343,8 +407,17 @@ class _Method:
         return None
 
     def _input_on_device(self, name: str) -> bool:
-        """A parameter of the method that is surely a tensor on the model's device: it goes
-        through one of the model's layers, or the code reads its `.device` to place tensors."""
+        """A parameter of the method that is a tensor on the model's device: it goes through one
+        of the model's layers or the code reads its `.device` to place tensors (what the fix may
+        name), or it is the first input of `forward` (the batch) and neither its name nor its
+        annotation says it is something else (`lengths`, `n: int`)."""
+        return self._used_on_device(name) or name == _batch_input(self.scope)
+
+    def _by_convention(self, name: str) -> bool:
+        """Only the batch convention says this input is on the model's device."""
+        return name == _batch_input(self.scope) and not self._used_on_device(name)
+
+    def _used_on_device(self, name: str) -> bool:
         if self._evidence is None:
             self._evidence = set()
             for node in ast.walk(self.scope.node):
@@ -363,11 +436,12 @@ class _Method:
 
     # -- the fix ---------------------------------------------------------------------------
     def _device_for(self, tensor: str):
-        """(device expression, tensor expression) for the fix: an input of the method known to be
-        on the model's device (what authors write), else the weight or input the meeting found."""
+        """(device expression, tensor expression) for the fix: an input of the method the code
+        itself puts on the model's device (what authors write), else the weight or input the
+        meeting found."""
         args = self.scope.node.args
         for arg in args.posonlyargs + args.args + args.kwonlyargs:
-            if arg.arg != self.scope.self_name and self._input_on_device(arg.arg) and self._holds_tensor(arg.arg):
+            if arg.arg != self.scope.self_name and self._used_on_device(arg.arg) and self._holds_tensor(arg.arg):
                 return "%s.device" % arg.arg, arg.arg
         return "%s.device" % tensor, tensor
 
@@ -423,6 +497,28 @@ def _mentions_device(node: ast.AST) -> bool:
         if isinstance(sub, ast.Constant) and sub.value in ("cpu", "cuda", "mps"):
             return True
     return False
+
+
+def _batch_input(scope) -> Optional[str]:
+    """The first input of `forward`, when nothing says it is not a tensor of the batch."""
+    if scope.name != "forward" or scope.self_name is None:
+        return None
+    args = scope.node.args
+    positional = args.posonlyargs + args.args
+    if len(positional) < 2 or positional[0].arg != scope.self_name:
+        return None
+    first = positional[1]
+    annotation = first.annotation
+    if annotation is not None and "Tensor" not in ast.unparse(annotation):
+        return None  # `n: int`, `shape: Tuple[int, int]`
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    default = defaults[1]
+    if default is not None and not (isinstance(default, ast.Constant) and default.value is None):
+        return None  # `steps=4`: a setting
+    lowered = first.arg.lower()
+    if any(part in lowered for part in _NOT_THE_BATCH) or lowered == "n":
+        return None
+    return first.arg
 
 
 def _not_empty(node: ast.AST) -> bool:
