@@ -29,3 +29,18 @@ def rule_fixture_files():
 
 def describe(finding) -> str:
     return "%d:%d %s %s" % (finding.range.start.line, finding.range.start.column, finding.code, finding.message)
+
+
+def run_cli(argv, capsys, cwd=None):
+    """``torchlint.cli.main`` in-process, from ``cwd``: (exit code, stdout, stderr)."""
+    from torchlint import cli
+
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        code = cli.main([str(a) for a in argv])
+    finally:
+        os.chdir(old)
+    out, err = capsys.readouterr()
+    return code, out, err

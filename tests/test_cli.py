@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli as run
 from torchlint import cli, fixing
 from torchlint.rules import RULES_BY_CODE
 
@@ -53,19 +54,6 @@ def write(path: Path, text: str, newline: str = "\n") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(text.replace("\n", newline).encode("utf-8"))
     return path
-
-
-def run(argv, capsys, cwd=None):
-    """cli.main in-process, from ``cwd``: (exit code, stdout, stderr)."""
-    old = os.getcwd()
-    if cwd is not None:
-        os.chdir(cwd)
-    try:
-        code = cli.main([str(a) for a in argv])
-    finally:
-        os.chdir(old)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # -- exit codes ----------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli as run
 from torchlint import cli, files, fixing
 from torchlint.fixing import fix_text
 
@@ -40,19 +41,6 @@ def write(path: Path, text: str = MASK) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def run(argv, capsys, cwd=None):
-    """cli.main in-process: (exit code, stdout, stderr)."""
-    old = os.getcwd()
-    if cwd is not None:
-        os.chdir(cwd)
-    try:
-        code = cli.main([str(a) for a in argv])
-    finally:
-        os.chdir(old)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def run_subprocess(argv, cwd):
