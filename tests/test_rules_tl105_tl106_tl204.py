@@ -152,6 +152,92 @@ def test_tl204_follows_a_helper_result_into_forward_and_names_a_device_the_helpe
     assert model(torch.zeros(2, 3, 4, device="meta")).device.type == "meta"
 
 
+SCAN = """\
+import torch
+import torch.nn as nn
+
+class Scan(nn.Module):
+    def __init__(self, dim=4, state=3):
+        super().__init__()
+        self.decay = nn.Parameter(torch.full((dim, state), -1.0))
+
+    def forward(self, u):
+        h = torch.zeros((u.shape[0], u.shape[2], self.decay.shape[1]))
+        outs = []
+        for i in range(u.shape[1]):
+            h = torch.exp(self.decay) * h + u[:, i, :, None]
+            outs.append(h.sum(-1))
+        return torch.stack(outs, 1)
+"""
+
+
+def test_tl204_follows_a_local_rebound_in_a_loop_and_the_fix_runs_on_another_device():
+    finding = only(SCAN, "TL204")
+    assert finding.range.start.line == 10 and "the parameter `self.decay` on line 13" in finding.message
+    model = run(SCAN)["Scan"]().to("meta")
+    with pytest.raises(RuntimeError, match="device"):
+        model(torch.zeros(2, 5, 4, device="meta"))
+    text = fixed(SCAN, preferred(finding))
+    assert "h = torch.zeros((u.shape[0], u.shape[2], self.decay.shape[1]), device=self.decay.device)" in text
+    out = run(text)["Scan"]().to("meta")(torch.zeros(2, 5, 4, device="meta"))
+    assert out.device.type == "meta" and tuple(out.shape) == (2, 5, 4)
+
+
+GUIDED = """\
+import torch
+import torch.nn as nn
+
+class GuidedAttentionLoss(nn.Module):
+    def forward(self, attention, ilen: int, olen: int):
+        gx, gy = torch.meshgrid(torch.arange(olen), torch.arange(ilen), indexing="ij")
+        mask = 1.0 - torch.exp(-(gy / ilen - gx / olen) ** 2 / 0.32)
+        return (attention * mask).mean()
+"""
+
+
+def test_tl204_follows_meshgrid_tuples_and_names_the_tensor_input_not_the_int_ones():
+    found = findings(GUIDED, "TL204")
+    assert [(f.range.start.line, f.range.start.column) for f in found] == [(6, 32), (6, 52)]
+    assert all("the input `attention` on line 8" in f.message for f in found)
+    with pytest.raises(RuntimeError, match="device"):
+        run(GUIDED)["GuidedAttentionLoss"]()(torch.zeros(3, 4, device="meta"), 4, 3)
+    text = GUIDED
+    for finding in sorted(found, key=lambda f: -f.range.start.column):  # right to left: offsets stay valid
+        text = fixed(text, preferred(finding))
+    assert text.count("device=attention.device") == 2
+    loss = run(text)["GuidedAttentionLoss"]()
+    assert loss(torch.zeros(3, 4, device="meta"), 4, 3).device.type == "meta"
+
+
+FOURIER = """\
+import torch
+import torch.nn as nn
+
+class Fourier(nn.Module):
+    def forward(self, v, width: int = 8):
+        j = torch.arange(width)
+        return torch.sin(j * torch.unsqueeze(v, -1))
+"""
+
+
+def test_tl204_first_input_of_forward_is_the_batch():
+    finding = only(FOURIER, "TL204")
+    assert "the input `v`" in finding.message
+    assert "device=v.device" in fixed(FOURIER, preferred(finding))
+
+
+@pytest.mark.parametrize("signature", [
+    "lengths, width: int = 8",  # a name that says what else it is
+    "v: int, width: int = 8",  # an annotation that is not a tensor
+    "v=4, width: int = 8",  # a default that is a setting
+    "n, width: int = 8",
+])
+def test_tl204_first_input_is_not_the_batch_when_its_name_or_annotation_says_otherwise(signature):
+    name = signature.split(",")[0].split(":")[0].split("=")[0]
+    source = FOURIER.replace("(self, v, width: int = 8)", "(self, %s)" % signature).replace("(v, -1)", "(%s, -1)" % name)
+    quiet(source, "TL204")
+
+
 # == TL105 non-leaf-parameter ================================================================
 
 SCRIPT = """\
@@ -256,6 +342,54 @@ def test_tl105_quiet_when_the_non_leaf_is_not_used_as_a_weight():
     def probe(model):
         x = torch.zeros(3, requires_grad=True) * 2
         return torch.autograd.grad(model(x).sum(), x)
+    """, "TL105")
+
+
+LISTS = """\
+import torch
+
+def build(layers=3):
+    scales = [torch.ones(2, requires_grad=True) * 0.5 for _ in range(layers)]
+    return torch.optim.Adam(scales, lr=0.01)
+"""
+
+
+def test_tl105_follows_a_list_comprehension_given_to_the_optimizer_and_the_fix_makes_leaves():
+    finding = only(LISTS, "TL105")
+    assert (finding.range.start.line, finding.range.start.column) == (4, 14)
+    assert "can't optimize a non-leaf Tensor" in finding.message
+    with pytest.raises(ValueError, match="non-leaf"):
+        run(LISTS)["build"]()
+    fix = preferred(finding)
+    assert fix.is_safe
+    text = fixed(LISTS, fix)
+    assert text.splitlines()[3] == "    scales = [(torch.ones(2) * 0.5).requires_grad_() for _ in range(layers)]"
+    optimizer = run(text)["build"]()
+    assert all(p.is_leaf and p.requires_grad for p in optimizer.param_groups[0]["params"])
+
+
+def test_tl105_list_on_a_module_offers_no_parameter_that_a_plain_list_would_not_register():
+    source = """\
+    import torch
+    from torch import nn
+
+    class Prompts(nn.Module):
+        def __init__(self, n=2):
+            super().__init__()
+            self.prompts = [torch.zeros(3, requires_grad=True) * 2 for _ in range(n)]
+    """
+    finding = only(source, "TL105")
+    assert "in a plain list" in finding.message
+    assert [f.title.split(":")[0] for f in finding.fixes] == ["Set requires_grad last"]
+
+
+def test_tl105_quiet_when_the_comprehension_variable_shadows_a_local():
+    quiet("""\
+    import torch
+
+    def build(weights):
+        w = torch.randn(3, requires_grad=True)
+        return torch.optim.Adam([w * 2 for w in weights]), w
     """, "TL105")
 
 

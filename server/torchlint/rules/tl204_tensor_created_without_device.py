@@ -242,11 +242,13 @@ class _Method:
                 if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                         and call.func.attr == self.scope.name and caller.scope.is_self(call.func.value)):
                     continue
-                saved, caller._factory_stmt = caller._factory_stmt, None  # its inputs are not ours to name
+                # Its inputs are not ours to name; what it followed for its own factories is not ours either.
+                saved = caller._factory_stmt, caller._followed
+                caller._factory_stmt, caller._followed = None, set()
                 try:
                     meeting = caller._follow(call, depth + 2)
                 finally:
-                    caller._factory_stmt = saved
+                    caller._factory_stmt, caller._followed = saved
                 if meeting is None:
                     continue
                 device, tensor = self._device_for(meeting.tensor)
