@@ -303,3 +303,25 @@ def test_no_jedi_interpreter_in_the_parent_when_the_workers_fork(tmp_path, monke
     assert "jedi inference with" in err and "checked %d files" % len(list(root.glob("*.py"))) in err
     assert any(key[0] == os.getpid() for key in cli._INFERENCE)  # the parent did start one
     assert at_fork == [set()]  # and ended it before forking
+
+
+def test_a_question_cut_short_leaves_no_answer_behind(tmp_path, layers, monkeypatch):
+    """The budget can stop jedi in the middle of resolving a class in another file: that class is
+    then unknown for now, not remembered as "not a Module"."""
+    from torchlint.analysis.inference import BudgetSpent
+    root = project(tmp_path)
+    (root / "blocks.py").write_text("import torch.nn as nn\n\n\nclass Block(nn.Module):\n    pass\n")
+    layer = layers(root)
+    resolve = layer._resolve_class
+    calls = []
+
+    def interrupted(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise BudgetSpent()
+        return resolve(*args)
+
+    monkeypatch.setattr(layer, "_resolve_class", interrupted)
+    with pytest.raises(BudgetSpent):
+        layer.class_is_module(str(root / "blocks.py"), 4)
+    assert layer.class_is_module(str(root / "blocks.py"), 4) is True and len(calls) == 2

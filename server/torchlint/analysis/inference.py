@@ -419,7 +419,12 @@ class JediInference:
             self._class_cache[key] = (False, frozenset([path]))  # cycles resolve to "no"
             files = {path}
             outer, self._cut_short = self._cut_short, False
-            result = self._resolve_class(path, line, depth, files)
+            try:
+                result = self._resolve_class(path, line, depth, files)
+            except BaseException:  # a timeout, the budget: no answer, not "no"
+                del self._class_cache[key]
+                self._cut_short = outer
+                raise
             if self._cut_short and not result:
                 del self._class_cache[key]  # the depth limit's "no", not the class's: ask again later
                 if read is not None:
