@@ -221,8 +221,10 @@ def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt, origin: Optional
     if derived and in_forward:
         # A differentiable result of the parameter itself, in forward: copying it back would change
         # the weights on every call and cut the graph; a new Parameter would drop the trained one.
+        # Where no local can stand in (assigned under a branch or a loop), no fix: a new Parameter
+        # made in forward would leave the trained one behind on every call.
         local = _local_rewrite(ctx, target, stmt, scope)
-        fixes = [local] if local is not None else [replace]
+        fixes = [local] if local is not None else []
         message += ("; it is computed from the parameter itself in forward, so it is neither a copy nor a new "
                     "parameter: keep it in a local variable")
     elif copy is not None and (same_shape or derived):
@@ -297,20 +299,77 @@ def _in_forward(ctx, scope) -> bool:
 
 
 def _local_rewrite(ctx, target: ast.Attribute, stmt, scope):
-    """`self.w = F.softmax(self.w)` then `x * self.w` -> `w = F.softmax(self.w)` then `x * w`."""
-    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+    """`self.w = F.softmax(self.w)` then `x * self.w` -> `w = F.softmax(self.w)` then `x * w`.
+
+    Only plain reads after the assignment become the local; a use that works on the parameter
+    itself (`self.w.data.clamp_()`, `self.w.grad`, given to an optimizer) stays `self.w`. None when
+    the local could be unbound or stale at a read: the assignment in a branch or a loop, or the
+    attribute assigned again or deleted in the method."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1) or not _runs_once(ctx, stmt, scope):
         return None
-    local = target.attr if target.attr not in scope.locals else target.attr + "_value"
-    if local in scope.locals or not local.isidentifier():
+    names = {n.id for n in ast.walk(scope.node) if isinstance(n, ast.Name)}
+    local = target.attr if target.attr not in names else target.attr + "_value"
+    if local in names or not local.isidentifier():
         return None
     edits = [ctx.replace(target, local)]
+    kept = 0
     wanted = ast.dump(target.value), target.attr
+    end = stmt.end_lineno, stmt.end_col_offset
     for node in ast.walk(scope.node):
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and node.lineno > stmt.end_lineno \
-                and (ast.dump(node.value), node.attr) == wanted:
+        if not (isinstance(node, ast.Attribute) and (ast.dump(node.value), node.attr) == wanted) or node is target:
+            continue
+        if not isinstance(node.ctx, ast.Load):
+            return None  # assigned again or deleted: the rest of the method is not this value's
+        if (node.lineno, node.col_offset) < end:
+            continue  # before the assignment (or in its value): the parameter, as written
+        if _works_on_parameter(ctx, node):
+            kept += 1
+        else:
             edits.append(ctx.replace(node, local))
-        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node is not target \
-                and (ast.dump(node.value), node.attr) == wanted:
-            return None  # assigned again: the rest of the method is not this value's
-    return ctx.fix("Keep the result in a local variable `%s` (the parameter stays as it is and trains)" % local,
-                   edits, safe=False)
+    title = "Keep the result in a local variable `%s` (the parameter stays as it is and trains)" % local
+    if kept:
+        title += "; the uses that work on the parameter itself stay `%s`" % ctx.text(target)
+    return ctx.fix(title, edits, safe=False)
+
+
+def _runs_once(ctx, stmt, scope) -> bool:
+    """The assignment runs exactly once per call: not under an if, a loop, a try or a match."""
+    node = ctx.parent(stmt)
+    while node is not None and node is not scope.node:
+        if not isinstance(node, (ast.With, ast.AsyncWith)):
+            return False
+        node = ctx.parent(node)
+    return node is scope.node
+
+
+# Attributes and methods of a tensor that reach the Parameter object itself, not its value.
+_PARAMETER_HANDLES = frozenset(("data", "grad", "register_hook", "retain_grad",
+                                "register_post_accumulate_grad_hook"))
+_TAKES_PARAMETERS = frozenset(("add_param_group", "register_parameter", "register_buffer"))
+
+
+def _works_on_parameter(ctx, node: ast.Attribute) -> bool:
+    """`self.w` used as the object: mutated (`.data`, `.grad`, an in-place `_` method, an item or
+    attribute stored), compared by identity, or handed to something that keeps or changes it (an
+    optimizer, an in-place function such as `nn.init.zeros_`, `out=`)."""
+    parent = ctx.parent(node)
+    if isinstance(parent, ast.Attribute):
+        attr = parent.attr
+        return (attr in _PARAMETER_HANDLES or not isinstance(parent.ctx, ast.Load)
+                or (attr.endswith("_") and not attr.startswith("__")))
+    if isinstance(parent, ast.Subscript):
+        return parent.value is node and not isinstance(parent.ctx, ast.Load)
+    if isinstance(parent, ast.Compare):
+        return any(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops)
+    child = node
+    while isinstance(parent, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Starred, ast.keyword)):
+        if isinstance(parent, ast.keyword) and parent.arg == "out":
+            return True
+        child, parent = parent, ctx.parent(parent)
+    if not isinstance(parent, ast.Call) or parent.func is child:
+        return False
+    func = parent.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    qualified = ctx.qualify(func) or ""
+    return (called == "id" or called in _TAKES_PARAMETERS or qualified.startswith("torch.optim.")
+            or (called.endswith("_") and not called.startswith("__")))

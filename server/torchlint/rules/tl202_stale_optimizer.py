@@ -292,16 +292,46 @@ def _finding(ctx, scope, build, stmt, target, text, root, kind):
     used_between = _mentioned_between(ctx, scope, build.target, build.stmt.end_lineno, stmt.lineno)
     # One fix builds the optimizer after the change (moving the line when nothing uses it in
     # between, else a copy of it); the other keeps the optimizer and gives it the new parameters.
+    # Re-bindings in a row share one rebuild, after the last of them: their fixes make the same
+    # edits, so applying all of them builds the optimizer once.
+    last = _last_of_run(ctx, scope, build, stmt)
     rebuild = None
-    if build.direct and not used_between and _can_move(ctx, build, stmt):
-        rebuild = _move_fix(ctx, build, stmt, text)
+    if build.direct and not used_between and _can_move(ctx, build, last):
+        rebuild = _move_fix(ctx, build, stmt, text, last)
     elif build.direct:
-        rebuild = _recreate_fix(ctx, build, stmt)
+        rebuild = _recreate_fix(ctx, build, last)
     add_group = _add_group_fix(ctx, build, stmt, text, kind)
     fixes = [add_group] + ([rebuild] if rebuild else []) if used_between or not build.direct \
         else [rebuild, add_group] if rebuild else [add_group]
     fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == 0)) for i, f in enumerate(fixes)]
     return ctx.finding("TL202", message, target, Severity.WARNING, fixes, related=(related,))
+
+
+def _last_of_run(ctx, scope, build, stmt):
+    """The last re-binding stale for ``build`` among the statements after ``stmt`` in its block,
+    before anything there uses or re-binds the optimizer (``stmt`` itself when there is none)."""
+    block = _block_of(ctx, stmt)
+    last = stmt
+    for later in block[block.index(stmt) + 1:]:
+        if _mentions(later, build.target):
+            break
+        if _rebinding(ctx, scope, later, build) is not None:
+            last = later
+    return last
+
+
+def _block_of(ctx, stmt) -> List[ast.stmt]:
+    """The statement list (a body, an else, a finally) that holds ``stmt``."""
+    parent = ctx.parent(stmt)
+    for _, value in ast.iter_fields(parent) if parent is not None else ():
+        if isinstance(value, list) and any(s is stmt for s in value):
+            return value
+    return [stmt]
+
+
+def _mentions(stmt, target: str) -> bool:
+    return any(isinstance(node, (ast.Name, ast.Attribute)) and dotted_name(node) == target
+               for node in ast.walk(stmt))
 
 
 def _mentioned_between(ctx, scope, target: str, first: int, last: int) -> bool:
@@ -328,15 +358,20 @@ def _after(ctx, stmt):
     return Position(stmt.end_lineno, len(ctx.source.line(stmt.end_lineno))), newline
 
 
-def _move_fix(ctx, build, stmt, text):
+def _move_fix(ctx, build, stmt, text, below):
+    """Move the build below ``below`` (``stmt`` or the last re-binding of its run)."""
     newline = ctx.source.newline()
     first, last = build.stmt.lineno, build.stmt.end_lineno
     lines = "".join(ctx.source.line(n) + newline for n in range(first, last + 1))
     delete = ctx.replace(Range(Position(first, 0), Position(last + 1, 0)), "")
-    where, lead = _after(ctx, stmt)
+    where, lead = _after(ctx, below)
     insert = ctx.replace(Range(where, where), lead + lines)
-    return ctx.fix("Build `%s` after `%s` is replaced (move line %d)" % (build.target, text, first),
-                   [delete, insert], safe=False)
+    if below is stmt:
+        title = "Build `%s` after `%s` is replaced (move line %d)" % (build.target, text, first)
+    else:
+        title = ("Build `%s` after `%s` and the replacements that follow it (move line %d below line %d)"
+                 % (build.target, text, first, below.end_lineno))
+    return ctx.fix(title, [delete, insert], safe=False)
 
 
 def _insert_after(ctx, stmt, text: str):
