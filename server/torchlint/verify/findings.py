@@ -178,9 +178,3 @@ def report_to_findings(report: VerifyReport, text: str, path: str) -> List[Findi
                                 range=found, source=SOURCE))
     findings.sort(key=lambda f: (f.range.start, f.code))
     return findings
-
-
-def issue_lines(report: VerifyReport, text: str, path: str) -> Dict[int, int]:
-    """id(issue) -> the line its finding sits on (for the text report)."""
-    placer = Placer(text, path)
-    return {id(issue): placer.place(issue)[1].start.line for issue in report.issues}

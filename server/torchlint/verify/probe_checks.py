@@ -163,10 +163,6 @@ class State:
                 if lost:
                     self.unregistered.append((holder, path, describe_container(value, lost), True, True))
 
-    def holder_of(self, path):
-        """(prefix, attribute) of a registered parameter or buffer, or of a submodule."""
-        return _split(path)
-
     def issues(self, code, entries, severity, message):
         """One issue per owner attribute: 12 blocks with the same bug are one finding.
 

@@ -107,10 +107,6 @@ class ClassReport:
                    checks=[CheckStatus.from_dict(c) for c in _items(data.get("checks"))],
                    issues=issues, constructed_with=built)
 
-    @property
-    def skipped_checks(self) -> List[CheckStatus]:
-        return [check for check in self.checks if check.status == "skipped"]
-
 
 @dataclass
 class VerifyReport:
