@@ -68,7 +68,7 @@ def test_parameter_found_through_attribute_chain(inference):
 
 def test_interpreter_without_torch_falls_back(tmp_path):
     venv = tmp_path / "notorch"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
     layer = JediInference(str(PROJECT), str(python))
     assert not layer.torch_available
