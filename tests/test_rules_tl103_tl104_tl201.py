@@ -185,6 +185,81 @@ def test_tl104_forward_softmax_in_a_method():
     assert not torch.equal(model.w.detach(), before)  # and it trains
 
 
+CLIPPED = """\
+import torch
+import torch.nn as nn
+
+class Clipped(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.full((1,), 20.0))
+        self.opt = None
+
+    def forward(self, x):
+        self.scale.data.clamp_(-50.0, 50.0)
+        self.scale = self.scale.clamp(0.0, 10.0)
+        self.scale.data.clamp_(0.0, 10.0)
+        if self.scale.grad is not None:
+            self.scale.grad.zero_()
+        self.opt = torch.optim.SGD([self.scale], lr=0.1)
+        return x * self.scale
+"""
+
+
+def test_tl104_local_rewrite_keeps_the_uses_that_work_on_the_parameter():
+    finding = only(CLIPPED, "TL104")
+    fix = preferred(finding)
+    assert fix.title.startswith("Keep the result in a local variable `scale`")
+    assert fix.title.endswith("the uses that work on the parameter itself stay `self.scale`")
+    # Only the plain read after the assignment becomes the local: the in-place clamps (before and
+    # after), the gradient and the optimizer's list still address the Parameter.
+    assert fixed(CLIPPED, fix).splitlines()[10:17] == [
+        "        self.scale.data.clamp_(-50.0, 50.0)",
+        "        scale = self.scale.clamp(0.0, 10.0)",
+        "        self.scale.data.clamp_(0.0, 10.0)",
+        "        if self.scale.grad is not None:",
+        "            self.scale.grad.zero_()",
+        "        self.opt = torch.optim.SGD([self.scale], lr=0.1)",
+        "        return x * scale",
+    ]
+    import torch
+
+    with pytest.raises(TypeError):
+        run(CLIPPED)["Clipped"]()(torch.ones(2))
+    model = run(fixed(CLIPPED, fix))["Clipped"]()
+    out = model(torch.ones(2))
+    assert torch.equal(out, torch.full((2,), 10.0))
+    assert isinstance(model.scale, torch.nn.Parameter)
+    assert torch.equal(model.scale.detach(), torch.full((1,), 10.0))  # clamped in place, as written
+    assert model.opt.param_groups[0]["params"][0] is model.scale  # the optimizer got the Parameter
+    model.scale.data.fill_(4.0)
+    model(torch.ones(2)).sum().backward()
+    model.opt.step()
+    assert torch.equal(model.scale.detach(), torch.full((1,), 3.8))  # 4 - 0.1 * d(2 * scale)/d(scale)
+
+
+def test_tl104_no_local_rewrite_where_the_local_could_be_unbound():
+    text = """\
+    import torch
+    import torch.nn as nn
+
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(3))
+            self.register_buffer("mask", torch.ones(3))
+
+        def forward(self, x):
+            if self.training:
+                self.w = self.w * self.mask
+            return x * self.w
+    """
+    finding = only(text, "TL104")
+    # `return x * w` would raise UnboundLocalError in eval mode, and a new Parameter made in forward
+    # would leave the trained one behind: no fix, only the finding.
+    assert "keep it in a local variable" in finding.message and finding.fixes == ()
+
+
 def test_tl104_shape_decides_between_copy_and_a_new_parameter():
     same = "import torch\nimport torch.nn as nn\nlayer = nn.Linear(3, 4)\nlayer.weight = torch.ones(4, 3)\n"
     other = same.replace("torch.ones(4, 3)", "torch.ones(2, 3)")

@@ -270,6 +270,89 @@ def test_tl202_every_fix_makes_the_new_head_train():
         assert run(result)["head_trained"] is True, fix.title
 
 
+RUNNABLE_SURGERY = """\
+import torch
+import torch.nn as nn
+import torch.optim as optim
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 8)
+        self.mid = nn.Linear(8, 8, bias=False)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.mid(torch.relu(self.body(x)))))
+
+torch.manual_seed(0)
+model = Net()
+optimizer = optim.SGD(model.parameters(), lr=0.1)
+model.body = nn.Linear(4, 8)
+model.mid.weight = nn.Parameter(model.mid.weight[:6].clone())
+model.fc = nn.Linear(6, 2)
+before = [p.detach().clone() for p in model.parameters()]
+model(torch.randn(5, 4)).pow(2).sum().backward()
+optimizer.step()
+all_trained = all(not torch.equal(b, p) for b, p in zip(before, model.parameters()))
+"""
+
+
+def test_tl202_replacements_in_a_row_share_one_rebuild():
+    from torchlint.fixing import fix_text
+
+    assert run(RUNNABLE_SURGERY)["all_trained"] is False  # the bug is real
+    found = findings(RUNNABLE_SURGERY, "TL202")
+    assert len(found) == 3
+    # Each finding's rebuild moves the build below the last replacement: the same edits, so one
+    # quick fix mends all three and applying all of them builds the optimizer once.
+    moves = [by_title(f, "Build `optimizer` after") for f in found]
+    assert moves[0].edits == moves[1].edits == moves[2].edits
+    assert moves[0].title.endswith("(move line 17 below line 20)") and moves[2].title.endswith("(move line 17)")
+    result = fix_text(RUNNABLE_SURGERY, "surgery.py", unsafe=True).text
+    assert result.count("optim.SGD(") == 1
+    assert result.splitlines()[16:20] == [
+        "model.body = nn.Linear(4, 8)",
+        "model.mid.weight = nn.Parameter(model.mid.weight[:6].clone())",
+        "model.fc = nn.Linear(6, 2)",
+        "optimizer = optim.SGD(model.parameters(), lr=0.1)",
+    ]
+    assert run(result)["all_trained"] is True
+
+
+def test_tl202_one_rebuild_per_run_and_a_use_between_splits_the_run():
+    from torchlint.fixing import fix_text
+
+    text = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+    class Trainer:
+        def __init__(self, model):
+            self.model = model
+            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+            self.model.body = nn.Linear(16, 16)
+            self.model.head = nn.Linear(16, 4)
+            self.optimizer.step()
+            self.model.head = nn.Linear(16, 2)
+            self.model.out = nn.Linear(2, 2)
+    """)
+    build = "self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)"
+    assert len(findings(text, "TL202")) == 4
+    lines = fix_text(text, "trainer.py", unsafe=True).text.splitlines()
+    # One copy (the attribute cannot move) after the first run, before the step that needs it; after the step the optimizer
+    # has been used (a copy would lose its state), so each later layer is added to it instead.
+    assert [line.strip() for line in lines[6:]] == [
+        build, "self.model.body = nn.Linear(16, 16)", "self.model.head = nn.Linear(16, 4)", build,
+        "self.optimizer.step()",
+        "self.model.head = nn.Linear(16, 2)",
+        'self.optimizer.add_param_group({"params": self.model.head.parameters()})',
+        "self.model.out = nn.Linear(2, 2)",
+        'self.optimizer.add_param_group({"params": self.model.out.parameters()})',
+    ]
+    assert lines.count("        " + build) == 2
+
+
 # == TL203 discarded-move ====================================================================
 
 def test_tl203_assigns_the_result_and_keeps_the_rest():
