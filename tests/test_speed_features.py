@@ -8,6 +8,7 @@ import ast
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -192,7 +193,7 @@ def test_a_second_run_is_answered_from_the_cache(tmp_path):
 # -- the progress line ---------------------------------------------------------------------------
 
 SLOW_CHECK = """
-import sys, time
+import os, sys, time
 import torchlint.cli as cli
 cli.PROGRESS_AFTER = 0.0  # the real threshold is 2 s; these files take a second each
 check_file = cli.check_file
@@ -200,6 +201,8 @@ def slow(job):
     time.sleep(1.0)
     return check_file(job)
 cli.check_file = slow
+if os.environ.get("FAIL_WRITES"):  # each file reports a problem while the line is drawn
+    cli.write_fixes = lambda checked, display: display + ": could not be written (test)"
 sys.exit(cli.main(sys.argv[1:]))
 """
 
@@ -247,8 +250,22 @@ def test_progress_on_a_terminal(tmp_path):
     stdout, screen = check_on_a_terminal([], slow_project(tmp_path))
     assert "torchlint: 0/3 files" in screen or "torchlint: 1/3 files" in screen, screen
     assert any("torchlint: %d/3 files, " % done in screen for done in (1, 2)), screen
-    assert screen.rstrip("\r\n").endswith("\r\x1b[K")  # wiped before the summary
+    assert not ends_on_the_progress_line(screen)  # wiped at the end
     assert "files, " not in stdout and "TL301" in stdout  # the report itself never carries it
+
+
+def test_messages_during_the_run_get_lines_of_their_own(tmp_path):
+    stdout, screen = check_on_a_terminal([], slow_project(tmp_path), FAIL_WRITES="1")
+    errors = [m.start() for m in re.finditer(re.escape("torchlint: error: "), screen)]
+    assert len(errors) == 3, screen
+    for start in errors:  # the progress line was wiped (or a line ended) just before each
+        assert screen[:start].endswith(("\r\x1b[K", "\n")), repr(screen[max(0, start - 40):start + 20])
+    assert "files, " in screen and not ends_on_the_progress_line(screen)
+
+
+def ends_on_the_progress_line(screen: str) -> bool:
+    last = [part for part in screen.replace("\n", "\r").split("\r") if part.strip()][-1]
+    return re.match(r"torchlint: \d+/\d+ files, ", last) is not None
 
 
 @pytest.mark.parametrize("args,env", [(["-q"], {}), ([], {"CI": "true"})])

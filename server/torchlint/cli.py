@@ -329,6 +329,7 @@ class Progress:
         self.interval = interval
         self.done = 0
         self._drawn = False
+        self._lock = threading.Lock()  # one writer at a time: the drawing thread or a message
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="torchlint-progress", daemon=True)
 
@@ -348,8 +349,19 @@ class Progress:
     def __exit__(self, *exc_info) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
-        if self._drawn:
-            self._write("\r\x1b[K")
+        with self._lock:
+            if self._drawn:
+                self._write("\r\x1b[K")
+                self._drawn = False
+
+    @contextlib.contextmanager
+    def cleared(self):
+        """Print a message during the run: the line is wiped first and drawn again later."""
+        with self._lock:
+            if self._drawn:
+                self._write("\r\x1b[K")
+                self._drawn = False
+            yield
 
     def file_done(self, _future=None) -> None:
         self.done += 1  # one writer at a time: the pool's result thread, or the main thread
@@ -362,8 +374,11 @@ class Progress:
         if self._stop.wait(max(0.0, PROGRESS_AFTER - (time.monotonic() - self.started))):
             return
         while True:
-            self._write("\r" + self.line() + "\x1b[K")
-            self._drawn = True
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                self._write("\r" + self.line() + "\x1b[K")
+                self._drawn = True
             if self._stop.wait(self.interval):
                 return
 
@@ -532,7 +547,8 @@ def _check(args) -> int:
             problem = "%s: %s" % (job.display, checked.unreadable) if checked.unreadable \
                 else write_fixes(checked, job.display)
             if problem:
-                _error(problem)
+                with progress.cleared() if progress else contextlib.nullcontext():
+                    _error(problem)
                 problems += 1
             if not checked.unreadable:
                 reports.append(checked.report)
