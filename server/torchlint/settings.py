@@ -87,11 +87,14 @@ class Settings:
         (), "Rule codes or prefixes to turn off, on top of pyproject.toml's `ignore`.",
         editor="ignore", pyproject="ignore", flag="--ignore")
     per_file_ignores: Tuple[Tuple[str, Codes], ...] = setting(
-        (), "Glob = rule codes that files matching the glob do not report.", pyproject="per-file-ignores")
+        (), "Pattern (a .gitignore line) = rule codes that files matching it do not report; a "
+        "pattern starting with `!` applies to the files it does not match.", pyproject="per-file-ignores")
     exclude: Codes = setting(
-        (), "Globs of files and folders not to check, added to the defaults (virtual environments, "
-        "build folders, what .gitignore ignores).", pyproject="exclude")
-    extend_exclude: Codes = setting((), "More globs not to check.", pyproject="extend-exclude")
+        (), "Files and folders not to check, as .gitignore lines (the last matching one decides; `!` "
+        "re-includes), added to the defaults (virtual environments, build folders, what .gitignore ignores).",
+        pyproject="exclude")
+    extend_exclude: Codes = setting(
+        (), "More .gitignore lines of files and folders not to check.", pyproject="extend-exclude")
     severity: SeverityTable = setting(
         (), "Severity per rule code or prefix, for example `{\"TL301\": \"hint\", \"TL1\": \"error\"}`.",
         editor="severity", pyproject="severity", enum=SEVERITIES)
