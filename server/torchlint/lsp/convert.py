@@ -11,6 +11,7 @@ import hashlib
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.workspace.position_codec import PositionCodec
 
 from ..analysis.findings import Edit, Finding, Fix, Position, Range, Severity
@@ -19,6 +20,7 @@ from ..rules.base import DOCS_DIR
 from ..rules import RULES_BY_CODE
 
 SOURCE = "torchlint"
+SERVER_CANCELLED = -32802  # LSP's ServerCancelled: the client may ask again
 
 SEVERITIES = {
     Severity.ERROR: types.DiagnosticSeverity.Error,
@@ -158,6 +160,23 @@ def result_id(snap, diagnostics: List[types.Diagnostic]) -> str:
     """A pull result id that changes whenever the diagnostics do (whichever layer changed them)."""
     digest = hashlib.blake2b(repr(diagnostics).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
     return "%s-%s" % (snap.version, digest)
+
+
+def pull_report(pulled: Dict[str, str], uri: str, snap, items: List[types.Diagnostic],
+                previous_result_id: Optional[str]):
+    """A ``textDocument/diagnostic`` answer, remembering in ``pulled`` what ``uri``'s client now
+    holds: "unchanged" when it already held these diagnostics."""
+    identifier = result_id(snap, items)
+    pulled[uri] = identifier
+    if previous_result_id == identifier:
+        return types.UnchangedDocumentDiagnosticReport(result_id=identifier)
+    return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=identifier)
+
+
+def changed_while_analysed(what: str) -> JsonRpcException:
+    """The error for a pull whose document changed under it: the client asks again."""
+    return JsonRpcException("the %s changed while it was analysed" % what, SERVER_CANCELLED,
+                            {"retriggerRequest": True})
 
 
 def shares_a_line(a: Range, b: Range) -> bool:

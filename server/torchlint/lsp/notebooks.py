@@ -14,20 +14,18 @@ from typing import Dict, List, Optional, Tuple
 from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
 from pygls.uris import to_fs_path
 
 from ..analysis.findings import CheckResult
 from ..analysis.notebook import CodeCell, JoinedCells, join_cells
 from ..analysis.source import SourceText
-from .convert import Converter, result_id
+from .convert import Converter, changed_while_analysed, pull_report, result_id
 from .scheduler import Snapshot, Stale
 from .views import CellView, DocumentView
 
 # Every notebook whose cells include Python ones (VS Code's Jupyter notebooks among them).
 SYNC_OPTIONS = types.NotebookDocumentSyncOptions(notebook_selector=[
     types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")], notebook="*")])
-SERVER_CANCELLED = -32802  # LSP's ServerCancelled: the client may ask again
 
 Cells = List[Tuple[int, str, object]]  # (cell number, cell uri, its text document), code cells in order
 
@@ -193,19 +191,13 @@ class Notebooks:
             # A client that cannot be asked to pull again gets every wave now.
             snap, result = await server.scheduler.result(notebook.uri, final=not server.refresh_support)
         except Stale:
-            raise JsonRpcException("the notebook changed while it was analysed", SERVER_CANCELLED,
-                                   {"retriggerRequest": True})
+            raise changed_while_analysed("notebook")
         current = self._current(snap)
         if current is None:
-            raise JsonRpcException("the notebook changed while it was analysed", SERVER_CANCELLED,
-                                   {"retriggerRequest": True})
+            raise changed_while_analysed("notebook")
         per_cell = self.diagnostics(snap, result, *current)
         items = next((cell[1] for cell_uri, cell in per_cell.items() if unquote(cell_uri) == unquote(uri)), [])
-        identifier = result_id(snap, items)
-        server.pulled[uri] = identifier
-        if params.previous_result_id == identifier:
-            return types.UnchangedDocumentDiagnosticReport(result_id=identifier)
-        return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=identifier)
+        return pull_report(server.pulled, uri, snap, items, params.previous_result_id)
 
     # -- notifications -----------------------------------------------------------------------------
     def opened(self, params: types.DidOpenNotebookDocumentParams) -> None:

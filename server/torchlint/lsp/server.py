@@ -40,7 +40,7 @@ from ..analysis.findings import CheckResult, ParseError, Position
 from ..analysis.noqa import noqa_edit
 from ..analysis.source import SourceText
 from ..fixing import fix_text
-from .convert import Converter, fix_title, result_id, shares_a_line
+from .convert import Converter, changed_while_analysed, fix_title, pull_report, result_id, shares_a_line
 from .hover import hover as hover_at, inlay_hints, refresh_inlay_hints
 from .notebooks import SYNC_OPTIONS as NOTEBOOK_SYNC, Notebooks, register as register_notebooks, view_of
 from .documents import use_protocol_lines
@@ -54,7 +54,6 @@ from .workspace_settings import SECTION, OptionsResolver, parse_settings, unwrap
 log = logging.getLogger("torchlint.lsp")
 
 FIX_ALL_KIND = types.CodeActionKind.SourceFixAll + ".torchlint"
-SERVER_CANCELLED = -32802  # LSP's ServerCancelled: the client may ask again
 
 
 class Protocol(LanguageServerProtocol):
@@ -469,14 +468,8 @@ async def diagnostic(server: TorchlintServer, params: types.DocumentDiagnosticPa
         # A client that cannot be asked to pull again gets every wave now.
         snap, result = await server.scheduler.result(uri, final=not server.refresh_support)
     except Stale:
-        raise JsonRpcException("the document changed while it was analysed", SERVER_CANCELLED,
-                               {"retriggerRequest": True})
-    items = server.diagnostics(snap, result)
-    current = result_id(snap, items)
-    server.pulled[uri] = current
-    if params.previous_result_id == current:
-        return types.UnchangedDocumentDiagnosticReport(result_id=current)
-    return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=current)
+        raise changed_while_analysed("document")
+    return pull_report(server.pulled, uri, snap, server.diagnostics(snap, result), params.previous_result_id)
 
 
 @handles(types.TEXT_DOCUMENT_HOVER)
