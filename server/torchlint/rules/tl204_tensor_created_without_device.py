@@ -36,7 +36,8 @@ triu diag diagonal squeeze unsqueeze flatten reshape transpose permute movedim s
 repeat_interleave tile nan_to_num sort argsort topk cummax cummin logcumsumexp diff
 """.split())
 # torch functions whose result is on the device of their first argument, in `_on_model_device`.
-_DEVICE_FOLLOWING = tn.TENSOR_FACTORIES | _ELEMENTWISE
+_DEVICE_FOLLOWING = (tn.TENSOR_FACTORIES | _ELEMENTWISE) - frozenset(
+    "from_numpy frombuffer asarray scalar_tensor".split())  # these make CPU tensors of anything
 # torch functions that take several tensors and return tensors on their (common) device.
 _GATHERING = frozenset("""
 cat concat concatenate stack hstack vstack dstack column_stack meshgrid broadcast_tensors
