@@ -104,7 +104,7 @@ def test_tl103_no_tl101_on_the_same_line():
 
 
 def test_tl103_fixes_register_the_parameter():
-    torch = pytest.importorskip("torch")
+    import torch
     
     text = textwrap.dedent("""\
         import torch
@@ -174,7 +174,7 @@ def test_tl104_forward_softmax_in_a_method():
     assert [f.title.split(" ")[0] for f in finding.fixes] == ["Keep"]
     result = fixed(text, preferred(finding))
     assert result.splitlines()[10:12] == ["        w = F.softmax(self.w, dim=0)", "        return x * w"]
-    torch = pytest.importorskip("torch")
+    import torch
     model = run(result)["Mix"]()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     before = model.w.detach().clone()
@@ -302,7 +302,7 @@ def test_tl104_quiet_on_parameters_none_buffers_and_weight_norm():
 
 
 def test_tl104_fixes_run():
-    torch = pytest.importorskip("torch")
+    import torch
     
     with pytest.raises(TypeError):
         exec(LAYER, {})
@@ -367,7 +367,7 @@ def test_tl201_quiet_on_in_place_and_datasets():
 
 
 def test_tl201_fix_keeps_the_parameter_object():
-    torch = pytest.importorskip("torch")
+    import torch
     
     (finding,) = [f for f in check_source(DATA).findings if f.code == "TL201"]
     namespace = {}
