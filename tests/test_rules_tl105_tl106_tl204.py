@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from torchlint.analysis.findings import Severity
+from torchlint.fixing import fix_text
 from torchlint.rules import RULES_BY_CODE
 from rule_helpers import by_title, findings, fixed, only, preferred, quiet, run
 
@@ -236,6 +237,26 @@ def test_tl204_first_input_is_not_the_batch_when_its_name_or_annotation_says_oth
     name = signature.split(",")[0].split(":")[0].split("=")[0]
     source = FOURIER.replace("(self, v, width: int = 8)", "(self, %s)" % signature).replace("(v, -1)", "(%s, -1)" % name)
     quiet(source, "TL204")
+
+
+REAL_TL204 = Path(__file__).resolve().parent / "fixtures" / "real_bugs" / "tl204_factories_in_forward.py"
+REAL_TL204_CALLS = {
+    "SelectiveScan": lambda model: model(torch.zeros(2, 5, 4, device="meta")),
+    "GuidedAttentionLoss": lambda model: model(torch.zeros(3, 4, device="meta"), 4, 3),
+    "PositionalEncoding": lambda model: model(torch.zeros(2, 3, device="meta")),
+    "Blocks": lambda model: model(torch.zeros(2, 3, device="meta")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_TL204_CALLS))
+def test_tl204_reported_bugs_fail_on_another_device_and_their_safe_fixes_run_there(name):
+    text = REAL_TL204.read_text(encoding="utf-8")
+    call = REAL_TL204_CALLS[name]
+    with pytest.raises(RuntimeError, match="device"):
+        call(run(text)[name]().to("meta"))
+    outcome = fix_text(text, str(REAL_TL204), unsafe=False)
+    assert not outcome.errors and not [f for f in outcome.result.findings if f.code == "TL204"]
+    assert call(run(outcome.text)[name]().to("meta")).device.type == "meta"
 
 
 # == TL105 non-leaf-parameter ================================================================
