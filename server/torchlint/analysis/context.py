@@ -64,6 +64,19 @@ class FileContext:
             names.update(cls.unregistered)
         return names
 
+    def calls_on(self, node: ast.AST) -> List[ast.Call]:
+        """The method calls made on ``node``'s value (``node.zero_()``), from the index: no walk of
+        the tree, and one table per file however many nodes are asked about."""
+        return self._calls_by_receiver.get(id(node), [])
+
+    @cached_property
+    def _calls_by_receiver(self) -> Dict[int, List[ast.Call]]:
+        table: Dict[int, List[ast.Call]] = {}
+        for call in self.index.calls:
+            if isinstance(call.func, ast.Attribute):
+                table.setdefault(id(call.func.value), []).append(call)
+        return table
+
     def parent(self, node: ast.AST) -> Optional[ast.AST]:
         """The node directly holding ``node`` (None for the module). The table is built once per
         file, on the first question: asking for each of many nodes stays linear."""

@@ -126,12 +126,10 @@ def _caller_tensor(ctx, scope, name: str) -> bool:
 
 def _zeroed_right_after(ctx, call: ast.Call):
     """The `.zero_()` call made on the constructor's result, if any: `torch.FloatTensor(3).zero_()`."""
-    func = ctx.parent(call)
-    other = ctx.parent(func)
-    if isinstance(func, ast.Attribute) and func.attr == "zero_" and isinstance(other, ast.Call) \
-            and other.func is func and not other.args and not other.keywords:
-        text = ctx.source.segment(Range(ctx.range(call).end, ctx.range(other).end))
-        return None if "#" in text else other
+    for other in ctx.calls_on(call):
+        if other.func.attr == "zero_" and not other.args and not other.keywords:
+            text = ctx.source.segment(Range(ctx.range(call).end, ctx.range(other).end))
+            return None if "#" in text else other
     return None
 
 
