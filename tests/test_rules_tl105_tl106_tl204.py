@@ -235,7 +235,8 @@ def test_tl204_first_input_of_forward_is_the_batch():
 ])
 def test_tl204_first_input_is_not_the_batch_when_its_name_or_annotation_says_otherwise(signature):
     name = signature.split(",")[0].split(":")[0].split("=")[0]
-    source = FOURIER.replace("(self, v, width: int = 8)", "(self, %s)" % signature).replace("(v, -1)", "(%s, -1)" % name)
+    source = FOURIER.replace("(self, v, width: int = 8)", "(self, %s)" % signature)
+    source = source.replace("(v, -1)", "(%s, -1)" % name)
     quiet(source, "TL204")
 
 
