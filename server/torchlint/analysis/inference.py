@@ -705,7 +705,8 @@ class FileInference:
             self._remember(key, found)  # with the files it was read from: a warm run reads none
             return found
         try:
-            answer = self._ask(lambda: self.project._base_is_module(self.script, base, self.text, 1, self._read))
+            answer = self._ask(lambda: self.project._base_is_module(self.script, base, self.text, 1, self._read),
+                               into_torch=False)
         except BudgetSpent:
             return False
         except Exception:  # the interpreter timed out, or a jedi bug: names alone then
@@ -772,11 +773,13 @@ class FileInference:
         self._answers[key] = answer
         self._asked = True
 
-    def _ask(self, question):
+    def _ask(self, question, into_torch: bool = True):
         """Run one jedi question within what is left of the file's budget. Past the budget the
-        file's remaining questions are not asked (BudgetSpent) and :attr:`note` says so."""
+        file's remaining questions are not asked (BudgetSpent) and :attr:`note` says so.
+        ``into_torch``: the question is about values, which sends jedi into torch."""
         budget = self.project.budget
-        self.project.warm()  # jedi's first trip into torch is the process's cost, not this file's
+        if into_torch:
+            self.project.warm()  # jedi's first trip into torch is the process's cost, not this file's
         started = time.monotonic()
         try:
             with _interrupt_after(None if budget is None else max(budget - self.spent, 0.001)):
