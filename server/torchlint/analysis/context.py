@@ -77,6 +77,35 @@ class FileContext:
                 table.setdefault(id(call.func.value), []).append(call)
         return table
 
+    def module_functions(self, name: str) -> List[Scope]:
+        """The scopes of the module-level functions called ``name`` (a table per file)."""
+        return self._module_functions.get(name, [])
+
+    @cached_property
+    def _module_functions(self) -> Dict[str, List[Scope]]:
+        table: Dict[str, List[Scope]] = {}
+        for scope in self.index.scopes:
+            if scope.parent is self.index.module_scope and not isinstance(scope.node, ast.ClassDef):
+                table.setdefault(scope.name, []).append(scope)
+        return table
+
+    def scopes_within(self, outer: Scope) -> List[Scope]:
+        """The scopes nested in ``outer`` at any depth (a table of children per file)."""
+        found, pending = [], list(self._child_scopes.get(id(outer), ()))
+        while pending:
+            scope = pending.pop()
+            found.append(scope)
+            pending.extend(self._child_scopes.get(id(scope), ()))
+        return found
+
+    @cached_property
+    def _child_scopes(self) -> Dict[int, List[Scope]]:
+        table: Dict[int, List[Scope]] = {}
+        for scope in self.index.scopes:
+            if scope.parent is not None:
+                table.setdefault(id(scope.parent), []).append(scope)
+        return table
+
     def parent(self, node: ast.AST) -> Optional[ast.AST]:
         """The node directly holding ``node`` (None for the module). The table is built once per
         file, on the first question: asking for each of many nodes stays linear."""

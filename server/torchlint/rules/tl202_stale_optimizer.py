@@ -158,12 +158,10 @@ def _built_elsewhere(ctx, value: ast.expr):
             and func.value.id[:1].isupper():
         return Kind.MODULE
     if isinstance(func, ast.Name):
-        for scope in ctx.index.scopes:
-            if scope.name == func.id and scope.parent is ctx.index.module_scope \
-                    and not isinstance(scope.node, ast.ClassDef):
-                returns = [n for n in ast.walk(scope.node) if isinstance(n, ast.Return) and n.value is not None]
-                if returns and all(ctx.classify(r.value, scope).kind is Kind.MODULE for r in returns):
-                    return Kind.MODULE
+        for scope in ctx.module_functions(func.id):
+            returns = [n for n in ast.walk(scope.node) if isinstance(n, ast.Return) and n.value is not None]
+            if returns and all(ctx.classify(r.value, scope).kind is Kind.MODULE for r in returns):
+                return Kind.MODULE
     return None
 
 
@@ -255,7 +253,7 @@ def _used_later(ctx, scope, build, stmt, position) -> bool:
     build_owners = {owner_id for owner_id, _ in _chain(ctx, build.stmt)}
     later += [owner for owner in _owners(ctx, stmt)
               if isinstance(owner, (ast.For, ast.AsyncFor, ast.While)) and id(owner) not in build_owners]
-    nested = [s.node for s in ctx.index.scopes if _inside(s, scope)]
+    nested = [s.node for s in ctx.scopes_within(scope)]
     return any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
                for top in later + nested for node in ast.walk(top))
 
@@ -267,15 +265,6 @@ def _owners(ctx, stmt) -> List[ast.stmt]:
         owners.append(entry[0])
         entry = ctx.index.blocks.get(id(entry[0]))
     return owners
-
-
-def _inside(scope, outer) -> bool:
-    parent = scope.parent
-    while parent is not None:
-        if parent is outer:
-            return True
-        parent = parent.parent
-    return False
 
 
 # -- the finding and its fixes -----------------------------------------------------------------
@@ -310,7 +299,7 @@ def _finding(ctx, scope, build, stmt, target, text, root, kind):
 def _last_of_run(ctx, scope, build, stmt):
     """The last re-binding stale for ``build`` among the statements after ``stmt`` in its block,
     before anything there uses or re-binds the optimizer (``stmt`` itself when there is none)."""
-    block = _block_of(ctx, stmt)
+    block = _block_of(ctx, scope, stmt)
     last = stmt
     for later in block[block.index(stmt) + 1:]:
         if _mentions(later, build.target):
@@ -320,13 +309,18 @@ def _last_of_run(ctx, scope, build, stmt):
     return last
 
 
-def _block_of(ctx, stmt) -> List[ast.stmt]:
-    """The statement list (a body, an else, a finally) that holds ``stmt``."""
-    parent = ctx.parent(stmt)
-    for _, value in ast.iter_fields(parent) if parent is not None else ():
-        if isinstance(value, list) and any(s is stmt for s in value):
-            return value
-    return [stmt]
+def _block_of(ctx, scope, stmt) -> List[ast.stmt]:
+    """The statement list (a body, an else, a finally, a handler's or a case's body) that holds
+    ``stmt``, a statement of ``scope``: from the index's block table, not a whole-file parent table."""
+    entry = ctx.index.blocks.get(id(stmt))
+    if entry is None:
+        return scope.node.body  # directly in the function, class or module
+    owner, name = entry
+    if name.startswith("handler"):
+        return owner.handlers[int(name[len("handler"):])].body
+    if name.startswith("case"):
+        return owner.cases[int(name[len("case"):])].body
+    return getattr(owner, name)
 
 
 def _mentions(stmt, target: str) -> bool:
