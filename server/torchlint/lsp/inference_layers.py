@@ -16,6 +16,7 @@ import threading
 from typing import Callable, Dict, Optional, Tuple
 
 from ..analysis.environments import SERVER_HINT, Choice, Interpreter, choose_interpreter, own_interpreter
+from ..analysis.inference_cache import InferenceCache, default_cache_dir
 
 log = logging.getLogger("torchlint.lsp")
 
@@ -77,7 +78,9 @@ class InferenceLayers:
     def _create(self, root: str, interpreter: Interpreter):
         try:
             from ..analysis.inference import JediInference
-            layer = JediInference(root, interpreter, on_timeout=lambda message: log.warning("%s", message))
+            # The CLI's answers on disk (same folder, same keys): a restart asks jedi nothing new.
+            layer = JediInference(root, interpreter, on_timeout=lambda message: log.warning("%s", message),
+                                  cache=InferenceCache(default_cache_dir()))
         except Exception as err:  # no jedi, a broken interpreter: the syntactic wave still stands
             self._report("type inference is off for %s: %s" % (root, err))
             return None
