@@ -254,7 +254,9 @@ def stop_interpreter(layer: JediInference) -> None:
     os.kill(layer.environment._subprocess._process.pid, signal.SIGSTOP)
 
 
-def test_a_layer_whose_interpreter_hangs_is_replaced_once(tmp_path):
+def test_a_layer_whose_interpreter_hangs_is_replaced_once(tmp_path, monkeypatch):
+    # Answers on disk would spare jedi the questions this test needs it to hang on.
+    monkeypatch.setenv("TORCHLINT_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "model.py").write_text(HELPER_MODEL)
     warnings = []
     layers = InferenceLayers(report=lambda message: None, warn=warnings.append)
@@ -279,8 +281,9 @@ def test_a_layer_whose_interpreter_hangs_is_replaced_once(tmp_path):
 
     fresh.environment.watchdog.timeout = 1.0
     stop_interpreter(fresh)
+    changed = HELPER_MODEL + "\n# edited: not in the cache the fresh layer just filled\n"
     with layers.lock:
-        check_source(HELPER_MODEL, str(tmp_path / "model.py"), inference=fresh)
+        check_source(changed, str(tmp_path / "model.py"), inference=fresh)
     assert layers.layer(str(tmp_path), interpreter) is None  # second timeout: names only
     assert len(warnings) == 2 and "off" in warnings[1]
 
