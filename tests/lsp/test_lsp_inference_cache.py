@@ -9,27 +9,9 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
-from lsp_helpers import SERVER_COMMAND, SERVER_ENV, VSCODE, codes, initialize, open_document, wait_for
+from lsp_helpers import HELPER_MADE, SERVER_COMMAND, SERVER_ENV, VSCODE, codes, initialize, open_document, wait_for
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
-
-# Names alone cannot see that make_weight returns a tensor: only the jedi wave reports TL101.
-HELPER_MADE = '''import torch
-from torch import nn
-
-
-def make_weight(n):
-    return torch.zeros(n, n)
-
-
-class Scaled(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.w = make_weight(3)
-
-    def forward(self, x):
-        return x @ self.w
-'''
 
 
 def entries(cache_dir: Path):

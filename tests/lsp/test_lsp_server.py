@@ -10,7 +10,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import (CONFIG, EXAMPLES, NEOVIM, VSCODE, apply_text_edits, close_document, codes,
+from lsp_helpers import (CONFIG, EXAMPLES, HELPER_MADE, NEOVIM, VSCODE, apply_text_edits, close_document, codes,
                          edits_of, initialize, new_uri, open_document, replace_text, settle,
                          utf16_len, wait_for, wait_for_publish)
 from torchlint.engine import check_source
@@ -405,24 +405,6 @@ async def test_pull_client_gets_code_actions_and_hover(neovim: LanguageClient, t
         text_document=types.TextDocumentIdentifier(uri=uri), position=diagnostic.range.start))
     assert re.search(r"TL101", hover.contents.value)
     assert client.publishes == []
-
-
-HELPER_MADE = '''import torch
-from torch import nn
-
-
-def make_weight(n):
-    return torch.zeros(n, n)
-
-
-class Scaled(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.w = make_weight(3)
-
-    def forward(self, x):
-        return x @ self.w
-'''
 
 
 async def test_jedi_wave_refines_the_first(vscode: LanguageClient, tmp_path):
