@@ -217,6 +217,17 @@ def exit_column(row: Row) -> str:
     return "%d (%s)" % (row.rc, row.note) if row.note else str(row.rc)
 
 
+def print_markdown(lines: List[List[str]]) -> None:
+    """A Markdown table: the first line is the header; numbers right-aligned."""
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    for index, line in enumerate(lines):
+        cells = [cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width) in
+                 enumerate(zip(line, widths))]
+        print("| " + " | ".join(cells) + " |")
+        if index == 0:
+            print("|" + "|".join("-" * (w + 1) + (":" if i else "-") for i, w in enumerate(widths)) + "|")
+
+
 def print_table(rows: List[Row], floor_tool: Dict[str, str], torchlint_tool: Dict[str, str]) -> None:
     by_tool = {(r.group, r.tool): r for r in rows}
     header = ["tool", "files", "runs", "seconds", "files/s", "x floor", "x torchlint --no-infer",
@@ -237,13 +248,7 @@ def print_table(rows: List[Row], floor_tool: Dict[str, str], torchlint_tool: Dic
             "%.0f" % row.rss_mib if row.rss_mib is not None else "-",
             exit_column(row),
         ])
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    for index, line in enumerate(lines):
-        cells = [cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width) in
-                 enumerate(zip(line, widths))]
-        print("| " + " | ".join(cells) + " |")
-        if index == 0:
-            print("|" + "|".join("-" * (w + 1) + (":" if i else "-") for i, w in enumerate(widths)) + "|")
+    print_markdown(lines)
 
 
 def summarize_findings(outcome: Outcome, list_findings: bool) -> Optional[int]:
@@ -381,8 +386,8 @@ def main(argv=None) -> int:
         for label, row, bound in (("default mode, cold cache", by_tool[COLD], 3.0),
                                   ("default mode, warm cache", by_tool[WARM], 1.5)):
             ratio = row.seconds / tl_row.seconds
-            print("target: %s within %gx of --no-infer: %.2fx (%s)" % (label, bound, ratio,
-                                                                        "met" if ratio <= bound else "NOT met"))
+            verdict = "met" if ratio <= bound else "NOT met"
+            print("target: %s within %gx of --no-infer: %.2fx (%s)" % (label, bound, ratio, verdict))
     for note in bench.notes:
         print("\nnote: " + note)
 
@@ -438,13 +443,7 @@ def scaling(sizes: Sequence[int], folders: Sequence[int], runs: int, torchlint: 
                           "%.2f" % default.seconds, "%.2f" % (default.seconds / names.seconds),
                           "%d / %d" % (names.rc, default.rc)])
     print()
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    for index, line in enumerate(lines):
-        cells = [cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width) in
-                 enumerate(zip(line, widths))]
-        print("| " + " | ".join(cells) + " |")
-        if index == 0:
-            print("|" + "|".join("-" * (w + 1) + (":" if i else "-") for i, w in enumerate(widths)) + "|")
+    print_markdown(lines)
 
 
 if __name__ == "__main__":
