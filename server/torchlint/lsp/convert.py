@@ -119,23 +119,18 @@ def hover_card(finding: Finding, markdown: bool = True) -> str:
     rule = RULES_BY_CODE.get(finding.code)
     href = rule_href(finding.code)
     fix = finding.preferred_fix
-    if not markdown:
-        lines = ["%s %s" % (finding.code, finding.message)]
-        if rule is not None:
-            lines.append("Why: %s" % rule.summary)
-        if fix is not None:
-            lines.append("Fix: %s" % fix_title(fix))
-        if href:
-            lines.append("Rule page: %s" % href)
-        return "\n\n".join(lines)
-    lines = ["**%s** %s" % (finding.code, finding.message)]
+    # (bold code, why label, fix label) per format; the link is Markdown's own or a plain URL
+    code, why, fix_label = ("**%s**", "*Why:*", "*Fix:*") if markdown else ("%s", "Why:", "Fix:")
+    lines = ["%s %s" % (code % finding.code, finding.message)]
     if rule is not None:
-        lines.append("*Why:* %s" % rule.summary)
+        lines.append("%s %s" % (why, rule.summary))
     if fix is not None:
-        lines.append("*Fix:* %s" % fix_title(fix))
-    if href:
+        lines.append("%s %s" % (fix_label, fix_title(fix)))
+    if href and markdown:
         name = "%s %s" % (finding.code, rule.name) if rule is not None else finding.code
         lines.append("[%s](%s)" % (name, href))
+    elif href:
+        lines.append("Rule page: %s" % href)
     return "\n\n".join(lines)
 
 
