@@ -9,7 +9,8 @@ from typing import Dict, List, Optional, Tuple
 from .findings import Applicability, Edit, Finding, Fix, Position, Range, Related, Severity
 from .imports import ImportMap, collect_imports
 from .modules import moves_own_state, resolve_modules
-from .scopes import ClassInfo, Index, Scope, block_chain, build_index, class_chain
+from .forward import Reach, reach
+from .scopes import ClassInfo, Index, NodeTable, Scope, block_chain, build_index, class_chain
 from .source import SourceText
 from .values import Classifier, Value
 
@@ -113,23 +114,36 @@ class FileContext:
 
     @cached_property
     def _parents(self) -> Dict[int, ast.AST]:
-        table: Dict[int, ast.AST] = {}
-        for node in ast.walk(self.tree):
-            for child in ast.iter_child_nodes(node):
-                table[id(child)] = node
-        return table
+        return self.nodes.parent
+
+    @cached_property
+    def nodes(self) -> NodeTable:
+        """Every node of the file from one walk, built on first use: parents, and the nodes of
+        each class under a function or class, so rules read slices instead of walking again."""
+        return NodeTable(self.tree)
+
+    def forward_reach(self, cls: ClassInfo) -> Optional[Reach]:
+        """What ``cls.forward`` runs (analysis.forward.reach), once per class however many rules ask."""
+        key = id(cls)
+        if key not in self._reaches:
+            self._reaches[key] = reach(self, cls)
+        return self._reaches[key]
+
+    @cached_property
+    def _reaches(self) -> Dict[int, Optional[Reach]]:
+        return {}
 
     def attribute_read_outside(self, node: ast.AST, attr: str) -> bool:
         """Whether ``<expr>.attr`` (other than ``self.attr``) appears in the file outside ``node``.
         Counted once per file and once per ``node``: asking for every class stays linear."""
         counts = self._outside_counts.get(id(node))
         if counts is None:
-            counts = self._outside_counts[id(node)] = _attribute_names(node)
+            counts = self._outside_counts[id(node)] = _count_attribute_names(self.nodes.under(node, ast.Attribute))
         return self._file_attribute_names[attr] > counts[attr]
 
     @cached_property
     def _file_attribute_names(self) -> Counter:
-        return _attribute_names(self.tree)
+        return _count_attribute_names(self.nodes.of_type(ast.Attribute))
 
     @cached_property
     def _outside_counts(self) -> Dict[int, Counter]:
@@ -226,7 +240,7 @@ class FileContext:
         return text, import_edit
 
 
-def _attribute_names(root: ast.AST) -> Counter:
-    """How often each ``<expr>.name`` occurs under ``root``, ``self.name`` left out."""
-    return Counter(node.attr for node in ast.walk(root) if isinstance(node, ast.Attribute)
-                   and not (isinstance(node.value, ast.Name) and node.value.id == "self"))
+def _count_attribute_names(attributes) -> Counter:
+    """How often each ``<expr>.name`` occurs among these attribute nodes, ``self.name`` left out."""
+    return Counter(node.attr for node in attributes
+                   if not (isinstance(node.value, ast.Name) and node.value.id == "self"))

@@ -1,27 +1,19 @@
 """Where a value goes and where it comes from inside one function, as far as syntax can tell.
 
 Rules that follow a tensor from the line that makes it to the line that uses it
-(TL105, TL204) ask two questions: which assignment of a local name reaches a use
-(:func:`reaching_binding`), and what encloses a node (:func:`parents`). Both answer
-``None`` rather than guess when control flow makes it unclear.
+(TL105, TL204) ask which assignment of a local name reaches a use
+(:func:`reaching_binding`), which answers ``None`` rather than guess when control flow
+makes it unclear, and which statement holds a node (:func:`enclosing_statement`, with the
+file's parent table).
 """
 from __future__ import annotations
 
 import ast
 from typing import Dict, List, Optional
 
-from .scopes import Binding, Index, Scope, block_chain
+from .scopes import Binding, Index, NodeTable, Scope, block_chain
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-
-
-def parents(root: ast.AST) -> Dict[int, ast.AST]:
-    """id(node) -> its parent, for every node under ``root`` (nested functions included)."""
-    table: Dict[int, ast.AST] = {}
-    for node in ast.walk(root):
-        for child in ast.iter_child_nodes(node):
-            table[id(child)] = node
-    return table
 
 
 def enclosing_statement(node: ast.AST, parent_of: Dict[int, ast.AST]) -> Optional[ast.stmt]:
@@ -89,18 +81,10 @@ def _inside(index: Index, stmt: ast.stmt, block_owner: ast.stmt) -> bool:
     return any(owner == id(block_owner) for owner, _ in block_chain(index, stmt))
 
 
-def loads_of(scope: Scope, name: str) -> List[ast.Name]:
-    """Every read of ``name`` in the function's own body (not in nested functions or classes)."""
-    found = []
-    stack = list(getattr(scope.node, "body", []))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
-            found.append(node)
-        stack.extend(ast.iter_child_nodes(node))
-    return found
+def loads_of(nodes: NodeTable, scope: Scope, name: str) -> List[ast.Name]:
+    """Every read of ``name`` in the function's own body (not in nested functions or classes),
+    from the file's node table, the last first."""
+    return nodes.own_loads(scope.node, name)
 
 
 def device_or_dtype(node: ast.expr, qualify) -> Optional[str]:

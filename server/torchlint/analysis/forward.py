@@ -79,7 +79,7 @@ def reach(ctx, cls: ClassInfo, entry: str = "forward") -> Optional[Reach]:
         if scope.self_name is None:
             # `def forward(**kwargs): super().forward()`: a template; what it touches is not in its names
             result.dynamic = result.dynamic or "`%s` takes no `self`" % name
-        for used, called, dynamic in _self_uses(scope):
+        for used, called, dynamic in _self_uses(ctx, scope):
             if dynamic is not None:
                 result.dynamic = result.dynamic or dynamic
             elif used in table:
@@ -92,22 +92,38 @@ def reach(ctx, cls: ClassInfo, entry: str = "forward") -> Optional[Reach]:
     return result
 
 
-def _self_uses(scope: Scope):
+def _self_uses(ctx, scope: Scope):
     """(attribute name, called, None) for each `self.<name>` in the method, or (None, False, reason)
-    for a use of `self` that can reach any attribute."""
+    for a use of `self` that can reach any attribute; in the order `ast.walk` meets them (the
+    order decides which methods are followed first). Read from the file's node table."""
     self_name = scope.self_name
     if self_name is None:
         return
-    nodes = list(ast.walk(scope.node))
-    attribute_values = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
-    called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
-    for node in nodes:
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self_name:
+    table = ctx.nodes
+    nodes, parent_of = table.nodes, table.parent
+    root = scope.node
+    positions = []
+    for position in table.positions_under(root, ast.Attribute):
+        value = nodes[position].value
+        if value.__class__ is ast.Name and value.id == self_name:
+            positions.append(position)
+    for position in table.positions_under(root, ast.Call):
+        if nodes[position].func.__class__ is ast.Name:
+            positions.append(position)
+    for position in table.positions_under(root, ast.Name):
+        node = nodes[position]
+        if node.id == self_name and isinstance(node.ctx, ast.Load):
+            parent = parent_of.get(id(node))
+            if not (isinstance(parent, ast.Attribute) and parent.value is node):
+                positions.append(position)
+    for node in table.in_walk_order(positions):
+        if isinstance(node, ast.Attribute):
             if node.attr in _ITERATING_METHODS:
                 yield None, False, "it uses `%s.%s`" % (self_name, node.attr)
             else:
-                yield node.attr, id(node) in called, None
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                parent = parent_of.get(id(node))
+                yield node.attr, isinstance(parent, ast.Call) and parent.func is node, None
+        elif isinstance(node, ast.Call):
             if node.func.id == "super":
                 yield None, False, "it calls `super()`"
             elif node.func.id in _DYNAMIC_BUILTINS and node.args and _is_name(node.args[0], self_name):
@@ -116,8 +132,7 @@ def _self_uses(scope: Scope):
                     yield attr.value, False, None
                 else:
                     yield None, False, "it calls `%s(%s, ...)`" % (node.func.id, self_name)
-        elif isinstance(node, ast.Name) and node.id == self_name and isinstance(node.ctx, ast.Load) \
-                and id(node) not in attribute_values:
+        else:
             yield None, False, "it hands `%s` to other code" % self_name
 
 

@@ -11,10 +11,13 @@ from the enclosing scope, since a method does not see the class body's names.
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
 FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Nodes whose body is code of its own: what `_own_nodes`-style walks stop at.
+_OWN_CODE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 @dataclass
@@ -308,3 +311,140 @@ def _string(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     return None
+
+
+# -- every node, from one walk -------------------------------------------------------------------
+# Fields that hold no node of the tree's own: the shared Load/Store/Del and operator markers.
+_NOT_CHILDREN = frozenset(["ctx", "op", "ops"])
+_child_fields: Dict[type, Tuple[str, ...]] = {}
+
+
+def child_fields(cls: type) -> Tuple[str, ...]:
+    """The fields of a node class that may hold child nodes, in ``_fields`` order (the order
+    ``ast.iter_child_nodes`` yields them), once per class."""
+    fields = _child_fields.get(cls)
+    if fields is None:
+        fields = _child_fields[cls] = tuple(f for f in cls._fields if f not in _NOT_CHILDREN)
+    return fields
+
+
+class NodeTable:
+    """Every node of a file, from one walk: its parent, its depth, the function or class whose
+    own code holds it, and the nodes of each class in pre-order. A rule asking what a function
+    or class holds (its ``self.x`` reads, its calls, its strings) reads a slice of these lists
+    instead of walking the subtree again, so asking for every class and method stays linear.
+
+    The markers ``ast.walk`` also yields (``Load``, ``Store``, operators) are left out: they are
+    shared by the whole tree, so no node is their one parent.
+    """
+
+    def __init__(self, tree: ast.Module):
+        nodes: List[ast.AST] = []
+        depths: List[int] = []
+        owners: List[Optional[ast.AST]] = []
+        parent: Dict[int, ast.AST] = {}
+        by_type: Dict[type, List[int]] = {}
+        spans: Dict[int, Tuple[int, int]] = {}  # id(module, function, class, lambda) -> its subtree
+        open_spans: List[tuple] = []  # (depth, start, node) of those whose subtree is being walked
+        own_code = _OWN_CODE
+        fields_of = _child_fields
+        stack: List[tuple] = [(tree, 0, tree)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node, depth, owner = pop()
+            cls = node.__class__
+            position = len(nodes)
+            while open_spans and open_spans[-1][0] >= depth:  # pre-order: their subtrees are done
+                _, start, done = open_spans.pop()
+                spans[id(done)] = (start, position)
+            nodes.append(node)
+            depths.append(depth)
+            owners.append(owner)
+            indexes = by_type.get(cls)
+            if indexes is None:
+                indexes = by_type[cls] = []
+            indexes.append(position)
+            fields = fields_of.get(cls) or child_fields(cls)
+            if cls in own_code or cls is ast.Module:
+                open_spans.append((depth, position, node))
+                # Its body is its own code; its decorators, defaults and bases are in no one's
+                # own code, nor is a lambda's body (as `_own_nodes`-style walks skip them).
+                inner = node if cls is not ast.Lambda else None
+                depth += 1
+                for name in reversed(fields):
+                    value = getattr(node, name, None)
+                    child_owner = inner if name == "body" else None
+                    if value.__class__ is list:
+                        for child in reversed(value):
+                            if isinstance(child, ast.AST):
+                                parent[id(child)] = node
+                                push((child, depth, child_owner))
+                    elif isinstance(value, ast.AST):
+                        parent[id(value)] = node
+                        push((value, depth, child_owner))
+                continue
+            depth += 1
+            for name in reversed(fields):
+                value = getattr(node, name, None)
+                if value.__class__ is list:
+                    for child in reversed(value):
+                        if isinstance(child, ast.AST):
+                            parent[id(child)] = node
+                            push((child, depth, owner))
+                elif isinstance(value, ast.AST):
+                    parent[id(value)] = node
+                    push((value, depth, owner))
+        for _, start, done in open_spans:
+            spans[id(done)] = (start, len(nodes))
+        self.nodes = nodes
+        self.depths = depths
+        self.owners = owners
+        self.parent = parent
+        self._by_type = by_type
+        self._spans = spans
+        self._own_loads: Dict[int, Dict[str, List[ast.Name]]] = {}
+
+    def positions_under(self, root: ast.AST, cls: type) -> List[int]:
+        """The positions of the ``cls`` nodes in ``root``'s subtree (``root`` included), in
+        pre-order. ``root`` is the module, a function, a class or a lambda."""
+        start, end = self._spans[id(root)]
+        indexes = self._by_type.get(cls, [])
+        return indexes[bisect_left(indexes, start):bisect_left(indexes, end)]
+
+    def positions_of(self, cls: type) -> List[int]:
+        """The positions of every ``cls`` node of the file, in pre-order."""
+        return self._by_type.get(cls, [])
+
+    def under(self, root: ast.AST, cls: type) -> List[ast.AST]:
+        """The nodes of class ``cls`` in ``root``'s subtree, in pre-order: the ones ``ast.walk(root)``
+        yields, in another order."""
+        nodes = self.nodes
+        return [nodes[i] for i in self.positions_under(root, cls)]
+
+    def in_walk_order(self, positions: Iterable[int]) -> List[ast.AST]:
+        """The nodes at these positions in the order ``ast.walk`` visits them: breadth first,
+        then left to right (pre-order within one depth)."""
+        depths, nodes = self.depths, self.nodes
+        return [nodes[i] for i in sorted(positions, key=lambda i: (depths[i], i))]
+
+    def own(self, scope_node: ast.AST, cls: type) -> List[ast.AST]:
+        """The nodes of class ``cls`` in the own code of a function, class or module (its body,
+        not the functions, classes and lambdas inside it), in pre-order."""
+        owners, nodes = self.owners, self.nodes
+        return [nodes[i] for i in self.positions_under(scope_node, cls) if owners[i] is scope_node]
+
+    def of_type(self, cls: type) -> List[ast.AST]:
+        """Every node of class ``cls`` in the file, in pre-order."""
+        nodes = self.nodes
+        return [nodes[i] for i in self._by_type.get(cls, [])]
+
+    def own_loads(self, scope_node: ast.AST, name: str) -> List[ast.Name]:
+        """The reads of ``name`` in the own code of a function, class or module, in the order a
+        stack walk from its last statement meets them (the last read first); one table per scope."""
+        loads = self._own_loads.get(id(scope_node))
+        if loads is None:
+            loads = self._own_loads[id(scope_node)] = {}
+            for node in reversed(self.own(scope_node, ast.Name)):  # names hold no names: reversed
+                if isinstance(node.ctx, ast.Load):                 # pre-order is that walk's order
+                    loads.setdefault(node.id, []).append(node)
+        return loads.get(name, [])

@@ -5,7 +5,6 @@ import ast
 
 from ..analysis import torch_names as tn
 from ..analysis.findings import Range, Severity
-from ..analysis.forward import reach
 from ..analysis.values import Kind
 from .base import Rule
 
@@ -90,7 +89,7 @@ class Uses:
         for owner in ctx.class_chain(info):
             for name, scope in owner.method_scopes.items():
                 methods.setdefault(name, scope)
-        forward = reach(ctx, info)
+        forward = ctx.forward_reach(info)
         reachable = set(forward.methods) if forward is not None else None
         uses.forward_seen = forward is not None
         computed = {}

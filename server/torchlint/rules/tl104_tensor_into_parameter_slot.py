@@ -6,7 +6,6 @@ from typing import Optional, Tuple
 
 from ..analysis import torch_names as tn
 from ..analysis.findings import Severity
-from ..analysis.forward import reach
 from ..analysis.scopes import encloses
 from ..analysis.values import Kind
 from .base import Rule
@@ -294,7 +293,7 @@ def _in_forward(ctx, scope) -> bool:
     cls = scope.cls if scope is not None else None
     if cls is None or not cls.is_module:
         return False
-    forward = reach(ctx, cls)
+    forward = ctx.forward_reach(cls)
     return forward is not None and scope.name in forward.methods
 
 

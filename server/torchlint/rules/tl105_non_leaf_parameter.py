@@ -7,7 +7,7 @@ from typing import List, Optional
 
 from ..analysis import torch_names as tn
 from ..analysis.findings import Range, Severity
-from ..analysis.flow import device_or_dtype, enclosing_statement, loads_of, parents, reaching_binding
+from ..analysis.flow import device_or_dtype, enclosing_statement, loads_of, reaching_binding
 from ..analysis.values import Kind, keyword
 from .base import Rule, shorten
 
@@ -66,16 +66,13 @@ def _sinks(ctx):
             sink = "it is passed to `%s`, which raises \"ValueError: can't optimize a non-leaf Tensor\"" % ctx.text(call.func)
             for element in _optimized(ctx, call, scope, stmt):
                 yield element, scope, stmt, sink, call
-    for scope in ctx.index.scopes:
-        table = None
-        for node in _own_nodes(scope):
-            if isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name) \
-                    and isinstance(node.ctx, ast.Load):
-                table = table or parents(scope.node)
-                stmt = enclosing_statement(node, table)
-                if stmt is not None:
-                    sink = "its `.grad`, read on line %d, stays None" % node.lineno
-                    yield node.value, scope, stmt, sink, node
+    grad_reads = _grad_reads(ctx)
+    for scope in ctx.index.scopes if grad_reads else ():
+        for node in grad_reads.get(id(scope.node), ()):
+            stmt = enclosing_statement(node, ctx.nodes.parent)
+            if stmt is not None:
+                sink = "its `.grad`, read on line %d, stays None" % node.lineno
+                yield node.value, scope, stmt, sink, node
     for target, stored, stmt, scope in ctx.index.attribute_stores:
         comprehended = _comprehended(stored, scope)
         if comprehended is not None:
@@ -114,20 +111,23 @@ def _wrapped_later(ctx, cls, attr: str, stmt) -> bool:
     return False
 
 
-def _own_nodes(scope):
-    """The nodes of a function's (or the module's) own body, not of functions or classes inside it."""
-    stack = list(getattr(scope.node, "body", []))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        yield node
-        stack.extend(ast.iter_child_nodes(node))
+def _grad_reads(ctx):
+    """id(scope node) -> the `name.grad` reads in that function's (or class's, or the module's)
+    own code, not in the functions, classes or lambdas inside it; in the order a stack walk from
+    its last statement meets them (such reads hold no other: reversed pre-order is that order)."""
+    table = ctx.nodes
+    nodes, owners = table.nodes, table.owners
+    reads = {}
+    for position in reversed(table.positions_of(ast.Attribute)):
+        node = nodes[position]
+        if node.attr == "grad" and isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load) \
+                and owners[position] is not None:
+            reads.setdefault(id(owners[position]), []).append(node)
+    return reads
 
 
 def _statement_of(ctx, scope, node):
-    table = parents(scope.node)
-    return enclosing_statement(node, table)
+    return enclosing_statement(node, ctx.nodes.parent)
 
 
 def _optimized(ctx, call: ast.Call, scope, stmt) -> List[ast.expr]:
@@ -238,9 +238,8 @@ def _grad_leaf(ctx, node: ast.expr, scope, stmt, depth: int):
         leaf = _grad_leaf(ctx, binding.value, scope, binding.stmt, depth + 1)
         if leaf is None:
             return None
-        table = parents(scope.node)
-        reads = [load for load in loads_of(scope, node.id)
-                 if reaching_binding(ctx.index, scope, node.id, enclosing_statement(load, table)) is binding]
+        reads = [load for load in loads_of(ctx.nodes, scope, node.id)
+                 if reaching_binding(ctx.index, scope, node.id, enclosing_statement(load, ctx.nodes.parent)) is binding]
         return leaf[0], leaf[1] and len(reads) == 1
     return None
 

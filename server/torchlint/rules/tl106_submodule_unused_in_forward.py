@@ -5,7 +5,7 @@ import ast
 
 from ..analysis import torch_names as tn
 from ..analysis.findings import Severity
-from ..analysis.forward import may_hold_parameters, reach
+from ..analysis.forward import may_hold_parameters
 from ..analysis.values import Kind
 from .base import Rule
 
@@ -27,14 +27,14 @@ class SubmoduleUnusedInForward(Rule):
                 continue
             if _abstract(cls.methods["forward"]):
                 continue
-            reached = reach(ctx, cls)
+            reached = ctx.forward_reach(cls)
             if reached is None or reached.dynamic is not None:
                 continue
             init = cls.method_scopes.get("__init__")
             if init is None:
                 continue
             elsewhere = _used_outside_forward(ctx, cls, set(reached.methods))
-            strings = _strings(cls.node)
+            strings = _strings(ctx, cls.node)
             reported = set()
             for binding in cls.attr_assignments:
                 name = binding.name
@@ -58,8 +58,8 @@ def _dynamic_class(ctx, cls) -> bool:
             return True
         if _DYNAMIC_METHODS & set(info.methods):
             return True
-    for node in ast.walk(cls.node):
-        if isinstance(node, ast.Attribute) and node.attr.startswith("register_") and "hook" in node.attr:
+    for node in ctx.nodes.under(cls.node, ast.Attribute):
+        if node.attr.startswith("register_") and "hook" in node.attr:
             return True
     return False
 
@@ -86,15 +86,10 @@ def _used_outside_forward(ctx, cls, reached: set) -> set:
             if name in reached or scope.self_name is None:
                 continue
             in_init = name == "__init__"
-            parent_of = {}
-            for node in ast.walk(scope.node):
-                for child in ast.iter_child_nodes(node):
-                    parent_of[id(child)] = node
-            for node in ast.walk(scope.node):
-                if not (isinstance(node, ast.Attribute) and scope.is_self(node.value)
-                        and isinstance(node.ctx, ast.Load)):
+            for node in ctx.nodes.under(scope.node, ast.Attribute):
+                if not (scope.is_self(node.value) and isinstance(node.ctx, ast.Load)):
                     continue
-                if in_init and _initialises(node, parent_of):
+                if in_init and _initialises(node, ctx.nodes.parent):
                     continue
                 used.add(node.attr)
     return used  # reads through an instance elsewhere: ctx.attribute_read_outside
@@ -113,12 +108,12 @@ def _initialises(node: ast.Attribute, parent_of) -> bool:
     return True
 
 
-def _strings(node: ast.AST) -> set:
+def _strings(ctx, node: ast.AST) -> set:
     """Names spelled in the class's strings, whole or as a dotted part (`"shared.weight"` in a
     table of tied weights): a layer named there may be looked up or tied by that name."""
     names = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) < 200:
+    for n in ctx.nodes.under(node, ast.Constant):
+        if isinstance(n.value, str) and len(n.value) < 200:
             names.add(n.value)
             names.update(n.value.split("."))
     return names

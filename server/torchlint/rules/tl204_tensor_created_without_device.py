@@ -7,8 +7,8 @@ from typing import Optional, Tuple
 
 from ..analysis import torch_names as tn
 from ..analysis.findings import Range, Severity
-from ..analysis.flow import enclosing_statement, loads_of, parents, reaching_binding
-from ..analysis.forward import PARAMETER_LAYERS, reach
+from ..analysis.flow import enclosing_statement, loads_of, reaching_binding
+from ..analysis.forward import PARAMETER_LAYERS
 from ..analysis.values import Kind, keyword
 from .base import Rule, shorten
 
@@ -88,7 +88,7 @@ class TensorCreatedWithoutDevice(Rule):
         if any(ctx.qualify(call.func) == "torch.set_default_device" for call in ctx.index.calls):
             return  # factories follow the default device the program sets
         for cls in ctx.module_classes:
-            reached = reach(ctx, cls)
+            reached = ctx.forward_reach(cls)
             if reached is None:
                 continue
             methods = {}
@@ -102,17 +102,18 @@ class _Method:
     def __init__(self, ctx, cls, scope, methods=None):
         self.ctx, self.cls, self.scope = ctx, cls, scope
         self.methods = methods if methods is not None else {}  # the other methods forward reaches, by name
-        self.parent_of = parents(scope.node)
+        self.parent_of = ctx.nodes.parent
         self._evidence = None
         self._factory_stmt = None  # the statement of the factory being followed
         self._followed = set()  # ids of the assignments already followed from it (loops re-bind)
 
     def findings(self):
-        for node in ast.walk(self.scope.node):
-            if not isinstance(node, ast.Call):
-                continue
+        table = self.ctx.nodes
+        factories = [p for p in table.positions_under(self.scope.node, ast.Call)
+                     if self.ctx.qualify(table.nodes[p].func) in _FACTORIES]
+        for node in table.in_walk_order(factories):
             qualified = self.ctx.qualify(node.func)
-            if qualified not in _FACTORIES or not self._on_default_device(node, qualified):
+            if not self._on_default_device(node, qualified):
                 continue
             if self._guarded(node):
                 continue
@@ -238,11 +239,12 @@ class _Method:
     def _follow_return(self, depth: int) -> Optional[_Meeting]:
         """A helper's result, followed at its callers (`mask = self._causal_mask(t)` in forward);
         the fix needs a device this method can name: its own input, or the Module's weight."""
+        table = self.ctx.nodes
         for caller in self.methods.values():
-            for call in ast.walk(caller.scope.node):
-                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                        and call.func.attr == self.scope.name and caller.scope.is_self(call.func.value)):
-                    continue
+            calls = [p for p in table.positions_under(caller.scope.node, ast.Call)
+                     if isinstance(table.nodes[p].func, ast.Attribute) and table.nodes[p].func.attr == self.scope.name
+                     and caller.scope.is_self(table.nodes[p].func.value)]
+            for call in table.in_walk_order(calls):
                 # Its inputs are not ours to name; what it followed for its own factories is not ours either.
                 saved = caller._factory_stmt, caller._followed
                 caller._factory_stmt, caller._followed = None, set()
@@ -266,7 +268,7 @@ class _Method:
         if (id(binding_stmt), name) in self._followed or depth >= _MAX_HOPS:
             return None  # `x = torch.exp(self.A) * x` in a loop: each assignment is followed once
         self._followed.add((id(binding_stmt), name))
-        for load in loads_of(self.scope, name):
+        for load in loads_of(self.ctx.nodes, self.scope, name):
             use = enclosing_statement(load, self.parent_of)
             if use is None or use is binding_stmt:
                 continue
@@ -423,7 +425,10 @@ class _Method:
     def _used_on_device(self, name: str) -> bool:
         if self._evidence is None:
             self._evidence = set()
-            for node in ast.walk(self.scope.node):
+            table = self.ctx.nodes
+            positions = table.positions_under(self.scope.node, ast.Call) + [
+                p for p in table.positions_under(self.scope.node, ast.Attribute) if table.nodes[p].attr == "device"]
+            for node in table.in_walk_order(positions):
                 if isinstance(node, ast.Call) and node.args and self._parameter_layer(node.func) is not None:
                     root = _root_name(node.args[0])
                     if root is not None:
