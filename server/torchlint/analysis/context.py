@@ -126,11 +126,15 @@ class FileContext:
         """What ``cls.forward`` runs (analysis.forward.reach), once per class however many rules ask."""
         key = id(cls)
         if key not in self._reaches:
-            self._reaches[key] = reach(self, cls)
+            self._reaches[key] = reach(self, cls, self_uses=self._self_uses)
         return self._reaches[key]
 
     @cached_property
     def _reaches(self) -> Dict[int, Optional[Reach]]:
+        return {}
+
+    @cached_property
+    def _self_uses(self) -> Dict[int, list]:
         return {}
 
     def attribute_read_outside(self, node: ast.AST, attr: str) -> bool:

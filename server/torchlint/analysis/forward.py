@@ -62,8 +62,10 @@ def external_bases(ctx, cls: ClassInfo) -> bool:
     return False
 
 
-def reach(ctx, cls: ClassInfo, entry: str = "forward") -> Optional[Reach]:
-    """The methods ``entry`` runs, or None when the class has no ``entry`` of its own in this file."""
+def reach(ctx, cls: ClassInfo, entry: str = "forward", self_uses: Optional[dict] = None) -> Optional[Reach]:
+    """The methods ``entry`` runs, or None when the class has no ``entry`` of its own in this file.
+    ``self_uses``: a table id(method scope) -> its uses of `self`, kept across classes (a base's
+    methods are read once however many subclasses reach them)."""
     table = method_table(ctx, cls)
     if entry not in table:
         return None
@@ -79,7 +81,12 @@ def reach(ctx, cls: ClassInfo, entry: str = "forward") -> Optional[Reach]:
         if scope.self_name is None:
             # `def forward(**kwargs): super().forward()`: a template; what it touches is not in its names
             result.dynamic = result.dynamic or "`%s` takes no `self`" % name
-        for used, called, dynamic in _self_uses(ctx, scope):
+        uses = None if self_uses is None else self_uses.get(id(scope))
+        if uses is None:
+            uses = list(_self_uses(ctx, scope))
+            if self_uses is not None:
+                self_uses[id(scope)] = uses
+        for used, called, dynamic in uses:
             if dynamic is not None:
                 result.dynamic = result.dynamic or dynamic
             elif used in table:

@@ -222,7 +222,13 @@ def _visit_exprs(nodes, stmt, scope: Scope, index: Index) -> None:
             scope.locals.setdefault(node.target.id, []).append(Binding(node.target.id, node.value, stmt, scope))
         elif isinstance(node, ast.Lambda):
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        # ast.iter_child_nodes(node), without its generator's cost (the same order).
+        for name in _child_fields.get(node.__class__) or child_fields(node.__class__):
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                stack.extend(child for child in value if isinstance(child, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
 
 
 def _record_target(target, value, stmt, scope: Scope, index: Index, annotation, iter_of=None,
