@@ -47,7 +47,7 @@ class FileContext:
         return self.classify(node, scope)
 
     def qualify(self, node: ast.AST) -> Optional[str]:
-        return self.imports.qualify(node)
+        return self.classifier.qualify(node)  # remembered per node: the rules ask about the same calls
 
     @property
     def module_classes(self) -> List[ClassInfo]:

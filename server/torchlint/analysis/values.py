@@ -73,6 +73,9 @@ class Classifier:
         self._binding_cache: Dict[int, Value] = {}  # id(binding) -> value; UNKNOWN while in progress
         self._attribute_cache: Dict[tuple, Value] = {}
         self._names_only_caches = ({}, {})  # the same, for answers given without the hook
+        # id(node) -> (node, its qualified name): every rule qualifies the same calls. The node is
+        # kept so that its id is never another node's (rules build a few nodes of their own).
+        self._qualified: Dict[int, tuple] = {}
 
     @contextmanager
     def names_only(self):
@@ -86,7 +89,10 @@ class Classifier:
             self.extra, self._binding_cache, self._attribute_cache = saved
 
     def qualify(self, node: ast.AST) -> Optional[str]:
-        return self.imports.qualify(node)
+        entry = self._qualified.get(id(node))
+        if entry is None or entry[0] is not node:
+            entry = self._qualified[id(node)] = (node, self.imports.qualify(node))
+        return entry[1]
 
     def classify(self, node: Optional[ast.expr], scope: Optional[Scope] = None) -> Value:
         if node is None or self._depth > 12:

@@ -96,8 +96,8 @@ class Uses:
         for name, scope in methods.items():
             if scope.self_name is None:
                 continue
-            parents = _parents(scope.node)
-            for node in _reads(scope, attr, parents):
+            parents = ctx.nodes.parent
+            for node in _reads(ctx, scope, attr):
                 use = uses._read(ctx, name, node, parents)
                 if name != "__init__" and use == "computed":
                     computed[name] = computed.get(name, 0) + 1
@@ -189,18 +189,12 @@ def _functional_layer(call: ast.Call) -> bool:
     return name in ("linear", "conv1d", "conv2d", "conv3d", "matmul", "mm", "bmm", "embedding", "bilinear")
 
 
-def _parents(root):
-    parents = {}
-    for parent in ast.walk(root):
-        for child in ast.iter_child_nodes(parent):
-            parents[id(child)] = parent
-    return parents
-
-
-def _reads(scope, attr: str, parents):
-    """Every `self.<attr>` in a method except assignments of it."""
-    for node in ast.walk(scope.node):
-        if isinstance(node, ast.Attribute) and node.attr == attr and scope.is_self(node.value):
+def _reads(ctx, scope, attr: str):
+    """Every `self.<attr>` in a method except assignments of it, in the order `ast.walk` meets them."""
+    table, parents = ctx.nodes, ctx.nodes.parent
+    named = [p for p in table.positions_under(scope.node, ast.Attribute) if table.nodes[p].attr == attr]
+    for node in table.in_walk_order(named):
+        if scope.is_self(node.value):
             parent = parents.get(id(node))
             targets = parent.targets if isinstance(parent, ast.Assign) else [getattr(parent, "target", None)]
             if isinstance(parent, (ast.Assign, ast.AnnAssign)) and any(node is t for t in targets):
