@@ -50,6 +50,7 @@ from jedi.api.environment import _get_info as _jedi_environment_info
 from jedi.api.environment import _VersionInfo as _JediVersion
 from jedi.inference.compiled.subprocess import _MAIN_PATH as _JEDI_MAIN
 from jedi.inference.compiled.subprocess import CompiledSubprocess
+from jedi.inference.compiled.subprocess import functions as _jedi_functions
 
 from . import torch_names as tn
 from .environments import TIMEOUT_ENV, Interpreter, choose_interpreter, interpreter_timeout, own_interpreter
@@ -204,12 +205,14 @@ class _WatchedSubprocess(CompiledSubprocess):
             self._process = process
         return self._process
 
-    def _send(self, *args, **kwargs):
+    def _send(self, inference_state_id, function=None, args=(), kwargs={}):
+        if function is _jedi_functions.load_module and not _may_import(kwargs.get("dotted_name") or ""):
+            return None  # jedi then reads the package's stubs, as for a module that fails to import
         if self._watchdog.expired:
             raise InterpreterTimeout(_timeout_message(self._executable, self._watchdog.timeout))
         with self._watchdog:
             try:
-                return super()._send(*args, **kwargs)
+                return super()._send(inference_state_id, function, args, kwargs)
             except BudgetSpent:
                 # Stopped between a request and its reply: the pipe is out of step. A fresh
                 # interpreter answers the next question (the environment restarts a crashed one).
@@ -221,6 +224,13 @@ class _WatchedSubprocess(CompiledSubprocess):
                 if self._watchdog.expired:
                     raise InterpreterTimeout(_timeout_message(self._executable, self._watchdog.timeout)) from None
                 raise
+
+
+def _may_import(dotted_name: str) -> bool:
+    """Whether jedi's interpreter may import a compiled module to look into it: the standard
+    library's only. A package's extension (torch._C) would run the package's own code first
+    (``import torch``: a second and 200 MB per interpreter); its stubs (.pyi) answer instead."""
+    return dotted_name.split(".", 1)[0] in _STDLIB
 
 
 class _WatchedEnvironment(Environment):
