@@ -21,7 +21,7 @@ class FileContext:
         self.show_all = show_all  # report quiet findings too (as hints)
         self.source = SourceText(text)
         self.tree = tree
-        self.index: Index = build_index(tree)
+        self.index: Index = build_index(tree, NodeTable(tree))
         self.imports: ImportMap = collect_imports(tree, self.index.imports)
         # The jedi layer (analysis.inference.JediInference), or None: names only.
         self.inference = inference.for_file(text, path, self.source) if inference is not None else None
@@ -116,11 +116,11 @@ class FileContext:
     def _parents(self) -> Dict[int, ast.AST]:
         return self.nodes.parent
 
-    @cached_property
+    @property
     def nodes(self) -> NodeTable:
-        """Every node of the file from one walk, built on first use: parents, and the nodes of
-        each class under a function or class, so rules read slices instead of walking again."""
-        return NodeTable(self.tree)
+        """Every node of the file from the index's one walk: parents, and the nodes of each class
+        under a function or class, so rules read slices instead of walking again."""
+        return self.index.nodes
 
     def forward_reach(self, cls: ClassInfo) -> Optional[Reach]:
         """What ``cls.forward`` runs (analysis.forward.reach), once per class however many rules ask."""

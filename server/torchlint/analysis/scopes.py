@@ -115,15 +115,19 @@ class Index:
     attribute_stores: List[tuple]  # (target ast.Attribute, value, stmt, Scope)
     imports: List[ast.stmt]
     blocks: Dict[int, tuple] = field(default_factory=dict)  # id(stmt) -> (owner stmt, block name)
+    nodes: Optional["NodeTable"] = None  # every node of the tree (the walk the index reads its calls from)
 
 
 _REGISTER_METHODS = {"register_buffer": "registered_buffers", "register_parameter": "registered_parameters",
                      "register_module": None, "add_module": None}
 
 
-def build_index(tree: ast.Module) -> Index:
+def build_index(tree: ast.Module, nodes: Optional["NodeTable"] = None) -> Index:
+    """The index of ``tree``; ``nodes``, the tree's node table, when the caller has one (its walk
+    already found the calls of each statement's expressions: the index walks statements only)."""
     module_scope = Scope(tree, None)
     index = Index(module_scope, [module_scope], [], [], {}, [], [], [])
+    index.nodes = nodes if nodes is not None else NodeTable(tree)
     _walk_body(tree.body, module_scope, index, None)
     return index
 
@@ -135,7 +139,7 @@ def _walk_body(body, scope: Scope, index: Index, cls: Optional[ClassInfo]) -> No
 
 def _walk_stmt(stmt: ast.stmt, scope: Scope, index: Index, cls: Optional[ClassInfo]) -> None:
     if isinstance(stmt, FunctionNode):
-        _visit_exprs(stmt.decorator_list + _defaults(stmt.args), stmt, scope, index)
+        _visit_exprs(index.nodes.expression_events(stmt), stmt, scope, index)
         # A method's names resolve in the scope around its class, past the class body.
         inner = Scope(stmt, scope.parent if isinstance(scope.node, ast.ClassDef) else scope)
         if cls is not None:
@@ -152,7 +156,7 @@ def _walk_stmt(stmt: ast.stmt, scope: Scope, index: Index, cls: Optional[ClassIn
         _walk_body(stmt.body, inner, index, None)
         return
     if isinstance(stmt, ast.ClassDef):
-        _visit_exprs(stmt.bases + [k.value for k in stmt.keywords] + stmt.decorator_list, stmt, scope, index)
+        _visit_exprs(index.nodes.expression_events(stmt), stmt, scope, index)
         info = ClassInfo(stmt, scope)
         index.classes.append(info)
         body = Scope(stmt, scope)
@@ -184,13 +188,7 @@ def _walk_stmt(stmt: ast.stmt, scope: Scope, index: Index, cls: Optional[ClassIn
                 _record_target(item.optional_vars, None, stmt, scope, index, None)
 
     # Expressions of this statement (not its nested blocks).
-    for name, value in ast.iter_fields(stmt):
-        if name in ("body", "orelse", "finalbody", "handlers", "cases"):
-            continue
-        if isinstance(value, ast.AST):
-            _visit_exprs([value], stmt, scope, index)
-        elif isinstance(value, list):
-            _visit_exprs([v for v in value if isinstance(v, ast.AST)], stmt, scope, index)
+    _visit_exprs(index.nodes.expression_events(stmt), stmt, scope, index)
     blocks = [(getattr(stmt, name, None) or [], name) for name in ("body", "orelse", "finalbody")]
     blocks += [(h.body, "handler%d" % i) for i, h in enumerate(getattr(stmt, "handlers", ()) or ())]
     blocks += [(c.body, "case%d" % i) for i, c in enumerate(getattr(stmt, "cases", ()) or ())]
@@ -200,15 +198,11 @@ def _walk_stmt(stmt: ast.stmt, scope: Scope, index: Index, cls: Optional[ClassIn
         _walk_body(children, scope, index, cls)
 
 
-def _defaults(args: ast.arguments) -> list:
-    return [d for d in args.defaults + args.kw_defaults if d is not None]
-
-
-def _visit_exprs(nodes, stmt, scope: Scope, index: Index) -> None:
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Call):
+def _visit_exprs(events, stmt, scope: Scope, index: Index) -> None:
+    """Record the calls and ``name := value`` bindings of a statement's expressions, in the order
+    of ``NodeTable.expression_events``."""
+    for node in events:
+        if node.__class__ is ast.Call:
             index.calls.append(node)
             index.call_scopes[id(node)] = scope
             scope.calls.append(node)
@@ -218,17 +212,8 @@ def _visit_exprs(nodes, stmt, scope: Scope, index: Index) -> None:
                 key = dotted_name(func.value)
                 if key is not None:
                     scope.appends.setdefault(key, []).append(node)
-        elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+        elif isinstance(node.target, ast.Name):  # an ast.NamedExpr
             scope.locals.setdefault(node.target.id, []).append(Binding(node.target.id, node.value, stmt, scope))
-        elif isinstance(node, ast.Lambda):
-            continue
-        # ast.iter_child_nodes(node), without its generator's cost (the same order).
-        for name in _child_fields.get(node.__class__) or child_fields(node.__class__):
-            value = getattr(node, name, None)
-            if value.__class__ is list:
-                stack.extend(child for child in value if isinstance(child, ast.AST))
-            elif isinstance(value, ast.AST):
-                stack.append(value)
 
 
 def _record_target(target, value, stmt, scope: Scope, index: Index, annotation, iter_of=None,
@@ -321,7 +306,10 @@ def _string(node: ast.AST) -> Optional[str]:
 
 # -- every node, from one walk -------------------------------------------------------------------
 # Fields that hold no node of the tree's own: the shared Load/Store/Del and operator markers.
-_NOT_CHILDREN = frozenset(["ctx", "op", "ops"])
+# Fields that never hold a child node, or hold the markers above, skipped without a look.
+_NOT_CHILDREN = frozenset("""
+ctx op ops id attr arg name module level kind type_comment is_async conversion simple tag
+""".split())
 _child_fields: Dict[type, Tuple[str, ...]] = {}
 
 
@@ -330,15 +318,53 @@ def child_fields(cls: type) -> Tuple[str, ...]:
     ``ast.iter_child_nodes`` yields them), once per class."""
     fields = _child_fields.get(cls)
     if fields is None:
-        fields = _child_fields[cls] = tuple(f for f in cls._fields if f not in _NOT_CHILDREN)
+        if cls is ast.Constant:
+            fields = ()  # its value is a Python object, never a node
+        else:
+            fields = tuple(f for f in cls._fields if f not in _NOT_CHILDREN)
+        _child_fields[cls] = fields
     return fields
+
+
+# What the walk of NodeTable does at a node of each class (see _node_kind).
+_PLAIN, _MODULE, _FUNCTION, _CLASS, _LAMBDA, _STATEMENT, _IMPORT, _ARGUMENTS = range(8)
+_BLOCK_FIELDS = frozenset(["body", "orelse", "finalbody", "handlers", "cases"])
+_node_kinds: Dict[type, int] = {}
+
+
+def _node_kind(cls: type) -> int:
+    kind = _node_kinds.get(cls)
+    if kind is None:
+        if cls is ast.Module:
+            kind = _MODULE
+        elif cls in FunctionNode:
+            kind = _FUNCTION
+        elif cls is ast.ClassDef:
+            kind = _CLASS
+        elif cls is ast.Lambda:
+            kind = _LAMBDA
+        elif cls in (ast.Import, ast.ImportFrom):
+            kind = _IMPORT
+        elif issubclass(cls, ast.stmt):
+            kind = _STATEMENT
+        elif cls is ast.arguments:
+            kind = _ARGUMENTS
+        else:
+            kind = _PLAIN
+        _node_kinds[cls] = kind
+    return kind
 
 
 class NodeTable:
     """Every node of a file, from one walk: its parent, its depth, the function or class whose
-    own code holds it, and the nodes of each class in pre-order. A rule asking what a function
-    or class holds (its ``self.x`` reads, its calls, its strings) reads a slice of these lists
-    instead of walking the subtree again, so asking for every class and method stays linear.
+    own code holds it, and the nodes of each class in the walk's order. A rule asking what a
+    function or class holds (its ``self.x`` reads, its calls, its strings) reads a slice of these
+    lists instead of walking the subtree again, so asking for every class and method stays linear.
+
+    The walk is depth first, from a node's last child to its first (as a stack walk that pushes
+    the children in order meets them): a subtree is one slice of the lists. The same walk
+    collects, per statement, the calls and ``:=`` of its own expressions, in the order the
+    index records them (``expression_events``).
 
     The markers ``ast.walk`` also yields (``Load``, ``Store``, operators) are left out: they are
     shared by the whole tree, so no node is their one parent.
@@ -352,15 +378,18 @@ class NodeTable:
         by_type: Dict[type, List[int]] = {}
         spans: Dict[int, Tuple[int, int]] = {}  # id(module, function, class, lambda) -> its subtree
         open_spans: List[tuple] = []  # (depth, start, node) of those whose subtree is being walked
-        own_code = _OWN_CODE
-        fields_of = _child_fields
-        stack: List[tuple] = [(tree, 0, tree)]
+        # id(statement) -> lists that collect the calls and `:=` of its expressions, in the order
+        # the index records them; `slot` below is the list a node's calls go to (None: not recorded).
+        events: Dict[int, List[list]] = {}
+        fields_of, kinds = _child_fields, _node_kinds
+        stack: List[tuple] = [(tree, 0, tree, None)]
         pop, push = stack.pop, stack.append
+        call, named = ast.Call, ast.NamedExpr
         while stack:
-            node, depth, owner = pop()
+            node, depth, owner, slot = pop()
             cls = node.__class__
             position = len(nodes)
-            while open_spans and open_spans[-1][0] >= depth:  # pre-order: their subtrees are done
+            while open_spans and open_spans[-1][0] >= depth:  # depth first: their subtrees are done
                 _, start, done = open_spans.pop()
                 spans[id(done)] = (start, position)
             nodes.append(node)
@@ -370,36 +399,81 @@ class NodeTable:
             if indexes is None:
                 indexes = by_type[cls] = []
             indexes.append(position)
-            fields = fields_of.get(cls) or child_fields(cls)
-            if cls in own_code or cls is ast.Module:
-                open_spans.append((depth, position, node))
-                # Its body is its own code; its decorators, defaults and bases are in no one's
-                # own code, nor is a lambda's body (as `_own_nodes`-style walks skip them).
-                inner = node if cls is not ast.Lambda else None
-                depth += 1
-                for name in reversed(fields):
+            if slot is not None and (cls is call or cls is named):
+                slot.append(node)
+            fields = fields_of.get(cls)
+            if fields is None:
+                fields = child_fields(cls)
+            elif not fields:
+                continue  # a name, a constant: a leaf
+            kind = kinds.get(cls)
+            if kind is None:
+                kind = _node_kind(cls)
+            depth += 1
+            if kind == _PLAIN:
+                for name in fields:
                     value = getattr(node, name, None)
-                    child_owner = inner if name == "body" else None
                     if value.__class__ is list:
-                        for child in reversed(value):
+                        for child in value:
                             if isinstance(child, ast.AST):
                                 parent[id(child)] = node
-                                push((child, depth, child_owner))
+                                push((child, depth, owner, slot))
                     elif isinstance(value, ast.AST):
                         parent[id(value)] = node
-                        push((value, depth, child_owner))
+                        push((value, depth, owner, slot))
                 continue
-            depth += 1
-            for name in reversed(fields):
+            if kind == _STATEMENT:
+                # The index reads each field's expressions in turn; a list's items last first.
+                lists = events[id(node)] = []
+                for name in fields:
+                    value = getattr(node, name, None)
+                    if name in _BLOCK_FIELDS:
+                        child_slot = None
+                    elif value is None:
+                        continue
+                    else:
+                        child_slot = []
+                        lists.append(child_slot)
+                    if value.__class__ is list:
+                        for child in value:
+                            if isinstance(child, ast.AST):
+                                parent[id(child)] = node
+                                push((child, depth, owner, child_slot))
+                    elif isinstance(value, ast.AST):
+                        parent[id(value)] = node
+                        push((value, depth, owner, child_slot))
+                continue
+            slots: Dict[str, Optional[list]] = {}
+            if kind in (_MODULE, _FUNCTION, _CLASS, _LAMBDA):
+                open_spans.append((depth - 1, position, node))
+            if kind == _FUNCTION:
+                # Its decorators and defaults, read by the index as one list: keyword-only
+                # defaults, then defaults, then decorators, each last first.
+                decorators, defaults, kw_defaults = [], [], []
+                events[id(node)] = [kw_defaults, defaults, decorators]
+                slots = {"decorator_list": decorators, "args": (defaults, kw_defaults)}
+            elif kind == _CLASS:
+                shared: list = []  # decorators, keywords, bases: one list, last first
+                events[id(node)] = [shared]
+                slots = {"decorator_list": shared, "keywords": shared, "bases": shared}
+            elif kind == _ARGUMENTS and slot is not None:
+                defaults, kw_defaults = slot  # a function's (not a lambda's): only its defaults
+                slots = {"defaults": defaults, "kw_defaults": kw_defaults}
+            # A function's or class's body is its own code; its decorators, defaults and bases
+            # are in no one's own code, nor is a lambda's body (as `_own_nodes`-style walks skip them).
+            inner = node if kind in (_MODULE, _FUNCTION, _CLASS) else None
+            for name in fields:
                 value = getattr(node, name, None)
+                child_owner = inner if name == "body" else None if kind != _ARGUMENTS else owner
+                child_slot = slots.get(name)
                 if value.__class__ is list:
-                    for child in reversed(value):
+                    for child in value:
                         if isinstance(child, ast.AST):
                             parent[id(child)] = node
-                            push((child, depth, owner))
+                            push((child, depth, child_owner, child_slot))
                 elif isinstance(value, ast.AST):
                     parent[id(value)] = node
-                    push((value, depth, owner))
+                    push((value, depth, child_owner, child_slot))
         for _, start, done in open_spans:
             spans[id(done)] = (start, len(nodes))
         self.nodes = nodes
@@ -408,39 +482,52 @@ class NodeTable:
         self.parent = parent
         self._by_type = by_type
         self._spans = spans
+        self._events = events
         self._own_loads: Dict[int, Dict[str, List[ast.Name]]] = {}
 
+    def expression_events(self, stmt: ast.stmt) -> List[ast.AST]:
+        """The calls and ``name := value`` in a statement's own expressions (not its nested blocks,
+        lambdas, annotations of its parameters, ``except`` types or ``case`` patterns), in the
+        order the index records them: its fields in turn, each from its last node to its first;
+        for a function, its keyword-only defaults, defaults and decorators; for a class, its
+        decorators, keywords and bases."""
+        lists = self._events.get(id(stmt), ())
+        if len(lists) == 1:
+            return lists[0]
+        return [node for events in lists for node in events]
+
     def positions_under(self, root: ast.AST, cls: type) -> List[int]:
-        """The positions of the ``cls`` nodes in ``root``'s subtree (``root`` included), in
-        pre-order. ``root`` is the module, a function, a class or a lambda."""
+        """The positions of the ``cls`` nodes in ``root``'s subtree (``root`` included), in the
+        walk's order. ``root`` is the module, a function, a class or a lambda."""
         start, end = self._spans[id(root)]
         indexes = self._by_type.get(cls, [])
         return indexes[bisect_left(indexes, start):bisect_left(indexes, end)]
 
     def positions_of(self, cls: type) -> List[int]:
-        """The positions of every ``cls`` node of the file, in pre-order."""
+        """The positions of every ``cls`` node of the file, in the walk's order."""
         return self._by_type.get(cls, [])
 
     def under(self, root: ast.AST, cls: type) -> List[ast.AST]:
-        """The nodes of class ``cls`` in ``root``'s subtree, in pre-order: the ones ``ast.walk(root)``
-        yields, in another order."""
+        """The nodes of class ``cls`` in ``root``'s subtree, in the walk's order: the ones
+        ``ast.walk(root)`` yields, in another order."""
         nodes = self.nodes
         return [nodes[i] for i in self.positions_under(root, cls)]
 
     def in_walk_order(self, positions: Iterable[int]) -> List[ast.AST]:
-        """The nodes at these positions in the order ``ast.walk`` visits them: breadth first,
-        then left to right (pre-order within one depth)."""
+        """The nodes at these positions in the order ``ast.walk`` visits them: breadth first, then
+        first child to last (within one depth, the walk meets them the other way round)."""
         depths, nodes = self.depths, self.nodes
-        return [nodes[i] for i in sorted(positions, key=lambda i: (depths[i], i))]
+        return [nodes[i] for i in sorted(positions, key=lambda i: (depths[i], -i))]
 
     def own(self, scope_node: ast.AST, cls: type) -> List[ast.AST]:
         """The nodes of class ``cls`` in the own code of a function, class or module (its body,
-        not the functions, classes and lambdas inside it), in pre-order."""
+        not the functions, classes and lambdas inside it), in the order a stack walk of its body
+        meets them (the walk's order)."""
         owners, nodes = self.owners, self.nodes
         return [nodes[i] for i in self.positions_under(scope_node, cls) if owners[i] is scope_node]
 
     def of_type(self, cls: type) -> List[ast.AST]:
-        """Every node of class ``cls`` in the file, in pre-order."""
+        """Every node of class ``cls`` in the file, in the walk's order."""
         nodes = self.nodes
         return [nodes[i] for i in self._by_type.get(cls, [])]
 
@@ -450,7 +537,7 @@ class NodeTable:
         loads = self._own_loads.get(id(scope_node))
         if loads is None:
             loads = self._own_loads[id(scope_node)] = {}
-            for node in reversed(self.own(scope_node, ast.Name)):  # names hold no names: reversed
-                if isinstance(node.ctx, ast.Load):                 # pre-order is that walk's order
+            for node in self.own(scope_node, ast.Name):
+                if isinstance(node.ctx, ast.Load):
                     loads.setdefault(node.id, []).append(node)
         return loads.get(name, [])

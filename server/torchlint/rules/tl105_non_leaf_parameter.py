@@ -114,11 +114,11 @@ def _wrapped_later(ctx, cls, attr: str, stmt) -> bool:
 def _grad_reads(ctx):
     """id(scope node) -> the `name.grad` reads in that function's (or class's, or the module's)
     own code, not in the functions, classes or lambdas inside it; in the order a stack walk from
-    its last statement meets them (such reads hold no other: reversed pre-order is that order)."""
+    its last statement meets them (the node table's order)."""
     table = ctx.nodes
     nodes, owners = table.nodes, table.owners
     reads = {}
-    for position in reversed(table.positions_of(ast.Attribute)):
+    for position in table.positions_of(ast.Attribute):
         node = nodes[position]
         if node.attr == "grad" and isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load) \
                 and owners[position] is not None:
