@@ -11,7 +11,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "server" / "torchlint"
 # Lowest first. A module may import its own layer and the layers before it, never a later one.
 LAYERS = (
     ("analysis", ("torchlint", "torchlint.analysis", "torchlint.files", "torchlint.exit_codes")),
-    ("rules", ("torchlint.rules", "torchlint.config", "torchlint.settings", "torchlint.engine")),
+    ("rules", ("torchlint.rules", "torchlint.config", "torchlint.settings", "torchlint.engine",
+               "torchlint.incremental")),
     ("fixing / verify", ("torchlint.fixing", "torchlint.verify")),
     ("output", ("torchlint.output",)),
     ("lsp", ("torchlint.lsp",)),

@@ -5,8 +5,10 @@ the rules (it runs them) and below everything that reports findings.
 """
 from __future__ import annotations
 
+import ast
 import logging
 import traceback
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional
 
@@ -42,7 +44,15 @@ def _check_source(text: str, path: str, options: CheckOptions, inference) -> Che
     tree, error = parse(text, path)
     if tree is None:
         return CheckResult([], error)
-    ctx = FileContext(text, path, tree, inference, show_all=options.show_all)
+    return check_tree(text, path, tree, options, inference)
+
+
+def check_tree(text: str, path: str, tree: ast.Module, options: CheckOptions = DEFAULT_OPTIONS,
+               inference=None, file_attribute_names: Optional[Counter] = None) -> CheckResult:
+    """The rules over an already parsed ``tree`` of ``text``. ``file_attribute_names``: the
+    file's attribute-name counts when ``tree`` holds only part of the file (torchlint.incremental)."""
+    ctx = FileContext(text, path, tree, inference, show_all=options.show_all,
+                      file_attribute_names=file_attribute_names)
     directives = parse_directives(ctx.source, tree)
     result = CheckResult()
     findings: List[Finding] = []

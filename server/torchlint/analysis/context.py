@@ -16,11 +16,15 @@ from .values import Classifier, Value
 
 
 class FileContext:
-    def __init__(self, text: str, path: str, tree: ast.Module, inference=None, show_all: bool = False):
+    def __init__(self, text: str, path: str, tree: ast.Module, inference=None, show_all: bool = False,
+                 file_attribute_names: Optional[Counter] = None):
         self.path = path
         self.show_all = show_all  # report quiet findings too (as hints)
         self.source = SourceText(text)
         self.tree = tree
+        # Given when ``tree`` is a reduced copy of the file (torchlint.incremental): the counts
+        # of the whole file, which the reduced tree alone would understate.
+        self._given_attribute_names = file_attribute_names
         self.index: Index = build_index(tree, NodeTable(tree))
         self.imports: ImportMap = collect_imports(tree, self.index.imports)
         # The jedi layer (analysis.inference.JediInference), or None: names only.
@@ -147,6 +151,8 @@ class FileContext:
 
     @cached_property
     def _file_attribute_names(self) -> Counter:
+        if self._given_attribute_names is not None:
+            return self._given_attribute_names
         return _count_attribute_names(self.nodes.of_type(ast.Attribute))
 
     @cached_property
@@ -246,5 +252,8 @@ class FileContext:
 
 def _count_attribute_names(attributes) -> Counter:
     """How often each ``<expr>.name`` occurs among these attribute nodes, ``self.name`` left out."""
-    return Counter(node.attr for node in attributes
-                   if not (isinstance(node.value, ast.Name) and node.value.id == "self"))
+    return Counter(node.attr for node in attributes if not is_self_attribute(node))
+
+
+def is_self_attribute(node: ast.Attribute) -> bool:
+    return isinstance(node.value, ast.Name) and node.value.id == "self"

@@ -35,6 +35,13 @@ def parse(text: str, path: str):
     return cached
 
 
+def parse_fresh(text: str, path: str):
+    """Like :func:`parse`, for a text parsed once (a piece of a file, a reduced copy of one):
+    kept out of the recent trees, so it never pushes out the tree of a whole file."""
+    with PARSE_LOCK:
+        return _parse(text, path)
+
+
 def _parse(text: str, path: str):
     try:
         with warnings.catch_warnings():

@@ -36,6 +36,7 @@ from pygls.protocol import LanguageServerProtocol
 
 from .. import __version__
 from ..engine import check_source
+from ..incremental import IncrementalChecker
 from ..analysis.findings import CheckResult, ParseError, Position
 from ..analysis.noqa import noqa_edit
 from ..analysis.source import SourceText
@@ -86,6 +87,7 @@ class TorchlintServer(LanguageServer):
         self.initial_settings: Dict[str, Any] = {}  # from initializationOptions
         self.last_good: Dict[str, List[types.Diagnostic]] = {}  # uri -> diagnostics of the last text that parsed
         self.pulled: Dict[str, str] = {}  # uri -> the result id the client pulled last
+        self.incremental: Dict[str, IncrementalChecker] = {}  # uri -> its first wave's checker
         self.problems: Dict[Hashable, str] = {}  # key -> the message shown for it (see notify_problem)
         self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="torchlint-check")
         self.verified = VerifiedFindings()  # torchlint.verifyModule results, per document version
@@ -195,10 +197,17 @@ class TorchlintServer(LanguageServer):
             with self.inference.lock:
                 result = check_source(snap.text, path, options, layer)
         else:
-            result = check_source(snap.text, path, options)
+            result = self.incremental_check(snap.uri, path).check(snap.text, options)
         for error in result.internal_errors:
             self.log_error("internal error (a torchlint bug), other rules still ran: %s" % error)
         return result
+
+    def incremental_check(self, uri: str, path: str) -> IncrementalChecker:
+        """The document's first-wave checker, which keeps what it found between versions."""
+        checker = self.incremental.get(uri)
+        if checker is None or checker.path != path:
+            checker = self.incremental[uri] = IncrementalChecker(path)
+        return checker
 
     def inference_layer(self, path: str):
         if not path:
@@ -421,6 +430,7 @@ def lost_sync(server: TorchlintServer, uri: str) -> None:
     if document is None or not getattr(document, "out_of_sync", None):
         return
     server.scheduler.forget(uri)
+    server.incremental.pop(uri, None)
     server.last_good.pop(uri, None)
     server.verified.forget(uri)
     server.notify_problem(("out of sync", uri), "torchlint lost track of %s (%s): its copy is out of sync "
@@ -446,6 +456,7 @@ def did_save(server: TorchlintServer, params: types.DidSaveTextDocumentParams) -
 def did_close(server: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     server.scheduler.forget(uri)
+    server.incremental.pop(uri, None)
     server.verified.forget(uri)
     server.last_good.pop(uri, None)
     server.pulled.pop(uri, None)
