@@ -322,7 +322,7 @@ class JediInference:
         self._return_cache: Dict[Tuple[str, int, int], Tuple[Optional[Value], FrozenSet[str]]] = {}
         self._module_files: Dict[tuple, Optional[str]] = {}
         self._cut_short = False  # a class resolution under way met the depth limit
-        self._file_cache: Dict[str, tuple] = {}  # path -> (mtime, tree, text)
+        self._file_cache: Dict[str, _ReadFile] = {}  # path -> the file as last read
         self._warmed = threading.Event()
 
     @property
@@ -451,16 +451,15 @@ class JediInference:
         if depth > _MAX_BASE_DEPTH:
             self._cut_short = True
             return False
-        tree, text = self._parse(path)
-        if tree is None:
+        read_file = self._read_file(path)
+        if read_file.tree is None:
             return False
-        classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+        text, classes, import_nodes = read_file.text, read_file.classes, read_file.import_nodes
         node = next((c for c in classes if c.lineno == line), None)
         if node is None:
             return False
-        import_nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
-        imports = collect_imports(tree, import_nodes)
-        by_name = {c.name: c for c in classes}
+        imports = read_file.imports
+        by_name = read_file.classes_by_name
         script = None
         for base in node.bases:
             qualified = imports.qualify(base)
@@ -562,7 +561,7 @@ class JediInference:
             return False  # Enum, NamedTuple, Protocol, torch.Tensor, compiled classes: never a Module
         if depth > _MAX_BASE_DEPTH:
             return None
-        tree, _ = self._parse(module)
+        tree = self._read_file(module).tree
         if tree is None:
             return None
         read.add(module)
@@ -605,7 +604,7 @@ class JediInference:
         target = self._module_file(star.module.split(".") if star.module else ["__init__"], folders)
         if target is None:
             return None
-        tree, _ = self._parse(target)
+        tree = self._read_file(target).tree
         if tree is None:
             return None
         read.add(target)
@@ -651,14 +650,15 @@ class JediInference:
                     return True
         return False
 
-    def _parse(self, path: str):
+    def _read_file(self, path: str) -> "_ReadFile":
+        """Another module's file, parsed once per process while it is unchanged."""
         try:
             mtime = os.path.getmtime(path)
         except OSError:
-            return None, ""
+            return _ReadFile(None, "", None)
         cached = self._file_cache.get(path)
-        if cached is not None and cached[0] == mtime:
-            return cached[1], cached[2]
+        if cached is not None and cached.mtime == mtime:
+            return cached
         try:
             with open(path, "rb") as handle:
                 text = handle.read().decode("utf-8", "replace")
@@ -667,8 +667,53 @@ class JediInference:
                 tree = ast.parse(text)
         except (SyntaxError, ValueError, OSError):
             text, tree = "", None
-        self._file_cache[path] = (mtime, tree, text)
-        return tree, text
+        self._file_cache[path] = read_file = _ReadFile(mtime, text, tree)
+        return read_file
+
+
+class _ReadFile:
+    """A module file read to resolve bases, with what base resolution looks up in it (found on
+    first use: one walk of the tree, not one per class or base asked about)."""
+
+    def __init__(self, mtime: Optional[float], text: str, tree: Optional[ast.Module]):
+        self.mtime, self.text, self.tree = mtime, text, tree
+        self._classes: Optional[List[ast.ClassDef]] = None
+        self._import_nodes: Optional[list] = None
+        self._imports = None
+        self._by_name: Optional[Dict[str, ast.ClassDef]] = None
+
+    def _walk(self) -> None:
+        self._classes, self._import_nodes = [], []
+        for node in ast.walk(self.tree) if self.tree is not None else ():
+            if isinstance(node, ast.ClassDef):
+                self._classes.append(node)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                self._import_nodes.append(node)
+
+    @property
+    def classes(self) -> List[ast.ClassDef]:
+        if self._classes is None:
+            self._walk()
+        return self._classes
+
+    @property
+    def import_nodes(self) -> list:
+        """Every Import/ImportFrom, in ast.walk's order."""
+        if self._import_nodes is None:
+            self._walk()
+        return self._import_nodes
+
+    @property
+    def imports(self):
+        if self._imports is None:
+            self._imports = collect_imports(self.tree, self.import_nodes)
+        return self._imports
+
+    @property
+    def classes_by_name(self) -> Dict[str, ast.ClassDef]:
+        if self._by_name is None:
+            self._by_name = {c.name: c for c in self.classes}
+        return self._by_name
 
 
 class FileInference:
@@ -691,6 +736,7 @@ class FileInference:
         self.spent = 0.0  # seconds of jedi on this file
         self.note: Optional[str] = None  # why inference stopped early on this file, for the user
         self._cache_key: Optional[str] = None
+        self._import_nodes: Optional[list] = None  # of this text, found on the first base asked about
         if project.cache is not None:
             self._cache_key = project.cache.key(project.environment_id, self.path, text)
             self._answers = project.cache.load(self._cache_key) or {}
@@ -727,13 +773,14 @@ class FileInference:
 
     def _base_from_files(self, base: ast.expr) -> Optional[bool]:
         """A base resolved by reading the files its import names (no jedi); None: ask jedi."""
-        from .parsing import parse  # the tree the check is using (kept for a while)
-        tree, _ = parse(self.text, self.path)
-        if tree is None:
-            return None
-        import_nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        if self._import_nodes is None:
+            from .parsing import parse  # the tree the check is using (kept for a while)
+            tree, _ = parse(self.text, self.path)
+            if tree is None:
+                return None
+            self._import_nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
         try:
-            return self.project.base_from_files(self.path, import_nodes, base, 1, self._read)
+            return self.project.base_from_files(self.path, self._import_nodes, base, 1, self._read)
         except (OSError, ValueError, RecursionError):
             return None
 
