@@ -342,3 +342,30 @@ def test_a_question_cut_short_leaves_no_answer_behind(tmp_path, layers, monkeypa
     with pytest.raises(BudgetSpent):
         layer.class_is_module(str(root / "blocks.py"), 4)
     assert layer.class_is_module(str(root / "blocks.py"), 4) is True and len(calls) == 2
+
+
+NAMES_DECIDE = ("import collections\nimport torch\nimport torch.nn as nn\nfrom collections import defaultdict, deque\n\n"
+                "a = list(range(3))\nb = defaultdict(deque)\nc = collections.OrderedDict()\nd = torch\ne = nn\n"
+                "f = tuple(a)\n")
+SHADOWED = "import torch\n\n\ndef list(n):\n    return torch.zeros(n)\n\n\na = list(3)\n"
+
+
+def assigned_values(text: str):
+    return [stmt.value for stmt in ast.parse(text).body if isinstance(stmt, ast.Assign)]
+
+
+def test_what_names_decide_is_not_asked_and_is_what_jedi_would_say(tmp_path, layers):
+    root = project(tmp_path)
+    (root / "plain.py").write_text(NAMES_DECIDE)
+    (root / "shadowed.py").write_text(SHADOWED)
+    layer = layers(root)
+    inference = layer.for_file(NAMES_DECIDE, str(root / "plain.py"), SourceText(NAMES_DECIDE))
+    values = assigned_values(NAMES_DECIDE)
+    assert [inference.classify(node, None) for node in values] == [None] * len(values)
+    assert inference._script is None  # no jedi Script: nothing was asked
+    assert [inference._classify(node) for node in values] == [None] * len(values)  # jedi's own answers
+
+    # A builtin's name bound in the file is the file's own: jedi is asked, and sees the tensor.
+    inference = layer.for_file(SHADOWED, str(root / "shadowed.py"), SourceText(SHADOWED))
+    (call,) = assigned_values(SHADOWED)
+    assert inference.classify(call, None).kind is Kind.TENSOR and inference._script is not None

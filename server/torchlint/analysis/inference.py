@@ -737,6 +737,7 @@ class FileInference:
         self.note: Optional[str] = None  # why inference stopped early on this file, for the user
         self._cache_key: Optional[str] = None
         self._import_nodes: Optional[list] = None  # of this text, found on the first base asked about
+        self._bindings: Optional[Dict[str, List[str]]] = None  # see _bindings, found on first use
         if project.cache is not None:
             self._cache_key = project.cache.key(project.environment_id, self.path, text)
             self._answers = project.cache.load(self._cache_key) or {}
@@ -793,7 +794,7 @@ class FileInference:
             return None  # asked before: jedi could not tell
         if stored is not False and _decode(stored) is not None:
             return _decode(stored)
-        if self.project.failure is not None or self.note is not None:
+        if self.project.failure is not None or self.note is not None or self._never_a_value(node):
             return None
         try:
             value = self._ask(lambda: self._classify(node))
@@ -805,6 +806,33 @@ class FileInference:
         if self.project.failure is None:  # an answer cut short by a timeout is not one to keep
             self._remember(key, _encode(value))
         return value
+
+    def _never_a_value(self, node: ast.expr) -> bool:
+        """Questions whose answer names already give: jedi would say "unknown" (None). A module
+        (a name bound only by ``import x``), and a new instance of a builtin or standard-library
+        class that is neither a tensor nor a plain value (``list(...)``, ``defaultdict(deque)``):
+        :meth:`_value_of_class` knows no such class. Only for names nothing else in the file binds."""
+        if self._bindings is None:
+            from .parsing import parse  # the tree the check is using (kept for a while)
+            tree, _ = parse(self.text, self.path)
+            self._bindings = _bindings(tree) if tree is not None else {"*": ["*"]}
+        bindings = self._bindings
+        if isinstance(node, ast.Name):
+            kinds = bindings.get(node.id)
+            return bool(kinds) and all(kind.startswith("import ") for kind in kinds)
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        if isinstance(func, ast.Name):
+            kinds = bindings.get(func.id)
+            if not kinds:
+                return "*" not in bindings and "builtins." + func.id in _NEVER_VALUE_CLASSES
+            return len(kinds) == 1 and kinds[0].startswith("from ") and kinds[0][5:] in _NEVER_VALUE_CLASSES
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            kinds = bindings.get(func.value.id) or ()
+            return len(kinds) == 1 and kinds[0].startswith("import ") \
+                and "%s.%s" % (kinds[0][7:], func.attr) in _NEVER_VALUE_CLASSES
+        return False
 
     def finish(self) -> None:
         """The check is over: leave the budget note for the owner, store what jedi was asked
@@ -980,6 +1008,52 @@ def _literal_all(tree: ast.Module):
 
 
 _ABSENT = object()  # a file that does not define the name asked about
+
+# Classes whose new instances jedi's answer (_value_of_class) always calls unknown: builtins and
+# standard-library classes that are neither tensors, Modules nor plain values (int, str: OTHER).
+_NEVER_VALUE_CLASSES = frozenset(["builtins." + name for name in (
+    "list", "tuple", "set", "frozenset", "dict", "bytearray", "object", "type", "slice", "memoryview",
+    "enumerate", "zip", "map", "filter", "reversed", "super", "property", "staticmethod", "classmethod")] + [
+    "collections.defaultdict", "collections.OrderedDict", "collections.deque", "collections.Counter",
+    "functools.partial", "contextlib.ExitStack", "pathlib.Path", "io.BytesIO", "io.StringIO",
+    "argparse.ArgumentParser", "threading.Thread", "threading.Event", "queue.Queue",
+    "weakref.WeakKeyDictionary", "weakref.WeakValueDictionary", "weakref.WeakSet"])
+
+
+def _bindings(tree: ast.Module) -> Dict[str, List[str]]:
+    """How each name is bound anywhere in a file: ``"import torch.nn"`` (``import torch.nn as x``:
+    a module), ``"from collections.deque"`` (an absolute ``from`` import), or ``"other"`` (an
+    assignment, a definition, a parameter, a relative import...). Key ``"*"``: a star import."""
+    found: Dict[str, List[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".", 1)[0]
+                found.setdefault(local, []).append("import " + (alias.name if alias.asname else local))
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*":
+                    found.setdefault("*", []).append("*")
+                    continue
+                kind = "from %s.%s" % (node.module, alias.name) if node.module and not node.level else "other"
+                found.setdefault(alias.asname or alias.name, []).append(kind)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            found.setdefault(node.id, []).append("other")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.setdefault(node.name, []).append("other")
+        elif isinstance(node, ast.arg):
+            found.setdefault(node.arg, []).append("other")
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                found.setdefault(name, []).append("other")
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            found.setdefault(node.name, []).append("other")
+        else:
+            for field in ("name", "rest"):  # match patterns: MatchAs, MatchStar, MatchMapping
+                name = getattr(node, field, None) if type(node).__name__.startswith("Match") else None
+                if isinstance(name, str):
+                    found.setdefault(name, []).append("other")
+    return found
 
 
 def _binds(stmt: ast.stmt, name: str) -> bool:
