@@ -27,6 +27,7 @@ file that takes too long (its remaining unknowns stay unknown: names alone decid
 from __future__ import annotations
 
 import ast
+import collections
 import contextlib
 import importlib.machinery
 import logging
@@ -684,7 +685,7 @@ class _ReadFile:
 
     def _walk(self) -> None:
         self._classes, self._import_nodes = [], []
-        for node in ast.walk(self.tree) if self.tree is not None else ():
+        for node in _statement_walk(self.tree) if self.tree is not None else ():
             if isinstance(node, ast.ClassDef):
                 self._classes.append(node)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -779,7 +780,7 @@ class FileInference:
             tree, _ = parse(self.text, self.path)
             if tree is None:
                 return None
-            self._import_nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+            self._import_nodes = [n for n in _statement_walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
         try:
             return self.project.base_from_files(self.path, self._import_nodes, base, 1, self._read)
         except (OSError, ValueError, RecursionError):
@@ -1008,6 +1009,17 @@ def _literal_all(tree: ast.Module):
 
 
 _ABSENT = object()  # a file that does not define the name asked about
+_STATEMENT_LEVELS = (ast.stmt, ast.excepthandler, ast.match_case)  # what statements are found under
+
+
+def _statement_walk(tree: ast.AST):
+    """The statements of a tree (classes, imports...) in ast.walk's order, without going into
+    expressions, which hold none: a fraction of the nodes."""
+    todo = collections.deque([tree])
+    while todo:
+        node = todo.popleft()
+        todo.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, _STATEMENT_LEVELS))
+        yield node
 
 # Classes whose new instances jedi's answer (_value_of_class) always calls unknown: builtins and
 # standard-library classes that are neither tensors, Modules nor plain values (int, str: OTHER).
