@@ -37,10 +37,13 @@ from .fixing import NotWritten, fix_text, write_in_place
 from .output import FORMATS, FileReport, OutputOptions, display_path, render
 from .output.text import render_statistics
 from .rules import ALL_RULES, RULES_BY_CODE
+from .settings import DEFAULT_SETTINGS
 from .verify import cli_command as verify_command
 
 PARALLEL_MIN_FILES = 16
-DEFAULT_INFER_BUDGET = 10.0  # seconds of jedi per file; past it the rest of the file is names only
+# Seconds of jedi per file; past it the rest of the file is names only. One default for the
+# command line and the editor (inferBudget).
+DEFAULT_INFER_BUDGET = DEFAULT_SETTINGS.infer_budget
 PROGRESS_AFTER = 2.0  # seconds: shorter runs show no progress line
 
 
@@ -288,15 +291,16 @@ def run_jobs(jobs: Sequence[Job], verbose: bool = False, progress: Optional["Pro
             pool = ProcessPoolExecutor(max_workers=min(cpus, 32), initializer=start_worker,
                                        initargs=(verbose, os.getpid()))
             # One file per task, all queued at once: a worker takes the next file the moment it is
-            # free, so one slow file never leaves the others idle. Not pool.map: on an interrupt it
-            # cancels what is pending, which the pool's own thread then trips over when the
-            # workers are killed.
-            futures: List[Future] = []
-            for job in jobs:
-                future = pool.submit(check_file, job)
+            # free, so one slow file never leaves the others idle. Largest first: a big file
+            # started last would keep one worker busy while the others have nothing left. Not
+            # pool.map: on an interrupt it cancels what is pending, which the pool's own thread
+            # then trips over when the workers are killed.
+            futures: List[Future] = [None] * len(jobs)
+            for index in sorted(range(len(jobs)), key=lambda i: -_size(jobs[i].path)):
+                future = pool.submit(check_file, jobs[index])
                 if progress is not None:
                     future.add_done_callback(progress.file_done)
-                futures.append(future)
+                futures[index] = future
             for future in futures:
                 checked = future.result()
                 done += 1
@@ -388,6 +392,13 @@ class Progress:
             self.stream.flush()
         except (OSError, ValueError):  # the terminal went away: the run goes on without it
             self._stop.set()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0  # reported when its worker reads it
 
 
 def stop_pool(pool: ProcessPoolExecutor) -> None:
