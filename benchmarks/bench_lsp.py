@@ -8,7 +8,10 @@ Starts ``python -m torchlint serve``, opens a generated ~3,000-line model file
 - ``--edits`` typing edits, one ``didChange`` at a time (version + 1), each waiting for both
   publishes of its version before the next: didChange -> wave 1 and -> wave 2, p50/p95/max,
   as the editor waits (the server analyses an edit after a pause at once), the first ``--warmup`` edits left out;
-- the server's memory (VmRSS, VmHWM from /proc) before and after ``--memory-edits`` more edits.
+- the server's memory (VmRSS, VmHWM from /proc) and its children's (jedi's interpreter) before
+  and after ``--memory-edits`` more edits, and every ``--memory-every`` edits between: those
+  edits name their new line after the cycle (``eps_17 = 1e-5``), so no text repeats and a cache
+  keyed by text cannot hide growth.
 
 It prints figures; nothing here is a test and nothing fails on a slow run. Run it with the
 project's interpreter: ``.venv/bin/python benchmarks/bench_lsp.py``.
@@ -169,23 +172,25 @@ def edit_sites(text: str) -> List[int]:
     return sites[::step]
 
 
-def typing_edits(text: str, count: int) -> List[Edit]:
+def typing_edits(text: str, count: int, unique: bool = False) -> List[Edit]:
     """``count`` edits in cycles of four at one place: add a line below a statement, type a
     character into it, delete that character, delete the line. The text is back to the
-    original after each cycle; every intermediate text parses."""
+    original after each cycle; every intermediate text parses. ``unique``: the added line names
+    a variable after its cycle (``eps_17 = 1e-5``), so no intermediate text comes back (caches
+    keyed by text cannot hide growth)."""
     sites = edit_sites(text)
-    new_line = "        eps = 1e-5\n"
     edits = []
     for n in range(count):
         site = sites[(n // 4) % len(sites)]
         below = site + 1
         step = n % 4
+        head = "        eps%s = 1e-" % ("_%d" % (n // 4) if unique else "")
         if step == 0:  # a new line below the statement
-            edits.append(Edit(below, 0, below, 0, new_line))
+            edits.append(Edit(below, 0, below, 0, head + "5\n"))
         elif step == 1:  # one character typed: 1e-5 -> 1e-05
-            edits.append(Edit(below, len("        eps = 1e-"), below, len("        eps = 1e-"), "0"))
+            edits.append(Edit(below, len(head), below, len(head), "0"))
         elif step == 2:  # ... and deleted
-            edits.append(Edit(below, len("        eps = 1e-"), below, len("        eps = 1e-0"), ""))
+            edits.append(Edit(below, len(head), below, len(head) + 1, ""))
         else:  # the line deleted
             edits.append(Edit(below, 0, below + 1, 0, ""))
     return edits
@@ -222,6 +227,8 @@ class Session:
     edits: List[EditTiming] = field(default_factory=list)
     memory_edits: List[EditTiming] = field(default_factory=list)
     memory: List[Tuple[str, Dict[str, Dict[str, int]]]] = field(default_factory=list)
+    # (edits of the memory session done, snapshot): every --memory-every edits
+    memory_curve: List[Tuple[int, Dict[str, Dict[str, int]]]] = field(default_factory=list)
     log_messages: List[str] = field(default_factory=list)
     server_pid: int = 0
 
@@ -274,16 +281,36 @@ def child_pids(pid: int) -> List[int]:
     return sorted(children)
 
 
+def process_role(pid: int) -> str:
+    """What a child of the server is, from its command line."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as cmdline:
+            argv = cmdline.read().decode("utf-8", "replace").split("\0")
+    except OSError:
+        return "gone"
+    if any("jedi" in part and "subprocess" in part for part in argv):
+        return "jedi's interpreter"
+    return os.path.basename(argv[0]) if argv and argv[0] else "?"
+
+
 def memory_snapshot(pid: int) -> Dict[str, Dict[str, int]]:
     snapshot = {"server": process_memory(pid)}
     for child in child_pids(pid):
-        snapshot["child %d" % child] = process_memory(child)
+        snapshot["child %d (%s)" % (child, process_role(child))] = process_memory(child)
     return snapshot
 
 
+def children_rss(snapshot: Dict[str, Dict[str, int]]) -> int:
+    """KiB of RSS of the server's children together."""
+    return sum(values.get("VmRSS", 0) for name, values in snapshot.items() if name != "server")
+
+
 async def run_edits(client: LspClient, uri: str, text: str, edits: List[Edit], version: int,
-                    timings: List[EditTiming]) -> Tuple[str, int]:
-    for edit in edits:
+                    timings: List[EditTiming], sample_every: int = 0,
+                    samples: Optional[List[Tuple[int, Dict[str, Dict[str, int]]]]] = None) -> Tuple[str, int]:
+    """Send ``edits`` one at a time, each waiting for both waves; every ``sample_every`` edits
+    the server's memory goes into ``samples``."""
+    for done, edit in enumerate(edits, 1):
         version += 1
         text = apply_edit(text, edit)
         change = {"range": {"start": {"line": edit.line, "character": edit.start},
@@ -305,6 +332,10 @@ async def run_edits(client: LspClient, uri: str, text: str, edits: List[Edit], v
             timing.cpu2_ms = (after_wave2[0] - after_wave1[0]) / 1e6
             timing.waiting_ms = (after_wave2[1] - before[1]) / 1e6
         timings.append(timing)
+        if sample_every and samples is not None and (done % sample_every == 0 or done == len(edits)):
+            samples.append((done, memory_snapshot(pid)))
+            print("bench_lsp: %d/%d edits, server RSS %s MiB" % (done, len(edits), mib(samples[-1][1]["server"].get(
+                "VmRSS"))), file=sys.stderr, flush=True)  # progress of a long session
     return text, version
 
 
@@ -351,8 +382,9 @@ async def measure(args, path: Path, text: str) -> Session:
         text, version = await run_edits(client, uri, text, typing_edits(text, args.edits), 1, session.edits)
         session.memory.append(("after %d edits" % args.edits, memory_snapshot(process.pid)))
         if args.memory_edits:
-            text, version = await run_edits(client, uri, text, typing_edits(text, args.memory_edits), version,
-                                            session.memory_edits)
+            every = args.memory_every or max(1, args.memory_edits // 10)
+            text, version = await run_edits(client, uri, text, typing_edits(text, args.memory_edits, unique=True),
+                                            version, session.memory_edits, every, session.memory_curve)
             session.memory.append(("after %d more edits" % args.memory_edits, memory_snapshot(process.pid)))
         session.log_messages = list(client.log_messages)
     finally:
@@ -479,7 +511,8 @@ def report(args, session: Session, text: str, reference: Dict[str, float], load:
     if session.memory_edits:
         wave1 = [e.wave1_ms for e in session.memory_edits if e.wave1_ms is not None]
         wave2 = [e.wave2_ms for e in session.memory_edits if e.wave2_ms is not None]
-        print("Memory session: %d more edits, same kind (ms)" % len(session.memory_edits))
+        print("Memory session: %d more edits, same kind, each added line named differently (ms)"
+              % len(session.memory_edits))
         print(table(["measure", "n", "p50", "p95", "max"], [stats_row("wave 1 (syntactic)", wave1),
                                                             stats_row("wave 2 (jedi)", wave2)]))
         print()
@@ -493,6 +526,13 @@ def report(args, session: Session, text: str, reference: Dict[str, float], load:
             row.append("%s / %s" % (mib(values.get("VmRSS")), mib(values.get("VmHWM"))))
         rows.append(row)
     print(table(["process"] + ["%s RSS / HWM" % label for label, _ in session.memory], rows))
+    if session.memory_curve:
+        print()
+        print("Memory during the memory session (MiB, every %d edits; children: their RSS together)"
+              % (session.memory_curve[0][0]))
+        print(table(["edits", "server RSS", "server HWM", "children RSS"], [
+            [str(done), mib(snap["server"].get("VmRSS")), mib(snap["server"].get("VmHWM")), mib(children_rss(snap))]
+            for done, snap in session.memory_curve]))
     if reference:
         print()
         print("In-process reference, same text, no LSP (median of %d, ms)" % args.reference_runs)
@@ -517,7 +557,10 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=3,
                         help="first timed edits left out of the figures while jedi warms up (default 3)")
     parser.add_argument("--memory-edits", type=int, default=200,
-                        help="edits between the two memory readings (default 200; 0 skips)")
+                        help="edits between the two memory readings (default 200; 0 skips); each adds "
+                             "a differently named line, so no text comes back")
+    parser.add_argument("--memory-every", type=int, default=0, metavar="N",
+                        help="read the memory every N edits of that session (default: 10 readings)")
     parser.add_argument("--python", default=sys.executable, help="interpreter that runs the server")
     parser.add_argument("--server-command", metavar="CMD",
                         help="command line of the server instead of PYTHON -m torchlint serve "

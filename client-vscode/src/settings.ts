@@ -22,6 +22,10 @@ export interface ServerSettings {
   maxFileSize?: number;
   /** Inlay hints after `self.<name> = ...` in `__init__`; absent: the server's default (off). */
   inlayHints?: boolean;
+  /** jedi's answers kept on disk; absent: the server's default (on). */
+  inferenceCache?: boolean;
+  /** Seconds of jedi per file (0: no limit); absent: the server's default. */
+  inferBudget?: number;
 }
 
 export interface Environment {
@@ -55,6 +59,8 @@ export function serverSettings(config: ConfigurationLike, env: Environment): Ser
   const timeout = config.get<unknown>('verify.timeout');
   const maxFileSize = config.get<unknown>('maxFileSize');
   const inlayHints = config.get<unknown>('inlayHints');
+  const inferenceCache = config.get<unknown>('inferenceCache');
+  const inferBudget = config.get<unknown>('inferBudget');
   return {
     select: select === null || select === undefined ? DEFAULTS.select : stringList(select) ?? DEFAULTS.select,
     ignore: stringList(ignore) ?? DEFAULTS.ignore,
@@ -68,6 +74,8 @@ export function serverSettings(config: ConfigurationLike, env: Environment): Ser
     interpreter: env.interpreter,
     ...(typeof maxFileSize === 'number' && maxFileSize > 0 ? { maxFileSize } : {}),
     ...(typeof inlayHints === 'boolean' ? { inlayHints } : {}),
+    ...(typeof inferenceCache === 'boolean' ? { inferenceCache } : {}),
+    ...(typeof inferBudget === 'number' && inferBudget >= 0 ? { inferBudget } : {}),
   };
 }
 
@@ -89,6 +97,7 @@ export function reactionTo(change: ChangeLike): 'restart' | 'notify' | 'none' {
     return 'restart';
   }
   // trace.server is read by the language client itself.
-  const notified = ['select', 'ignore', 'severity', 'codeLens', 'verify', 'maxFileSize', 'inlayHints'];
+  const notified = ['select', 'ignore', 'severity', 'codeLens', 'verify', 'maxFileSize', 'inlayHints',
+    'inferenceCache', 'inferBudget'];
   return notified.some((key) => change.affectsConfiguration(`${SECTION}.${key}`)) ? 'notify' : 'none';
 }

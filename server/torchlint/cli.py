@@ -37,10 +37,13 @@ from .fixing import NotWritten, fix_text, write_in_place
 from .output import FORMATS, FileReport, OutputOptions, display_path, render
 from .output.text import render_statistics
 from .rules import ALL_RULES, RULES_BY_CODE
+from .settings import DEFAULT_SETTINGS
 from .verify import cli_command as verify_command
 
 PARALLEL_MIN_FILES = 16
-DEFAULT_INFER_BUDGET = 10.0  # seconds of jedi per file; past it the rest of the file is names only
+# Seconds of jedi per file; past it the rest of the file is names only. One default for the
+# command line and the editor (inferBudget).
+DEFAULT_INFER_BUDGET = DEFAULT_SETTINGS.infer_budget
 PROGRESS_AFTER = 2.0  # seconds: shorter runs show no progress line
 
 

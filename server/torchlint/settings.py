@@ -105,6 +105,14 @@ class Settings:
         None, "The interpreter whose packages the jedi layer analyses, relative to the pyproject.toml: "
         "a virtual environment is read, and never run unless the user trusts the workspace.",
         pyproject="python")
+    inference_cache: bool = setting(
+        True, "Keep the type-inference (jedi) answers on disk, in `$TORCHLINT_CACHE_DIR` (else "
+        "`$XDG_CACHE_HOME/torchlint`, else `~/.cache/torchlint`), so that a restart or a second run "
+        "asks jedi nothing it already answered for the same text. Off: that folder is neither read "
+        "nor written.", editor="inferenceCache", flag="--no-cache")
+    infer_budget: float = setting(
+        10.0, "Seconds of type inference (jedi) per file and check; past them the rest of the file is "
+        "checked by names alone. 0: no limit.", editor="inferBudget", flag="--infer-budget", minimum=0)
     code_lens: bool = setting(
         True, "Show a \"Verify\" code lens above each nn.Module class (\"Verify on cuda\" when the run "
         "will use CUDA; never in an untrusted workspace).", editor="codeLens")

@@ -44,6 +44,15 @@ test('inlay hints are sent when set, else left to the server', () => {
   assert.equal('inlayHints' in serverSettings(config({ inlayHints: 'yes' }), trusted), false);
 });
 
+test('the inference cache and budget are sent when set, else left to the server', () => {
+  const settings = serverSettings(config({ inferenceCache: false, inferBudget: 0 }), trusted);
+  assert.equal(settings.inferenceCache, false);
+  assert.equal(settings.inferBudget, 0);
+  const wrong = serverSettings(config({ inferenceCache: 'no', inferBudget: -1 }), trusted);
+  assert.equal('inferenceCache' in wrong || 'inferBudget' in wrong, false);
+  assert.equal(reactionTo(change('torchlint.inferBudget')), 'notify');
+});
+
 test('no verify lens in an untrusted workspace, whatever the setting', () => {
   assert.equal(serverSettings(config({ codeLens: true }), { trusted: false, interpreter: 'python3' }).codeLens, false);
 });

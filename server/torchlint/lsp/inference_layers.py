@@ -7,22 +7,58 @@ editor's ``interpreter`` setting, ``TORCHLINT_PYTHON``, a repository-named one o
 far as the trust rule allows...). A layer whose interpreter timed out is replaced by a
 fresh one (torchlint's own interpreter when the chosen one hung); after a second
 timeout the project is checked with names only.
+
+Two settings shape every layer (:meth:`InferenceLayers.configure`): ``inferenceCache``, whether
+jedi's answers are read from and written to the disk cache the command line uses, and
+``inferBudget``, the seconds of jedi per file and check. A change reaches the layers already
+running at once (turning the cache off also stops a check under way from writing), without
+starting jedi again.
 """
 from __future__ import annotations
 
 import gc
 import logging
 import threading
+from pathlib import Path
 from typing import Callable, Dict, Optional, Tuple
 
 from ..analysis.environments import SERVER_HINT, Choice, Interpreter, choose_interpreter, own_interpreter
 from ..analysis.inference_cache import InferenceCache, default_cache_dir
+from ..settings import DEFAULT_SETTINGS, Settings
 
 log = logging.getLogger("torchlint.lsp")
 
 JEDI_WAVE = "jedi"  # the scheduler's name for the second wave
 INTERPRETER_SETTING = "the torchlint interpreter setting"
 _MISSING = object()
+TRIM_EVERY = 500  # entries written between two trims of the cache folder (the server runs for days)
+
+
+class SwitchableCache(InferenceCache):
+    """The disk cache as the ``inferenceCache`` setting has it at each moment: off, nothing is
+    read or written, even by a check that started before the switch. Every TRIM_EVERY entries
+    it writes, the folder is trimmed to its bound (the command line trims after each run)."""
+
+    def __init__(self, directory: Path, enabled: Callable[[], bool]):
+        super().__init__(directory)
+        self._enabled = enabled
+        self._stored = 0
+
+    def load(self, key: str):
+        return super().load(key) if self._enabled() else None
+
+    def store(self, key: str, answers, dependencies) -> None:
+        if not self._enabled():
+            return
+        super().store(key, answers, dependencies)
+        self._stored += 1
+        if self._stored % TRIM_EVERY == 0:
+            self.trim()
+
+
+def budget_seconds(settings: Settings) -> Optional[float]:
+    """The per-file budget a layer takes (None: no limit, which the setting says as 0)."""
+    return settings.infer_budget or None
 
 
 class InferenceLayers:
@@ -34,6 +70,28 @@ class InferenceLayers:
         self._report = report  # tells the user once per layer what inference runs with (log)
         self._warn = warn or report  # what the user must see once (window/showMessage)
         self._warned: set = set()
+        self._use_cache = DEFAULT_SETTINGS.inference_cache
+        self._budget = budget_seconds(DEFAULT_SETTINGS)
+
+    def configure(self, settings: Settings) -> None:
+        """Take the inferenceCache and inferBudget settings, for the layers running and to come
+        (said in the log when they change). Never waits for the lock: a check under way reads
+        the budget before each question."""
+        chosen = (settings.inference_cache, budget_seconds(settings))
+        if chosen == (self._use_cache, self._budget):
+            return
+        self._use_cache, self._budget = chosen
+        for layer in list(self._layers.values()):
+            if layer is not None:
+                layer.budget = self._budget
+        self._report("torchlint: type inference: %s" % self.describe_settings())
+
+    def describe_settings(self) -> str:
+        where = ("answers kept on disk in %s" % default_cache_dir() if self._use_cache
+                 else "answers not kept on disk (inferenceCache off)")
+        budget = ("at most %g s of jedi per file" % self._budget if self._budget is not None
+                  else "no time limit per file (inferBudget 0)")
+        return "%s; %s" % (where, budget)
 
     def choose(self, explicit: Optional[str], configured: Optional[str], config_file, trust: bool) -> Interpreter:
         """The interpreter for a project (cached per arguments); says once what was passed over."""
@@ -80,13 +138,14 @@ class InferenceLayers:
             from ..analysis.inference import JediInference
             # The CLI's answers on disk (same folder, same keys): a restart asks jedi nothing new.
             layer = JediInference(root, interpreter, on_timeout=lambda message: log.warning("%s", message),
-                                  cache=InferenceCache(default_cache_dir()))
+                                  cache=SwitchableCache(default_cache_dir(), lambda: self._use_cache),
+                                  budget=self._budget)
         except Exception as err:  # no jedi, a broken interpreter: the syntactic wave still stands
             self._report("type inference is off for %s: %s" % (root, err))
             return None
         for warning in layer.warnings:
             self.warn_once("torchlint: %s" % warning)
-        self._report("torchlint: %s" % layer.describe())
+        self._report("torchlint: %s; %s" % (layer.describe(), self.describe_settings()))
         threading.Thread(target=self._warm, args=(layer,), name="torchlint-jedi-warm", daemon=True).start()
         return layer
 

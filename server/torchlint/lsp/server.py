@@ -299,6 +299,7 @@ class TorchlintServer(LanguageServer):
         if settings == self.resolver.settings:
             return False
         self.resolver.update(settings)
+        self.inference.configure(settings)  # inferenceCache, inferBudget
         return True
 
     async def fetch_settings(self) -> bool:

@@ -1,0 +1,137 @@
+"""The server's inferenceCache and inferBudget settings (declared in torchlint.settings): they
+reach the jedi layers, running ones included, and with the cache off nothing is written to the
+cache folder; the server trims that folder as it writes."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig
+
+from lsp_helpers import HELPER_MADE, SERVER_COMMAND, SERVER_ENV, VSCODE, codes, initialize, new_uri, \
+    open_document, wait_for
+
+from torchlint.analysis import inference as inference_module
+from torchlint.analysis.environments import own_interpreter
+from torchlint.lsp import inference_layers
+from torchlint.lsp.inference_layers import InferenceLayers, SwitchableCache
+from torchlint.settings import DEFAULT_SETTINGS, Settings
+
+
+def entries(cache_dir: Path):
+    return sorted(cache_dir.rglob("*.json"))
+
+
+# -- through the protocol ---------------------------------------------------------------------
+@pytest.mark.asyncio(loop_scope="function")
+async def test_with_the_cache_off_the_server_writes_nothing_and_on_again_it_writes(tmp_path):
+    cache_dir = tmp_path / "cache"
+    config = ClientServerConfig(server_command=SERVER_COMMAND,
+                                server_env=dict(SERVER_ENV, TORCHLINT_CACHE_DIR=str(cache_dir)))
+    client = await config.start()
+    try:
+        await initialize(client, VSCODE, initialization_options={"inferenceCache": False, "inferBudget": 2.5})
+
+        async def jedi_wave(uri: str) -> None:
+            """Open HELPER_MADE at ``uri`` and wait for the jedi wave (only it finds TL101)."""
+            open_document(client, uri, HELPER_MADE)
+            await wait_for(lambda: any(p.uri == uri and codes(p.diagnostics) == ["TL101"] for p in client.publishes),
+                           timeout=240, what="the jedi wave of %s" % uri)
+
+        def logged(text: str) -> bool:
+            return any(text in m.message for m in client.log_messages)
+
+        await jedi_wave(new_uri(tmp_path))
+        assert logged("answers not kept on disk (inferenceCache off)") and logged("at most 2.5 s of jedi per file")
+        assert entries(cache_dir) == [], "the cache is off, yet the server wrote to %s" % cache_dir
+
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"torchlint": {"inferenceCache": True, "inferBudget": 0}}))
+        await wait_for(lambda: logged("answers kept on disk in %s" % cache_dir), what="the settings taken")
+        assert logged("no time limit per file (inferBudget 0)")
+        await jedi_wave(new_uri(tmp_path))  # another path: its answers are not in memory yet
+        assert entries(cache_dir), "the cache is on again, yet the server wrote nothing to %s" % cache_dir
+        await client.shutdown_session()
+    finally:
+        await client.stop()
+
+
+# -- the layers themselves --------------------------------------------------------------------
+class FakeJedi:
+    """Stands for JediInference: what the layers hand it, without starting jedi."""
+
+    def __init__(self, root, interpreter, on_timeout=None, cache=None, budget=None):
+        self.root, self.interpreter, self.cache, self.budget = root, interpreter, cache, budget
+        self.warnings, self.failure = [], None
+
+    def describe(self) -> str:
+        return "fake jedi"
+
+    def warm(self) -> None:
+        pass
+
+
+@pytest.fixture
+def layers(monkeypatch, tmp_path):
+    monkeypatch.setattr(inference_module, "JediInference", FakeJedi)
+    # The warm-up freezes the GC and raises its thresholds: keep that out of the test process.
+    monkeypatch.setattr(InferenceLayers, "_warm", lambda self, layer: None)
+    monkeypatch.setenv("TORCHLINT_CACHE_DIR", str(tmp_path / "cache"))
+    said = []
+    layers = InferenceLayers(said.append)
+    layers.said = said
+    return layers
+
+
+def test_the_settings_reach_new_and_running_layers(layers, tmp_path):
+    running = layers.layer(str(tmp_path), own_interpreter())
+    assert running.budget == DEFAULT_SETTINGS.infer_budget == 10.0
+    assert isinstance(running.cache, SwitchableCache)
+    assert "at most 10 s of jedi per file" in layers.said[-1]
+
+    layers.configure(Settings(infer_budget=2.5, inference_cache=False))
+    assert running.budget == 2.5
+    assert "answers not kept on disk" in layers.said[-1] and "at most 2.5 s" in layers.said[-1]
+    later = layers.layer(str(tmp_path / "other"), own_interpreter())
+    assert later.budget == 2.5 and later is not running
+
+    layers.configure(Settings(infer_budget=0))  # 0 is no limit: JediInference's None
+    assert running.budget is None and later.budget is None
+    count = len(layers.said)
+    layers.configure(Settings(infer_budget=0, code_lens=False))  # nothing of theirs changed: nothing said
+    assert len(layers.said) == count
+
+
+def test_the_cache_switch_holds_for_a_layer_made_before_it(layers, tmp_path):
+    cache = layers.layer(str(tmp_path), own_interpreter()).cache
+    key = cache.key("environment", str(tmp_path / "m.py"), "x = 1\n")
+    cache.store(key, {"b:1:0": True}, [])
+    assert cache.load(key) == {"b:1:0": True}
+
+    layers.configure(Settings(inference_cache=False))
+    assert cache.load(key) is None  # stored, but not read while the setting is off
+    other = cache.key("environment", str(tmp_path / "m.py"), "x = 2\n")
+    cache.store(other, {"b:1:0": False}, [])
+    layers.configure(Settings(inference_cache=True))
+    assert cache.load(other) is None, "written while the cache was off"
+    assert cache.load(key) == {"b:1:0": True}
+
+
+def test_the_server_trims_the_cache_folder_as_it_writes(monkeypatch, tmp_path):
+    monkeypatch.setattr(inference_layers, "TRIM_EVERY", 4)
+    cache = SwitchableCache(tmp_path / "cache", lambda: True)
+    cache.max_bytes = 1  # every entry is over the bound: a trim leaves none
+    for n in range(3):
+        cache.store(cache.key("environment", "m.py", "x = %d\n" % n), {"b:1:0": True}, [])
+    assert len(entries(tmp_path / "cache")) == 3
+    cache.store(cache.key("environment", "m.py", "x = 3\n"), {"b:1:0": True}, [])
+    assert entries(tmp_path / "cache") == []
+
+
+def test_the_command_line_takes_its_budget_default_from_the_settings():
+    from torchlint.cli import DEFAULT_INFER_BUDGET, build_parser
+    check = next(a for a in build_parser()._actions if a.dest == "command").choices["check"]
+    assert check.parse_args([]).infer_budget == DEFAULT_INFER_BUDGET == DEFAULT_SETTINGS.infer_budget
+    assert check.parse_args(["--no-cache"]).no_cache is True
+
