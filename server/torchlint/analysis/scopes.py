@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
 FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Statements that hold blocks of statements (besides functions and classes).
+_COMPOUND = frozenset(cls for cls in vars(ast).values() if isinstance(cls, type) and issubclass(cls, ast.stmt)
+                      and any(f in cls._fields for f in ("body", "orelse", "finalbody", "handlers", "cases"))
+                      and cls not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
 # Nodes whose body is code of its own: what `_own_nodes`-style walks stop at.
 _OWN_CODE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
@@ -189,6 +193,8 @@ def _walk_stmt(stmt: ast.stmt, scope: Scope, index: Index, cls: Optional[ClassIn
 
     # Expressions of this statement (not its nested blocks).
     _visit_exprs(index.nodes.expression_events(stmt), stmt, scope, index)
+    if stmt.__class__ not in _COMPOUND:
+        return  # no nested blocks (most statements)
     blocks = [(getattr(stmt, name, None) or [], name) for name in ("body", "orelse", "finalbody")]
     blocks += [(h.body, "handler%d" % i) for i, h in enumerate(getattr(stmt, "handlers", ()) or ())]
     blocks += [(c.body, "case%d" % i) for i, c in enumerate(getattr(stmt, "cases", ()) or ())]
