@@ -294,6 +294,10 @@ def _record_deletion(target: ast.AST, scope: Scope) -> None:
 
 def dotted_name(node: ast.AST) -> Optional[str]:
     """``a.b.c`` as text, or None for anything that is not a plain dotted name."""
+    if isinstance(node, ast.Name):
+        return node.id  # the commonest case, without building a list
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.value.id + "." + node.attr
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
