@@ -195,3 +195,43 @@ def test_what_is_not_followed_falls_back_to_a_full_check(edit, reason):
     edited = CHAINED.replace("        self.scale = torch.ones(3)\n", edit)
     assert checker.check(edited).findings == check_source(edited, "chain.py").findings
     assert checker.last_plan.full and reason in checker.last_plan.reason
+
+
+def test_the_jedi_layer_gives_the_same_findings_incrementally(tmp_path):
+    """The server's second wave: jedi answers only what the reduced copy asks, at the real positions."""
+    from bench_lsp import apply_edit, typing_edits
+    from torchlint.analysis.inference import JediInference
+
+    path = tmp_path / "model.py"
+    text = make_model_source(1000) + "\n\n" + HELPER_MADE_TAIL
+    path.write_text(text, encoding="utf-8")
+    layer = JediInference(str(tmp_path))
+    checker = IncrementalChecker(str(path))
+    first = checker.check(text, inference=layer)
+    assert first.findings == check_source(text, str(path), inference=layer).findings
+    # jedi sees what names cannot: the helper returns a tensor (only inference reports it)
+    assert any(f.code == "TL101" and "scale_table" in f.message for f in first.findings)
+    incremental = 0
+    for edit in typing_edits(text, 24):
+        text = apply_edit(text, edit)
+        got = checker.check(text, inference=layer)
+        assert got.findings == check_source(text, str(path), inference=layer).findings, checker.last_plan
+        incremental += not checker.last_plan.full
+    assert incremental >= 20
+    checker.forget()
+    checker.check(text, inference=layer)
+    assert checker.last_plan.full
+
+
+HELPER_MADE_TAIL = '''def scale_table(n):
+    return torch.ones(n, n)
+
+
+class HelperScaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale_table = scale_table(3)
+
+    def forward(self, x):
+        return x @ self.scale_table
+'''

@@ -68,6 +68,7 @@ class Plan:
 @dataclass
 class _Known:
     options: CheckOptions
+    inference: object  # the jedi layer the findings came from, or None
     path: str
     text: str
     lines: List[str]
@@ -88,25 +89,33 @@ class IncrementalChecker:
         self._known: Optional[_Known] = None
         self._lock = threading.Lock()
 
-    def check(self, text: str, options: Optional[CheckOptions] = None) -> CheckResult:
+    def check(self, text: str, options: Optional[CheckOptions] = None, inference=None) -> CheckResult:
+        """Findings of ``text``. ``inference``: the jedi layer (analysis.inference.JediInference)
+        or None; its answers can depend on other files, so whoever changes those calls
+        :meth:`forget`."""
         options = self.options if options is None else options
         with self._lock:
             known = self._known
         with gc_paused():
-            if known is None or known.options != options:
-                return self._full(text, options, "first check" if known is None else "other options")
+            if known is None or known.options != options or known.inference is not inference:
+                return self._full(text, options, inference, "first check" if known is None else "other options")
             if text == known.text:
                 self.last_plan = Plan(False, "same text")
                 return CheckResult([f for chunk in known.chunks for f in chunk.findings])
-            return self._incremental(known, text, options)
+            return self._incremental(known, text, options, inference)
+
+    def forget(self) -> None:
+        """The next check is a full one (files the findings depend on may have changed)."""
+        with self._lock:
+            self._known = None
 
     # -- full -------------------------------------------------------------------------------
-    def _full(self, text: str, options: CheckOptions, reason: str) -> CheckResult:
+    def _full(self, text: str, options: CheckOptions, inference, reason: str) -> CheckResult:
         self.last_plan = Plan(True, reason)
         tree, error = parse(text, self.path)
         if tree is None:
             return CheckResult([], error)  # the last state that parsed stays the starting point
-        result = check_tree(text, self.path, tree, options)
+        result = check_tree(text, self.path, tree, options, inference)
         known = None
         if not text.startswith("\ufeff") and not result.internal_errors:
             chunks = _chunks(tree.body, at_file_start=True)
@@ -115,15 +124,15 @@ class IncrementalChecker:
                 total: Counter = Counter()
                 for chunk in chunks:
                     total.update(chunk.attributes)
-                known = _Known(options, self.path, text, _lines(text), chunks, total)
+                known = _Known(options, inference, self.path, text, _lines(text), chunks, total)
         with self._lock:
             self._known = known
         return result
 
     # -- incremental ------------------------------------------------------------------------
-    def _incremental(self, known: _Known, text: str, options: CheckOptions) -> CheckResult:
+    def _incremental(self, known: _Known, text: str, options: CheckOptions, inference) -> CheckResult:
         if text.startswith("\ufeff"):
-            return self._full(text, options, "byte-order mark")
+            return self._full(text, options, inference, "byte-order mark")
         lines = _lines(text)
         old_lines, chunks = known.lines, known.chunks
         prefix = _common_prefix(old_lines, lines)
@@ -145,15 +154,15 @@ class IncrementalChecker:
         old_region = chunks[start:stop]
         region_text = "".join(lines[low - 1: high + delta])
         if any(c.kind == "import" or c.pinned for c in old_region):
-            return self._full(text, options, "an import, star import or set_default_device edited")
+            return self._full(text, options, inference, "an import, star import or set_default_device edited")
         if "noqa" in region_text.lower() or any("noqa" in line.lower() for line in old_lines[low - 1: high]):
-            return self._full(text, options, "a noqa comment in the edited region")
+            return self._full(text, options, inference, "a noqa comment in the edited region")
         tree, error = parse_fresh("\n" * (low - 1) + region_text, self.path)
         if tree is None:
-            return self._full(text, options, "the edited region does not parse alone")
+            return self._full(text, options, inference, "the edited region does not parse alone")
         new_region = _chunks(tree.body, at_file_start=start == 0 and low == 1)
         if any(c.kind == "import" or c.pinned for c in new_region):
-            return self._full(text, options, "an import, star import or set_default_device added")
+            return self._full(text, options, inference, "an import, star import or set_default_device added")
 
         def moved(line: int) -> int:
             return line if line < low else line + delta
@@ -165,7 +174,7 @@ class IncrementalChecker:
         included = _context(new_chunks, recheck)
         included_lines = sum(new_chunks[i].last - new_chunks[i].first + 1 for i in included)
         if included_lines > MOST_OF_THE_FILE * len(lines):
-            return self._full(text, options, "the edit reaches most of the file")
+            return self._full(text, options, inference, "the edit reaches most of the file")
 
         keep = bytearray(len(lines))
         for i in included:
@@ -173,15 +182,15 @@ class IncrementalChecker:
         reduced = "".join(line if kept else "\n" for line, kept in zip(lines, keep))
         reduced_tree, error = parse_fresh(reduced, self.path)
         if reduced_tree is None:  # cannot happen for chunks that parsed: play safe
-            return self._full(text, options, "the reduced copy does not parse")
+            return self._full(text, options, inference, "the reduced copy does not parse")
         attributes = known.attributes.copy()
         for chunk in old_region:
             attributes.subtract(chunk.attributes)
         for chunk in new_region:
             attributes.update(chunk.attributes)
-        result = check_tree(text, self.path, reduced_tree, options, file_attribute_names=attributes)
+        result = check_tree(text, self.path, reduced_tree, options, inference, file_attribute_names=attributes)
         if result.internal_errors:
-            return self._full(text, options, "a rule failed on the reduced copy")
+            return self._full(text, options, inference, "a rule failed on the reduced copy")
 
         outside = [None if i in recheck else c for i, c in enumerate(new_chunks)]
         for i, chunk in enumerate(outside):
@@ -189,9 +198,9 @@ class IncrementalChecker:
                 outside[i] = replace(chunk, findings=tuple(_moved_finding(f, moved) for f in chunk.findings))
         final = _with_findings(new_chunks, result.findings, recheck, outside)
         if final is None:
-            return self._full(text, options, "a finding outside every statement")
+            return self._full(text, options, inference, "a finding outside every statement")
         with self._lock:
-            self._known = _Known(options, self.path, text, lines, final, attributes)
+            self._known = _Known(options, inference, self.path, text, lines, final, attributes)
         self.last_plan = Plan(False, "incremental", len(recheck), included_lines)
         findings = [f for chunk in final for f in chunk.findings]
         findings.sort(key=lambda f: (f.range.start, f.code))
