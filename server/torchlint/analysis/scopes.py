@@ -20,8 +20,6 @@ FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPOUND = frozenset(cls for cls in vars(ast).values() if isinstance(cls, type) and issubclass(cls, ast.stmt)
                       and any(f in cls._fields for f in ("body", "orelse", "finalbody", "handlers", "cases"))
                       and cls not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-# Nodes whose body is code of its own: what `_own_nodes`-style walks stop at.
-_OWN_CODE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 @dataclass
@@ -470,7 +468,8 @@ class NodeTable:
                 defaults, kw_defaults = slot  # a function's (not a lambda's): only its defaults
                 slots = {"defaults": defaults, "kw_defaults": kw_defaults}
             # A function's or class's body is its own code; its decorators, defaults and bases
-            # are in no one's own code, nor is a lambda's body (as `_own_nodes`-style walks skip them).
+            # are in no one's own code, nor is a lambda's body (a walk of a function's own code
+            # stops at the functions, classes and lambdas inside it).
             inner = node if kind in (_MODULE, _FUNCTION, _CLASS) else None
             for name in fields:
                 value = getattr(node, name, None)
