@@ -10,7 +10,10 @@ The lens says "Verify", and "Verify on cuda" only when the run will use CUDA: th
 (/proc/driver/nvidia or /dev/nvidiactl: a cheap look, no torch). A class whose
 ``__init__`` requires arguments that no call site, factory or ``[tool.torchlint.verify]``
 entry of its file supplies gets "Verify (needs dim, depth)" with ``needsArguments`` in the
-command's argument: VS Code asks for them; other editors pass ``initKwargs``.
+command's argument: VS Code asks for them; other editors pass ``initKwargs``. Meanwhile the
+project scan the run does (call sites and factories in the package's other files, tests
+folders, other files' ``__main__`` blocks) runs on a thread of its own (:class:`ProjectScans`);
+when it finds the arguments, the lens says "Verify" and the client is asked to refresh lenses.
 """
 from __future__ import annotations
 
@@ -18,11 +21,16 @@ import asyncio
 import json
 import os
 import threading
+import time
 import uuid
-from typing import Any, Dict, List, Optional, Tuple
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
+from pygls.capabilities import get_capability
 
 from ..analysis.context import FileContext
 from ..analysis.parsing import parse
@@ -30,7 +38,7 @@ from ..analysis.environments import SERVER_HINT
 from ..analysis.findings import Finding
 from ..verify.findings import report_to_findings
 from ..verify.report import ERROR, render_json, summary_line
-from ..verify.targets import find_constructors, required_arguments
+from ..verify.targets import candidate_files, find_constructors, import_plan, required_arguments
 from ..verify.runner import VerifyError, parse_init_kwargs, resolve_python, verify_file
 
 VERIFY_COMMAND = "torchlint.verifyModule"
@@ -70,18 +78,132 @@ def lens_device(device: str) -> Optional[str]:
     return None
 
 
-def _needing_arguments(classes, path: str, config) -> Dict[str, List[str]]:
-    """Class -> the arguments it still needs: required, and nothing in its own file or the
-    configuration supplies them (the package scan is left to the run: too slow per lens)."""
+LENS_SCAN_SECONDS = 10.0  # one project scan's reading: a huge workspace gets a partial answer, never a hang
+LENS_SCAN_ANSWERS = 256  # kept per server, the least recently asked dropped first
+
+
+@dataclass(frozen=True)
+class _ScanAnswer:
+    fingerprint: Tuple[Any, ...]  # the import plan, and (path, mtime, size) of every file the scan read
+    needing: FrozenSet[str]  # the classes it found no way to build
+
+
+def _fingerprint(plan, paths: Sequence[str]) -> Tuple[Any, ...]:
+    stats = []
+    for path in paths:
+        try:
+            status = os.stat(path)
+            stats.append((path, status.st_mtime_ns, status.st_size))
+        except OSError:
+            stats.append((path, None, None))
+    return (plan, tuple(stats))
+
+
+class ProjectScans:
+    """The project scan behind the code lens (``find_constructors`` over the package, its tests
+    and other files' ``__main__`` blocks), never on the event loop nor on the threads that
+    compute diagnostics: one thread of its own. An answer is kept per workspace, file and
+    classes, and reused until a file it read changes size or modification time, or a file
+    appears or goes (each request queues a cheap check of that: a walk and a stat per file;
+    a new scan only when they differ). ``on_change`` is called, from that thread, when an
+    answer differs from what the lens showed before it."""
+
+    def __init__(self, on_change: Callable[[], None], report: Callable[[str], None] = lambda message: None,
+                 seconds: float = LENS_SCAN_SECONDS):
+        self._on_change = on_change
+        self._report = report
+        self._seconds = seconds
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-lens-scan")
+        self._lock = threading.Lock()  # lenses are computed on several threads
+        self._answers: "OrderedDict[tuple, _ScanAnswer]" = OrderedDict()
+        self._queued: set = set()
+
+    @classmethod
+    def for_server(cls, server) -> "ProjectScans":
+        """Wired to ``server``: a changed answer asks the client to request lenses again, when
+        it said it can be asked (``workspace.codeLens.refreshSupport``)."""
+        def send() -> None:
+            try:
+                server.workspace_code_lens_refresh(None)
+            except Exception:  # noqa: BLE001 - no connection any more: nobody to refresh
+                pass
+
+        def refresh() -> None:
+            if server.loop is not None and get_capability(
+                    server.client_capabilities, "workspace.code_lens.refresh_support", False):
+                server.loop.call_soon_threadsafe(send)
+        return cls(refresh, lambda message: server.log_message(message, types.MessageType.Warning))
+
+    def close(self) -> None:
+        """Drop the checks not started; the one under way ends within its time limit."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def needing(self, path: str, names: Sequence[str], workspace_root: str,
+                verify_config) -> Optional[FrozenSet[str]]:
+        """Which of ``names`` the last scan found no way to build (None: no answer yet, the
+        lens shows what the file alone says), and a check queued."""
+        key = (workspace_root, path, frozenset(names), verify_config)
+        with self._lock:
+            answer = self._answers.get(key)
+            if answer is not None:
+                self._answers.move_to_end(key)
+            if key not in self._queued:
+                self._queued.add(key)
+                self._executor.submit(self._check, key)
+        return None if answer is None else answer.needing
+
+    def _check(self, key: tuple) -> None:
+        workspace_root, path, names, verify_config = key
+        with self._lock:  # from now on a request queues the next check (a file may change under this one)
+            self._queued.discard(key)
+        try:
+            deadline = time.monotonic() + self._seconds
+            plan = import_plan(path, workspace_root, verify_config.import_roots, verify_config.extra_paths)
+            sites = candidate_files(path, plan, workspace_root, deadline)
+            # Taken before reading: a file changed during the scan makes the next check scan again.
+            fingerprint = _fingerprint(plan, [path] + [site for site, _ in sites])
+            with self._lock:
+                previous = self._answers.get(key)
+            if previous is not None and previous.fingerprint == fingerprint:
+                return
+            found = find_constructors(path, sorted(names), plan, workspace_root, verify_config,
+                                      sites=sites, deadline=deadline)
+            if time.monotonic() > deadline:
+                self._report("torchlint: the code lens's search for %s's constructor arguments stopped after "
+                             "%g s; files it did not reach are left out" % (", ".join(sorted(names)), self._seconds))
+            needing = frozenset(name for name in names if not found.get(name))
+        except Exception as err:  # noqa: BLE001 - the lens keeps what the file alone says
+            self._report("torchlint: searching the project for %s's constructor arguments failed: %r"
+                         % (", ".join(sorted(names)), err))
+            return
+        with self._lock:
+            self._answers[key] = _ScanAnswer(fingerprint, needing)
+            self._answers.move_to_end(key)
+            while len(self._answers) > LENS_SCAN_ANSWERS:
+                self._answers.popitem(last=False)
+        if needing != (previous.needing if previous is not None else names):  # what the lens showed
+            self._on_change()
+
+
+def _needing_arguments(classes, path: str, config, scans: Optional[ProjectScans] = None) -> Dict[str, List[str]]:
+    """Class -> the arguments it still needs: required, and nothing in its own file, the
+    configuration or (once ``scans`` has answered) the rest of the project supplies them."""
     waiting = {name: required for name, _, _, required in classes if required}
     if not waiting or not path or not os.path.isfile(path):
         return waiting
+    verify_config = config.verify
+    plan = import_plan(path, str(config.root), verify_config.import_roots, verify_config.extra_paths)
     try:
-        found = find_constructors(path, list(waiting), workspace_root=str(config.root), recipes=config.verify,
+        found = find_constructors(path, list(waiting), plan, workspace_root=str(config.root), recipes=verify_config,
                                   scan_project=False)
     except (RecursionError, MemoryError, OSError, ValueError):
         return waiting
-    return {name: required for name, required in waiting.items() if not found.get(name)}
+    waiting = {name: required for name, required in waiting.items() if not found.get(name)}
+    if waiting and scans is not None:
+        needing = scans.needing(os.path.abspath(path), sorted(waiting), str(config.root), verify_config)
+        if needing is not None:
+            waiting = {name: required for name, required in waiting.items() if name in needing}
+    return waiting
 
 
 def code_lenses(server, uri: str) -> List[types.CodeLens]:
@@ -92,7 +214,8 @@ def code_lenses(server, uri: str) -> List[types.CodeLens]:
     title = "Verify on %s" % cuda if cuda else "Verify"
     path = document.path or ""
     classes = _classes(document.source, path)
-    waiting = _needing_arguments(classes, path, server.resolver.config_for(path)) if classes else {}
+    waiting = _needing_arguments(classes, path, server.resolver.config_for(path),
+                                 server.lens_scans) if classes else {}
     lenses = []
     for name, line, column, _ in classes:
         position = types.Position(line=line - 1, character=column)

@@ -21,6 +21,7 @@ import ast
 import builtins
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -30,6 +31,8 @@ from ..files import display_path
 
 MAX_CANDIDATES = 6  # per class: the child tries them in order, each a construction
 MAX_SCANNED_FILES = 400  # files looked at (a cheap text test) per verification
+# Besides these counts, a caller may give the scan a deadline (time.monotonic()): files not
+# reached by then are not read (the editor's lens does, so a huge workspace cannot hang it).
 MAX_SCANNED_FOLDERS = 2000
 MAX_FILE_BYTES = 1_000_000
 MAX_EXPRESSION = 2000  # characters
@@ -501,11 +504,15 @@ def _holds(source: str, target_module: str) -> bool:
 
 # -- which files to read ---------------------------------------------------------------------
 
-def _python_files(folder: str, limit: int) -> Iterator[str]:
+def _past(deadline: Optional[float]) -> bool:
+    return deadline is not None and time.monotonic() > deadline
+
+
+def _python_files(folder: str, limit: int, deadline: Optional[float] = None) -> Iterator[str]:
     count = folders = 0
     for directory, subdirs, files in os.walk(folder):
         folders += 1
-        if folders > MAX_SCANNED_FOLDERS:  # a data folder inside the package: not worth the walk
+        if folders > MAX_SCANNED_FOLDERS or _past(deadline):  # a data folder inside the package, or out of time
             return
         subdirs[:] = sorted(d for d in subdirs if d not in SKIPPED_DIRS and not d.startswith("."))
         for name in sorted(files):
@@ -516,15 +523,17 @@ def _python_files(folder: str, limit: int) -> Iterator[str]:
                 yield os.path.join(directory, name)
 
 
-def candidate_files(path: str, plan: ImportPlan, workspace_root: Optional[str]) -> List[Tuple[str, Optional[str]]]:
+def candidate_files(path: str, plan: ImportPlan, workspace_root: Optional[str],
+                    deadline: Optional[float] = None) -> List[Tuple[str, Optional[str]]]:
     """(file, its module name) to look for call sites in, nearest first: the package (or the
-    script's folder), then tests folders next to the package, its project and the workspace."""
+    script's folder), then tests folders next to the package, its project and the workspace;
+    at most MAX_SCANNED_FILES, and only the folders walked before ``deadline``."""
     path = os.path.abspath(path)
     files: List[Tuple[str, Optional[str]]] = []
     seen = {path}
 
     def add_folder(folder: str, root: Optional[str]) -> None:
-        for found in _python_files(folder, MAX_SCANNED_FILES):
+        for found in _python_files(folder, MAX_SCANNED_FILES, deadline):
             if found not in seen and len(files) < MAX_SCANNED_FILES:
                 seen.add(found)
                 files.append((found, module_name(found, root) if root else None))
@@ -538,7 +547,7 @@ def candidate_files(path: str, plan: ImportPlan, workspace_root: Optional[str]) 
     else:
         for name in sorted(os.listdir(os.path.dirname(path))):
             found = os.path.join(os.path.dirname(path), name)
-            if name.endswith(".py") and found not in seen:
+            if name.endswith(".py") and found not in seen and len(files) < MAX_SCANNED_FILES:
                 seen.add(found)
                 files.append((found, None))
     near = [plan.root or os.path.dirname(path)]
@@ -556,11 +565,14 @@ def candidate_files(path: str, plan: ImportPlan, workspace_root: Optional[str]) 
 
 def find_constructors(path: str, class_names: Sequence[str], plan: Optional[ImportPlan] = None,
                       workspace_root: Optional[str] = None, recipes=None,
-                      scan_project: bool = True) -> Dict[str, List[dict]]:
+                      scan_project: bool = True, sites: Optional[Sequence[Tuple[str, Optional[str]]]] = None,
+                      deadline: Optional[float] = None) -> Dict[str, List[dict]]:
     """Class name -> the ways to build it, best first, as request entries.
 
     ``recipes``: the ``[tool.torchlint.verify]`` classes (config.VerifyConfig), tried first.
-    ``scan_project``: False looks at the file alone (cheap enough for every code lens)."""
+    ``scan_project``: False looks at the file alone (cheap enough for every code lens).
+    ``sites``: the other files to read (default: ``candidate_files``); ``deadline``
+    (time.monotonic()): the files not reached by then are left unread."""
     path = os.path.abspath(path)
     plan = plan or import_plan(path, workspace_root)
     target = _File.load(path, plan.module)
@@ -581,7 +593,11 @@ def find_constructors(path: str, class_names: Sequence[str], plan: Optional[Impo
             finders[name] = finder
     if target is not None and scan_project and finders:
         pattern = re.compile(r"\b(%s)\b" % "|".join(re.escape(n) for n in finders))
-        for site_path, site_module in candidate_files(path, plan, workspace_root):
+        if sites is None:
+            sites = candidate_files(path, plan, workspace_root, deadline)
+        for site_path, site_module in sites:
+            if _past(deadline):
+                break
             try:
                 with open(site_path, "rb") as handle:
                     head = handle.read(MAX_FILE_BYTES + 1)
