@@ -148,14 +148,18 @@ class ProjectScans:
             if answer is not None:
                 self._answers.move_to_end(key)
             if key not in self._queued:
+                try:
+                    self._executor.submit(self._check, key)
+                except RuntimeError:  # closed: the server is shutting down
+                    return None if answer is None else answer.needing
                 self._queued.add(key)
-                self._executor.submit(self._check, key)
         return None if answer is None else answer.needing
 
     def _check(self, key: tuple) -> None:
         workspace_root, path, names, verify_config = key
         with self._lock:  # from now on a request queues the next check (a file may change under this one)
             self._queued.discard(key)
+        fingerprint = None
         try:
             deadline = time.monotonic() + self._seconds
             plan = import_plan(path, workspace_root, verify_config.import_roots, verify_config.extra_paths)
@@ -175,7 +179,9 @@ class ProjectScans:
         except Exception as err:  # noqa: BLE001 - the lens keeps what the file alone says
             self._report("torchlint: searching the project for %s's constructor arguments failed: %r"
                          % (", ".join(sorted(names)), err))
-            return
+            if fingerprint is None:
+                return
+            needing = names  # kept as an answer: not tried again until a file it read changes
         with self._lock:
             self._answers[key] = _ScanAnswer(fingerprint, needing)
             self._answers.move_to_end(key)
@@ -192,8 +198,8 @@ def _needing_arguments(classes, path: str, config, scans: Optional[ProjectScans]
     if not waiting or not path or not os.path.isfile(path):
         return waiting
     verify_config = config.verify
-    plan = import_plan(path, str(config.root), verify_config.import_roots, verify_config.extra_paths)
     try:
+        plan = import_plan(path, str(config.root), verify_config.import_roots, verify_config.extra_paths)
         found = find_constructors(path, list(waiting), plan, workspace_root=str(config.root), recipes=verify_config,
                                   scan_project=False)
     except (RecursionError, MemoryError, OSError, ValueError):
