@@ -35,7 +35,6 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from .. import __version__
-from ..engine import check_source
 from ..incremental import IncrementalChecker
 from ..analysis.findings import CheckResult, ParseError, Position
 from ..analysis.noqa import noqa_edit
@@ -87,7 +86,8 @@ class TorchlintServer(LanguageServer):
         self.initial_settings: Dict[str, Any] = {}  # from initializationOptions
         self.last_good: Dict[str, List[types.Diagnostic]] = {}  # uri -> diagnostics of the last text that parsed
         self.pulled: Dict[str, str] = {}  # uri -> the result id the client pulled last
-        self.incremental: Dict[str, IncrementalChecker] = {}  # uri -> its first wave's checker
+        # (uri, wave) -> its checker (torchlint.incremental): an edit re-checks what it touched
+        self.incremental: Dict[Tuple[str, Any], IncrementalChecker] = {}
         self.problems: Dict[Hashable, str] = {}  # key -> the message shown for it (see notify_problem)
         self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="torchlint-check")
         self.verified = VerifiedFindings()  # torchlint.verifyModule results, per document version
@@ -191,24 +191,28 @@ class TorchlintServer(LanguageServer):
             return CheckResult([], ParseError("too large to analyse", Position(1, 0)))
         options = self.resolver.options_for(snap.path)
         path = snap.path or "untitled.py"
-        if inference == JEDI_WAVE:
-            layer = self.inference_layer(snap.path)
-            if layer is None:
-                return check_source(snap.text, path, options)
-            with self.inference.lock:
-                result = check_source(snap.text, path, options, layer)
+        layer = self.inference_layer(snap.path) if inference == JEDI_WAVE else None
+        if layer is None:  # the first wave (or no jedi layer: the first wave's result again)
+            result = self.incremental_check(snap.uri, path, None).check(snap.text, options)
         else:
-            result = self.incremental_check(snap.uri, path).check(snap.text, options)
+            with self.inference.lock:
+                result = self.incremental_check(snap.uri, path, JEDI_WAVE).check(snap.text, options, layer)
         for error in result.internal_errors:
             self.log_error("internal error (a torchlint bug), other rules still ran: %s" % error)
         return result
 
-    def incremental_check(self, uri: str, path: str) -> IncrementalChecker:
-        """The document's first-wave checker, which keeps what it found between versions."""
-        checker = self.incremental.get(uri)
+    def incremental_check(self, uri: str, path: str, wave: Any) -> IncrementalChecker:
+        """The checker of one wave of a document, which keeps what it found between versions."""
+        checker = self.incremental.get((uri, wave))
         if checker is None or checker.path != path:
-            checker = self.incremental[uri] = IncrementalChecker(path)
+            checker = self.incremental[(uri, wave)] = IncrementalChecker(path)
         return checker
+
+    def forget_checks(self, uri: Optional[str] = None, jedi_only: bool = False) -> None:
+        """Drop what the checkers of ``uri`` (or of every document) kept between versions."""
+        for key in list(self.incremental):
+            if (uri is None or key[0] == uri) and (key[1] == JEDI_WAVE or not jedi_only):
+                self.incremental.pop(key, None)
 
     def inference_layer(self, path: str):
         if not path:
@@ -432,7 +436,7 @@ def lost_sync(server: TorchlintServer, uri: str) -> None:
     if document is None or not getattr(document, "out_of_sync", None):
         return
     server.scheduler.forget(uri)
-    server.incremental.pop(uri, None)
+    server.forget_checks(uri)
     server.last_good.pop(uri, None)
     server.verified.forget(uri)
     server.notify_problem(("out of sync", uri), "torchlint lost track of %s (%s): its copy is out of sync "
@@ -447,6 +451,8 @@ def lost_sync(server: TorchlintServer, uri: str) -> None:
 
 @handles(types.TEXT_DOCUMENT_DID_SAVE)
 def did_save(server: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
+    # jedi reads other modules from disk: what it told about any open document may change now.
+    server.forget_checks(jedi_only=True)
     if params.text_document.uri.endswith("/pyproject.toml"):
         server.resolver.forget()
         server.refresh()
@@ -458,7 +464,7 @@ def did_save(server: TorchlintServer, params: types.DidSaveTextDocumentParams) -
 def did_close(server: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     server.scheduler.forget(uri)
-    server.incremental.pop(uri, None)
+    server.forget_checks(uri)
     server.verified.forget(uri)
     server.last_good.pop(uri, None)
     server.pulled.pop(uri, None)
