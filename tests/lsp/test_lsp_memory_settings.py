@@ -63,13 +63,17 @@ class FakeJedi:
 
     def __init__(self, root, interpreter, on_timeout=None, cache=None, budget=None):
         self.root, self.interpreter, self.cache, self.budget = root, interpreter, cache, budget
-        self.warnings, self.failure = [], None
+        self.warnings, self.failure, self.notes = [], None, {}
 
     def describe(self) -> str:
         return "fake jedi"
 
     def warm(self) -> None:
         pass
+
+    def take_notes(self):
+        notes, self.notes = self.notes, {}
+        return notes
 
 
 @pytest.fixture
@@ -100,6 +104,17 @@ def test_the_settings_reach_new_and_running_layers(layers, tmp_path):
     assert running.budget is None and later.budget is None
     count = len(layers.said)
     layers.configure(Settings(infer_budget=0, code_lens=False))  # nothing of theirs changed: nothing said
+    assert len(layers.said) == count
+
+
+def test_a_file_cut_short_by_the_budget_is_logged_once(layers, tmp_path):
+    layer = layers.layer(str(tmp_path), own_interpreter())
+    layer.notes["/p/big.py"] = "type inference stopped after 2.5 s"
+    assert layers.layer(str(tmp_path), own_interpreter()) is layer
+    assert layers.said[-1] == "torchlint: /p/big.py: type inference stopped after 2.5 s (inferBudget)"
+    count = len(layers.said)
+    layer.notes["/p/big.py"] = "type inference stopped after 2.5 s"  # the next check of the same file
+    layers.layer(str(tmp_path), own_interpreter())
     assert len(layers.said) == count
 
 
@@ -135,3 +150,22 @@ def test_the_command_line_takes_its_budget_default_from_the_settings():
     assert check.parse_args([]).infer_budget == DEFAULT_INFER_BUDGET == DEFAULT_SETTINGS.infer_budget
     assert check.parse_args(["--no-cache"]).no_cache is True
 
+
+
+# -- memory -----------------------------------------------------------------------------------
+def test_the_recent_trees_are_bounded_by_the_size_of_their_texts():
+    """Every version of a file being edited is parsed once (the jedi wave reads the whole text):
+    the trees kept for reuse are bounded by their texts' size, not only by their number."""
+    from torchlint.analysis import parsing
+    body = "x = 1\n" * 20_000  # 120,000 characters: a tree of 60,000 nodes
+    versions = [body + "y = %d\n" % n for n in range(6)]
+    for text in versions:
+        parsing.parse(text, "/project/big.py")
+    kept = [text for _, text in parsing._RECENT_TREES]
+    assert sum(map(len, kept)) <= parsing._RECENT_CHARS
+    assert kept[-1] == versions[-1] and versions[-2] in kept  # the waves of the current version, the one before
+    assert parsing.parse(versions[-1], "/project/big.py") is parsing.parse(versions[-1], "/project/big.py")
+
+    huge = "x = 1\n" * (parsing._RECENT_CHARS // 5)  # larger than the bound on its own: still kept
+    assert parsing.parse(huge, "/project/huge.py") is parsing.parse(huge, "/project/huge.py")
+    assert [text for _, text in parsing._RECENT_TREES] == [huge]

@@ -17,8 +17,11 @@ from .findings import ParseError, Position
 # depth mismatch"), and the language server analyses in threads: one parse at a time.
 PARSE_LOCK = threading.Lock()
 # The last few trees: the server's waves, hovers and code actions parse the same text again.
+# Bounded by their texts' size too: a tree takes about 60 bytes per character of text (8 MB for
+# a 3,000-line file), and the older versions of a file being edited are not asked for again.
 _RECENT_TREES: "OrderedDict[tuple, tuple]" = OrderedDict()
 _RECENT_LIMIT = 8
+_RECENT_CHARS = 300_000  # characters of the texts kept; the newest tree stays whatever its size
 
 
 def parse(text: str, path: str):
@@ -28,7 +31,8 @@ def parse(text: str, path: str):
         cached = _RECENT_TREES.get(key)
         if cached is None:
             cached = _RECENT_TREES[key] = _parse(text, path)
-            while len(_RECENT_TREES) > _RECENT_LIMIT:
+            while len(_RECENT_TREES) > 1 and (len(_RECENT_TREES) > _RECENT_LIMIT or sum(
+                    len(kept) for _, kept in _RECENT_TREES) > _RECENT_CHARS):
                 _RECENT_TREES.popitem(last=False)
         else:
             _RECENT_TREES.move_to_end(key)

@@ -70,6 +70,7 @@ class InferenceLayers:
         self._report = report  # tells the user once per layer what inference runs with (log)
         self._warn = warn or report  # what the user must see once (window/showMessage)
         self._warned: set = set()
+        self._noted: set = set()  # files whose inference the budget cut short, said once each
         self._use_cache = DEFAULT_SETTINGS.inference_cache
         self._budget = budget_seconds(DEFAULT_SETTINGS)
 
@@ -119,7 +120,16 @@ class InferenceLayers:
                 layer = self._layers[key] = self._create(root, interpreter)
             elif layer is not None and layer.failure is not None:
                 layer = self._layers[key] = self._recover(key, layer)
+            if layer is not None:
+                self._say_notes(layer)
             return layer
+
+    def _say_notes(self, layer) -> None:
+        """Log, once per file, that the budget cut its inference short (in a check before this one)."""
+        for path, note in layer.take_notes().items():
+            if path not in self._noted:
+                self._noted.add(path)
+                self._report("torchlint: %s: %s (inferBudget)" % (path, note))
 
     def _recover(self, key, failed):
         """A fresh layer after a timeout; names only after the second one."""
