@@ -369,3 +369,31 @@ def test_what_names_decide_is_not_asked_and_is_what_jedi_would_say(tmp_path, lay
     inference = layer.for_file(SHADOWED, str(root / "shadowed.py"), SourceText(SHADOWED))
     (call,) = assigned_values(SHADOWED)
     assert inference.classify(call, None).kind is Kind.TENSOR and inference._script is not None
+
+
+BASES_NAMES_DECIDE = ("import torch\nfrom typing_extensions import Protocol\n\n\n"
+                      "class A(str):\n    pass\n\n\nclass B(torch._C.Generator):\n    pass\n\n\n"
+                      "class C(Protocol):\n    pass\n")
+BASE_SHADOWED = "import torch.nn as nn\n\n\nclass str(nn.Module):\n    pass\n\n\nclass A(str):\n    pass\n"
+
+
+def class_bases(text: str):
+    return [(node, node.bases[0]) for node in ast.parse(text).body if isinstance(node, ast.ClassDef)]
+
+
+def test_bases_names_decide_are_not_asked_and_are_what_jedi_would_say(tmp_path, layers):
+    root = project(tmp_path)
+    (root / "bases.py").write_text(BASES_NAMES_DECIDE)
+    layer = layers(root)
+    inference = layer.for_file(BASES_NAMES_DECIDE, str(root / "bases.py"), SourceText(BASES_NAMES_DECIDE))
+    bases = class_bases(BASES_NAMES_DECIDE)
+    assert [inference.is_module_base(None, base) for _, base in bases] == [False, False, False]
+    assert inference._script is None  # no jedi Script: nothing was asked
+    assert [layer._base_is_module(inference.script, base, BASES_NAMES_DECIDE, 1, set())
+            for _, base in bases] == [False, False, False]  # jedi's own answers
+
+    # A builtin's name that the file binds is the file's: here a Module.
+    (root / "shadowed.py").write_text(BASE_SHADOWED)
+    inference = layer.for_file(BASE_SHADOWED, str(root / "shadowed.py"), SourceText(BASE_SHADOWED))
+    (_, base), = [(node, base) for node, base in class_bases(BASE_SHADOWED) if node.name == "A"]
+    assert inference.is_module_base(None, base) is True

@@ -27,6 +27,7 @@ file that takes too long (its remaining unknowns stay unknown: names alone decid
 from __future__ import annotations
 
 import ast
+import builtins
 import collections
 import contextlib
 import importlib.machinery
@@ -470,6 +471,8 @@ class JediInference:
                 if self.class_is_module(path, by_name[base.id].lineno, depth + 1, read):
                     return True
                 continue
+            if _builtin_class(base, read_file.bindings):
+                continue  # str, object, Exception...: never a Module
             found = self.base_from_files(path, import_nodes, base, depth + 1, read)
             if found is not None:
                 if found:
@@ -510,8 +513,21 @@ class JediInference:
                     for _ in range(node.level - 1):
                         folder = os.path.dirname(folder)
                     return self._dotted_is_module(full, (folder,), depth, read)
-                return self._dotted_is_module(full, self._search_path(path), depth, read)
+                folders = self._search_path(path)
+                if full.startswith(_NEVER_MODULE_PACKAGES) and self._from_environment(full, folders):
+                    return False  # stubs and compiled classes, typing's: jedi reads no Module there
+                return self._dotted_is_module(full, folders, depth, read)
         return None
+
+    def _from_environment(self, dotted: str, folders: Tuple[str, ...]) -> bool:
+        """Whether the top-level package of ``dotted`` is the environment's (not a project folder
+        of the same name that comes first on the search path)."""
+        top = dotted.split(".", 1)[0]
+        for folder in folders:
+            stem = os.path.join(folder, top)
+            if os.path.isdir(stem) or any(os.path.exists(stem + suffix) for suffix in (".py", ".pyi")):
+                return os.path.join(os.path.abspath(folder), "").startswith(self._environment_dirs)
+        return False
 
     def _search_path(self, path: str) -> Tuple[str, ...]:
         """Where absolute imports of a file are found, in jedi's order: the project root, the
@@ -682,6 +698,14 @@ class _ReadFile:
         self._import_nodes: Optional[list] = None
         self._imports = None
         self._by_name: Optional[Dict[str, ast.ClassDef]] = None
+        self._bindings: Optional[Dict[str, List[str]]] = None
+
+    @property
+    def bindings(self) -> Dict[str, List[str]]:
+        """See :func:`_bindings`."""
+        if self._bindings is None:
+            self._bindings = _bindings(self.tree) if self.tree is not None else {"*": ["*"]}
+        return self._bindings
 
     def _walk(self) -> None:
         self._classes, self._import_nodes = [], []
@@ -758,7 +782,7 @@ class FileInference:
             return self._answers[key]
         if self.project.failure is not None or self.note is not None:
             return False
-        found = self._base_from_files(base)
+        found = False if _builtin_class(base, self._file_bindings()) else self._base_from_files(base)
         if found is not None:
             self._remember(key, found)  # with the files it was read from: a warm run reads none
             return found
@@ -808,16 +832,19 @@ class FileInference:
             self._remember(key, _encode(value))
         return value
 
+    def _file_bindings(self) -> Dict[str, List[str]]:
+        if self._bindings is None:
+            from .parsing import parse  # the tree the check is using (kept for a while)
+            tree, _ = parse(self.text, self.path)
+            self._bindings = _bindings(tree) if tree is not None else {"*": ["*"]}
+        return self._bindings
+
     def _never_a_value(self, node: ast.expr) -> bool:
         """Questions whose answer names already give: jedi would say "unknown" (None). A module
         (a name bound only by ``import x``), and a new instance of a builtin or standard-library
         class that is neither a tensor nor a plain value (``list(...)``, ``defaultdict(deque)``):
         :meth:`_value_of_class` knows no such class. Only for names nothing else in the file binds."""
-        if self._bindings is None:
-            from .parsing import parse  # the tree the check is using (kept for a while)
-            tree, _ = parse(self.text, self.path)
-            self._bindings = _bindings(tree) if tree is not None else {"*": ["*"]}
-        bindings = self._bindings
+        bindings = self._file_bindings()
         if isinstance(node, ast.Name):
             kinds = bindings.get(node.id)
             return bool(kinds) and all(kind.startswith("import ") for kind in kinds)
@@ -1030,6 +1057,17 @@ _NEVER_VALUE_CLASSES = frozenset(["builtins." + name for name in (
     "functools.partial", "contextlib.ExitStack", "pathlib.Path", "io.BytesIO", "io.StringIO",
     "argparse.ArgumentParser", "threading.Thread", "threading.Event", "queue.Queue",
     "weakref.WeakKeyDictionary", "weakref.WeakValueDictionary", "weakref.WeakSet"])
+
+
+# Absolute names whose classes jedi finds only in stubs (.pyi) or typing's helpers: never a Module.
+_NEVER_MODULE_PACKAGES = ("torch._C.", "typing_extensions.")
+
+
+def _builtin_class(base: ast.expr, bindings: Dict[str, List[str]]) -> bool:
+    """A base that is a builtin class (``str``, ``Exception``) by its name, nothing in the file
+    binding that name."""
+    return isinstance(base, ast.Name) and "*" not in bindings and base.id not in bindings \
+        and isinstance(getattr(builtins, base.id, None), type)
 
 
 def _bindings(tree: ast.Module) -> Dict[str, List[str]]:
