@@ -371,9 +371,10 @@ def test_what_names_decide_is_not_asked_and_is_what_jedi_would_say(tmp_path, lay
     assert inference.classify(call, None).kind is Kind.TENSOR and inference._script is not None
 
 
-BASES_NAMES_DECIDE = ("import torch\nfrom typing_extensions import Protocol\n\n\n"
+BASES_NAMES_DECIDE = ("import torch\nfrom typing_extensions import Protocol\nfrom reexport import Generator\n\n\n"
                       "class A(str):\n    pass\n\n\nclass B(torch._C.Generator):\n    pass\n\n\n"
-                      "class C(Protocol):\n    pass\n")
+                      "class C(Protocol):\n    pass\n\n\nclass D(Generator):\n    pass\n")
+REEXPORT = "import sys\n\nif sys.platform:\n    from torch._C import Generator\n"  # bound under a condition
 BASE_SHADOWED = "import torch.nn as nn\n\n\nclass str(nn.Module):\n    pass\n\n\nclass A(str):\n    pass\n"
 
 
@@ -384,13 +385,14 @@ def class_bases(text: str):
 def test_bases_names_decide_are_not_asked_and_are_what_jedi_would_say(tmp_path, layers):
     root = project(tmp_path)
     (root / "bases.py").write_text(BASES_NAMES_DECIDE)
+    (root / "reexport.py").write_text(REEXPORT)
     layer = layers(root)
     inference = layer.for_file(BASES_NAMES_DECIDE, str(root / "bases.py"), SourceText(BASES_NAMES_DECIDE))
     bases = class_bases(BASES_NAMES_DECIDE)
-    assert [inference.is_module_base(None, base) for _, base in bases] == [False, False, False]
+    assert [inference.is_module_base(None, base) for _, base in bases] == [False] * 4
     assert inference._script is None  # no jedi Script: nothing was asked
     assert [layer._base_is_module(inference.script, base, BASES_NAMES_DECIDE, 1, set())
-            for _, base in bases] == [False, False, False]  # jedi's own answers
+            for _, base in bases] == [False] * 4  # jedi's own answers
 
     # A builtin's name that the file binds is the file's: here a Module.
     (root / "shadowed.py").write_text(BASE_SHADOWED)

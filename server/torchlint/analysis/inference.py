@@ -593,7 +593,10 @@ class JediInference:
                 if any((alias.asname or alias.name.split(".", 1)[0]) == name for alias in stmt.names):
                     found, stars = stmt, []
             elif _binds(stmt, name):
-                return None  # an assignment, a function, a definition under a condition
+                imported = _never_module_import(stmt, name)
+                if imported is None:
+                    return None  # an assignment, a function, a definition under a condition
+                found, stars = imported, []  # `if is_available(): from torch._C.x import name`
         for star in reversed(stars):  # `from .modules import *`: the last one that has it wins
             answer = self._star_import(module, star, name, depth + 1, read)
             if answer is not _ABSENT:
@@ -1119,6 +1122,24 @@ def _binds(stmt: ast.stmt, name: str) -> bool:
                    or isinstance(n, ast.alias) and (n.asname or n.name.split(".", 1)[0]) == name
                    for n in ast.walk(stmt))
     return False
+
+
+def _never_module_import(stmt: ast.stmt, name: str) -> Optional[ast.ImportFrom]:
+    """When every binding of ``name`` in a compound statement (an ``if``, a ``try``) is an absolute
+    import from a package whose classes are never Modules (_NEVER_MODULE_PACKAGES): one of those
+    imports. None when anything else may bind it there."""
+    found = None
+    for node in ast.walk(stmt):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name \
+                or isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return None
+        if isinstance(node, ast.Import) and any((a.asname or a.name.split(".", 1)[0]) == name for a in node.names):
+            return None
+        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
+            if node.level or not node.module or not (node.module + ".").startswith(_NEVER_MODULE_PACKAGES):
+                return None
+            found = node
+    return found
 
 
 def _last_token(node: ast.expr, text: str, source=None) -> Tuple[Optional[int], int]:
