@@ -153,6 +153,26 @@ def test_the_command_line_takes_its_budget_default_from_the_settings():
 
 
 # -- memory -----------------------------------------------------------------------------------
+def test_jedis_parse_of_a_closed_document_is_dropped_before_the_next_check(layers, tmp_path):
+    import jedi
+    from parso.cache import parser_cache
+
+    def parsed(path: Path) -> bool:
+        return any(path in by_path for by_path in parser_cache.values())
+
+    closed, still_open = tmp_path / "closed.py", tmp_path / "open.py"
+    for path in (closed, still_open):  # parsed as the jedi layer does: code and path, parso's cache kept
+        jedi.Script(code=HELPER_MADE, path=str(path), environment=jedi.InterpreterEnvironment()).get_names()
+    assert parsed(closed) and parsed(still_open)
+    layers.forget(str(closed))
+    assert parsed(closed), "dropped at once: a check under way in another thread may be using it"
+    layers.layer(str(tmp_path), own_interpreter())  # the next check
+    assert not parsed(closed) and parsed(still_open)
+    layers.forget(str(still_open))
+    layers.layer(str(tmp_path), own_interpreter())
+    assert not parsed(still_open)
+
+
 def test_the_recent_trees_are_bounded_by_the_size_of_their_texts():
     """Every version of a file being edited is parsed once (the jedi wave reads the whole text):
     the trees kept for reuse are bounded by their texts' size, not only by their number."""

@@ -71,6 +71,7 @@ class InferenceLayers:
         self._warn = warn or report  # what the user must see once (window/showMessage)
         self._warned: set = set()
         self._noted: set = set()  # files whose inference the budget cut short, said once each
+        self._closed: set = set()  # documents closed since the last check (see forget)
         self._use_cache = DEFAULT_SETTINGS.inference_cache
         self._budget = budget_seconds(DEFAULT_SETTINGS)
 
@@ -122,7 +123,24 @@ class InferenceLayers:
                 layer = self._layers[key] = self._recover(key, layer)
             if layer is not None:
                 self._say_notes(layer)
+            self._drop_closed()
             return layer
+
+    def forget(self, path: str) -> None:
+        """A document was closed: jedi's parse of its last text (parso keeps one per file, about
+        2 KB per line) is dropped before the next check, while no thread uses jedi. Any thread."""
+        if path:
+            self._closed.add(path)
+
+    def _drop_closed(self) -> None:
+        """Under the lock. A closed file that another one imports is parsed again from disk."""
+        if not self._closed:
+            return
+        from parso.cache import parser_cache  # jedi's parser; imported with it
+        while self._closed:
+            path = self._closed.pop()
+            for by_path in parser_cache.values():
+                by_path.pop(Path(path), None)
 
     def _say_notes(self, layer) -> None:
         """Log, once per file, that the budget cut its inference short (in a check before this one)."""

@@ -33,6 +33,7 @@ from pygls.capabilities import get_capability
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
+from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..incremental import IncrementalChecker
@@ -465,6 +466,7 @@ def did_close(server: TorchlintServer, params: types.DidCloseTextDocumentParams)
     uri = params.text_document.uri
     server.scheduler.forget(uri)
     server.forget_checks(uri)
+    server.inference.forget(to_fs_path(uri))  # jedi's parse of its text
     server.verified.forget(uri)
     server.last_good.pop(uri, None)
     server.pulled.pop(uri, None)
