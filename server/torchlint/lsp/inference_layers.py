@@ -136,7 +136,11 @@ class InferenceLayers:
         """Under the lock. A closed file that another one imports is parsed again from disk."""
         if not self._closed:
             return
-        from parso.cache import parser_cache  # jedi's parser; imported with it
+        try:
+            from parso.cache import parser_cache  # jedi's parser, imported with it
+        except ImportError:  # no jedi: nothing was parsed
+            self._closed.clear()
+            return
         while self._closed:
             path = self._closed.pop()
             for by_path in parser_cache.values():
