@@ -151,7 +151,6 @@ def test_the_command_line_takes_its_budget_default_from_the_settings():
     assert check.parse_args(["--no-cache"]).no_cache is True
 
 
-
 # -- memory -----------------------------------------------------------------------------------
 def test_jedis_parse_of_a_closed_document_is_dropped_before_the_next_check(layers, tmp_path):
     import jedi
