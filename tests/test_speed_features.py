@@ -344,7 +344,8 @@ def test_a_question_cut_short_leaves_no_answer_behind(tmp_path, layers, monkeypa
     assert layer.class_is_module(str(root / "blocks.py"), 4) is True and len(calls) == 2
 
 
-NAMES_DECIDE = ("import collections\nimport torch\nimport torch.nn as nn\nfrom collections import defaultdict, deque\n\n"
+NAMES_DECIDE = ("import collections\nimport torch\nimport torch.nn as nn\n"
+                "from collections import defaultdict, deque\n\n"
                 "a = list(range(3))\nb = defaultdict(deque)\nc = collections.OrderedDict()\nd = torch\ne = nn\n"
                 "f = tuple(a)\n")
 SHADOWED = "import torch\n\n\ndef list(n):\n    return torch.zeros(n)\n\n\na = list(3)\n"
@@ -399,3 +400,35 @@ def test_bases_names_decide_are_not_asked_and_are_what_jedi_would_say(tmp_path, 
     inference = layer.for_file(BASE_SHADOWED, str(root / "shadowed.py"), SourceText(BASE_SHADOWED))
     (_, base), = [(node, base) for node, base in class_bases(BASE_SHADOWED) if node.name == "A"]
     assert inference.is_module_base(None, base) is True
+
+
+def test_jedi_leaves_a_paused_collector_paused():
+    import gc
+
+    import parso.cache
+    from torchlint.analysis.parsing import gc_paused
+    was = gc.isenabled()
+    with gc_paused():
+        parso.cache.gc.disable()  # what parso does around loading a pickled tree
+        parso.cache.gc.enable()
+        assert not gc.isenabled()
+    assert gc.isenabled() == was
+    gc.enable()
+    parso.cache.gc.disable()
+    parso.cache.gc.enable()
+    assert gc.isenabled()
+
+
+def test_a_cli_layer_takes_the_warm_up_out_of_later_collections(tmp_path, layers):
+    import gc
+    root = project(tmp_path)
+    gc.unfreeze()  # whatever an in-process CLI run of another test froze
+    try:
+        quiet = layers(root)
+        quiet.warm()
+        assert gc.get_freeze_count() == 0  # a layer in a long-lived process leaves the collector alone
+        cli_layer = layers(root, freeze_after_warm=True)
+        cli_layer.warm()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

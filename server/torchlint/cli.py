@@ -129,7 +129,8 @@ def _new_layer(job: Job, interpreter: Optional[Interpreter]):
         layer = JediInference(job.root, interpreter, on_timeout=lambda message: _say(
             "%s; %s" % (message, "type inference is off for the rest of this run" if own
                         else "the next files are checked with torchlint's own Python")),
-            cache=InferenceCache(Path(job.cache_dir)) if job.cache_dir else None, budget=job.infer_budget)
+            cache=InferenceCache(Path(job.cache_dir)) if job.cache_dir else None, budget=job.infer_budget,
+            freeze_after_warm=True)  # a CLI process ends after its files: jedi's warm-up state lives until then
     except Exception as err:  # no jedi, or an environment it cannot start: fall back, never fail
         logging.getLogger("torchlint").warning("type inference is off: %s", err)
         return None

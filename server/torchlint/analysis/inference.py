@@ -30,6 +30,7 @@ import ast
 import builtins
 import collections
 import contextlib
+import gc
 import importlib.machinery
 import logging
 import os
@@ -45,6 +46,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 import jedi  # callers import this module lazily: the syntactic layer works without jedi
 import parso
+import parso.cache as _parso_cache
 from jedi.api.environment import Environment, InvalidPythonEnvironment
 # jedi's own pieces of its subprocess protocol: the script the subprocess runs, the function
 # that reports the interpreter's version, the version tuple (jedi>=0.19).
@@ -72,6 +74,36 @@ _MAX_BASE_DEPTH = 12  # classes and re-exports followed from one base (torch's r
 # Read a user-chosen virtual environment's files rather than run its interpreter: the same
 # findings on the fixtures either way (benchmarks/README.md), and no interpreter to wait for.
 READ_TRUSTED_VENVS = True
+
+
+class _RestoringCollector:
+    """Stands for the ``gc`` module in parso's cache, which turns the collector off to load a
+    pickled tree and then always on again: here it comes back as it was, so a check that paused
+    it (analysis.parsing.gc_paused) is not scanned through by full collections in mid-question."""
+
+    def __init__(self):
+        self._states = threading.local()
+
+    def disable(self) -> None:
+        self._states.__dict__.setdefault("stack", []).append(gc.isenabled())
+        gc.disable()
+
+    def enable(self) -> None:
+        stack = self._states.__dict__.setdefault("stack", [])
+        if not stack or stack.pop():
+            gc.enable()
+
+
+_parso_cache.gc = _RestoringCollector()
+
+
+def _freeze_long_lived() -> None:
+    """After jedi's first trip into torch: what is alive now (parso's trees of torch, typing and
+    builtins, jedi itself) lives as long as the process, and every later full collection would walk
+    it again (about 1 s of the corpus's 5 s of inference in one process): left out of collections
+    from now on (gc.freeze). Not collected first, which would cost one such walk: the warm-up's
+    own garbage is about a thousand objects, kept for good."""
+    gc.freeze()
 
 
 class InterpreterTimeout(Exception):
@@ -281,7 +313,8 @@ class JediInference:
 
     def __init__(self, project_root: str, interpreter: Union[None, str, Interpreter] = None,
                  timeout: Optional[float] = None, on_timeout: Optional[Callable[[str], None]] = None,
-                 cache: Optional[InferenceCache] = None, budget: Optional[float] = None):
+                 cache: Optional[InferenceCache] = None, budget: Optional[float] = None,
+                 freeze_after_warm: bool = False):
         jedi.settings.dynamic_params = False  # searching call sites for parameter types is slow and rarely right
         self._jedi = jedi
         if not isinstance(interpreter, Interpreter):
@@ -315,6 +348,8 @@ class JediInference:
         self.sys_path = [p for p in sys_path if p]
         self.cache = cache  # answers on disk (None: this process only)
         self.budget = budget  # seconds of jedi per file (None: no limit)
+        # A process that checks many files and then ends (a CLI worker): see _freeze_long_lived.
+        self.freeze_after_warm = freeze_after_warm
         # Where the environment's own files live: answers read from there are covered by the
         # environment's identity; files elsewhere (the project's) are each checked for changes.
         self._environment_dirs = tuple(os.path.join(os.path.abspath(p), "") for p in self._environment_folders())
@@ -354,6 +389,9 @@ class JediInference:
                 script.infer(5, 0)
             except Exception:
                 log.debug("jedi warm-up failed", exc_info=True)
+            script = None
+            if self.freeze_after_warm:
+                _freeze_long_lived()
         self._warmed.set()
 
     def for_file(self, text: str, path: str, source) -> "FileInference":
