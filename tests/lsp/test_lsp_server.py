@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
+from pathlib import Path
 
 import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from make_big_model import make_model_source  # noqa: E402
 from lsp_helpers import (CONFIG, EXAMPLES, HELPER_MADE, NEOVIM, VSCODE, apply_text_edits, close_document, codes,
                          edits_of, initialize, new_uri, open_document, replace_text, settle,
                          utf16_len, wait_for, wait_for_publish)
@@ -184,6 +188,26 @@ async def test_a_stale_version_is_never_published(vscode: LanguageClient, tmp_pa
     assert versions == sorted(versions)
     expected = check_source(previous, "m.py").findings
     assert codes(ours[-1].diagnostics) == [f.code for f in expected]
+
+
+async def test_typing_in_a_costly_document_is_debounced(vscode: LanguageClient, tmp_path):
+    """Whole-text replacements that change an import: each is a full check of 6,000 lines,
+    so quick edits wait for a pause and most versions are never analysed."""
+    client = vscode
+    big = make_model_source(6000)
+    other = big.replace("import math\n", "import math as maths\nmath = maths\n", 1)
+    assert other != big
+    uri, _ = await opened(client, tmp_path, big)
+    since = len(client.publishes)
+    previous = big
+    for version in range(2, 22):
+        text = other if version % 2 else big
+        replace_text(client, uri, previous, text, version)
+        previous = text
+    await wait_for_publish(client, uri, version=21, since=since, timeout=120)
+    await settle(client)
+    ours = [p for p in client.publishes[since:] if p.uri == uri]
+    assert ours[-1].version == 21
     assert len(ours) < 20  # debounced: most versions were never analysed
 
 

@@ -242,3 +242,55 @@ def test_work_queued_for_an_old_version_is_skipped():
         executor.shutdown(wait=True)
     assert published == [2]
     assert analysed == [2]  # version 1 never ran: superseded while it waited
+
+
+def test_typing_waits_for_a_pause_only_when_the_first_wave_is_costly():
+    """A document whose first wave costs little CPU is analysed at every edit; a costly one
+    waits for a pause in typing. Cost is the analysing thread's CPU time, so a busy machine
+    does not change the decision."""
+    import asyncio
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from torchlint.analysis.findings import CheckResult
+    from torchlint.lsp.scheduler import CHEAP_SECONDS, DEBOUNCE_SECONDS, Scheduler
+
+    documents = {"file:///cheap.py": (1, "x = 1\n", "/cheap.py"), "file:///costly.py": (1, "y = 1\n", "/costly.py")}
+    published = []
+    executor = ThreadPoolExecutor(max_workers=1)
+
+    def analyse(snap, wave):
+        if "costly" in snap.uri:
+            started = time.thread_time()
+            while time.thread_time() - started < 2 * CHEAP_SECONDS:
+                pass  # CPU, not sleep: what the scheduler measures
+        return CheckResult([], None)
+
+    async def scenario():
+        scheduler = Scheduler(documents.get, analyse, lambda snap, result: published.append(snap.uri), executor)
+        now = asyncio.get_running_loop().time()
+        # Before any analysis the cost is unknown: a quick second edit waits, as it always did.
+        for uri in documents:
+            scheduler.schedule(uri, delay=0)
+            assert scheduler.delay_for(uri, now) == DEBOUNCE_SECONDS
+        async def published_count(count):
+            for _ in range(500):  # bounded: 10 s at most
+                if len(published) >= count:
+                    return
+                await asyncio.sleep(0.02)
+
+        await published_count(2)
+        for uri in documents:  # another edit to each, then the question for one right after it
+            scheduler.schedule(uri, delay=0)
+        now = asyncio.get_running_loop().time()
+        delays = scheduler.delay_for("file:///cheap.py", now), scheduler.delay_for("file:///costly.py", now)
+        await published_count(4)
+        return delays
+
+    try:
+        cheap, costly = asyncio.run(scenario())
+    finally:
+        executor.shutdown(wait=True)
+    assert sorted(published) == sorted(list(documents) * 2)
+    assert cheap == 0
+    assert costly == DEBOUNCE_SECONDS

@@ -394,8 +394,8 @@ class JediInference:
                 _freeze_long_lived()
         self._warmed.set()
 
-    def for_file(self, text: str, path: str, source) -> "FileInference":
-        return FileInference(self, text, path, source)
+    def for_file(self, text: str, path: str, source, tree: Optional[ast.Module] = None) -> "FileInference":
+        return FileInference(self, text, path, source, tree)
 
     def _environment_folders(self) -> List[str]:
         """sys.path folders outside the project, site-packages wherever they are (a .venv inside
@@ -790,9 +790,12 @@ class FileInference:
     to be asked, stored by :meth:`finish` with the project files they were read from.
     """
 
-    def __init__(self, project: JediInference, text: str, path: str, source):
+    def __init__(self, project: JediInference, text: str, path: str, source, tree: Optional[ast.Module] = None):
         self.project = project
         self.text = text
+        # The tree the check is using: the file's, or a reduced copy of it (torchlint.incremental)
+        # that holds every statement binding a name the check asks about, and every import.
+        self._tree = tree
         self.path = path if os.path.isabs(path) else os.path.abspath(path)
         self.source = source  # SourceText: ast byte columns -> jedi code-point columns
         self._script = None
@@ -841,8 +844,7 @@ class FileInference:
     def _base_from_files(self, base: ast.expr) -> Optional[bool]:
         """A base resolved by reading the files its import names (no jedi); None: ask jedi."""
         if self._import_nodes is None:
-            from .parsing import parse  # the tree the check is using (kept for a while)
-            tree, _ = parse(self.text, self.path)
+            tree = self._checked_tree()
             if tree is None:
                 return None
             self._import_nodes = [n for n in _statement_walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
@@ -875,10 +877,15 @@ class FileInference:
 
     def _file_bindings(self) -> Dict[str, List[str]]:
         if self._bindings is None:
-            from .parsing import parse  # the tree the check is using (kept for a while)
-            tree, _ = parse(self.text, self.path)
+            tree = self._checked_tree()
             self._bindings = _bindings(tree) if tree is not None else {"*": ["*"]}
         return self._bindings
+
+    def _checked_tree(self) -> Optional[ast.Module]:
+        if self._tree is None:
+            from .parsing import parse  # the tree the check is using (kept for a while)
+            self._tree, _ = parse(self.text, self.path)
+        return self._tree
 
     def _never_a_value(self, node: ast.expr) -> bool:
         """Questions whose answer names already give: jedi would say "unknown" (None). A module

@@ -1,5 +1,5 @@
-"""When documents are analysed: at once after a pause, debounced while typing, off the
-event loop, never for an old version.
+"""When documents are analysed: at once after a pause, debounced while typing (unless the
+document's first wave is cheap: then every edit), off the event loop, never for an old version.
 
 Each analysis starts from a :class:`Snapshot` (uri, version, text) taken when it starts.
 When it finishes, the result is kept only if the document is still at that version and
@@ -17,6 +17,7 @@ current is skipped when its turn comes.
 from __future__ import annotations
 
 import asyncio
+import time
 import traceback
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -25,6 +26,10 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 from ..analysis.findings import CheckResult
 
 DEBOUNCE_SECONDS = 0.15
+# A document whose last first wave took less than this (CPU seconds of its thread, whatever else
+# the machine runs) is analysed at every edit, typing included: the incremental check of an
+# edit usually costs a few milliseconds, and holding it back would only delay the diagnostics.
+CHEAP_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,7 @@ class Scheduler:
         self.generation = 0
         self._pending: Dict[str, asyncio.Task] = {}
         self._last_scheduled: Dict[str, float] = {}  # uri -> loop time of its last edit
+        self._first_wave_cost: Dict[str, float] = {}  # uri -> CPU seconds of its last first wave
         self._cache: Dict[str, Tuple[Snapshot, int, CheckResult]] = {}  # uri -> (snapshot, wave, result)
         self._running: Dict[Tuple[Snapshot, int], asyncio.Future] = {}  # (snapshot, wave) -> its computation
 
@@ -83,6 +89,7 @@ class Scheduler:
     def forget(self, uri: str) -> None:
         """The document closed."""
         self._last_scheduled.pop(uri, None)
+        self._first_wave_cost.pop(uri, None)
         task = self._pending.pop(uri, None)
         if task is not None:
             task.cancel()
@@ -91,16 +98,22 @@ class Scheduler:
     # -- push: debounced, all waves ---------------------------------------------------------
     def schedule(self, uri: str, delay: float = DEBOUNCE_SECONDS) -> None:
         """Analyse soon. The first edit after a pause is analysed at once; edits that follow
-        it quickly (typing) wait for a pause of ``delay`` and are analysed together."""
+        it quickly (typing) wait for a pause of ``delay`` and are analysed together, unless the
+        document's first wave is cheap (``CHEAP_SECONDS``)."""
         loop = asyncio.get_running_loop()
         task = self._pending.pop(uri, None)
         if task is not None:
             task.cancel()
-        now = loop.time()
-        if now - self._last_scheduled.get(uri, float("-inf")) >= delay:
-            delay = 0
-        self._last_scheduled[uri] = now
+        delay = self.delay_for(uri, loop.time(), delay)
+        self._last_scheduled[uri] = loop.time()
         self._pending[uri] = loop.create_task(self._run(uri, delay))
+
+    def delay_for(self, uri: str, now: float, delay: float = DEBOUNCE_SECONDS) -> float:
+        """How long an edit made at ``now`` waits before its analysis starts."""
+        if now - self._last_scheduled.get(uri, float("-inf")) >= delay \
+                or self._first_wave_cost.get(uri, float("inf")) < CHEAP_SECONDS:
+            return 0
+        return delay
 
     async def _run(self, uri: str, delay: float) -> None:
         try:
@@ -184,4 +197,9 @@ class Scheduler:
         """In the executor: skip a version that was superseded while it waited for a thread."""
         if not self.is_current(snap):
             raise Stale(snap.uri)
-        return self._analyse(snap, self.waves[wave])
+        if wave:
+            return self._analyse(snap, self.waves[wave])
+        started = time.thread_time()
+        result = self._analyse(snap, self.waves[wave])
+        self._first_wave_cost[snap.uri] = time.thread_time() - started
+        return result
