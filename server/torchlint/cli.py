@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import gc
 import io
 import logging
 import os
@@ -499,7 +500,11 @@ def _sigterm_raises():
 
 def command_check(args) -> int:
     with _sigterm_raises():
-        return _check(args)
+        status = _check(args)
+    # What the check built (the last trees, jedi's caches) lives until the process ends; the
+    # collection at exit would walk all of it again (8 s of 17 for a 200,000-line file).
+    gc.freeze()
+    return status
 
 
 def _check(args) -> int:
