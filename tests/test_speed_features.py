@@ -432,3 +432,14 @@ def test_a_cli_layer_takes_the_warm_up_out_of_later_collections(tmp_path, layers
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_jedis_interpreter_reads_torchs_stubs_and_never_imports_it(tmp_path, layers):
+    root = project(tmp_path)
+    layer = layers(root)
+    layer.warm()  # jedi's trip into torch: torch.zeros, nn.Parameter
+    value, _ = ask(layer, root / "model.py")
+    assert value.kind is Kind.TENSOR  # answered from torch's sources and stubs
+    process = layer.environment._subprocess._process
+    mapped = Path("/proc/%d/maps" % process.pid).read_text()
+    assert "libtorch" not in mapped and "torch/_C" not in mapped  # import torch._C would load them
