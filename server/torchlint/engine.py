@@ -66,6 +66,7 @@ def check_tree(text: str, path: str, tree: ast.Module, options: CheckOptions = D
             result.internal_errors.append("%s: %s" % (rule.code, traceback.format_exc(limit=3)))
     if ctx.inference is not None:
         ctx.inference.finish()  # keeps jedi's answers for the next check of this text
+    ctx.release()
     for finding in findings:
         if directives.suppresses(finding):
             continue

@@ -10,7 +10,7 @@ from .findings import Applicability, Edit, Finding, Fix, Position, Range, Relate
 from .imports import ImportMap, collect_imports
 from .modules import moves_own_state, resolve_modules
 from .forward import Reach, reach
-from .scopes import ClassInfo, Index, NodeTable, Scope, block_chain, build_index, class_chain
+from .scopes import ClassInfo, Index, NodeTable, Scope, block_chain, build_index, class_chain, release
 from .source import SourceText
 from .values import Classifier, Value
 
@@ -33,6 +33,11 @@ class FileContext:
         self.classes: Dict[str, ClassInfo] = resolve_modules(self.index.classes, self.imports, external)
         self.classifier = Classifier(self.imports, self.classes,
                                      self.inference.classify if self.inference is not None else None)
+
+    def release(self) -> None:
+        """The check is over: drop what it built, cycles included (see scopes.release)."""
+        release(self.index)
+        self.__dict__.clear()
 
     # -- facts -------------------------------------------------------------------------------
     def classify(self, node: Optional[ast.expr], scope: Optional[Scope] = None) -> Value:

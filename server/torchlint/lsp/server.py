@@ -88,7 +88,6 @@ class TorchlintServer(LanguageServer):
         self.initial_settings: Dict[str, Any] = {}  # from initializationOptions
         self.last_good: Dict[str, List[types.Diagnostic]] = {}  # uri -> diagnostics of the last text that parsed
         self.pulled: Dict[str, str] = {}  # uri -> the result id the client pulled last
-        self.frozen_layers: set = set()  # ids of the jedi layers whose heap was set aside (analyse)
         # (uri, wave) -> its checker (torchlint.incremental): an edit re-checks what it touched
         self.incremental: Dict[Tuple[str, Any], IncrementalChecker] = {}
         self.problems: Dict[Hashable, str] = {}  # key -> the message shown for it (see notify_problem)
@@ -200,13 +199,10 @@ class TorchlintServer(LanguageServer):
         else:
             with self.inference.lock:
                 result = self.incremental_check(snap.uri, path, JEDI_WAVE).check(snap.text, options, layer)
-            if id(layer) not in self.frozen_layers:
-                self.frozen_layers.add(id(layer))
-                # jedi's first trip into torch leaves ~500,000 long-lived objects: every later
-                # collection would walk them again, 0.4 s pauses in the middle of an edit's
-                # analysis. Collected once, they are set aside for good (gc.freeze).
-                gc.collect(1)
-                gc.freeze()
+            # jedi leaves tens of thousands of cyclic objects per edit (parso's trees point back
+            # to their parents): collected here, in the wave that has time to spare, rather than
+            # whenever the count runs over, often in the middle of the next edit's first wave.
+            gc.collect(1)
         for error in result.internal_errors:
             self.log_error("internal error (a torchlint bug), other rules still ran: %s" % error)
         return result
