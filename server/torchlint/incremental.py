@@ -69,7 +69,6 @@ class Plan:
 class _Known:
     options: CheckOptions
     inference: object  # the jedi layer the findings came from, or None
-    path: str
     text: str
     lines: List[str]
     chunks: List[Chunk]
@@ -98,7 +97,7 @@ class IncrementalChecker:
             known = self._known
         with gc_paused():
             if known is None or known.options != options or known.inference is not inference:
-                return self._full(text, options, inference, "first check" if known is None else "other options")
+                return self._full(text, options, inference, "first check" if known is None else "other options or jedi layer")
             if text == known.text:
                 self.last_plan = Plan(False, "same text")
                 return CheckResult([f for chunk in known.chunks for f in chunk.findings])
@@ -124,7 +123,7 @@ class IncrementalChecker:
                 total: Counter = Counter()
                 for chunk in chunks:
                     total.update(chunk.attributes)
-                known = _Known(options, inference, self.path, text, _lines(text), chunks, total)
+                known = _Known(options, inference, text, _lines(text), chunks, total)
         with self._lock:
             self._known = known
         return result
@@ -200,7 +199,7 @@ class IncrementalChecker:
         if final is None:
             return self._full(text, options, inference, "a finding outside every statement")
         with self._lock:
-            self._known = _Known(options, inference, self.path, text, lines, final, attributes)
+            self._known = _Known(options, inference, text, lines, final, attributes)
         self.last_plan = Plan(False, "incremental", len(recheck), included_lines)
         findings = [f for chunk in final for f in chunk.findings]
         findings.sort(key=lambda f: (f.range.start, f.code))
