@@ -16,6 +16,7 @@ from .analysis.context import FileContext
 from .analysis.findings import CheckResult, Finding, Severity
 from .analysis.noqa import parse_directives
 from .analysis.parsing import gc_paused, parse
+from .analysis.source import SourceText
 from .rules import ALL_RULES
 
 log = logging.getLogger("torchlint")
@@ -48,11 +49,13 @@ def _check_source(text: str, path: str, options: CheckOptions, inference) -> Che
 
 
 def check_tree(text: str, path: str, tree: ast.Module, options: CheckOptions = DEFAULT_OPTIONS,
-               inference=None, file_attribute_names: Optional[Counter] = None) -> CheckResult:
+               inference=None, file_attribute_names: Optional[Counter] = None,
+               source: Optional[SourceText] = None) -> CheckResult:
     """The rules over an already parsed ``tree`` of ``text``. ``file_attribute_names``: the
-    file's attribute-name counts when ``tree`` holds only part of the file (torchlint.incremental)."""
+    file's attribute-name counts when ``tree`` holds only part of the file (torchlint.incremental);
+    ``source``: ``text``'s SourceText when the caller has one already."""
     ctx = FileContext(text, path, tree, inference, show_all=options.show_all,
-                      file_attribute_names=file_attribute_names)
+                      file_attribute_names=file_attribute_names, source=source)
     directives = parse_directives(ctx.source, tree)
     result = CheckResult()
     findings: List[Finding] = []

@@ -114,7 +114,8 @@ class IncrementalChecker:
         tree, error = parse(text, self.path)
         if tree is None:
             return CheckResult([], error)  # the last state that parsed stays the starting point
-        result = check_tree(text, self.path, tree, options, inference)
+        source = SourceText(text)
+        result = check_tree(text, self.path, tree, options, inference, source=source)
         known = None
         if not text.startswith("\ufeff") and not result.internal_errors:
             chunks = _chunks(tree.body, at_file_start=True)
@@ -123,7 +124,7 @@ class IncrementalChecker:
                 total: Counter = Counter()
                 for chunk in chunks:
                     total.update(chunk.attributes)
-                known = _Known(options, inference, text, _lines(text), chunks, total)
+                known = _Known(options, inference, text, _lines(source), chunks, total)
         with self._lock:
             self._known = known
         return result
@@ -132,7 +133,8 @@ class IncrementalChecker:
     def _incremental(self, known: _Known, text: str, options: CheckOptions, inference) -> CheckResult:
         if text.startswith("\ufeff"):
             return self._full(text, options, inference, "byte-order mark")
-        lines = _lines(text)
+        source = SourceText(text)
+        lines = _lines(source)
         old_lines, chunks = known.lines, known.chunks
         prefix = _common_prefix(old_lines, lines)
         suffix = _common_suffix(old_lines, lines, min(len(old_lines), len(lines)) - prefix)
@@ -187,7 +189,8 @@ class IncrementalChecker:
             attributes.subtract(chunk.attributes)
         for chunk in new_region:
             attributes.update(chunk.attributes)
-        result = check_tree(text, self.path, reduced_tree, options, inference, file_attribute_names=attributes)
+        result = check_tree(text, self.path, reduced_tree, options, inference, file_attribute_names=attributes,
+                            source=source)
         if result.internal_errors:
             return self._full(text, options, inference, "a rule failed on the reduced copy")
 
@@ -400,11 +403,10 @@ def _moved_finding(finding: Finding, moved) -> Finding:
 
 
 # -- lines --------------------------------------------------------------------------------------
-def _lines(text: str) -> List[str]:
+def _lines(source: SourceText) -> List[str]:
     """The text's lines with their endings, split as Python's tokenizer splits them."""
-    starts = SourceText(text).line_starts
-    ends = starts[1:] + [len(text)]
-    return [text[a:b] for a, b in zip(starts, ends)]
+    text, starts = source.text, source.line_starts
+    return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
 
 
 _CONTINUATIONS = ("else", "elif", "except", "finally")

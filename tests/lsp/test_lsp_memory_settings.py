@@ -61,8 +61,9 @@ async def test_with_the_cache_off_the_server_writes_nothing_and_on_again_it_writ
 class FakeJedi:
     """Stands for JediInference: what the layers hand it, without starting jedi."""
 
-    def __init__(self, root, interpreter, on_timeout=None, cache=None, budget=None):
+    def __init__(self, root, interpreter, on_timeout=None, cache=None, budget=None, freeze_after_warm=False):
         self.root, self.interpreter, self.cache, self.budget = root, interpreter, cache, budget
+        self.freeze_after_warm = freeze_after_warm
         self.warnings, self.failure, self.notes = [], None, {}
 
     def describe(self) -> str:
@@ -91,6 +92,7 @@ def layers(monkeypatch, tmp_path):
 def test_the_settings_reach_new_and_running_layers(layers, tmp_path):
     running = layers.layer(str(tmp_path), own_interpreter())
     assert running.budget == DEFAULT_SETTINGS.infer_budget == 10.0
+    assert running.freeze_after_warm  # a long-lived process: jedi's warm-up state is set aside
     assert isinstance(running.cache, SwitchableCache)
     assert "at most 10 s of jedi per file" in layers.said[-1]
 

@@ -17,10 +17,10 @@ from .values import Classifier, Value
 
 class FileContext:
     def __init__(self, text: str, path: str, tree: ast.Module, inference=None, show_all: bool = False,
-                 file_attribute_names: Optional[Counter] = None):
+                 file_attribute_names: Optional[Counter] = None, source: Optional[SourceText] = None):
         self.path = path
         self.show_all = show_all  # report quiet findings too (as hints)
-        self.source = SourceText(text)
+        self.source = source if source is not None else SourceText(text)
         self.tree = tree
         # Given when ``tree`` is a reduced copy of the file (torchlint.incremental): the counts
         # of the whole file, which the reduced tree alone would understate.

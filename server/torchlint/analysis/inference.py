@@ -348,7 +348,8 @@ class JediInference:
         self.sys_path = [p for p in sys_path if p]
         self.cache = cache  # answers on disk (None: this process only)
         self.budget = budget  # seconds of jedi per file (None: no limit)
-        # A process that checks many files and then ends (a CLI worker): see _freeze_long_lived.
+        # A process that keeps jedi's warm-up state until it ends (a CLI worker, the language
+        # server): see _freeze_long_lived.
         self.freeze_after_warm = freeze_after_warm
         # Where the environment's own files live: answers read from there are covered by the
         # environment's identity; files elsewhere (the project's) are each checked for changes.

@@ -171,7 +171,7 @@ class InferenceLayers:
             # The CLI's answers on disk (same folder, same keys): a restart asks jedi nothing new.
             layer = JediInference(root, interpreter, on_timeout=lambda message: log.warning("%s", message),
                                   cache=SwitchableCache(default_cache_dir(), lambda: self._use_cache),
-                                  budget=self._budget)
+                                  budget=self._budget, freeze_after_warm=True)
         except Exception as err:  # no jedi, a broken interpreter: the syntactic wave still stands
             self._report("type inference is off for %s: %s" % (root, err))
             return None
@@ -183,9 +183,6 @@ class InferenceLayers:
 
     def _warm(self, layer) -> None:
         with self.lock:
-            layer.warm()
-            # jedi now holds ~1M long-lived objects: keep full GC passes (hundreds of ms each,
-            # mid-keystroke) from walking them again and again.
-            gc.collect()
-            gc.freeze()
+            layer.warm()  # which sets jedi's long-lived state aside from collections (freeze_after_warm)
+            # Young collections rarer, so fewer of them land in the middle of a keystroke's check.
             gc.set_threshold(50_000, 20, 100)

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from ..analysis.findings import CheckResult
-from ..analysis.parsing import gc_paused
 
 DEBOUNCE_SECONDS = 0.15
 # A document whose last first wave took less than this (CPU seconds of its thread, whatever else
@@ -124,13 +123,10 @@ class Scheduler:
             if snap is None:
                 return
             for wave in range(len(self.waves)):
-                # The collection of what the wave allocated (tens of milliseconds) runs after
-                # its findings are sent, not between the analysis and the publish.
-                with gc_paused():
-                    result = await self._wave(snap, wave)
-                    if not self.is_current(snap):
-                        return  # a newer edit has its own task
-                    self._publish(snap, result)
+                result = await self._wave(snap, wave)
+                if not self.is_current(snap):
+                    return  # a newer edit has its own task
+                self._publish(snap, result)
         except asyncio.CancelledError:
             raise
         except Stale:
