@@ -158,7 +158,7 @@ class IncrementalChecker:
             return self._full(text, options, inference, "an import, star import or set_default_device edited")
         if "noqa" in region_text.lower() or any("noqa" in line.lower() for line in old_lines[low - 1: high]):
             return self._full(text, options, inference, "a noqa comment in the edited region")
-        tree, error = parse_fresh("\n" * (low - 1) + region_text, self.path)
+        tree, _ = parse_fresh("\n" * (low - 1) + region_text, self.path)
         if tree is None:
             return self._full(text, options, inference, "the edited region does not parse alone")
         new_region = _chunks(tree.body, at_file_start=start == 0 and low == 1)
@@ -181,7 +181,7 @@ class IncrementalChecker:
         for i in included:
             keep[new_chunks[i].first - 1: new_chunks[i].last] = b"\x01" * (new_chunks[i].last - new_chunks[i].first + 1)
         reduced = "".join(line if kept else "\n" for line, kept in zip(lines, keep))
-        reduced_tree, error = parse_fresh(reduced, self.path)
+        reduced_tree, _ = parse_fresh(reduced, self.path)
         if reduced_tree is None:  # cannot happen for chunks that parsed: play safe
             return self._full(text, options, inference, "the reduced copy does not parse")
         attributes = known.attributes.copy()
@@ -216,7 +216,7 @@ def _chunks(body: Sequence[ast.stmt], at_file_start: bool) -> List[Chunk]:
     groups: List[List[ast.stmt]] = []
     last = 0
     for stmt in body:
-        first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+        first = _first_line(stmt)
         if groups and first <= last:
             groups[-1].append(stmt)
         else:
@@ -272,9 +272,13 @@ def _summary(group: List[ast.stmt], is_first: bool) -> Chunk:
     docstring = (is_first and isinstance(head, ast.Expr) and isinstance(head.value, ast.Constant)
                  and isinstance(head.value.value, str))
     future = all(isinstance(s, ast.ImportFrom) and s.module == "__future__" for s in group)
-    first = min([head.lineno] + [d.lineno for d in getattr(head, "decorator_list", ())])
-    return Chunk(first, max(s.end_lineno for s in group), kind_name, frozenset(defines), frozenset(references),
+    return Chunk(_first_line(head), max(s.end_lineno for s in group), kind_name, frozenset(defines), frozenset(references),
                  attributes, frozenset(stored), pinned, docstring or future)
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    """Where a statement starts, its decorators included."""
+    return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
 
 
 def _to_recheck(chunks: List[Chunk], region: Set[int], old_region: List[Chunk], new_region: List[Chunk],
