@@ -28,7 +28,7 @@ class FileContext:
         self.index: Index = build_index(tree, NodeTable(tree))
         self.imports: ImportMap = collect_imports(tree, self.index.imports)
         # The jedi layer (analysis.inference.JediInference), or None: names only.
-        self.inference = inference.for_file(text, path, self.source, tree) if inference is not None else None
+        self.inference = inference.for_file(text, path, self.source, tree, self.index.nodes) if inference is not None else None
         external = self.inference.is_module_base if self.inference is not None else None
         self.classes: Dict[str, ClassInfo] = resolve_modules(self.index.classes, self.imports, external)
         self.classifier = Classifier(self.imports, self.classes,

@@ -70,6 +70,8 @@ _TENSOR_CLASSES = frozenset(["torch.Tensor", "torch._tensor.Tensor", "torch._C.T
 _PLAIN_TYPES = frozenset(["builtins.int", "builtins.float", "builtins.str", "builtins.bool", "builtins.NoneType",
                           "builtins.bytes", "torch.device", "torch.dtype", "torch.Size", "torch._C.device",
                           "torch._C.dtype", "torch.types.Device"])
+SCRIPTS_PER_STATE = 64  # files that share one jedi inference state (JediInference.new_script)
+SHARED_STATES = 4  # shared states kept at once, one per jedi sys.path (folders outside packages)
 _MAX_BASE_DEPTH = 12  # classes and re-exports followed from one base (torch's reach 8)
 # Read a user-chosen virtual environment's files rather than run its interpreter: the same
 # findings on the fixtures either way (benchmarks/README.md), and no interpreter to wait for.
@@ -314,7 +316,7 @@ class JediInference:
     def __init__(self, project_root: str, interpreter: Union[None, str, Interpreter] = None,
                  timeout: Optional[float] = None, on_timeout: Optional[Callable[[str], None]] = None,
                  cache: Optional[InferenceCache] = None, budget: Optional[float] = None,
-                 freeze_after_warm: bool = False):
+                 freeze_after_warm: bool = False, share_states: bool = False):
         jedi.settings.dynamic_params = False  # searching call sites for parameter types is slow and rarely right
         self._jedi = jedi
         if not isinstance(interpreter, Interpreter):
@@ -351,6 +353,10 @@ class JediInference:
         # A process that keeps jedi's warm-up state until it ends (a CLI worker, the language
         # server): see _freeze_long_lived.
         self.freeze_after_warm = freeze_after_warm
+        # Files of one run share jedi's inference state (see new_script); texts that change
+        # between questions (an editor's) do not: each of their scripts starts afresh.
+        self.share_states = share_states
+        self._states: Dict[tuple, List] = {}  # jedi's sys.path -> [its shared state, scripts it served]
         # Where the environment's own files live: answers read from there are covered by the
         # environment's identity; files elsewhere (the project's) are each checked for changes.
         self._environment_dirs = tuple(os.path.join(os.path.abspath(p), "") for p in self._environment_folders())
@@ -383,20 +389,81 @@ class JediInference:
             return
         if self.torch_available and self.failure is None:
             code = "import torch\nx = torch.zeros(1)\nx\np = torch.nn.Parameter(x)\np\n"
+            script = None
             try:
-                script = self._jedi.Script(code=code, path=os.path.join(self.root, "__torchlint_warm__.py"),
-                                           project=self.project, environment=self.environment)
+                script = self.new_script(code, os.path.join(self.root, "__torchlint_warm__.py"))
                 script.infer(3, 0)
                 script.infer(5, 0)
+                self.done_with(script)
             except Exception:
                 log.debug("jedi warm-up failed", exc_info=True)
+                self.done_with(script, spoiled=True)
             script = None
             if self.freeze_after_warm:
                 _freeze_long_lived()
         self._warmed.set()
 
-    def for_file(self, text: str, path: str, source, tree: Optional[ast.Module] = None) -> "FileInference":
-        return FileInference(self, text, path, source, tree)
+    def for_file(self, text: str, path: str, source, tree: Optional[ast.Module] = None,
+                 nodes=None) -> "FileInference":
+        return FileInference(self, text, path, source, tree, nodes)
+
+    def new_script(self, text: str, path: str):
+        """A jedi Script of ``text``. With ``share_states``, on the inference state of the earlier
+        scripts whose jedi ``sys.path`` is the same (it depends on the file's folder): torch and
+        the standard library, as jedi understood them for those, are not inferred again (a third
+        of the default mode's cost on the benchmark corpus). Imports resolve alike for all of
+        them, as in one Python process. A state serves SCRIPTS_PER_STATE scripts, then a fresh
+        one starts: it holds on to every script's tree until then."""
+        script = self._jedi.Script(code=text, path=path, project=self.project, environment=self.environment)
+        if not self.share_states:
+            return script
+        fresh = script._inference_state
+        try:
+            key = tuple(fresh.get_sys_path())
+        except Exception:  # jedi's internals moved: no sharing
+            log.debug("jedi sys.path unavailable", exc_info=True)
+            return script
+        shared = self._states.get(key)
+        if shared is None or shared[1] >= SCRIPTS_PER_STATE:
+            self._states.pop(key, None)
+            while len(self._states) >= SHARED_STATES:
+                del self._states[next(iter(self._states))]  # the oldest
+            self._states[key] = [fresh, 1]
+        else:
+            shared[1] += 1
+            shared[0].script_path = fresh.script_path
+            script._inference_state = shared[0]
+        return script
+
+    def done_with(self, script, spoiled: bool = False) -> None:
+        """A script's questions are over. Its shared state forgets the project's modules (its own
+        among them): their files may change, and a later file must load them again for
+        :meth:`loaded_files` to see that its answers depend on them. ``spoiled``: a question was
+        cut short, and jedi may have kept a partial answer: the state is not shared any more."""
+        if script is None or not self.share_states:
+            return
+        state = script._inference_state
+        key = next((k for k, (shared, _) in self._states.items() if shared is state), None)
+        if key is None:
+            return
+        if spoiled:
+            del self._states[key]
+            return
+        try:
+            names = state.module_cache._name_cache
+            for name, values in list(names.items()):
+                if any(self._project_value(value) for value in values):
+                    del names[name]
+            for name, value in list(state.stub_module_cache.items()):
+                if value is not None and self._project_value(value):
+                    del state.stub_module_cache[name]
+        except Exception:  # jedi's internals moved: this state is not shared any more
+            log.debug("cannot clean a shared jedi state", exc_info=True)
+            del self._states[key]
+
+    def _project_value(self, value) -> bool:
+        path = value.py__file__()
+        return path is not None and self.is_project_file(str(path))
 
     def _environment_folders(self) -> List[str]:
         """sys.path folders outside the project, site-packages wherever they are (a .venv inside
@@ -791,12 +858,14 @@ class FileInference:
     to be asked, stored by :meth:`finish` with the project files they were read from.
     """
 
-    def __init__(self, project: JediInference, text: str, path: str, source, tree: Optional[ast.Module] = None):
+    def __init__(self, project: JediInference, text: str, path: str, source, tree: Optional[ast.Module] = None,
+                 nodes=None):
         self.project = project
         self.text = text
         # The tree the check is using: the file's, or a reduced copy of it (torchlint.incremental)
         # that holds every statement binding a name the check asks about, and every import.
         self._tree = tree
+        self._nodes = nodes  # that tree's scopes.NodeTable, when the check built one
         self.path = path if os.path.isabs(path) else os.path.abspath(path)
         self.source = source  # SourceText: ast byte columns -> jedi code-point columns
         self._script = None
@@ -815,9 +884,7 @@ class FileInference:
     @property
     def script(self):
         if self._script is None:
-            project = self.project
-            self._script = project._jedi.Script(code=self.text, path=self.path, project=project.project,
-                                                environment=project.environment)
+            self._script = self.project.new_script(self.text, self.path)
         return self._script
 
     # -- hooks the syntactic layer calls --------------------------------------------------------
@@ -879,7 +946,7 @@ class FileInference:
     def _file_bindings(self) -> Dict[str, List[str]]:
         if self._bindings is None:
             tree = self._checked_tree()
-            self._bindings = _bindings(tree) if tree is not None else {"*": ["*"]}
+            self._bindings = _bindings(tree, self._nodes) if tree is not None else {"*": ["*"]}
         return self._bindings
 
     def _checked_tree(self) -> Optional[ast.Module]:
@@ -917,15 +984,12 @@ class FileInference:
         if self.note is not None:
             self.project.notes[self.path] = self.note
         cache = self.project.cache
-        if cache is None or not self._asked or self.project.failure is not None:
+        keep = cache is not None and self._asked and self.project.failure is None
+        loaded = self.project.loaded_files(self._script) if keep and self._script is not None else set()
+        self.project.done_with(self._script)
+        if not keep or loaded is None:  # None: cannot tell what the answers depend on (this run only)
             return
-        read = set(self._read)
-        if self._script is not None:
-            loaded = self.project.loaded_files(self._script)
-            if loaded is None:
-                return  # cannot tell what the answers depend on: keep them in this run only
-            read |= loaded
-        read.discard(self.path)
+        read = (self._read | loaded) - {self.path}
         dependencies = [d for d in (dependency(p) for p in read if self.project.is_project_file(p)) if d]
         if len(dependencies) < len([p for p in read if self.project.is_project_file(p)]):
             return  # a file the answers came from is gone already
@@ -947,7 +1011,11 @@ class FileInference:
             with _interrupt_after(None if budget is None else max(budget - self.spent, 0.001)):
                 return question()
         except BudgetSpent:
+            self.project.done_with(self._script, spoiled=True)
             self._stop(budget)
+            raise
+        except Exception:  # jedi failed midway: what it kept may be partial
+            self.project.done_with(self._script, spoiled=True)
             raise
         finally:
             self.spent += time.monotonic() - started
@@ -1001,6 +1069,7 @@ class FileInference:
             # Everything this file's jedi state has read so far: more than the helper needs,
             # which only makes a later change elsewhere re-ask more often.
             read |= self.project.loaded_files(self.script) or ()
+            read.discard(self.path)  # the file that asked first: not what the helper depends on
             self.project._return_cache[key] = (value, frozenset(read))
         value, read = self.project._return_cache[key]
         self._read.update(read)
@@ -1119,40 +1188,56 @@ def _builtin_class(base: ast.expr, bindings: Dict[str, List[str]]) -> bool:
         and isinstance(getattr(builtins, base.id, None), type)
 
 
-def _bindings(tree: ast.Module) -> Dict[str, List[str]]:
+def _bindings(tree: ast.Module, nodes=None) -> Dict[str, List[str]]:
     """How each name is bound anywhere in a file: ``"import torch.nn"`` (``import torch.nn as x``:
     a module), ``"from collections.deque"`` (an absolute ``from`` import), or ``"other"`` (an
-    assignment, a definition, a parameter, a relative import...). Key ``"*"``: a star import."""
+    assignment, a definition, a parameter, a relative import...). Key ``"*"``: a star import.
+    ``nodes``: the tree's scopes.NodeTable, whose lists by node type spare a walk of the tree."""
+    if nodes is not None:
+        of_type = nodes.of_type
+    else:
+        by_type: Dict[type, List[ast.AST]] = {}
+        for node in ast.walk(tree):
+            by_type.setdefault(type(node), []).append(node)
+        of_type = lambda cls: by_type.get(cls, ())  # noqa: E731
     found: Dict[str, List[str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                local = alias.asname or alias.name.split(".", 1)[0]
-                found.setdefault(local, []).append("import " + (alias.name if alias.asname else local))
-        elif isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                if alias.name == "*":
-                    found.setdefault("*", []).append("*")
-                    continue
-                kind = "from %s.%s" % (node.module, alias.name) if node.module and not node.level else "other"
-                found.setdefault(alias.asname or alias.name, []).append(kind)
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+    for node in of_type(ast.Import):
+        for alias in node.names:
+            local = alias.asname or alias.name.split(".", 1)[0]
+            found.setdefault(local, []).append("import " + (alias.name if alias.asname else local))
+    for node in of_type(ast.ImportFrom):
+        for alias in node.names:
+            if alias.name == "*":
+                found.setdefault("*", []).append("*")
+                continue
+            kind = "from %s.%s" % (node.module, alias.name) if node.module and not node.level else "other"
+            found.setdefault(alias.asname or alias.name, []).append(kind)
+    for node in of_type(ast.Name):
+        if node.ctx.__class__ is not ast.Load:
             found.setdefault(node.id, []).append("other")
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    for cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+        for node in of_type(cls):
             found.setdefault(node.name, []).append("other")
-        elif isinstance(node, ast.arg):
-            found.setdefault(node.arg, []).append("other")
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+    for node in of_type(ast.arg):
+        found.setdefault(node.arg, []).append("other")
+    for cls in (ast.Global, ast.Nonlocal):
+        for node in of_type(cls):
             for name in node.names:
                 found.setdefault(name, []).append("other")
-        elif isinstance(node, ast.ExceptHandler) and node.name:
+    for node in of_type(ast.ExceptHandler):
+        if node.name:
             found.setdefault(node.name, []).append("other")
-        else:
-            for field in ("name", "rest"):  # match patterns: MatchAs, MatchStar, MatchMapping
-                name = getattr(node, field, None) if type(node).__name__.startswith("Match") else None
-                if isinstance(name, str):
-                    found.setdefault(name, []).append("other")
+    for cls, field in _MATCH_BINDINGS:
+        for node in of_type(cls):
+            name = getattr(node, field, None)
+            if isinstance(name, str):
+                found.setdefault(name, []).append("other")
     return found
+
+
+# Match patterns that bind a name, and the field that holds it.
+_MATCH_BINDINGS = tuple((getattr(ast, cls), field) for cls, field in (
+    ("MatchAs", "name"), ("MatchStar", "name"), ("MatchMapping", "rest")) if hasattr(ast, cls))
 
 
 def _binds(stmt: ast.stmt, name: str) -> bool:

@@ -1,0 +1,182 @@
+"""A CLI run's files share jedi's inference state (JediInference(share_states=True)), and a CLI
+worker runs with the garbage collector off (cli._collect_now). Neither may change an answer, a
+dependency recorded in the cache, or let memory grow without bound."""
+from __future__ import annotations
+
+import ast
+import gc
+import json
+import weakref
+from pathlib import Path
+
+import pytest
+
+from torchlint import cli
+from torchlint.analysis import inference as inference_module
+from torchlint.analysis.inference import BudgetSpent, JediInference
+from torchlint.analysis.inference_cache import InferenceCache
+from torchlint.analysis.source import SourceText
+from torchlint.analysis.values import Kind
+
+TENSOR_HELPERS = "import torch\n\n\ndef make_weight(n):\n    return torch.randn(n, n)\n\n\nWEIGHT = torch.zeros(3)\n"
+MODULE_HELPERS = "import torch.nn as nn\n\n\ndef make_weight(n):\n    return nn.Linear(n, n)\n\n\nWEIGHT = nn.Linear(3, 3)\n"
+MODEL = "from helpers import make_weight\n\nw = make_weight(3)\n"
+SCRIPT = "from util import make_weight\n\nw = make_weight(3)\n"
+
+
+def project(tmp_path: Path) -> Path:
+    """a.py and b.py use helpers.py, at the root, which returns a tensor; scripts/c.py uses
+    scripts/util.py, which returns a layer. scripts/ is a folder, not a package: jedi finds
+    util.py only for a file in that folder (its sys.path differs from a.py's)."""
+    root = tmp_path / "project"
+    (root / "scripts").mkdir(parents=True)
+    (root / "helpers.py").write_text(TENSOR_HELPERS)
+    (root / "scripts" / "util.py").write_text(MODULE_HELPERS)
+    (root / "a.py").write_text(MODEL)
+    (root / "b.py").write_text(MODEL)
+    (root / "scripts" / "c.py").write_text(SCRIPT)
+    return root
+
+
+@pytest.fixture
+def layers():
+    made = []
+
+    def make(root: Path, **options) -> JediInference:
+        made.append(JediInference(str(root), **options))
+        return made[-1]
+
+    yield make
+    for layer in made:
+        layer.close()
+
+
+def ask(layer: JediInference, path: Path):
+    """The answer about what the file's last line assigns, and the file's jedi inference state."""
+    text = path.read_text()
+    call = ast.parse(text).body[-1].value
+    inference = layer.for_file(text, str(path), SourceText(text))
+    value = inference.classify(call, None)
+    state = inference._script._inference_state if inference._script is not None else None
+    inference.finish()
+    return value, state
+
+
+def test_files_share_a_state_only_with_files_whose_imports_resolve_alike(tmp_path, layers):
+    root = project(tmp_path)
+    files = [root / "a.py", root / "scripts" / "c.py", root / "b.py"]
+    alone = layers(root)
+    shared = layers(root, share_states=True)
+    expected = [ask(alone, path)[0] for path in files]
+    assert [value.kind for value in expected] == [Kind.TENSOR, Kind.MODULE, Kind.TENSOR]
+
+    answers = [ask(shared, path) for path in files]
+    assert [value for value, _ in answers] == expected
+    (_, a_state), (_, c_state), (_, b_state) = answers
+    assert b_state is a_state  # a.py and b.py: one state, torch inferred once for both
+    assert c_state is not b_state  # scripts/c.py imports from its folder: a state of its own
+    assert ask(alone, root / "b.py")[1] is not ask(alone, root / "a.py")[1]  # without sharing: one each
+
+
+def test_each_file_records_the_project_files_its_answers_came_from(tmp_path, layers):
+    """b.py's answer comes from helpers.py as much as a.py's did, though a.py's questions loaded it
+    first: the shared state forgets project modules after each file, so b.py loads it again."""
+    root = project(tmp_path)
+    for name in ("a.py", "b.py"):
+        (root / name).write_text("from helpers import WEIGHT\n\nw = WEIGHT\n")
+    cache = InferenceCache(tmp_path / "cache")
+    layer = layers(root, share_states=True, cache=cache)
+    for name in ("a.py", "b.py"):
+        assert ask(layer, root / name)[0].kind is Kind.TENSOR
+    entries = [json.loads(entry.read_text()) for entry in sorted(cache.directory.glob("*/*.json"))]
+    assert len(entries) == 2
+    assert [[d[0] for d in entry["dependencies"]] for entry in entries] == [[str(root / "helpers.py")]] * 2
+
+    # And the next run sees a change of helpers.py in both.
+    (root / "helpers.py").write_text(MODULE_HELPERS)
+    later = layers(root, share_states=True, cache=cache)
+    assert [ask(later, root / name)[0].kind for name in ("a.py", "b.py")] == [Kind.MODULE, Kind.MODULE]
+
+
+def test_a_question_cut_short_is_not_shared(tmp_path, layers, monkeypatch):
+    """jedi may keep a partial answer from a question the budget stopped: its state serves no
+    other file."""
+    root = project(tmp_path)
+    layer = layers(root, share_states=True, budget=600)
+    _, first = ask(layer, root / "a.py")
+    classify = inference_module.FileInference._classify
+
+    def stopped(self, node):
+        self.script  # the state is taken, then the budget runs out mid-question
+        raise BudgetSpent()
+
+    monkeypatch.setattr(inference_module.FileInference, "_classify", stopped)
+    assert ask(layer, root / "b.py")[0] is None
+    monkeypatch.setattr(inference_module.FileInference, "_classify", classify)
+    value, state = ask(layer, root / "b.py")
+    assert value.kind is Kind.TENSOR and state is not first
+
+
+def test_a_state_serves_a_bounded_number_of_files(tmp_path, layers, monkeypatch):
+    monkeypatch.setattr(inference_module, "SCRIPTS_PER_STATE", 2)
+    root = project(tmp_path)
+    layer = layers(root, share_states=True)
+    layer.warm()  # its script is the first that the first state serves
+    states = [ask(layer, root / name)[1] for name in ("a.py", "b.py", "a.py", "b.py", "a.py")]
+    assert states[1] is states[2] and states[3] is states[4]
+    assert len({id(state) for state in states}) == 3
+
+
+class Cycle:
+    def __init__(self):
+        self.me = self
+
+
+@pytest.fixture
+def worker_collector(monkeypatch):
+    """This process as a CLI worker sees it: the collector off, cli._collect_now after each file."""
+    was_enabled = gc.isenabled()
+    monkeypatch.setitem(cli._COLLECTED, "worker", True)
+    monkeypatch.setitem(cli._COLLECTED, "files", 0)
+    monkeypatch.setitem(cli._COLLECTED, "peak", cli._peak_memory() or 0)
+    gc.disable()
+    yield
+    gc.unfreeze()
+    gc.collect()
+    if was_enabled:
+        gc.enable()
+
+
+def test_a_worker_leaves_what_a_file_left_out_of_later_collections(worker_collector, monkeypatch):
+    monkeypatch.setattr(cli, "COLLECT_AFTER_GROWTH", 2 ** 40)
+    gc.unfreeze()
+    garbage = weakref.ref(Cycle())  # a cycle a file left behind
+    cli._collect_now()
+    assert gc.get_freeze_count() > 0 and not gc.isenabled()
+    assert garbage() is not None  # not collected yet: memory has not grown enough
+
+
+def test_a_worker_collects_once_its_memory_has_grown(worker_collector, monkeypatch):
+    monkeypatch.setattr(cli, "COLLECT_AFTER_GROWTH", 0)
+    garbage = weakref.ref(Cycle())
+    cli._collect_now()
+    assert garbage() is None and not gc.isenabled()
+
+
+def test_a_worker_collects_every_so_many_files_where_memory_cannot_be_read(worker_collector, monkeypatch):
+    monkeypatch.setattr(cli, "_peak_memory", lambda: None)
+    monkeypatch.setattr(cli, "COLLECT_EVERY", 3)
+    garbage = weakref.ref(Cycle())
+    cli._collect_now()
+    cli._collect_now()
+    assert garbage() is not None
+    cli._collect_now()
+    assert garbage() is None
+
+
+def test_the_main_process_keeps_pythons_own_schedule(monkeypatch):
+    monkeypatch.setitem(cli._COLLECTED, "worker", False)
+    frozen = gc.get_freeze_count()
+    enabled = gc.isenabled()
+    cli._collect_now()
+    assert gc.get_freeze_count() == frozen and gc.isenabled() == enabled
