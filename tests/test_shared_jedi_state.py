@@ -180,3 +180,102 @@ def test_the_main_process_keeps_pythons_own_schedule(monkeypatch):
     enabled = gc.isenabled()
     cli._collect_now()
     assert gc.get_freeze_count() == frozen and gc.isenabled() == enabled
+
+
+SPREAD = '''import torch
+import torch.nn as nn
+
+__all__ = ["Net", "unused", "make", "Other"]
+
+
+def unused():
+    return torch.zeros(1)
+
+
+def make(n):
+    return torch.randn(n)
+
+
+class Other(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = make(2)
+
+
+def annotated() -> "Other":
+    return Other()
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = make(3)
+        self.b = annotated()
+
+
+def far_away():
+    return nn.Linear(2, 2)
+'''
+
+
+def questions(text: str):
+    """The calls on the right of `self.a = make(3)` and `self.b = annotated()`."""
+    tree = ast.parse(text)
+    net = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Net")
+    init = net.body[0]
+    return [init.body[1].value, init.body[2].value]
+
+
+def test_jedi_reads_only_what_a_question_needs_and_answers_alike(tmp_path, layers):
+    root = tmp_path / "project"
+    root.mkdir()
+    path = root / "spread.py"
+    path.write_text(SPREAD)
+    full = layers(root).for_file(SPREAD, str(path), SourceText(SPREAD))
+    reduced_layer = layers(root, share_states=True)
+    reduced = reduced_layer.for_file(SPREAD, str(path), SourceText(SPREAD), ast.parse(SPREAD))
+    first, second = questions(SPREAD)
+
+    assert reduced.classify(first, None) == full.classify(first, None)
+    assert reduced.classify(first, None).kind is Kind.TENSOR
+    kept = reduced._script._code
+    lines = SPREAD.splitlines()
+    assert "def make(n):" in kept and "class Net(nn.Module):" in kept  # the question's class, the helper it calls
+    assert "def annotated() -> \"Other\":" in kept and "class Other(nn.Module):" in kept  # named in a string too
+    assert "def unused():" not in kept and "def far_away():" not in kept  # named only in __all__, or not at all
+    # Every line jedi reads is where it is in the file.
+    assert all(line == lines[number] for number, line in enumerate(kept.splitlines()) if line)
+
+    assert reduced.classify(second, None) == full.classify(second, None)
+    assert reduced.classify(second, None).kind is Kind.MODULE
+    assert reduced._script._code == kept  # the same text answered both
+
+
+def test_what_module_level_code_calls_is_kept(tmp_path, layers):
+    root = tmp_path / "project"
+    root.mkdir()
+    path = root / "spread.py"
+    text = SPREAD + "\n\nlater = far_away()\n"
+    path.write_text(text)
+    full = layers(root).for_file(text, str(path), SourceText(text))
+    reduced = layers(root, share_states=True).for_file(text, str(path), SourceText(text), ast.parse(text))
+    call = ast.parse(text).body[-1].value
+    assert reduced.classify(call, None) == full.classify(call, None)
+    assert reduced.classify(call, None).kind is Kind.MODULE
+    assert "def far_away():" in reduced._script._code and "def unused():" not in reduced._script._code
+
+
+def test_a_question_outside_what_is_kept_widens_the_text(tmp_path, layers, monkeypatch):
+    root = tmp_path / "project"
+    root.mkdir()
+    path = root / "spread.py"
+    text = SPREAD + "\n\ndef elsewhere():\n    return far_away()\n"
+    path.write_text(text)
+    layer = layers(root, share_states=True)
+    inference = layer.for_file(text, str(path), SourceText(text), ast.parse(text))
+    first = questions(SPREAD)[0]
+    assert inference.classify(first, None).kind is Kind.TENSOR
+    assert "def far_away():" not in inference._script._code
+    call = ast.parse(text).body[-1].body[0].value  # far_away() in elsewhere()
+    assert inference.classify(call, None).kind is Kind.MODULE
+    assert "def far_away():" in inference._script._code and "def make(n):" in inference._script._code

@@ -27,6 +27,7 @@ file that takes too long (its remaining unknowns stay unknown: names alone decid
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 import collections
 import contextlib
@@ -35,6 +36,7 @@ import importlib.machinery
 import logging
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -318,6 +320,10 @@ class JediInference:
                  cache: Optional[InferenceCache] = None, budget: Optional[float] = None,
                  freeze_after_warm: bool = False, share_states: bool = False):
         jedi.settings.dynamic_params = False  # searching call sites for parameter types is slow and rarely right
+        # Nor does it search the module for what is added to a list or set (`x.append(t)`): a quarter
+        # of the questions' time on the benchmark corpus, and no answer there, in the fixtures or in
+        # the real-bug set changes without it.
+        jedi.settings.dynamic_array_additions = False
         self._jedi = jedi
         if not isinstance(interpreter, Interpreter):
             interpreter = choose_interpreter(explicit=interpreter).interpreter
@@ -797,6 +803,87 @@ class JediInference:
         return read_file
 
 
+MOST_OF_THE_TEXT = 0.6  # a reduced text for jedi above this share of the lines: the whole text instead
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class _TopLevel:
+    """A file's top-level statements, for the reduced texts FileInference._script_for gives jedi:
+    a function or class is kept only when needed; the rest (imports, assignments, ``if`` blocks:
+    what the module runs) always is. Statements that share a line are one unit."""
+
+    def __init__(self, tree: ast.Module, source: SourceText):
+        self.source = source
+        self.spans: List[Tuple[int, int]] = []  # each unit's first and last line, decorators included
+        self.definers: Dict[str, List[int]] = {}  # name -> the units (functions, classes) defining it
+        self.others: Set[int] = set()  # the units always kept
+        self.scanned: Set[int] = set()  # the others whose words count (not `__all__ = [...]`: it
+        # names every definition, and tells jedi nothing about this file's values)
+        definition = None
+        for stmt in tree.body:
+            first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+            last = stmt.end_lineno or stmt.lineno
+            if self.spans and first <= self.spans[-1][1]:  # on a line of the one before
+                self.spans[-1] = (self.spans[-1][0], max(last, self.spans[-1][1]))
+                definition = None
+            else:
+                self.spans.append((first, last))
+                definition = stmt if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                    else None
+            index = len(self.spans) - 1
+            if definition is not None:
+                self.definers.setdefault(definition.name, []).append(index)
+            else:
+                self.definers = {name: [i for i in found if i != index] for name, found in self.definers.items()}
+                self.others.add(index)
+                if not _assigns_all(stmt):
+                    self.scanned.add(index)
+        self.firsts = [first for first, _ in self.spans]
+
+    def holding(self, line: int) -> Optional[int]:
+        """The unit holding ``line``, or None (a line between units)."""
+        index = bisect.bisect_right(self.firsts, line) - 1
+        return index if index >= 0 and line <= self.spans[index][1] else None
+
+    def closure(self, start: Set[int]) -> Set[int]:
+        """``start``, the others, and every definition whose name is a word of what is kept."""
+        kept = set(start) | self.others
+        pending = list((set(start) - self.others) | self.scanned)
+        words: Set[str] = set()
+        while pending:
+            first, last = self.spans[pending.pop()]
+            for word in set(_WORD.findall(self._text(first, last))) - words:
+                words.add(word)
+                for index in self.definers.get(word, ()):
+                    if index not in kept:
+                        kept.add(index)
+                        pending.append(index)
+        return kept
+
+    def lines(self, kept: Set[int]) -> int:
+        return sum(self.spans[i][1] - self.spans[i][0] + 1 for i in kept)
+
+    def text_of(self, kept: Set[int]) -> str:
+        """The text with the lines of every unit not in ``kept`` blank."""
+        pieces, line = [], 1
+        for index in sorted(kept):
+            first, last = self.spans[index]
+            pieces.append("\n" * (first - line))
+            pieces.append(self._text(first, last))
+            line = last + 1
+        return "".join(pieces)
+
+    def _text(self, first: int, last: int) -> str:
+        starts, text = self.source.line_starts, self.source.text
+        return text[starts[first - 1]: starts[last] if last < len(starts) else len(text)]
+
+
+def _assigns_all(stmt: ast.stmt) -> bool:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    return isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
+        isinstance(t, ast.Name) and t.id == "__all__" for t in targets)
+
+
 class _ReadFile:
     """A module file read to resolve bases, with what base resolution looks up in it (found on
     first use: one walk of the tree, not one per class or base asked about)."""
@@ -877,6 +964,9 @@ class FileInference:
         self._cache_key: Optional[str] = None
         self._import_nodes: Optional[list] = None  # of this text, found on the first base asked about
         self._bindings: Optional[Dict[str, List[str]]] = None  # see _bindings, found on first use
+        self._units: Optional[_TopLevel] = None  # see _script_for
+        self._kept: Optional[Set[int]] = None  # top-level statements the script's text holds (None: all)
+        self._kept_before = False  # the kept statements were widened once already
         if project.cache is not None:
             self._cache_key = project.cache.key(project.environment_id, self.path, text)
             self._answers = project.cache.load(self._cache_key) or {}
@@ -885,6 +975,33 @@ class FileInference:
     def script(self):
         if self._script is None:
             self._script = self.project.new_script(self.text, self.path)
+        return self._script
+
+    def _script_for(self, node: ast.AST):
+        """The jedi Script to ask about ``node``. In a run that shares states (the CLI), its text
+        keeps, of the file's top-level functions and classes, the one holding ``node`` and those
+        whose names appear as words (in strings and comments too) in what it keeps, transitively;
+        the other lines are blank, so no position moves. jedi parses the text before its first
+        answer, and seldom needs all of it. A later question outside what is kept widens it once;
+        after that, and once most of the file is kept, jedi gets the whole text."""
+        if not self.project.share_states or (self._script is not None and self._kept is None):
+            return self.script
+        if self._units is None:
+            tree = self._checked_tree()
+            if tree is None:
+                return self.script
+            self._units = _TopLevel(tree, self.source)
+        unit = self._units.holding(getattr(node, "lineno", 0))
+        if self._script is not None and (unit is None or unit in self._kept):
+            return self._script
+        widen = self._script is not None
+        kept = self._units.closure((self._kept or set()) | ({unit} if unit is not None else set()))
+        if widen and self._kept_before or self._units.lines(kept) > MOST_OF_THE_TEXT * self.source.line_count:
+            self._kept = None
+            self._script = self.project.new_script(self.text, self.path)
+            return self._script
+        self._kept_before, self._kept = widen, kept
+        self._script = self.project.new_script(self._units.text_of(kept), self.path)
         return self._script
 
     # -- hooks the syntactic layer calls --------------------------------------------------------
@@ -899,7 +1016,8 @@ class FileInference:
             self._remember(key, found)  # with the files it was read from: a warm run reads none
             return found
         try:
-            answer = self._ask(lambda: self.project._base_is_module(self.script, base, self.text, 1, self._read),
+            answer = self._ask(lambda: self.project._base_is_module(self._script_for(base), base, self.text, 1,
+                                                                    self._read),
                                into_torch=False)
         except BudgetSpent:
             return False
@@ -1032,7 +1150,7 @@ class FileInference:
         line, column = _last_token(target, self.text, self.source)
         if line is None:
             return None
-        names = self.script.infer(line, column)
+        names = self._script_for(node).infer(line, column)
         if not names:
             return None
         if isinstance(node, ast.Call):
