@@ -84,3 +84,24 @@ def test_broken_python_path_falls_back_to_own_interpreter(tmp_path):
     assert layer.python == sys.executable
     found, _ = check(PROJECT / "models.py", layer)
     assert (15, "TL101") in found
+
+
+def test_what_the_layer_reads_from_the_checks_node_table_is_what_a_walk_finds():
+    """The bindings and imports the layer looks names up in come from the check's NodeTable (no
+    second walk of the tree): the same, in the same order, as walking the tree finds."""
+    import ast
+    import importlib.util
+
+    from torchlint.analysis.inference import _bindings, _statement_walk
+    from torchlint.analysis.scopes import NodeTable
+    torch_nn = Path(importlib.util.find_spec("torch").submodule_search_locations[0]) / "nn"
+    paths = sorted(PROJECT.rglob("*.py")) + sorted((torch_nn / "modules").glob("*.py"))[:20] + [
+        Path(__file__).parent / "fixtures" / "rules" / name for name in ("tl101_aliases.py", "tl101_assignment_shapes.py")]
+    assert len(paths) > 20
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        table = NodeTable(tree)
+        walked = [n for n in _statement_walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert table.in_walk_order(table.positions_of(ast.Import) + table.positions_of(ast.ImportFrom)) == walked
+        by_walk, by_table = _bindings(tree), _bindings(tree, table)
+        assert by_walk and {k: sorted(v) for k, v in by_walk.items()} == {k: sorted(v) for k, v in by_table.items()}

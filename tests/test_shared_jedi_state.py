@@ -279,3 +279,43 @@ def test_a_question_outside_what_is_kept_widens_the_text(tmp_path, layers, monke
     call = ast.parse(text).body[-1].body[0].value  # far_away() in elsewhere()
     assert inference.classify(call, None).kind is Kind.MODULE
     assert "def far_away():" in inference._script._code and "def make(n):" in inference._script._code
+
+
+IN_PROCESS_PROBE = '''
+import ast, json, sys
+from pathlib import Path
+from torchlint.analysis.inference import JediInference, _SameProcessEnvironment
+from torchlint.analysis.source import SourceText
+root = Path(sys.argv[1])
+layer = JediInference(str(root), share_states=True)
+assert isinstance(layer.environment, _SameProcessEnvironment)
+answers = []
+for name in ("a.py", "b.py", "uses_stdlib.py", "uses_readline.py"):
+    text = (root / name).read_text()
+    inference = layer.for_file(text, str(root / name), SourceText(text), ast.parse(text))
+    value = inference.classify(ast.parse(text).body[-1].value, None)
+    answers.append(value.kind.value if value else None)
+    inference.finish()
+extensions = sorted(name for name, module in list(sys.modules.items())
+                    if str(getattr(module, "__file__", "") or "").endswith((".so", ".pyd"))
+                    and "site-packages" in str(module.__file__))
+print(json.dumps({"answers": answers, "torch": [m for m in sys.modules if m == "torch" or m.startswith("torch.")],
+                  "extensions": extensions, "readline": "readline" in sys.modules}))
+'''
+
+
+def test_a_cli_layer_looks_into_builtins_in_its_own_process_and_never_imports_torch(tmp_path):
+    """A CLI layer on torchlint's own Python starts no jedi interpreter: what that interpreter
+    did (builtins, literals, finding modules) happens in the worker, which must still never
+    import torch or any installed package's extension, only read their sources and stubs."""
+    import subprocess
+    import sys
+    root = project(tmp_path)
+    (root / "uses_stdlib.py").write_text("import math\n\nx = math.floor(2.5)\n")
+    (root / "uses_readline.py").write_text("import readline\n\nx = readline.get_line_buffer()\n")
+    run = subprocess.run([sys.executable, "-c", IN_PROCESS_PROBE, str(root)], capture_output=True, text=True,
+                         timeout=300, cwd=str(root))
+    assert run.returncode == 0, run.stderr
+    found = json.loads(run.stdout)
+    assert found["answers"] == ["tensor", "tensor", "other", "other"]  # from stubs: a tensor, an int, a str
+    assert found["torch"] == [] and found["extensions"] == [] and not found["readline"]
