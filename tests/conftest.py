@@ -8,6 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 RULE_FIXTURES = ROOT / "tests" / "fixtures" / "rules"
 
@@ -21,6 +23,22 @@ if str(ROOT / "server") not in sys.path:
 TEST_CACHE_DIR = tempfile.mkdtemp(prefix="torchlint-test-cache-")
 os.environ["TORCHLINT_CACHE_DIR"] = TEST_CACHE_DIR
 atexit.register(shutil.rmtree, TEST_CACHE_DIR, True)
+
+
+@pytest.fixture
+def layers():
+    """Makes jedi layers (``layers(root, **options)``: a JediInference) and ends their jedi
+    interpreters after the test."""
+    from torchlint.analysis.inference import JediInference
+    made = []
+
+    def make(root: Path, **options):
+        made.append(JediInference(str(root), **options))
+        return made[-1]
+
+    yield make
+    for layer in made:
+        layer.close()
 
 
 def rule_fixture_files():

@@ -1,6 +1,8 @@
-"""A CLI run's files share jedi's inference state (JediInference(share_states=True)), and a CLI
-worker runs with the garbage collector off (cli._collect_now). Neither may change an answer, a
-dependency recorded in the cache, or let memory grow without bound."""
+"""What makes a CLI run's jedi layer cheaper (JediInference(share_states=True)): files share
+jedi's inference state, jedi reads a reduced text of each file, builtins are looked into in the
+worker's own process; and a CLI worker runs with the garbage collector off (cli._collect_now).
+None may change an answer or a dependency recorded in the cache, import what jedi's interpreter
+would not, or let memory grow without bound."""
 from __future__ import annotations
 
 import ast
@@ -36,19 +38,6 @@ def project(tmp_path: Path) -> Path:
     (root / "b.py").write_text(MODEL)
     (root / "scripts" / "c.py").write_text(SCRIPT)
     return root
-
-
-@pytest.fixture
-def layers():
-    made = []
-
-    def make(root: Path, **options) -> JediInference:
-        made.append(JediInference(str(root), **options))
-        return made[-1]
-
-    yield make
-    for layer in made:
-        layer.close()
 
 
 def ask(layer: JediInference, path: Path):

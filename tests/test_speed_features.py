@@ -51,19 +51,6 @@ def ask(layer: JediInference, path: Path):
     return value, inference
 
 
-@pytest.fixture
-def layers():
-    made = []
-
-    def make(root: Path, **options) -> JediInference:
-        made.append(JediInference(str(root), **options))
-        return made[-1]
-
-    yield make
-    for layer in made:
-        layer.close()  # ends its jedi interpreter
-
-
 def cache_entries(cache: InferenceCache):
     return sorted(cache.directory.glob("*/*.json"))
 
