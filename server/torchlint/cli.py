@@ -104,7 +104,7 @@ def inference_for(job: Job):
     After an interpreter timed out: torchlint's own interpreter, then names alone."""
     if not job.infer:
         return None
-    key = _layer_key(job)
+    key = (os.getpid(), job.root, job.python, job.cache_dir, job.infer_budget)
     if key not in _INFERENCE:
         _INFERENCE[key] = _new_layer(job, job.python)
     layer = _INFERENCE[key]
@@ -112,10 +112,6 @@ def inference_for(job: Job):
         own = layer.interpreter.is_own
         _INFERENCE[key] = layer = None if own else _new_layer(job, own_interpreter())
     return layer
-
-
-def _layer_key(job: Job) -> tuple:
-    return (os.getpid(), job.root, job.python, job.cache_dir, job.infer_budget)
 
 
 def close_layers() -> None:
