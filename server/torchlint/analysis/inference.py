@@ -870,25 +870,25 @@ class _TopLevel:
         self.others: Set[int] = set()  # the units always kept
         self.scanned: Set[int] = set()  # the others whose words count (not `__all__ = [...]`: it
         # names every definition, and tells jedi nothing about this file's values)
-        definition = None
+        defined = None  # the name the last unit defines, when it is a function or a class
         for stmt in tree.body:
             first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
             last = stmt.end_lineno or stmt.lineno
-            if self.spans and first <= self.spans[-1][1]:  # on a line of the one before
+            if self.spans and first <= self.spans[-1][1]:  # on a line of the one before: one unit
                 self.spans[-1] = (self.spans[-1][0], max(last, self.spans[-1][1]))
-                definition = None
+                if defined is not None:  # not a definition alone any more: always kept
+                    self.definers[defined].pop()
+                    defined = None
             else:
                 self.spans.append((first, last))
-                definition = stmt if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                    else None
-            index = len(self.spans) - 1
-            if definition is not None:
-                self.definers.setdefault(definition.name, []).append(index)
-            else:
-                self.definers = {name: [i for i in found if i != index] for name, found in self.definers.items()}
-                self.others.add(index)
-                if not _assigns_all(stmt):
-                    self.scanned.add(index)
+                is_definition = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                defined = stmt.name if is_definition else None
+                if is_definition:
+                    self.definers.setdefault(stmt.name, []).append(len(self.spans) - 1)
+                    continue
+            self.others.add(len(self.spans) - 1)
+            if not _assigns_all(stmt):
+                self.scanned.add(len(self.spans) - 1)
         self.firsts = [first for first, _ in self.spans]
 
     def holding(self, line: int) -> Optional[int]:
