@@ -31,7 +31,7 @@ from typing import FrozenSet, List, Optional, Sequence, Set, Tuple
 from .analysis.context import is_self_attribute
 from .analysis.findings import CheckResult, Edit, Finding, Position, Range, Related
 from .analysis.parsing import gc_paused, parse, parse_fresh
-from .analysis.source import SourceText
+from .analysis.source import SourceText, line_groups, statement_start
 from .engine import DEFAULT_OPTIONS, CheckOptions, check_tree
 
 # A reduced copy above this share of the file costs about what the whole file does.
@@ -213,16 +213,7 @@ class IncrementalChecker:
 def _chunks(body: Sequence[ast.stmt], at_file_start: bool) -> List[Chunk]:
     """The chunks of top-level statements, with what each defines and reads. ``at_file_start``:
     ``body`` starts the file (its first statement may be the module's docstring)."""
-    groups: List[List[ast.stmt]] = []
-    last = 0
-    for stmt in body:
-        first = _first_line(stmt)
-        if groups and first <= last:
-            groups[-1].append(stmt)
-        else:
-            groups.append([stmt])
-        last = max(last, stmt.end_lineno)
-    return [_summary(group, is_first=at_file_start and index == 0) for index, group in enumerate(groups)]
+    return [_summary(group, is_first=at_file_start and index == 0) for index, group in enumerate(line_groups(body))]
 
 
 def _summary(group: List[ast.stmt], is_first: bool) -> Chunk:
@@ -272,13 +263,8 @@ def _summary(group: List[ast.stmt], is_first: bool) -> Chunk:
     docstring = (is_first and isinstance(head, ast.Expr) and isinstance(head.value, ast.Constant)
                  and isinstance(head.value.value, str))
     future = all(isinstance(s, ast.ImportFrom) and s.module == "__future__" for s in group)
-    return Chunk(_first_line(head), max(s.end_lineno for s in group), kind_name, frozenset(defines), frozenset(references),
+    return Chunk(statement_start(head), max(s.end_lineno for s in group), kind_name, frozenset(defines), frozenset(references),
                  attributes, frozenset(stored), pinned, docstring or future)
-
-
-def _first_line(stmt: ast.stmt) -> int:
-    """Where a statement starts, its decorators included."""
-    return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
 
 
 def _to_recheck(chunks: List[Chunk], region: Set[int], old_region: List[Chunk], new_region: List[Chunk],

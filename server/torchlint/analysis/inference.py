@@ -63,7 +63,7 @@ from .environments import TIMEOUT_ENV, Interpreter, choose_interpreter, interpre
 from .imports import collect_imports
 from .inference_cache import InferenceCache, dependency, fingerprint
 from .scopes import dotted_name
-from .source import SourceText
+from .source import SourceText, line_groups, statement_start
 from .values import OTHER, Kind, Value
 
 log = logging.getLogger("torchlint")
@@ -870,25 +870,15 @@ class _TopLevel:
         self.others: Set[int] = set()  # the units always kept
         self.scanned: Set[int] = set()  # the others whose words count (not `__all__ = [...]`: it
         # names every definition, and tells jedi nothing about this file's values)
-        defined = None  # the name the last unit defines, when it is a function or a class
-        for stmt in tree.body:
-            first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
-            last = stmt.end_lineno or stmt.lineno
-            if self.spans and first <= self.spans[-1][1]:  # on a line of the one before: one unit
-                self.spans[-1] = (self.spans[-1][0], max(last, self.spans[-1][1]))
-                if defined is not None:  # not a definition alone any more: always kept
-                    self.definers[defined].pop()
-                    defined = None
-            else:
-                self.spans.append((first, last))
-                is_definition = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                defined = stmt.name if is_definition else None
-                if is_definition:
-                    self.definers.setdefault(stmt.name, []).append(len(self.spans) - 1)
-                    continue
-            self.others.add(len(self.spans) - 1)
-            if not _assigns_all(stmt):
-                self.scanned.add(len(self.spans) - 1)
+        for group in line_groups(tree.body):
+            index = len(self.spans)
+            self.spans.append((statement_start(group[0]), max(stmt.end_lineno or stmt.lineno for stmt in group)))
+            if len(group) == 1 and isinstance(group[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.definers.setdefault(group[0].name, []).append(index)
+                continue
+            self.others.add(index)
+            if not all(_assigns_all(stmt) for stmt in group):
+                self.scanned.add(index)
         self.firsts = [first for first, _ in self.spans]
 
     def holding(self, line: int) -> Optional[int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import itertools
 import re
-from typing import Iterable, List
+from typing import Iterable, List, Sequence
 
 from .findings import Edit, Position, Range
 
@@ -90,3 +90,21 @@ def apply_edits(text: str, edits: Iterable[Edit]) -> str:
         cursor = end
     out.append(text[cursor:])
     return "".join(out)
+
+
+def statement_start(stmt: ast.stmt) -> int:
+    """The line a statement starts on, its decorators included."""
+    return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+
+
+def line_groups(body: Sequence[ast.stmt]) -> List[List[ast.stmt]]:
+    """Statements of a block in order, those that share a line (``a = 1; b = 2``) grouped."""
+    groups: List[List[ast.stmt]] = []
+    last = 0
+    for stmt in body:
+        if groups and statement_start(stmt) <= last:
+            groups[-1].append(stmt)
+        else:
+            groups.append([stmt])
+        last = max(last, stmt.end_lineno or stmt.lineno)
+    return groups
