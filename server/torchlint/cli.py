@@ -524,29 +524,51 @@ def load_settings(args) -> Config:
                                  show_all=True if args.show_all else None)
 
 
-class Terminated(Exception):
-    """SIGTERM, raised in the main thread so that cleanup runs as for Ctrl-C."""
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that cleanup runs as for Ctrl-C. Not an Exception:
+    no ``except Exception`` (a rule's guard, a file's) may turn it into an internal error."""
 
 
-def _terminate(signum, frame):
-    raise Terminated()
+_SIGNALLED: List[int] = []  # the stopping signals received during this run
+
+
+def _stop_on(signum, frame):
+    _SIGNALLED.append(signum)
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def stop_if_signalled() -> None:
+    """Raise again a stopping signal whose exception Python swallowed: one that landed in a
+    ``__del__`` or a garbage-collector callback is printed as "ignored" and lost. Called before
+    anything is written and between files, so a run signalled to stop never goes on."""
+    if _SIGNALLED:
+        raise Terminated() if _SIGNALLED[0] == signal.SIGTERM else KeyboardInterrupt()
 
 
 @contextlib.contextmanager
-def _sigterm_raises():
-    """Within the block SIGTERM raises Terminated (default: the process just ends, skipping cleanup)."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is None:
+def _signals_stop_the_run():
+    """Within the block SIGTERM raises Terminated (by default the process just ends, skipping
+    cleanup) and SIGINT raises KeyboardInterrupt, each also recorded for stop_if_signalled. A
+    SIGINT that this process was started ignoring (a background job) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    previous = {}
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        handler = signal.getsignal(signum)
+        if handler is None or signum == signal.SIGINT and handler is not signal.default_int_handler:
+            continue
+        previous[signum] = signal.signal(signum, _stop_on)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        _SIGNALLED.clear()
 
 
 def command_check(args) -> int:
-    with _sigterm_raises():
+    with _signals_stop_the_run():
         status = _check(args)
     # What the check built (the last trees, jedi's caches) lives until the process ends; the
     # collection at exit would walk all of it again (8 s of 17 for a 200,000-line file).
@@ -608,6 +630,7 @@ def _check(args) -> int:
     progress = Progress(len(jobs), sys.stderr) if Progress.wanted(sys.stderr, args.quiet) else None
     with progress or contextlib.nullcontext(), contextlib.closing(run_jobs(jobs, args.verbose, progress)) as results:
         for job, checked in zip(jobs, results):
+            stop_if_signalled()
             problem = "%s: %s" % (job.display, checked.unreadable) if checked.unreadable \
                 else write_fixes(checked, job.display)
             if problem:
@@ -617,6 +640,7 @@ def _check(args) -> int:
             if not checked.unreadable:
                 reports.append(checked.report)
             notes.extend("%s: %s" % (job.display, note) for note in checked.notes)
+    stop_if_signalled()
     for note in notes if not args.quiet else ():
         print("torchlint: note: %s" % note, file=sys.stderr)
     if cache_dir is not None:
