@@ -49,6 +49,14 @@ def describe(finding) -> str:
     return "%d:%d %s %s" % (finding.range.start.line, finding.range.start.column, finding.code, finding.message)
 
 
+def default_sigint() -> None:
+    """``preexec_fn`` for a child that is sent SIGINT: Python turns SIGINT into KeyboardInterrupt
+    only when it starts with SIGINT's default action, and pytest run as a background job (a
+    script's ``cmd &``) passes it on ignored."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_cli(argv, capsys, cwd=None):
     """``torchlint.cli.main`` in-process, from ``cwd``: (exit code, stdout, stderr)."""
     from torchlint import cli

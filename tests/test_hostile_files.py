@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import default_sigint
 from conftest import run_cli as run
 from torchlint import cli, files, fixing
 from torchlint.fixing import fix_text
@@ -262,7 +263,8 @@ def test_interrupt_during_a_write_waits_for_it(tmp_path):
             "fixing.os.pwrite = interrupted\n"
             "try:\n    fixing.write_in_place('model.py', %r, %r)\nexcept KeyboardInterrupt:\n    print('after')\n"
             % (FIXED_MASK.encode(), MASK.encode()))
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT,
+                          preexec_fn=default_sigint)
     assert proc.stdout.strip() == "after", proc.stderr
     assert path.read_text() == FIXED_MASK
     assert [p.name for p in tmp_path.iterdir()] == ["model.py"]
@@ -331,7 +333,7 @@ def contents(folder: Path):
 def start_fix_run(folder: Path):
     """A --fix run over ``folder``, stopped once its first file is written: (process, workers)."""
     proc = subprocess.Popen([sys.executable, "-m", "torchlint", "check", "--fix", "--no-infer", "-q", str(folder)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     try:
         workers = set()
 

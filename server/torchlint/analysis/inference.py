@@ -57,6 +57,7 @@ from jedi.api.environment import _VersionInfo as _JediVersion
 from jedi.inference.compiled.subprocess import _MAIN_PATH as _JEDI_MAIN
 from jedi.inference.compiled.subprocess import CompiledSubprocess, InferenceStateSameProcess
 from jedi.inference.compiled.subprocess import functions as _jedi_functions
+from jedi.inference import syntax_tree as _jedi_syntax_tree
 
 from . import torch_names as tn
 from .environments import TIMEOUT_ENV, Interpreter, choose_interpreter, interpreter_timeout, own_interpreter
@@ -115,34 +116,50 @@ class InterpreterTimeout(Exception):
 
 
 class BudgetSpent(BaseException):
-    """Raised into jedi by a timer when a file's inference budget runs out in the middle of a
-    question. A BaseException, so that jedi's own ``except Exception`` blocks let it through."""
+    """Raised by jedi's own code (:func:`_within_deadline`) when a file's inference budget runs
+    out in the middle of a question. A BaseException, so that jedi's ``except Exception`` blocks
+    let it through."""
+
+
+_DEADLINE = threading.local()  # ``at``: the monotonic time this thread's question must end by
+
+
+def _past_deadline() -> None:
+    """jedi's checkpoint: raise BudgetSpent once this thread's question is past its deadline.
+    It runs only inside jedi's inference (never in a signal handler, a ``__del__`` or a collector
+    callback, where Python would swallow the exception), in any thread, and raises at every
+    later checkpoint too until the question ends."""
+    at = getattr(_DEADLINE, "at", None)
+    if at is not None and time.monotonic() > at:
+        raise BudgetSpent()
+
+
+def _checked_infer_node(infer_node):
+    def infer_node_within_deadline(context, element):
+        _past_deadline()
+        return infer_node(context, element)
+    infer_node_within_deadline.__wrapped__ = infer_node
+    return infer_node_within_deadline
+
+
+# Every inference step goes through syntax_tree.infer_node (Context.infer_node looks it up at
+# each call), so a question past its deadline stops at its next step.
+if not hasattr(_jedi_syntax_tree.infer_node, "__wrapped__"):
+    _jedi_syntax_tree.infer_node = _checked_infer_node(_jedi_syntax_tree.infer_node)
 
 
 @contextlib.contextmanager
-def _interrupt_after(seconds: Optional[float]):
-    """Raise BudgetSpent in this thread after ``seconds`` (SIGALRM: the main thread of a process
-    on POSIX, e.g. a CLI worker). Elsewhere, or when SIGALRM already has an owner, nothing
-    interrupts: the budget is then checked between questions only."""
-    if seconds is None or not hasattr(signal, "setitimer") \
-            or threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None):
+def _within_deadline(seconds: Optional[float]):
+    """Within the block, this thread's jedi inference stops with BudgetSpent after ``seconds``."""
+    if seconds is None:
         yield
         return
-    armed = [True]
-
-    def expire(signum, frame):
-        if armed[0]:
-            raise BudgetSpent()
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    outer = getattr(_DEADLINE, "at", None)
+    _DEADLINE.at = time.monotonic() + seconds if outer is None else min(outer, time.monotonic() + seconds)
     try:
         yield
     finally:
-        armed[0] = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        _DEADLINE.at = outer
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -251,13 +268,6 @@ class _WatchedSubprocess(CompiledSubprocess):
         with self._watchdog:
             try:
                 return super()._send(inference_state_id, function, args, kwargs)
-            except BudgetSpent:
-                # Stopped between a request and its reply: the pipe is out of step. A fresh
-                # interpreter answers the next question (the environment restarts a crashed one).
-                self.is_crashed = True
-                if self._process is not None:
-                    _kill_group(self._process)
-                raise
             except Exception:
                 if self._watchdog.expired:
                     raise InterpreterTimeout(_timeout_message(self._executable, self._watchdog.timeout)) from None
@@ -1172,7 +1182,7 @@ class FileInference:
             self.project.warm()  # jedi's first trip into torch is the process's cost, not this file's
         started = time.monotonic()
         try:
-            with _interrupt_after(None if budget is None else max(budget - self.spent, 0.001)):
+            with _within_deadline(None if budget is None else max(budget - self.spent, 0.0)):
                 return question()
         except BudgetSpent:
             self.project.done_with(self._script, spoiled=True)
