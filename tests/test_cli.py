@@ -69,7 +69,7 @@ def test_findings_exit_1_with_ruff_style_lines(tmp_path, capsys):
     write(tmp_path / "model.py", MASK)
     code, out, _ = run(["check", "model.py", "--select", "TL101"], capsys, cwd=tmp_path)
     assert code == 1
-    assert out.splitlines()[0].startswith("model.py:8:9: TL101 [*] `self.mask`")
+    assert out.splitlines()[0].startswith("model.py:8:9: TL101 [warning] [*] `self.mask`")
     assert out.rstrip().endswith("Found 1 finding (1 fixable with --fix).")
 
 
@@ -77,10 +77,10 @@ def test_unsafe_only_fixes_have_no_marker_and_a_hint(tmp_path, capsys):
     write(tmp_path / "model.py", TRAINABLE)
     code, out, _ = run(["check", "model.py", "--select", "TL101"], capsys, cwd=tmp_path)
     assert code == 1
-    assert "TL101 `self.w`" in out and "[*]" not in out
+    assert "TL101 [error] `self.w`" in out and "[*]" not in out
     assert "1 fixable with --fix --unsafe-fixes" in out
     _, out, _ = run(["check", "model.py", "--select", "TL101", "--unsafe-fixes"], capsys, cwd=tmp_path)
-    assert "TL101 [*] `self.w`" in out
+    assert "TL101 [error] [*] `self.w`" in out
 
 
 def test_exit_zero_and_quiet(tmp_path, capsys):

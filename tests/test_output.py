@@ -44,8 +44,8 @@ def options(tmp_path):
 def test_text(reports, options):
     lines = render(reports, "text", options).splitlines()
     assert lines[0] == "src/broken.py:3:5: SyntaxError: invalid syntax"
-    assert re.match(r"^src/model\.py:8:9: TL101 \[\*\] `self\.mask` ", lines[1])
-    assert re.match(r"^src/model\.py:9:9: TL101 `self\.w` ", lines[2])
+    assert re.match(r"^src/model\.py:8:9: TL101 \[warning\] \[\*\] `self\.mask` ", lines[1])
+    assert re.match(r"^src/model\.py:9:9: TL101 \[error\] `self\.w` ", lines[2])
     assert lines[3] == ""
     assert lines[4] == "Found 3 findings (1 fixable with --fix; 1 more fixable with --unsafe-fixes)."
 
@@ -154,7 +154,7 @@ def test_github_annotations(reports, options):
     assert lines[0] == "::error title=torchlint,file=src/broken.py,line=3,col=5,endLine=3,endColumn=5::" \
                        "SyntaxError: invalid syntax"
     assert lines[1].startswith("::warning title=torchlint (TL101),file=src/model.py,line=8,col=9,endLine=8,"
-                               "endColumn=49::TL101 `self.mask`")
+                               "endColumn=49::TL101 [warning] `self.mask`")
     assert lines[2].startswith("::error title=torchlint (TL101),file=src/model.py,line=9,col=9,")
 
 

@@ -1,7 +1,7 @@
 """The ``torchlint`` command: ``check`` files (and fix them), print a ``rule``'s doc.
 
-Exit codes: 0 nothing found, 1 findings (or files that do not parse), 2 usage,
-configuration or internal errors.
+Exit codes: 0 nothing found at or above ``--fail-on`` (default: warning), 1 such findings
+(or files that do not parse), 2 usage, configuration or internal errors.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from . import __version__
 from .engine import CheckOptions, check_source
 from .exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from .analysis.environments import Interpreter, choose_interpreter, own_interpreter
-from .analysis.findings import Finding, ParseError, Position
+from .analysis.findings import Finding, ParseError, Position, Severity
 from .analysis.inference_cache import InferenceCache, default_cache_dir
 from .analysis.notebook import (CellMap, CellsChanged, CodeCell, NotebookError, is_notebook, join_cells,
                                 read_notebook, split_cells, with_sources)
@@ -38,7 +38,7 @@ from .fixing import NotWritten, fix_text, write_in_place
 from .output import FORMATS, FileReport, OutputOptions, display_path, render
 from .output.text import render_statistics
 from .rules import ALL_RULES, RULES_BY_CODE
-from .settings import DEFAULT_SETTINGS
+from .settings import DEFAULT_SETTINGS, SEVERITIES
 from .verify import cli_command as verify_command
 
 PARALLEL_MIN_FILES = 16
@@ -521,7 +521,21 @@ def load_settings(args) -> Config:
     return config.with_overrides(select=_codes(args.select, "--select"),
                                  extend_select=_codes(args.extend_select, "--extend-select") or (),
                                  ignore=_codes(args.ignore, "--ignore") or (), label="--%s",
-                                 show_all=True if args.show_all else None)
+                                 show_all=True if args.show_all else None, fail_on=args.fail_on,
+                                 show_hints=True if args.show_hints else None)
+
+
+def hints_printed(config: Config) -> bool:
+    """Whether the text output prints hints: asked for (``show-hints``), asked for the quiet
+    findings (``show-all``: they are hints), or hints fail the run (``fail-on = "hint"``: what
+    makes a run fail is always printed)."""
+    return config.show_hints or config.show_all or config.fail_on is Severity.HINT
+
+
+def failed(reports: Sequence[FileReport], config: Config) -> bool:
+    """A file that does not parse, or a finding at or above ``fail-on``."""
+    return any(report.error is not None or any(config.fails_on(f.severity) for f in report.findings)
+               for report in reports)
 
 
 class Terminated(BaseException):
@@ -649,7 +663,8 @@ def _check(args) -> int:
     internal = [error for report in reports for error in report.internal_errors]
     for error in internal:
         print("torchlint: internal error: %s" % error.rstrip(), file=sys.stderr)
-    options = OutputOptions(unsafe_fixes=args.unsafe_fixes, fix_mode=mode == "fix", quiet=args.quiet, cwd=cwd)
+    options = OutputOptions(unsafe_fixes=args.unsafe_fixes, fix_mode=mode == "fix", quiet=args.quiet, cwd=cwd,
+                            show_hints=hints_printed(config))
     if mode == "diff":
         diffs = [report.diff for report in reports if report.diff]
         sys.stdout.write("".join(diffs))
@@ -657,14 +672,14 @@ def _check(args) -> int:
             fixable = sum(report.fixed for report in reports)
             print("Would fix %d finding%s in %d file%s." % (
                 fixable, "" if fixable == 1 else "s", len(diffs), "" if len(diffs) == 1 else "s"), file=sys.stderr)
-        status = EXIT_FINDINGS if diffs else EXIT_CLEAN
+        # A preview of --fix, which fixes whatever it can (hints too): 1 when it would change a file.
+        status = EXIT_FINDINGS if diffs and not args.exit_zero else EXIT_CLEAN
     else:
         if args.statistics:
             sys.stdout.write(render_statistics(reports, options))
         else:
             sys.stdout.write(render(reports, args.format, options))
-        found = any(report.findings or report.error for report in reports)
-        status = EXIT_FINDINGS if found and not args.exit_zero else EXIT_CLEAN
+        status = EXIT_FINDINGS if failed(reports, config) and not args.exit_zero else EXIT_CLEAN
     if args.verbose:
         print("torchlint: checked %d files in %.2fs" % (len(files), time.perf_counter() - started), file=sys.stderr)
     return EXIT_ERROR if internal or problems else status
@@ -723,7 +738,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="type inference time per file; past it the rest of the file is checked by names "
                             "alone (default: %g; 0: no limit)" % DEFAULT_INFER_BUDGET)
     check.add_argument("--show-all", action="store_true",
-                       help="also report findings graded quiet (no evidence of harm), as hints")
+                       help="also report findings graded quiet (no evidence of harm), as hints (printed)")
+    check.add_argument("--show-hints", action="store_true",
+                       help="print hints too (default: counted in the summary line only; config: show-hints)")
+    check.add_argument("--fail-on", choices=SEVERITIES, metavar="SEVERITY",
+                       help="exit 1 on findings of this severity or worse: %s (default: config fail-on, "
+                            "else %s)" % (", ".join(SEVERITIES), DEFAULT_SETTINGS.fail_on))
     check.add_argument("--python", metavar="PATH",
                        help="the interpreter whose packages the code uses, for type inference (default: "
                             "$TORCHLINT_PYTHON, config `python`, the active virtualenv, else this Python)")
@@ -733,8 +753,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--config", metavar="PATH", help="pyproject.toml to read [tool.torchlint] from")
     check.add_argument("--force-exclude", action="store_true",
                        help="apply the excludes to files named on the command line too (for pre-commit)")
-    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
-    check.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
+    check.add_argument("--exit-zero", action="store_true",
+                       help="exit 0 even when there are findings (or, with --diff, fixes to apply)")
+    check.add_argument("--statistics", action="store_true",
+                       help="print the number of findings per rule (hints per rule with --show-hints)")
     verbosity = check.add_mutually_exclusive_group()
     verbosity.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
     verbosity.add_argument("-v", "--verbose", action="store_true", help="say what is checked and how long it takes")

@@ -73,7 +73,11 @@ class Config:
     severities: Tuple[Tuple[str, Severity], ...] = ()  # (selector, severity), later entries win
     # Findings are graded by the evidence for harm; quiet ones (e.g. a tensor attribute never
     # read) are left out unless this is on, and then shown as hints.
-    show_all: bool = False
+    show_all: bool = DEFAULT_SETTINGS.show_all
+    # The command line's grading: the least severe finding that fails a run, and whether the
+    # text output prints hints (it counts them either way). The editor shows every finding.
+    fail_on: Severity = Severity(DEFAULT_SETTINGS.fail_on)
+    show_hints: bool = DEFAULT_SETTINGS.show_hints
     # The interpreter whose packages the jedi layer analyses, as the file names it: the
     # repository's choice, so analysis.environments decides whether it may run.
     python: Optional[str] = None
@@ -97,6 +101,10 @@ class Config:
                     overrides[code] = (specificity(selector), severity)
         return {code: severity for code, (_, severity) in overrides.items()}
 
+    def fails_on(self, severity: Severity) -> bool:
+        """Whether a finding of this severity makes ``torchlint check`` exit 1 (``fail-on``)."""
+        return at_least(severity, self.fail_on)
+
     def options_for(self, path) -> CheckOptions:
         """What check_source needs for one file: enabled rules and severity overrides."""
         enabled = self.enabled_codes()
@@ -109,7 +117,8 @@ class Config:
 
     def with_overrides(self, select: Optional[Sequence[str]] = None, extend_select: Sequence[str] = (),
                        ignore: Sequence[str] = (), severities: Optional[Dict[str, str]] = None,
-                       label: str = "%s", show_all: Optional[bool] = None) -> "Config":
+                       label: str = "%s", show_all: Optional[bool] = None, fail_on: Optional[str] = None,
+                       show_hints: Optional[bool] = None) -> "Config":
         """The settings with a higher-priority layer on top (command-line flags, editor settings).
         ``label`` turns a setting's name into what errors call it (``"--%s"``, ``"torchlint.%s"``)."""
         selection = RuleSelection(
@@ -120,8 +129,14 @@ class Config:
         extra = tuple(_severities(severities or {}, label % "severity"))
         if show_all is not None and not isinstance(show_all, bool):
             raise ConfigError("%s: expected true or false, got %r" % (label % "show-all", show_all))
+        if show_hints is not None:
+            show_hints = _declared("show-hints", show_hints, label % "show-hints")
+        if fail_on is not None:
+            fail_on = Severity(_declared("fail-on", fail_on, label % "fail-on"))
         return replace(self, selections=self.selections + (selection,), severities=self.severities + extra,
-                       show_all=self.show_all if show_all is None else show_all)
+                       show_all=self.show_all if show_all is None else show_all,
+                       fail_on=self.fail_on if fail_on is None else fail_on,
+                       show_hints=self.show_hints if show_hints is None else show_hints)
 
 
 # -- selectors ---------------------------------------------------------------------------------
@@ -132,6 +147,12 @@ def matches(selector: str, code: str) -> bool:
 
 def specificity(selector: str) -> int:
     return 0 if selector == "ALL" else len(selector)
+
+
+def at_least(severity: Severity, threshold: Severity) -> bool:
+    """Whether ``severity`` is ``threshold`` or more severe (error > warning > info > hint: the
+    order in which Severity declares them)."""
+    return SEVERITY_NAMES.index(severity.value) <= SEVERITY_NAMES.index(threshold.value)
 
 
 def expand(selectors: Iterable[str]) -> FrozenSet[str]:
@@ -233,6 +254,8 @@ def parse_table(table: dict, path: Path, root: Optional[Path] = None) -> Config:
     return Config(
         path=path,
         show_all=show_all,
+        fail_on=Severity(_declared("fail-on", table.get("fail-on", DEFAULT_SETTINGS.fail_on), key("fail-on"))),
+        show_hints=_declared("show-hints", table.get("show-hints", DEFAULT_SETTINGS.show_hints), key("show-hints")),
         root=root or path.parent,
         selections=(selection,),
         per_file_ignores=per_file_ignores,

@@ -101,6 +101,14 @@ class Settings:
     show_all: bool = setting(
         False, "Also report what the rules grade quiet (no evidence of harm), as hints.",
         pyproject="show-all", flag="--show-all")
+    show_hints: bool = setting(
+        False, "Print hints in `torchlint check`'s text output (hidden by default, counted in the summary "
+        "line; JSON, SARIF and GitHub output always carry them).",
+        pyproject="show-hints", flag="--show-hints")
+    fail_on: str = setting(
+        "warning", "The least severe finding that makes `torchlint check` exit 1: `error`, `warning`, "
+        "`info` or `hint` (a file that does not parse always does).",
+        pyproject="fail-on", flag="--fail-on", enum=SEVERITIES)
     python: Optional[str] = setting(
         None, "The interpreter whose packages the jedi layer analyses, relative to the pyproject.toml: "
         "a virtual environment is read, and never run unless the user trusts the workspace.",

@@ -39,6 +39,7 @@ class OutputOptions:
     unsafe_fixes: bool = False  # unsafe fixes count as applicable
     fix_mode: bool = False  # --fix ran: the summary says what was fixed
     quiet: bool = False  # findings only, no summary
+    show_hints: bool = False  # text: print hints too (else only counted in the summary)
     cwd: str = field(default_factory=os.getcwd)
 
 

@@ -1,5 +1,6 @@
 """GitHub Actions workflow commands: one ``::error``/``::warning``/``::notice`` per finding,
-shown as annotations on the pull request's diff."""
+hints included, shown as annotations on the pull request's diff. Information and hints are both
+notices: the message says the severity, as the text output does (``TL301 [hint] ...``)."""
 from __future__ import annotations
 
 from typing import List
@@ -39,5 +40,5 @@ def render(reports: List[FileReport], options: OutputOptions) -> str:
     for report, finding in sorted_findings(reports):
         lines.append(annotation(LEVELS[finding.severity.value], "torchlint (%s)" % finding.code,
                                 display_path(report.path, options.cwd), finding.range.start, finding.range.end,
-                                "%s %s" % (finding.code, finding.message), report))
+                                "%s [%s] %s" % (finding.code, finding.severity.value, finding.message), report))
     return "".join(line + "\n" for line in lines)

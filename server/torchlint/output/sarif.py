@@ -3,6 +3,12 @@
 Lines and columns are 1-based; columns count Unicode code points (``columnKind``).
 Files that could not be read or parsed are reported as tool execution notifications,
 since they are not findings of a rule.
+
+Every finding is a result, hints included. SARIF has four levels: ``error``, ``warning``,
+``note`` ("a minor problem or an opportunity to improve the code", §3.27.10) and ``none``, which
+is only for results whose ``kind`` is not ``fail`` (a pass, or something not applicable). A hint
+is an opportunity to improve the code, so it is a ``note``, like an information; each result's
+``properties.severity`` keeps torchlint's own severity, which tells the two apart.
 """
 from __future__ import annotations
 
@@ -59,6 +65,7 @@ def _result(report: FileReport, finding, rule_index: dict, cwd: str) -> dict:
         "ruleId": finding.code,
         "level": LEVELS[finding.severity.value],
         "message": {"text": finding.message},
+        "properties": {"severity": finding.severity.value},
         "locations": [{"physicalLocation": {"artifactLocation": artifact,
                                             "region": _region(finding.range.start, finding.range.end)}}],
     }

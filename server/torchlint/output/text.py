@@ -1,11 +1,19 @@
-"""ruff-style text: ``path:line:col: TL101 [*] message``, then a summary line."""
+"""ruff-style text: ``path:line:col: TL101 [warning] [*] message``, then a summary line.
+
+Hints are printed only with ``show_hints``; otherwise the summary counts them."""
 from __future__ import annotations
 
 from collections import Counter
 from typing import List
 
+from ..analysis.findings import Finding, Severity
 from ..rules import RULES_BY_CODE
 from . import FileReport, OutputOptions, cell_position, display_path
+
+
+def shown(finding: Finding, options: OutputOptions) -> bool:
+    """Whether the text output prints this finding (every finding but hints, unless asked)."""
+    return options.show_hints or finding.severity is not Severity.HINT
 
 
 def render(reports: List[FileReport], options: OutputOptions) -> str:
@@ -16,9 +24,12 @@ def render(reports: List[FileReport], options: OutputOptions) -> str:
             pos = report.error.position
             rows.append((path, pos, _where(report, pos), report.error.message))
         for finding in report.findings:
+            if not shown(finding, options):
+                continue
             start = finding.range.start
             marker = "[*] " if finding.fix_to_apply(options.unsafe_fixes) else ""
-            rows.append((path, start, _where(report, start), "%s %s%s" % (finding.code, marker, finding.message)))
+            rows.append((path, start, _where(report, start), "%s [%s] %s%s" % (
+                finding.code, finding.severity.value, marker, finding.message)))
     rows.sort()
     lines = ["%s:%s: %s" % (path, where, text) for path, _, where, text in rows]
     if not options.quiet:
@@ -34,38 +45,51 @@ def _where(report: FileReport, pos) -> str:
     return ("cell %d:" % cell if cell is not None else "") + "%d:%d" % (pos.line, pos.column + 1)
 
 
-def _plural(count: int) -> str:
-    return "%d finding%s" % (count, "" if count == 1 else "s")
+def _plural(count: int, noun: str = "finding") -> str:
+    return "%d %s%s" % (count, noun, "" if count == 1 else "s")
+
+
+def _hidden_hints(count: int) -> str:
+    return "%s hidden (--show-hints shows them)" % _plural(count, "hint")
 
 
 def summary(reports: List[FileReport], options: OutputOptions) -> str:
-    findings = [f for r in reports for f in r.findings]
+    """``Found N findings (...)``, counting what was printed (and what --fix fixed, hints
+    included); hints that were not printed are counted after it."""
+    findings = [f for r in reports for f in r.findings if shown(f, options)]
+    hidden = sum(1 for r in reports for f in r.findings if not shown(f, options))
     remaining = len(findings) + sum(1 for r in reports if r.error is not None)
     fixed = sum(r.fixed for r in reports) if options.fix_mode else 0
     fixable = sum(1 for f in findings if f.fix_to_apply(options.unsafe_fixes))
-    hidden = 0 if options.unsafe_fixes else sum(1 for f in findings if not f.fix_to_apply() and f.fix_to_apply(True))
+    unsafe = 0 if options.unsafe_fixes else sum(1 for f in findings if not f.fix_to_apply() and f.fix_to_apply(True))
     if remaining == 0 and fixed == 0:
-        return "All checks passed!"
+        return "All checks passed!" + (" %s." % _hidden_hints(hidden) if hidden else "")
     notes = []
     if fixed:
         notes.append("%d fixed, %d remaining" % (fixed, remaining))
     if fixable and not options.fix_mode:
         notes.append("%d fixable with --fix" % fixable)
-    if hidden:
+    if unsafe:
         notes.append(("%d more fixable with --unsafe-fixes" if fixable or fixed
-                      else "%d fixable with --fix --unsafe-fixes") % hidden)
-    return "Found %s%s." % (_plural(remaining + fixed), " (%s)" % "; ".join(notes) if notes else "")
+                      else "%d fixable with --fix --unsafe-fixes") % unsafe)
+    return "Found %s%s%s." % (_plural(remaining + fixed), " (%s)" % "; ".join(notes) if notes else "",
+                              "; %s" % _hidden_hints(hidden) if hidden else "")
 
 
 def render_statistics(reports: List[FileReport], options: OutputOptions) -> str:
-    """One line per rule with findings: count, code, fixability marker, rule name."""
-    counts = Counter(f.code for r in reports for f in r.findings)
-    fixable = {f.code for r in reports for f in r.findings if f.fix_to_apply(options.unsafe_fixes)}
+    """One line per rule with findings: count, code, fixability marker, rule name. Hints count
+    per rule only with ``show_hints``; otherwise one line counts them all."""
+    findings = [f for r in reports for f in r.findings if shown(f, options)]
+    counts = Counter(f.code for f in findings)
+    fixable = {f.code for f in findings if f.fix_to_apply(options.unsafe_fixes)}
     errors = sum(1 for r in reports if r.error is not None)
+    hidden = sum(1 for r in reports for f in r.findings if not shown(f, options))
     rows = [(count, code, "[*]" if code in fixable else "   ", getattr(RULES_BY_CODE.get(code), "name", ""))
             for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     if errors:
         rows.append((errors, "", "   ", "syntax-error"))
+    if hidden:
+        rows.append((hidden, "", "   ", "hints (--show-hints counts them per rule)"))
     width = max((len(str(r[0])) for r in rows), default=1)
     code_width = max((len(r[1]) for r in rows), default=5)
     return "".join("%*d\t%-*s\t%s %s\n" % (width, count, code_width, code, marker, name)
