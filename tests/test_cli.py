@@ -39,6 +39,27 @@ class Scale(nn.Module):
         self.w = torch.randn(3, requires_grad=True)
 '''
 
+# One TL301 hint (a legacy constructor that works as written), with a safe fix.
+HINT = '''import torch
+
+x = torch.FloatTensor(3)
+'''
+
+# One TL106 information (a layer forward never uses), no fix.
+UNUSED = '''import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.unused = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.fc(x)
+'''
+
 CLEAN = '''import torch
 from torch import nn
 
@@ -88,6 +109,168 @@ def test_exit_zero_and_quiet(tmp_path, capsys):
     code, out, _ = run(["check", "-q", "--exit-zero", tmp_path / "model.py"], capsys)
     assert code == 0
     assert "TL101" in out and "Found" not in out
+
+
+# -- the grading: what is printed, what fails the run ---------------------------------------------
+
+HIDDEN = "1 hint hidden (--show-hints shows them)"
+
+
+def test_hints_alone_pass_and_are_counted_not_printed(tmp_path, capsys):
+    write(tmp_path / "legacy.py", HINT)
+    code, out, _ = run(["check", "legacy.py"], capsys, cwd=tmp_path)
+    assert code == 0
+    assert "TL301" not in out
+    assert out == "All checks passed! %s.\n" % HIDDEN
+
+
+def test_a_warning_fails_the_run_and_hints_stay_counted(tmp_path, capsys):
+    write(tmp_path / "model.py", MASK)
+    write(tmp_path / "legacy.py", HINT)
+    code, out, _ = run(["check", "--select", "TL101,TL301", "."], capsys, cwd=tmp_path)
+    assert code == 1
+    assert "model.py:8:9: TL101 [warning] [*] `self.mask`" in out and "TL301" not in out
+    assert out.rstrip().endswith("Found 1 finding (1 fixable with --fix); %s." % HIDDEN)
+
+
+def test_show_hints_prints_them_with_their_severity(tmp_path, capsys):
+    write(tmp_path / "legacy.py", HINT)
+    code, out, _ = run(["check", "--show-hints", "legacy.py"], capsys, cwd=tmp_path)
+    assert code == 0  # printed, still not failing
+    assert out.splitlines()[0].startswith("legacy.py:3:5: TL301 [hint] [*] `torch.FloatTensor(...)`")
+    assert out.rstrip().endswith("Found 1 finding (1 fixable with --fix).") and "hidden" not in out
+
+
+def test_show_all_prints_hints(tmp_path, capsys):
+    # --show-all reports the quiet findings as hints: hiding them would show nothing more.
+    write(tmp_path / "legacy.py", HINT)
+    code, out, _ = run(["check", "--show-all", "legacy.py"], capsys, cwd=tmp_path)
+    assert code == 0 and "TL301 [hint]" in out and "hidden" not in out
+
+
+def test_fail_on_hint_fails_on_hints_and_prints_them(tmp_path, capsys):
+    write(tmp_path / "legacy.py", HINT)
+    code, out, _ = run(["check", "--fail-on", "hint", "legacy.py"], capsys, cwd=tmp_path)
+    assert code == 1
+    assert "legacy.py:3:5: TL301 [hint]" in out and "hidden" not in out
+
+
+@pytest.mark.parametrize("fail_on, codes", [
+    # MASK: a warning; TRAINABLE: an error; UNUSED: an information; HINT: a hint.
+    ("error", {"model.py": 0, "trainable.py": 1, "unused.py": 0, "legacy.py": 0}),
+    ("warning", {"model.py": 1, "trainable.py": 1, "unused.py": 0, "legacy.py": 0}),
+    ("info", {"model.py": 1, "trainable.py": 1, "unused.py": 1, "legacy.py": 0}),
+    ("hint", {"model.py": 1, "trainable.py": 1, "unused.py": 1, "legacy.py": 1}),
+])
+def test_fail_on_sets_the_least_severe_finding_that_fails(tmp_path, capsys, fail_on, codes):
+    for name, text in (("model.py", MASK), ("trainable.py", TRAINABLE), ("unused.py", UNUSED), ("legacy.py", HINT)):
+        write(tmp_path / name, text)
+    for name, expected in codes.items():
+        code, out, _ = run(["check", "--fail-on", fail_on, name], capsys, cwd=tmp_path)
+        assert code == expected, (name, out)
+    assert run(["check", "unused.py"], capsys, cwd=tmp_path)[0] == 0  # the default: warning
+    code, out, _ = run(["check", "unused.py"], capsys, cwd=tmp_path)
+    assert "unused.py:9:9: TL106 [info]" in out  # information is printed even when it does not fail
+
+
+def test_a_file_that_does_not_parse_fails_whatever_fail_on_says(tmp_path, capsys):
+    write(tmp_path / "broken.py", "x = (\n")
+    code, out, _ = run(["check", "--fail-on", "error", "broken.py"], capsys, cwd=tmp_path)
+    assert code == 1 and "SyntaxError" in out
+
+
+def test_fail_on_and_show_hints_from_pyproject(tmp_path, capsys):
+    write(tmp_path / "legacy.py", HINT)
+    write(tmp_path / "model.py", MASK)
+    write(tmp_path / "pyproject.toml", '[tool.torchlint]\nfail-on = "hint"\n')
+    code, out, _ = run(["check", "legacy.py"], capsys, cwd=tmp_path)
+    assert code == 1 and "TL301 [hint]" in out
+    write(tmp_path / "pyproject.toml", '[tool.torchlint]\nfail-on = "error"\n')
+    assert run(["check", "model.py"], capsys, cwd=tmp_path)[0] == 0
+    assert run(["check", "--fail-on", "warning", "model.py"], capsys, cwd=tmp_path)[0] == 1  # the flag wins
+    write(tmp_path / "pyproject.toml", '[tool.torchlint]\nshow-hints = true\n')
+    code, out, _ = run(["check", "legacy.py"], capsys, cwd=tmp_path)
+    assert code == 0 and "legacy.py:3:5: TL301 [hint]" in out and "hidden" not in out
+
+
+@pytest.mark.parametrize("table, message", [
+    ('fail-on = "fatal"\n', "fail-on: expected one of error, warning, info, hint, got 'fatal'"),
+    ('fail-on = "Warning"\n', "fail-on: expected one of error, warning, info, hint, got 'Warning'"),
+    ("fail-on = 1\n", "fail-on: expected a string, got 1"),
+    ('show-hints = "yes"\n', "show-hints: expected true or false, got 'yes'"),
+])
+def test_bad_grading_settings_exit_2_naming_the_key(tmp_path, capsys, table, message):
+    write(tmp_path / "pyproject.toml", "[tool.torchlint]\n" + table)
+    write(tmp_path / "model.py", MASK)
+    code, out, err = run(["check", "."], capsys, cwd=tmp_path)
+    assert code == 2
+    assert "pyproject.toml: [tool.torchlint] " + message in err and out == ""
+
+
+def test_bad_fail_on_flag_exits_2_naming_the_flag(tmp_path, capsys):
+    write(tmp_path / "model.py", MASK)
+    code, out, err = run(["check", "--fail-on", "warn", "model.py"], capsys, cwd=tmp_path)
+    assert code == 2 and out == ""
+    assert "argument --fail-on: invalid choice: 'warn'" in err
+
+
+def test_quiet_leaves_hints_out_and_counts_nothing(tmp_path, capsys):
+    write(tmp_path / "legacy.py", HINT)
+    write(tmp_path / "model.py", MASK)
+    code, out, _ = run(["check", "-q", "--select", "TL101,TL301", "."], capsys, cwd=tmp_path)
+    assert code == 1
+    assert out.splitlines() == [line for line in out.splitlines() if line.startswith("model.py:8:9: TL101 ")]
+    assert len(out.splitlines()) == 1
+
+
+def test_statistics_count_hidden_hints_in_one_row(tmp_path, capsys):
+    write(tmp_path / "legacy.py", HINT + "y = torch.LongTensor(2)\n")
+    write(tmp_path / "model.py", MASK)
+    code, out, _ = run(["check", "--statistics", "--select", "TL101,TL301", "."], capsys, cwd=tmp_path)
+    assert code == 1
+    rows = [line.split("\t") for line in out.splitlines()]
+    assert [(count.strip(), rule.strip()) for count, rule, _ in rows] == [("1", "TL101"), ("2", "")]
+    assert rows[1][2].strip() == "hints (--show-hints counts them per rule)"
+    code, out, _ = run(["check", "--statistics", "--show-hints", "--select", "TL101,TL301", "."], capsys, cwd=tmp_path)
+    assert [tuple(c.strip() for c in line.split("\t")[:2]) for line in out.splitlines()] == [("2", "TL301"),
+                                                                                          ("1", "TL101")]
+
+
+def test_fix_applies_safe_fixes_of_hidden_hints(tmp_path, capsys):
+    # Fixing is independent of what is printed: --fix fixes hints, and says so in "N fixed".
+    path = write(tmp_path / "legacy.py", HINT)
+    code, out, _ = run(["check", "--fix", "legacy.py"], capsys, cwd=tmp_path)
+    assert code == 0
+    assert "torch.empty(3, dtype=torch.float32)" in path.read_text()
+    assert out == "Found 1 finding (1 fixed, 0 remaining).\n"
+
+
+def test_diff_shows_fixes_of_hints_and_exit_zero_turns_its_1_off(tmp_path, capsys):
+    write(tmp_path / "legacy.py", HINT)
+    code, out, err = run(["check", "--diff", "legacy.py"], capsys, cwd=tmp_path)
+    assert code == 1  # --fix would change the file
+    assert "+x = torch.empty(3, dtype=torch.float32)\n" in out and "Would fix 1 finding in 1 file." in err
+    code, out, _ = run(["check", "--diff", "--exit-zero", "legacy.py"], capsys, cwd=tmp_path)
+    assert code == 0 and "+x = torch.empty(3, dtype=torch.float32)\n" in out
+
+
+def test_machine_formats_carry_hints_with_their_severity(tmp_path, capsys):
+    write(tmp_path / "legacy.py", HINT)
+    write(tmp_path / "model.py", MASK)
+    argv = ["check", "--select", "TL101,TL301", "."]
+    code, out, _ = run([*argv, "--format", "json"], capsys, cwd=tmp_path)
+    assert code == 1
+    assert sorted((e["code"], e["severity"]) for e in json.loads(out)) == [("TL101", "warning"), ("TL301", "hint")]
+    code, out, _ = run([*argv, "--format", "sarif"], capsys, cwd=tmp_path)
+    results = json.loads(out)["runs"][0]["results"]
+    assert sorted((r["ruleId"], r["level"], r["properties"]["severity"]) for r in results) == [
+        ("TL101", "warning", "warning"), ("TL301", "note", "hint")]
+    code, out, _ = run([*argv, "--format", "github"], capsys, cwd=tmp_path)
+    assert sorted(line.split(" ", 1)[0] for line in out.splitlines()) == ["::notice", "::warning"]
+    assert "::TL301 [hint] `torch.FloatTensor(...)`" in out
+    # Hints alone: carried, and the run still passes.
+    code, out, _ = run(["check", "--format", "json", "legacy.py"], capsys, cwd=tmp_path)
+    assert code == 0 and [e["severity"] for e in json.loads(out)] == ["hint"]
 
 
 @pytest.mark.parametrize("argv", [

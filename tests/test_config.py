@@ -58,6 +58,9 @@ def test_unknown_key(tmp_path):
     ("severity = 'error'\n", "severity"),
     ("python = 3\n", "python"),
     ("python = ''\n", "python"),
+    ("fail-on = 'fatal'\n", "fail-on"),
+    ("fail-on = ['error']\n", "fail-on"),
+    ("show-hints = 'yes'\n", "show-hints"),
 ])
 def test_bad_values_name_the_key(tmp_path, body, key):
     message = config_error(tmp_path, body)
@@ -130,6 +133,21 @@ def test_severity_overrides(tmp_path):
     severities = config.options_for(tmp_path / "a.py").severities
     assert severities["TL101"] is Severity.ERROR
     assert all(severities[code] is Severity.INFO for code in expand(["TL1"]) - {"TL101"})
+
+
+def test_grading_keys(tmp_path):
+    default = load_config(pyproject(tmp_path, "python = 'py'\n"))
+    assert (default.fail_on, default.show_hints) == (Severity.WARNING, False) == (Config().fail_on, Config().show_hints)
+    assert [s for s in Severity if default.fails_on(s)] == [Severity.ERROR, Severity.WARNING]
+    config = load_config(pyproject(tmp_path, "fail-on = 'info'\nshow-hints = true\n"))
+    assert config.fail_on is Severity.INFO and config.show_hints is True
+    assert [s for s in Severity if config.fails_on(s)] == [Severity.ERROR, Severity.WARNING, Severity.INFO]
+    # The command line's flags come on top; a bad value names the flag.
+    overridden = config.with_overrides(fail_on="error", show_hints=False, label="--%s")
+    assert [s for s in Severity if overridden.fails_on(s)] == [Severity.ERROR] and overridden.show_hints is False
+    assert config.with_overrides().fail_on is Severity.INFO
+    with pytest.raises(ConfigError, match="--fail-on: expected one of error, warning, info, hint, got 'all'"):
+        config.with_overrides(fail_on="all", label="--%s")
 
 
 def test_python_is_stored(tmp_path):
@@ -226,6 +244,15 @@ def test_cli_per_file_ignores_and_severity(tmp_path, capsys):
     code, entries, _ = run_json(tmp_path, capsys, ".")
     assert code == 1
     assert [(Path(e["filename"]).name, e["severity"]) for e in entries] == [("model.py", "error")]
+
+
+def test_cli_a_rule_made_a_hint_no_longer_fails_the_run(tmp_path, capsys):
+    pyproject(tmp_path, "select = ['TL101']\nseverity = {TL101 = 'hint'}\n")
+    (tmp_path / "model.py").write_text(MASK, encoding="utf-8")
+    code, entries, _ = run_json(tmp_path, capsys, ".")
+    assert code == 0 and [(e["code"], e["severity"]) for e in entries] == [("TL101", "hint")]
+    code, entries, _ = run_json(tmp_path, capsys, "--fail-on", "hint", ".")
+    assert code == 1
 
 
 def test_cli_config_flag(tmp_path, capsys):

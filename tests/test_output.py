@@ -57,6 +57,48 @@ def test_text_clean_and_quiet(options, reports):
     assert "Found" not in render(reports, "text", quiet)
 
 
+def graded(tmp_path):
+    """One finding of each severity (the hint and the information with a safe fix) in one file."""
+    safe = Fix("Do it", Applicability.SAFE, (Edit(Range.of(1, 0, 1, 1), "x"),), preferred=True)
+    return [FileReport(str(tmp_path / "a.py"), findings=[
+        Finding("TL101", "an error", Severity.ERROR, Range.of(1, 0, 1, 1)),
+        Finding("TL102", "a warning", Severity.WARNING, Range.of(2, 0, 2, 1)),
+        Finding("TL106", "an information", Severity.INFO, Range.of(3, 0, 3, 1), fixes=(safe,)),
+        Finding("TL301", "a hint", Severity.HINT, Range.of(4, 0, 4, 1), fixes=(safe,)),
+        Finding("TL301", "another hint", Severity.HINT, Range.of(5, 0, 5, 1)),
+    ])]
+
+
+def test_text_says_each_severity_and_hides_hints_unless_asked(tmp_path, options):
+    lines = render(graded(tmp_path), "text", options).splitlines()
+    assert lines == ["a.py:1:1: TL101 [error] an error", "a.py:2:1: TL102 [warning] a warning",
+                     "a.py:3:1: TL106 [info] [*] an information", "",
+                     "Found 3 findings (1 fixable with --fix); 2 hints hidden (--show-hints shows them)."]
+    shown = OutputOptions(cwd=options.cwd, show_hints=True)
+    lines = render(graded(tmp_path), "text", shown).splitlines()
+    assert lines[3:] == ["a.py:4:1: TL301 [hint] [*] a hint", "a.py:5:1: TL301 [hint] another hint", "",
+                         "Found 5 findings (2 fixable with --fix)."]
+
+
+def test_summary_with_hints_only(tmp_path, options):
+    hint = Finding("TL301", "a hint", Severity.HINT, Range.of(1, 0, 1, 1))
+    reports = [FileReport(str(tmp_path / "a.py"), findings=[hint])]
+    assert render(reports, "text", options) == "All checks passed! 1 hint hidden (--show-hints shows them).\n"
+    assert render(reports, "text", OutputOptions(cwd=options.cwd, quiet=True)) == ""
+    fixed = [FileReport(str(tmp_path / "a.py"), findings=[hint], fixed=2)]  # --fix fixed two, hints included
+    assert render(fixed, "text", OutputOptions(cwd=options.cwd, fix_mode=True)) == \
+        "Found 2 findings (2 fixed, 0 remaining); 1 hint hidden (--show-hints shows them).\n"
+
+
+def test_statistics_of_hints(tmp_path, options):
+    rows = [line.split("\t") for line in render_statistics(graded(tmp_path), options).splitlines()]
+    assert [(n.strip(), code.strip(), rest) for n, code, rest in rows] == [
+        ("1", "TL101", "    unregistered-tensor"), ("1", "TL102", "    unregistered-container"),
+        ("1", "TL106", "[*] submodule-unused-in-forward"), ("2", "", "    hints (--show-hints counts them per rule)")]
+    shown = render_statistics(graded(tmp_path), OutputOptions(cwd=options.cwd, show_hints=True))
+    assert shown.splitlines()[0] == "2\tTL301\t[*] legacy-constructor" and "hints (" not in shown
+
+
 def test_statistics(reports, options):
     lines = render_statistics(reports, options).splitlines()
     assert re.match(r"^2\tTL101\t\[\*\] unregistered-tensor$", lines[0])
@@ -147,6 +189,23 @@ def test_sarif_levels_for_info_and_hint(tmp_path, options):
                                                             Finding("TL101", "m", Severity.HINT, rng)])]
     results = json.loads(render(reports, "sarif", options))["runs"][0]["results"]
     assert [r["level"] for r in results] == ["note", "note"]
+    # SARIF's "none" is for results that are not problems (kind other than "fail"); a hint is a
+    # note, and torchlint's own severity tells the two notes apart.
+    assert [r["properties"] for r in results] == [{"severity": "info"}, {"severity": "hint"}]
+    assert all("kind" not in r for r in results)  # "fail", the default
+
+
+def test_every_severity_in_every_machine_format(tmp_path, options):
+    entries = json.loads(render(graded(tmp_path), "json", options))
+    assert [e["severity"] for e in entries] == ["error", "warning", "info", "hint", "hint"]
+    results = json.loads(render(graded(tmp_path), "sarif", options))["runs"][0]["results"]
+    assert [(r["level"], r["properties"]["severity"]) for r in results] == [
+        ("error", "error"), ("warning", "warning"), ("note", "info"), ("note", "hint"), ("note", "hint")]
+    lines = render(graded(tmp_path), "github", options).splitlines()
+    assert [(line.split(" ", 1)[0], line.split("::", 2)[2]) for line in lines] == [
+        ("::error", "TL101 [error] an error"), ("::warning", "TL102 [warning] a warning"),
+        ("::notice", "TL106 [info] an information"), ("::notice", "TL301 [hint] a hint"),
+        ("::notice", "TL301 [hint] another hint")]
 
 
 def test_github_annotations(reports, options):

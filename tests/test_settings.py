@@ -113,6 +113,24 @@ def test_every_severity_is_accepted_by_the_editor_and_pyproject(severity, tmp_pa
     assert config.severity_overrides()["TL101"].value == severity
 
 
+@pytest.mark.parametrize("severity", SEVERITIES)
+def test_every_severity_is_a_fail_on_value_of_pyproject_and_the_flag(severity, tmp_path):
+    assert parse_table({"fail-on": severity}, tmp_path / "pyproject.toml").fail_on.value == severity
+    check = next(a for a in build_parser()._actions if a.dest == "command").choices["check"]
+    assert check.parse_args(["--fail-on", severity]).fail_on == severity
+    assert Config().with_overrides(fail_on=severity, label="--%s").fail_on.value == severity
+
+
+def test_the_command_line_grading_is_not_an_editor_setting():
+    # The editor shows every finding with its severity: fail-on and show-hints are for the CLI.
+    for name in ("fail_on", "show_hints"):
+        (spec,) = [s for s in specs() if s.name == name]
+        assert spec.where.editor is None and spec.where.pyproject and spec.where.flag
+    check = next(a for a in build_parser()._actions if a.dest == "command").choices["check"]
+    assert check.parse_args([]).fail_on is None  # unset: the config's fail-on, else the default
+    assert Config().fail_on.value == DEFAULT_SETTINGS.fail_on == "warning"
+
+
 def test_every_import_strategy_is_handled_by_the_extension():
     launcher = (ROOT / "client-vscode" / "src" / "launcher.ts").read_text(encoding="utf-8")
     declared = re.search(r"type ImportStrategy = ([^;]+);", launcher).group(1)
