@@ -69,10 +69,13 @@ def check_tree(text: str, path: str, tree: ast.Module, options: CheckOptions = D
             result.internal_errors.append("%s: %s" % (rule.code, traceback.format_exc(limit=3)))
     if ctx.inference is not None:
         ctx.inference.finish()  # keeps jedi's answers for the next check of this text
+    unreachable = ctx.unreachable() if findings else []
     ctx.release()
     for finding in findings:
         if directives.suppresses(finding):
             continue
+        if unreachable and any(r.start <= finding.range.start <= r.end for r in unreachable):
+            continue  # code that never runs makes no finding, whichever rule found it
         severity = options.severities.get(finding.code)
         result.findings.append(finding.with_severity(severity) if severity else finding)
     result.findings.sort(key=lambda f: (f.range.start, f.code))

@@ -11,7 +11,7 @@ from .imports import ImportMap, collect_imports
 from .modules import moves_own_state, resolve_modules
 from .forward import Reach, reach
 from .scopes import ClassInfo, Index, NodeTable, Scope, block_chain, build_index, class_chain, release
-from .source import SourceText
+from .source import SourceText, statement_start
 from .values import Classifier, Value
 
 
@@ -73,6 +73,17 @@ class FileContext:
             names.update(cls.registered)
             names.update(cls.unregistered)
         return names
+
+    def unreachable(self) -> List[Range]:
+        """Where the statements that never run are: the rest of a block after a `raise`,
+        `return`, `continue` or `break` in it (in a function or a compound statement)."""
+        ranges = []
+        for first, last in self.index.unreachable:
+            start = self.range(first).start
+            if getattr(first, "decorator_list", None):
+                start = Position(statement_start(first), 0)
+            ranges.append(Range(start, self.range(last).end))
+        return ranges
 
     def calls_on(self, node: ast.AST) -> List[ast.Call]:
         """The method calls made on ``node``'s value (``node.zero_()``), from the index: no walk of

@@ -117,6 +117,9 @@ class Index:
     attribute_stores: List[tuple]  # (target ast.Attribute, value, stmt, Scope)
     imports: List[ast.stmt]
     blocks: Dict[int, tuple] = field(default_factory=dict)  # id(stmt) -> (owner stmt, block name)
+    # Statements that never run: (first, last) of the rest of a block after a `raise`, `return`,
+    # `continue` or `break` in it (blocks of the module's own body left out: see _walk_body).
+    unreachable: List[tuple] = field(default_factory=list)
     nodes: Optional["NodeTable"] = None  # every node of the tree (the walk the index reads its calls from)
 
 
@@ -133,6 +136,7 @@ def release(index: Index) -> None:
         info.methods, info.method_scopes, info.attr_assignments = {}, {}, []
     index.scopes, index.classes, index.calls, index.call_scopes = [], [], [], {}
     index.expr_statements, index.attribute_stores, index.imports, index.blocks = [], [], [], {}
+    index.unreachable = []
     index.nodes = None
 
 
@@ -146,13 +150,26 @@ def build_index(tree: ast.Module, nodes: Optional["NodeTable"] = None) -> Index:
     module_scope = Scope(tree, None)
     index = Index(module_scope, [module_scope], [], [], {}, [], [], [])
     index.nodes = nodes if nodes is not None else NodeTable(tree)
-    _walk_body(tree.body, module_scope, index, None)
+    for stmt in tree.body:
+        # Not _walk_body: a `raise` in the module's own body is left alone (a reduced tree of
+        # torchlint.incremental may not hold it, and each check of a chunk must agree).
+        _walk_stmt(stmt, module_scope, index, None)
     return index
 
 
+_TERMINATORS = frozenset([ast.Raise, ast.Return, ast.Continue, ast.Break])
+
+
 def _walk_body(body, scope: Scope, index: Index, cls: Optional[ClassInfo]) -> None:
-    for stmt in body:
+    for position, stmt in enumerate(body):
         _walk_stmt(stmt, scope, index, cls)
+        if stmt.__class__ in _TERMINATORS and position + 1 < len(body):
+            # The rest of this block never runs: recorded once, from the first terminator, and
+            # still indexed (the rules see it; the engine drops the findings that start in it).
+            index.unreachable.append((body[position + 1], body[-1]))
+            for rest in body[position + 1:]:
+                _walk_stmt(rest, scope, index, cls)
+            return
 
 
 def _walk_stmt(stmt: ast.stmt, scope: Scope, index: Index, cls: Optional[ClassInfo]) -> None:
