@@ -197,7 +197,8 @@ sys.exit(cli.main(sys.argv[1:]))
 def check_on_a_terminal(args, cwd: Path, **env):
     """Run `torchlint check` with stderr on a pseudo-terminal: (stdout, what the terminal got)."""
     master, slave = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-c", SLOW_CHECK, "check", "--no-infer", *args], cwd=str(cwd),
+    process = subprocess.Popen([sys.executable, "-c", SLOW_CHECK, "check", "--no-infer", "--show-hints", *args],
+                               cwd=str(cwd),
                                stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
                                env=dict({k: v for k, v in os.environ.items() if k != "CI"}, **env))
     os.close(slave)
@@ -226,6 +227,7 @@ def check_on_a_terminal(args, cwd: Path, **env):
 
 
 def slow_project(tmp_path: Path) -> Path:
+    """Three files with a TL301 hint each (printed with --show-hints)."""
     root = tmp_path / "slow"
     root.mkdir()
     for number in range(3):
@@ -262,7 +264,7 @@ def test_no_progress_when_quiet_or_in_ci(tmp_path, args, env):
 
 
 def test_no_progress_when_stderr_is_not_a_terminal(tmp_path):
-    result = subprocess.run([sys.executable, "-c", SLOW_CHECK, "check", "--no-infer", "."],
+    result = subprocess.run([sys.executable, "-c", SLOW_CHECK, "check", "--no-infer", "--show-hints", "."],
                             cwd=str(slow_project(tmp_path)), capture_output=True, text=True, timeout=120,
                             env={k: v for k, v in os.environ.items() if k != "CI"})
     assert "files, " not in result.stderr and "TL301" in result.stdout
