@@ -163,7 +163,9 @@ def _fix_shape_problems(finding: Finding):
             yield "%s: this rule declares no fixes but offered %d" % (where, len(finding.fixes))
         return
     if not finding.fixes:
-        yield "%s: no fix offered" % where
+        # Where the right fix cannot be told a rule offers none, and its message says why.
+        if "no fix" not in finding.message:
+            yield "%s: no fix offered, and the message does not say why (\"no fix: ...\")" % where
         return
     preferred = [fix for fix in finding.fixes if fix.preferred]
     if len(preferred) != 1:

@@ -495,26 +495,81 @@ def fix_line(check, text, line=None, title=None):
     ("torch.FloatTensor(len(x))", "torch.empty(len(x), dtype=torch.float32)", True),
     ("torch.cuda.FloatTensor(2, device='cuda:1')", "torch.empty(2, device='cuda:1', dtype=torch.float32)", True),
     ("torch.FloatTensor(device='cpu')", "torch.empty(0, device='cpu', dtype=torch.float32)", True),
-    ("torch.LongTensor(idxs)", "torch.as_tensor(idxs, dtype=torch.int64)", False),
-    ("torch.FloatTensor(*shape)", "torch.empty(*shape, dtype=torch.float32)", False),
+    ("torch.FloatTensor(*shape)", "torch.empty(*shape, dtype=torch.float32)", True),
+    ("torch.FloatTensor(np.zeros(3))", "torch.tensor(np.zeros(3), dtype=torch.float32)", True),
+    ("torch.FloatTensor(x.tolist())", "torch.tensor(x.tolist(), dtype=torch.float32)", True),
+    ("torch.LongTensor(x.size(0) * 2)", "torch.empty(x.size(0) * 2, dtype=torch.int64)", True),
+    ("torch.FloatTensor(ones)", "torch.as_tensor(ones, dtype=torch.float32)", False),
     ("torch.Tensor([1, 2])", "torch.tensor([1, 2], dtype=torch.get_default_dtype())", True),
     ("torch.Tensor([[0.5, 1]])", "torch.tensor([[0.5, 1]])", True),
     ("torch.Tensor(2, 3)", "torch.empty(2, 3)", True),
     ("torch.Tensor()", "torch.empty(0)", True),
-    ("torch.Tensor(idxs)", "torch.as_tensor(idxs, dtype=torch.get_default_dtype())", False),
 ])
 def test_tl301_typed_constructor_fixes(call, expected, safe):
-    line, fix = fix_line(check, "import torch\nt = %s\n" % call)
+    line, fix = fix_line(check, "import numpy as np\nimport torch\nones = torch.ones(3)\nt = %s\n" % call)
     assert line == "t = " + expected
     assert fix.is_safe is safe
 
 
-def test_tl301_ambiguous_argument_offers_both_readings():
-    finding = only("import torch\nt = torch.FloatTensor(n)\n", "TL301")
-    assert [(f.title.split("`")[1], f.is_safe, f.preferred) for f in finding.fixes] == [
-        ("torch.as_tensor(..., dtype=torch.float32)", False, True),
-        ("torch.empty(..., dtype=torch.float32)", False, False),
-    ]
+@pytest.mark.parametrize("call", ["torch.FloatTensor(n)", "torch.Tensor(idxs)", "torch.LongTensor(load())",
+                                  "torch.Tensor(self_mean)"])
+def test_tl301_argument_of_unknown_kind_gets_no_fix(call):
+    """Data or a size? Reading it either way breaks the code when it is the other: no fix, and why."""
+    finding = only("import torch\nt = %s\n" % call, "TL301")
+    assert finding.fixes == ()
+    assert "no fix offered: torchlint cannot tell whether" in finding.message
+
+
+def test_tl301_tuple_that_reads_like_a_shape_keeps_the_data_reading_first():
+    """`torch.FloatTensor((n, 1))` builds a 2-element tensor: the preferred fix does the same."""
+    finding = only("import torch\nt = torch.FloatTensor((x.shape[0], 1))\n", "TL301")
+    assert [(f.title.split("`")[1].split("(")[0], f.is_safe, f.preferred) for f in finding.fixes] == [
+        ("torch.tensor", False, True), ("torch.empty", False, False)]
+
+
+SIZED_BY_PARAMETERS = """\
+import torch
+import torch.nn as nn
+
+
+class Layer(nn.Module):
+    def __init__(self, {signature}):
+        super().__init__()
+        {extra}
+        self.bias = nn.Parameter(torch.Tensor({name}).zero_())
+"""
+
+
+@pytest.mark.parametrize("signature, extra, name, reading", [
+    ("in_features, out_features", "self.weight = nn.Parameter(torch.Tensor(out_features, in_features))",
+     "out_features", "sizes"),
+    ("width, classes", "self.fc = nn.Linear(width, classes)", "classes", "sizes"),
+    ("count: int", "pass", "count", "sizes"),
+    ("count=4", "pass", "count", "sizes"),
+    ("num_anchors", "pass", "num_anchors", "sizes"),
+    ("size", "self.steps = [i for i in range(size)]", "size", "sizes"),
+    ("values=(1.0, 2.0)", "pass", "values", "data"),
+    ("values: list", "pass", "values", "data"),
+    ("init", "pass", "init", None),
+    ("width, init", "self.fc = nn.Linear(width, width)", "init", None),
+])
+def test_tl301_reads_a_parameter_by_its_annotation_default_use_or_name(signature, extra, name, reading):
+    text = SIZED_BY_PARAMETERS.format(signature=signature, extra=extra, name=name)
+    finding = [f for f in check(text).findings if f.code == "TL301" and f.range.start.line == 9][0]
+    functions = [f.title.split("`")[1].split("(")[0] for f in finding.fixes]
+    assert functions == {"sizes": ["torch.zeros"], "data": ["torch.tensor"], None: []}[reading]
+
+
+def test_tl301_size_fix_keeps_the_bias_a_vector():
+    """The reported bug: `torch.Tensor(out_channels)` read as data made the bias one number."""
+    text = SIZED_BY_PARAMETERS.format(signature="in_channels, out_channels",
+                                      extra="self.conv = nn.Conv2d(in_channels, out_channels, 3)", name="out_channels")
+    finding = [f for f in check(text).findings if f.code == "TL301"][0]
+    fix = preferred(finding)
+    assert fix.is_safe
+    old, new = run(text)["Layer"](3, 8), run(fixed(text, fix))["Layer"](3, 8)
+    assert new.bias.shape == old.bias.shape == (8,)
+    assert new.bias.dtype == old.bias.dtype
 
 
 def test_tl301_is_deprecated_and_covers_the_constructor_name():

@@ -43,11 +43,13 @@ def _typed(ctx, call, qualified):
     name = ctx.text(call.func)
     dtype = tn.TYPED_CONSTRUCTORS.get(qualified.rsplit(".", 1)[1])  # None for torch.Tensor: default dtype
     on_cuda = qualified.startswith("torch.cuda.")
-    shape = _argument_shape(call)
+    scope = ctx.index.call_scopes.get(id(call))
+    shape = _argument_shape(ctx, call, scope)
 
     # What the modern call needs besides data or sizes, for the message.
     needs = (", dtype=%s" % dtype if dtype else "") + (', device="cuda"' if on_cuda else "")
     fixes = []
+    why_none = ""
     if shape == "data":
         needs_dtype = dtype is not None or not _float_literal(call.args[0])
         fixes.append(_rewrite(ctx, call, "torch.tensor", dtype, needs_dtype, on_cuda, "the data", safe=True))
@@ -67,24 +69,32 @@ def _typed(ctx, call, qualified):
             modern = "`torch.empty(*sizes%s)`" % needs
     elif shape == "shape-like":
         # `torch.FloatTensor((x.shape[0], 1, 1))` builds a 3-element tensor from those numbers, though it
-        # reads like a shape (seen in the wild, with the bug): both readings are unsafe, the shape first.
-        fixes.append(_rewrite(ctx, call, "torch.empty", dtype, dtype is not None, on_cuda, "it as a shape",
+        # reads like a shape (seen in the wild, with the bug). What the call does is the data reading (it
+        # comes first); what the code may have meant is the shape reading. Both unsafe.
+        fixes.append(_rewrite(ctx, call, "torch.tensor", dtype, True, on_cuda, "it as data, as it runs now",
                               safe=False))
-        fixes.append(_rewrite(ctx, call, "torch.tensor", dtype, True, on_cuda, "it as data", safe=False))
-        modern = "`torch.empty(shape%s)` if a shape was meant, else `torch.tensor(data%s)`" % (needs, needs)
+        fixes.append(_rewrite(ctx, call, "torch.empty", dtype, dtype is not None, on_cuda,
+                              "it as a shape, a change of behaviour", safe=False))
+        modern = ("`torch.tensor(data%s)` (what this call does: a tensor of these numbers), or "
+                  "`torch.empty(shape%s)` if a shape was meant" % (needs, needs))
+    elif shape == "tensor":
+        # A tensor given to the constructor: it is returned as is when its dtype matches (else the call
+        # raises): `torch.as_tensor` does the same without raising. Unsafe: it converts where the call raised.
+        fixes.append(_rewrite(ctx, call, "torch.as_tensor", dtype, True, on_cuda, "the tensor", safe=False))
+        modern = "`torch.as_tensor(t%s)`" % needs
     else:
-        # One argument the syntax cannot read: data to convert, or a size? Both guesses are unsafe.
-        if shape == "ambiguous":
-            fixes.append(_rewrite(ctx, call, "torch.as_tensor", dtype, True, on_cuda, "it as data", safe=False))
-        fixes.append(_rewrite(ctx, call, "torch.empty", dtype, dtype is not None, on_cuda, "it as the sizes",
-                              safe=False))
-        modern = "`torch.as_tensor(data%s)` or `torch.empty(*sizes%s)`" % (needs, needs)
-    fixes[0] = ctx.fix(fixes[0].title, fixes[0].edits, fixes[0].is_safe, preferred=True)
+        # One argument neither names nor syntax can read: data to convert, or a size? A guess either way
+        # breaks the code half the time (a bias of n values becomes one number), so no fix.
+        modern = "`torch.tensor(data%s)` for data or `torch.empty(*sizes%s)` for sizes" % (needs, needs)
+        why_none = ("; no fix offered: torchlint cannot tell whether `%s` is data or a size, and the legacy "
+                    "constructor reads it as whichever it holds at run time" % shorten(ctx.text(call.args[0]), 30))
+    if fixes:
+        fixes[0] = ctx.fix(fixes[0].title, fixes[0].edits, fixes[0].is_safe, preferred=True)
     changes = _behaviour_change(ctx, call, qualified, name)
     if changes:
-        message = "`%s(...)` %s; use %s" % (name, changes, modern)
+        message = "`%s(...)` %s; use %s%s" % (name, changes, modern, why_none)
         return ctx.finding("TL301", message, call.func, Severity.WARNING, fixes, deprecated=True)
-    message = "`%s(...)` is a legacy constructor (deprecated): use %s" % (name, modern)
+    message = "`%s(...)` is a legacy constructor (deprecated): use %s%s" % (name, modern, why_none)
     return ctx.finding("TL301", message, call.func, DEPRECATION, fixes, deprecated=True)
 
 
@@ -133,25 +143,174 @@ def _zeroed_right_after(ctx, call: ast.Call):
     return None
 
 
-def _argument_shape(call: ast.Call) -> str:
-    """'data', 'sizes', 'empty' (no argument), 'starred' (`*shape`), 'shape-like' or 'ambiguous'."""
+def _argument_shape(ctx, call: ast.Call, scope) -> str:
+    """How the legacy constructor reads its arguments: 'data', 'sizes', 'empty' (no argument),
+    'shape-like' (a literal tuple that looks like a shape), 'tensor' or 'ambiguous'."""
     args = call.args
     if not args:
         return "empty"
     if len(args) > 1:
         return "sizes"
     arg = args[0]
+    if isinstance(arg, ast.Starred):
+        return "sizes"  # `*shape`: each element a size
     if isinstance(arg, (ast.List, ast.Tuple)) and any(_is_size(elt) for elt in arg.elts):
         return "shape-like"
-    if isinstance(arg, (ast.List, ast.Tuple, ast.ListComp)):
+    if ctx.classify(arg, scope).kind in (Kind.TENSOR, Kind.PARAMETER, Kind.MOVED_PARAMETER):
+        return "tensor"
+    return _Reader(ctx).read(arg, scope, 4) or "ambiguous"
+
+
+# Layers whose first two positional arguments are integer sizes (`nn.Linear(in_features, out_features)`).
+_SIZED_LAYERS = frozenset("torch.nn." + n for n in """
+Linear Bilinear Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d Embedding EmbeddingBag
+BatchNorm1d BatchNorm2d BatchNorm3d InstanceNorm1d InstanceNorm2d InstanceNorm3d GroupNorm RNN LSTM GRU
+RNNCell LSTMCell GRUCell MultiheadAttention PixelShuffle
+""".split())
+# Factories whose positional arguments are sizes when there are several of them.
+_SIZE_FACTORIES = frozenset("torch." + n for n in "zeros ones empty rand randn".split()) | tn.LEGACY_CONSTRUCTORS
+# Array constructors of numpy: their result is data.
+_NUMPY_ARRAYS = frozenset("numpy." + n for n in """
+array asarray zeros ones empty full eye arange linspace stack concatenate load loadtxt
+""".split())
+_DATA_METHODS = frozenset(["tolist", "numpy", "values", "to_numpy"])
+_INT_ANNOTATIONS = frozenset(["int"])
+_DATA_ANNOTATIONS = frozenset("""list tuple List Tuple Sequence Iterable ndarray numpy.ndarray np.ndarray
+typing.List typing.Tuple typing.Sequence""".split())
+# Parameter names that hold a count or a width by convention (`out_channels`, `num_classes`, `n`).
+_SIZE_NAME_SUFFIXES = ("_channels", "_features", "_dim", "_planes")
+_SIZE_NAME_PREFIXES = ("num_", "n_")
+_SIZE_NAMES = frozenset("n dim channels features planes hidden_size batch_size vocab_size".split())
+
+
+class _Reader:
+    """Reads one constructor argument as 'sizes' (an int, a torch.Size) or 'data' (a list, a tuple, an
+    array), following a name to what it is bound to; None when that cannot be told."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def read(self, node, scope, depth: int):
+        if depth <= 0 or node is None:
+            return None
+        if isinstance(node, ast.Constant):
+            return "sizes" if type(node.value) is int else None
+        if isinstance(node, (ast.List, ast.Tuple, ast.ListComp)):
+            return "data"
+        if _is_size(node):
+            return "sizes"
+        if isinstance(node, ast.BinOp):
+            return self._arithmetic(node, scope, depth)
+        if isinstance(node, ast.Call):
+            return self._call(node)
+        if isinstance(node, ast.Name):
+            return self._name(node.id, scope, depth)
+        if isinstance(node, ast.Attribute) and scope is not None and scope.is_self(node.value) \
+                and scope.cls is not None:
+            return self._self_attribute(scope.cls, node.attr, depth)
+        return None
+
+    def _arithmetic(self, node: ast.BinOp, scope, depth: int):
+        sides = (node.left, node.right)
+        if any(isinstance(s, ast.Constant) and type(s.value) is float for s in sides):
+            return "data"  # a float (or an array of floats): never a size
+        if isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow)) \
+                and all(self.read(s, scope, depth - 1) == "sizes" and not _is_shape(s) for s in sides):
+            return "sizes"  # int arithmetic: `2 * hidden`, `dim // heads`
+        return None
+
+    def _call(self, node: ast.Call):
+        qualified = self.ctx.qualify(node.func) or ""
+        if qualified in _NUMPY_ARRAYS or qualified.startswith("numpy.random."):
+            return "data"
+        if isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple", "sorted") and not qualified:
+            return "data"
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _DATA_METHODS:
+            return "data"
+        return None
+
+    def _name(self, name: str, scope, depth: int):
+        while scope is not None and name not in scope.locals:
+            scope = scope.parent
+        if scope is None:
+            return None
+        readings = {self._binding(b, depth) for b in scope.locals[name][:8]}
+        return readings.pop() if len(readings) == 1 and len(scope.locals[name]) <= 8 else None
+
+    def _binding(self, binding, depth: int):
+        if binding.annotation is not None:
+            annotated = _annotation_reading(binding.annotation)
+            if annotated is not None:
+                return annotated
+        if binding.value is not None:
+            if isinstance(binding.stmt, ast.AugAssign):
+                return None
+            return self.read(binding.value, binding.scope, depth - 1)
+        if binding.iter_of is not None:
+            loop = binding.iter_of
+            is_range = isinstance(loop, ast.Call) and isinstance(loop.func, ast.Name) and loop.func.id == "range"
+            return "sizes" if is_range and binding.unpack_index is None else None
+        function = binding.stmt
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return self._parameter(function, binding)
+        return None
+
+    def _parameter(self, function, binding):
+        """A function's parameter: its default, or how the function uses it (a layer's width, a size
+        among several, `range(n)`), or a name that only ever means a count."""
+        name = binding.name
+        default = _default_of(function, name)
+        if default is not None and not (isinstance(default, ast.Constant) and default.value is None):
+            return self.read(default, None, 1)
+        for call in self.ctx.nodes.under(function, ast.Call):
+            if any(isinstance(a, ast.Name) and a.id == name for a in call.args) and self._used_as_size(call, name):
+                return "sizes"
+        if name in _SIZE_NAMES or name.endswith(_SIZE_NAME_SUFFIXES) or name.startswith(_SIZE_NAME_PREFIXES):
+            return "sizes"
+        return None
+
+    def _used_as_size(self, call: ast.Call, name: str) -> bool:
+        positions = [i for i, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id == name]
+        if isinstance(call.func, ast.Name) and call.func.id == "range" and not self.ctx.qualify(call.func):
+            return True
+        qualified = self.ctx.qualify(call.func) or ""
+        if qualified in _SIZED_LAYERS:
+            return any(i < 2 for i in positions)
+        if qualified in _SIZE_FACTORIES:
+            return len(call.args) > 1 and not any(isinstance(a, ast.Starred) for a in call.args)
+        return False
+
+    def _self_attribute(self, cls, attr: str, depth: int):
+        bindings = [b for b in self.ctx.classifier.class_attribute_bindings(cls, attr) if b.value is not None]
+        if not bindings or len(bindings) > 8:
+            return None
+        readings = {self.read(b.value, b.scope, depth - 1) for b in bindings}
+        return readings.pop() if len(readings) == 1 else None
+
+
+def _is_shape(node) -> bool:
+    """`x.shape` / `x.size()`: a torch.Size (a size for the constructor, but not an int to compute with)."""
+    return (isinstance(node, ast.Attribute) and node.attr == "shape") or (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size"
+        and not node.args)
+
+
+def _annotation_reading(annotation):
+    base = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    text = ast.unparse(base)
+    if text in _INT_ANNOTATIONS:
+        return "sizes"
+    if text in _DATA_ANNOTATIONS:
         return "data"
-    if isinstance(arg, ast.Starred):
-        return "starred"
-    if isinstance(arg, ast.Constant) and type(arg.value) is int:
-        return "sizes"
-    if _is_size(arg):
-        return "sizes"
-    return "ambiguous"
+    return None
+
+
+def _default_of(function, name: str):
+    args = function.args
+    positional = args.posonlyargs + args.args
+    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return defaults.get(name)
 
 
 def _is_size(node: ast.expr) -> bool:
