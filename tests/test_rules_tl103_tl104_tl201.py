@@ -4,6 +4,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+import torch
 
 from rule_helpers import by_title, check, findings, fixed, only, preferred, run
 from torchlint.engine import check_source
@@ -267,9 +268,56 @@ def test_tl104_shape_decides_between_copy_and_a_new_parameter():
     assert preferred(only(same, "TL104")).title.startswith("Copy into the existing parameter")
     # Another shape: copy_ would raise, so it is not offered.
     assert [f.title.split(":")[0] for f in only(other, "TL104").fixes] == ["Replace the parameter"]
-    # Unknown shapes: the new Parameter always runs; copy_ is offered second, saying shapes must match.
+    # Unknown shapes: only the new Parameter, which runs whatever the shape; copy_ could raise.
     titles = [f.title for f in only(unknown.replace("weights[0]", "torch.randn(4, 3).t().t()"), "TL104").fixes]
-    assert titles[0].startswith("Replace the parameter") and titles[1].endswith("(the shapes must match)")
+    assert [t.split(":")[0] for t in titles] == ["Replace the parameter"]
+
+
+LINEAR_SLOT = "import torch\nimport torch.nn as nn\nlayer = nn.Linear(3, 4)\nkeep = torch.tensor([0, 2])\n"
+
+
+@pytest.mark.parametrize("value, copies", [
+    ("layer.weight * 0.5", True),
+    ("layer.weight.clamp(-1, 1)", True),
+    ("torch.sigmoid(layer.weight.data) * 2", True),
+    ("layer.weight + torch.ones(4, 3)", True),
+    ("layer.weight + torch.ones(3)", True),  # broadcasts to the weight's (4, 3)
+    ("torch.zeros_like(layer.weight)", True),
+    ("layer.weight[keep]", False),  # channel pruning: fewer rows
+    ("layer.weight[:, :2]", False),
+    ("layer.weight.view(2, 6)", False),
+    ("layer.weight.reshape(-1)", False),
+    ("layer.weight.flatten()", False),
+    ("layer.weight.t()", False),
+    ("layer.weight.T", False),
+    ("layer.weight.permute(1, 0)", False),
+    ("layer.weight.half()", False),  # copy_ would undo the conversion
+    ("layer.weight + torch.ones(2, 4, 3)", False),  # broadcasts to a larger shape
+    ("layer.weight.roll(1, 0)", False),  # a call it cannot size
+    ("layer.weight @ torch.ones(3, 3)", False),
+])
+def test_tl104_copies_only_when_the_shape_surely_stays(value, copies):
+    finding = only(LINEAR_SLOT + "layer.weight = %s\n" % value, "TL104")
+    titles = [f.title.split(":")[0] for f in finding.fixes]
+    assert titles == (["Copy into the existing parameter", "Replace the parameter"] if copies
+                      else ["Replace the parameter"])
+    assert preferred(finding).title.split(":")[0] == titles[0]
+
+
+def test_tl104_pruning_fix_runs_where_copy_would_raise():
+    """`conv.weight = conv.weight[keep]`: the fix makes the pruned weight the new Parameter."""
+    text = """\
+    import torch
+    import torch.nn as nn
+
+    conv = nn.Conv2d(3, 8, 3)
+    keep = torch.tensor([0, 2, 5])
+    conv.weight = conv.weight[keep]
+    """
+    finding = only(text, "TL104")
+    assert "rather than copying" in finding.message
+    out = run(fixed(text, preferred(finding)))
+    assert isinstance(out["conv"].weight, torch.nn.Parameter) and out["conv"].weight.shape == (3, 3, 3, 3)
 
 
 def test_tl104_quiet_on_parameters_none_buffers_and_weight_norm():

@@ -207,15 +207,16 @@ def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt, origin: Optional
     alone = isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and ctx.stands_alone(stmt)
     derived = _mentions(value, target)
     in_forward = _in_forward(ctx, scope)
-    same_shape = _same_shape(ctx, target, value, scope) if not derived else _keeps_shape(value, target)
+    same_shape = _same_shape(ctx, target, value, scope, stmt)
     parameter, import_edit = ctx.spell("torch.nn.Parameter")
     replace = ctx.fix("Replace the parameter: wrap in `%s(...)` (a new tensor the optimizer may not know)"
                       % parameter, ctx.wrap(value, parameter + "(", ")") + [import_edit], safe=False)
     copy = None
-    if alone and same_shape is not False:
+    if alone and same_shape:
+        # copy_ only where the shape surely stays: into a parameter of another shape it raises.
         block, no_grad_import = ctx.no_grad_block(stmt, "%s.copy_(%s)" % (name, ctx.text(value)))
-        copy = ctx.fix("Copy into the existing parameter: `with %s(): %s.copy_(...)`%s"
-                       % (ctx.spell("torch.no_grad")[0], name, "" if same_shape else " (the shapes must match)"),
+        copy = ctx.fix("Copy into the existing parameter: `with %s(): %s.copy_(...)`"
+                       % (ctx.spell("torch.no_grad")[0], name),
                        [ctx.replace(stmt, block), no_grad_import], safe=False)
     if derived and in_forward:
         # A differentiable result of the parameter itself, in forward: copying it back would change
@@ -226,10 +227,13 @@ def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt, origin: Optional
         fixes = [local] if local is not None else []
         message += ("; it is computed from the parameter itself in forward, so it is neither a copy nor a new "
                     "parameter: keep it in a local variable")
-    elif copy is not None and (same_shape or derived):
+    elif copy is not None:
         fixes = [copy, replace]
     else:
-        fixes = [replace] + ([copy] if copy is not None else [])
+        fixes = [replace]
+        if derived and alone:
+            message += ("; the value may not have the parameter's shape (indexing, a reshape, or a call torchlint "
+                        "cannot size), so the fix makes it a new Parameter rather than copying into the old one")
     fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == 0)) for i, f in enumerate(fixes)]
     return ctx.finding("TL104", message, stmt, TensorIntoParameterSlot.severity, fixes, related)
 
@@ -239,54 +243,162 @@ def _mentions(value: ast.expr, target: ast.Attribute) -> bool:
     return any(isinstance(n, ast.Attribute) and (ast.dump(n.value), n.attr) == wanted for n in ast.walk(value))
 
 
-# Operations on the parameter that keep its shape: elementwise arithmetic and functions.
-_SHAPE_CHANGING = frozenset("""
-view reshape flatten unflatten transpose permute t T mT squeeze unsqueeze expand repeat sum mean prod amax amin
-max min norm matmul mm bmm einsum cat stack narrow select index_select gather chunk split
+def _same_shape(ctx, target: ast.Attribute, value: ast.expr, scope, stmt):
+    """True when the value surely has the parameter's shape, dtype and device (copy_ then does what the
+    assignment meant), False when it surely has another shape, None when that cannot be told."""
+    shapes = _Shapes(ctx, target, scope, stmt, _layer_parameter_shape(ctx, target, scope))
+    given = shapes.of(value, 4)
+    if given is _SAME:
+        return True
+    if given is None or shapes.target is None:
+        return None
+    return given == shapes.target
+
+
+_SAME = "the parameter's own shape"
+_SCALAR = ()
+# Methods that keep the shape of the tensor they are called on.
+_UNARY_METHODS = frozenset("""
+abs neg exp log log1p expm1 sigmoid tanh relu sqrt rsqrt sign sin cos round floor ceil trunc reciprocal
+clamp clamp_min clamp_max clip detach clone contiguous softmax log_softmax nan_to_num square erf
+abs_ neg_ exp_ sigmoid_ tanh_ relu_ sqrt_ clamp_ clamp_min_ clamp_max_ clip_ zero_ fill_ normal_ uniform_
 """.split())
+# Methods that broadcast the tensor with their first argument.
+_BINARY_METHODS = frozenset("add sub mul div pow maximum minimum add_ sub_ mul_ div_ pow_ lerp lerp_".split())
+_UNARY_FUNCTIONS = frozenset("torch." + n for n in """
+abs neg exp log sigmoid tanh relu sqrt rsqrt sign sin cos round floor ceil clamp clip softmax log_softmax
+nn.functional.softmax nn.functional.log_softmax nn.functional.relu nn.functional.gelu nn.functional.silu
+nn.functional.normalize nn.functional.sigmoid nn.functional.tanh nn.functional.softplus nn.functional.dropout
+""".split())
+_BINARY_FUNCTIONS = frozenset("torch." + n for n in "add sub mul div pow maximum minimum".split())
+_SIZED_FACTORIES = frozenset("torch." + n for n in "zeros ones empty randn rand".split())
+_LIKE_FACTORIES = frozenset("torch." + n for n in "zeros_like ones_like empty_like randn_like rand_like".split())
 
 
-def _keeps_shape(value: ast.expr, target: ast.Attribute):
-    """True when a value computed from the parameter keeps its shape (elementwise), None when unsure."""
-    for node in ast.walk(value):
-        if isinstance(node, ast.Subscript) or (isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult)):
+class _Shapes:
+    """The shape of a value as far as literal sizes and shape-keeping operations tell: a tuple of ints,
+    _SAME (whatever the parameter's shape is), _SCALAR for a number, or None (unknown, or changed by
+    indexing, a reshape, a reduction, a matmul or a call it does not know). dtype and device
+    conversions (`.half()`, `.to(...)`) answer None: copy_ would undo them."""
+
+    def __init__(self, ctx, target: ast.Attribute, scope, stmt, target_shape):
+        self.ctx, self.scope, self.stmt = ctx, scope, stmt
+        self.wanted = ast.dump(target.value), target.attr
+        self.target = target_shape
+
+    def of(self, node, depth: int):
+        if depth <= 0:
             return None
-        name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
-        if name in _SHAPE_CHANGING:
+        if isinstance(node, ast.Constant):
+            return _SCALAR if type(node.value) in (int, float) else None
+        if isinstance(node, ast.Attribute):
+            if (ast.dump(node.value), node.attr) == self.wanted:
+                return _SAME
+            if node.attr == "data":
+                return self.of(node.value, depth)
             return None
-    return True
+        if isinstance(node, ast.UnaryOp):
+            return self.of(node.operand, depth)
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.MatMult):
+                return None
+            return self.broadcast(self.of(node.left, depth - 1), self.of(node.right, depth - 1))
+        if isinstance(node, ast.Name):
+            return self._name(node, depth)
+        if isinstance(node, ast.Call):
+            return self._call(node, depth)
+        return None  # indexing, slicing and everything else
 
+    def _name(self, node: ast.Name, depth: int):
+        bindings = self.scope.locals.get(node.id, ()) if self.scope is not None else ()
+        if len(bindings) != 1 or bindings[0].value is None or bindings[0].stmt.lineno >= self.stmt.lineno:
+            return None
+        return self.of(bindings[0].value, depth - 1)
 
-def _same_shape(ctx, target: ast.Attribute, value: ast.expr, scope):
-    """True / False when both shapes are known from literal sizes (`nn.Linear(3, 4).weight` and
-    `torch.ones(4, 3)`), else None."""
-    wanted = _layer_parameter_shape(ctx, target, scope)
-    given = _factory_shape(ctx, value)
-    if wanted is None or given is None:
+    def _call(self, call: ast.Call, depth: int):
+        qualified = self.ctx.qualify(call.func)
+        if qualified is not None:
+            if not all(self._plain_option(k) for k in call.keywords):
+                return None
+            if qualified in _SIZED_FACTORIES:
+                return _literal_sizes(call.args)
+            if qualified == "torch.full" and len(call.args) == 2:
+                return _literal_sizes(call.args[:1])
+            if qualified in _LIKE_FACTORIES and len(call.args) == 1:
+                return self.of(call.args[0], depth - 1)
+            if qualified in _UNARY_FUNCTIONS and call.args:
+                return self.of(call.args[0], depth - 1)
+            if qualified in _BINARY_FUNCTIONS and len(call.args) == 2:
+                return self.broadcast(self.of(call.args[0], depth - 1), self.of(call.args[1], depth - 1))
+            return None
+        func = call.func
+        if not isinstance(func, ast.Attribute) or any(k.arg == "dtype" for k in call.keywords):
+            return None
+        if func.attr in _UNARY_METHODS:
+            return self.of(func.value, depth - 1)
+        if func.attr in _BINARY_METHODS and len(call.args) == 1:
+            return self.broadcast(self.of(func.value, depth - 1), self.of(call.args[0], depth - 1))
         return None
-    return wanted == given
+
+    def _plain_option(self, keyword: ast.keyword) -> bool:
+        """A factory keyword that leaves a value a Parameter takes as it is: `device=` (copy_ moves it
+        to the parameter's device anyway), `requires_grad=`, the default float dtype; other
+        keywords (`dim=`, `p=`) of the elementwise functions."""
+        if keyword.arg == "dtype":
+            return self.ctx.qualify(keyword.value) in ("torch.float", "torch.float32")
+        return keyword.arg is not None
+
+    def broadcast(self, left, right):
+        """The shape two operands broadcast to, or None where it cannot be told."""
+        if left is None or right is None:
+            return None
+        if left == _SCALAR:
+            return right
+        if right == _SCALAR or left == right:
+            return left
+        if _SAME in (left, right):
+            if self.target is None:
+                return None  # the parameter's shape next to another: larger or not, unknown
+            left, right = (self.target if s is _SAME else s for s in (left, right))
+            shape = self.broadcast(left, right)
+            return _SAME if shape == self.target else shape
+        width = max(len(left), len(right))
+        left, right = (1,) * (width - len(left)) + left, (1,) * (width - len(right)) + right
+        if any(a != b and 1 not in (a, b) for a, b in zip(left, right)):
+            return None  # does not broadcast: it raises
+        return tuple(max(a, b) for a, b in zip(left, right))
 
 
-def _layer_parameter_shape(ctx, target: ast.Attribute, scope):
-    built = _constructed_at(ctx, target.value, scope)
-    call = getattr(built, "value", None)
-    if not isinstance(call, ast.Call) or ctx.qualify(call.func) != "torch.nn.Linear" or len(call.args) < 2:
-        return None
-    sizes = [a.value for a in call.args[:2] if isinstance(a, ast.Constant) and type(a.value) is int]
-    if len(sizes) != 2:
-        return None
-    return {"weight": (sizes[1], sizes[0]), "bias": (sizes[1],)}.get(target.attr)
-
-
-def _factory_shape(ctx, value: ast.expr):
-    if not (isinstance(value, ast.Call) and ctx.qualify(value.func) in (
-            "torch.zeros", "torch.ones", "torch.empty", "torch.randn", "torch.rand", "torch.full")):
-        return None
-    args = value.args[:-1] if ctx.qualify(value.func) == "torch.full" else value.args
+def _literal_sizes(args):
     if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
         args = args[0].elts
     sizes = [a.value for a in args if isinstance(a, ast.Constant) and type(a.value) is int]
     return tuple(sizes) if len(sizes) == len(args) and sizes else None
+
+
+def _layer_parameter_shape(ctx, target: ast.Attribute, scope):
+    """The shape of `layer.weight` / `layer.bias` when the layer is built here with literal sizes."""
+    built = _constructed_at(ctx, target.value, scope)
+    call = getattr(built, "value", None)
+    if not isinstance(call, ast.Call):
+        return None
+    layer = ctx.qualify(call.func)
+    keywords = {k.arg for k in call.keywords}
+    sizes = []
+    for arg in call.args:
+        if not (isinstance(arg, ast.Constant) and type(arg.value) is int):
+            break
+        sizes.append(arg.value)
+    if layer == "torch.nn.Linear" and len(sizes) >= 2:
+        return {"weight": (sizes[1], sizes[0]), "bias": (sizes[1],)}.get(target.attr)
+    if layer == "torch.nn.Embedding" and len(sizes) >= 2:
+        return {"weight": (sizes[0], sizes[1])}.get(target.attr)
+    if layer in ("torch.nn.LayerNorm", "torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d") and sizes:
+        return (sizes[0],)
+    if layer in ("torch.nn.Conv1d", "torch.nn.Conv2d") and len(sizes) >= 3 and not keywords & {"groups"}:
+        kernel = (sizes[2],) * (1 if layer.endswith("1d") else 2)
+        return {"weight": (sizes[1], sizes[0]) + kernel, "bias": (sizes[1],)}.get(target.attr)
+    return None
 
 
 def _in_forward(ctx, scope) -> bool:
