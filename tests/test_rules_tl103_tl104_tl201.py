@@ -424,3 +424,57 @@ def test_tl201_fix_keeps_the_parameter_object():
     assert torch.equal(weight.detach(), source)
     assert weight.data_ptr() != source.data_ptr()  # copied, not aliased
     assert weight.is_leaf and weight.requires_grad
+
+
+SWAP = """\
+import torch
+import torch.nn as nn
+
+
+def loss_with(layer, w, x):
+    old = layer.weight.data
+    layer.weight.data = w
+    loss = layer(x).pow(2).sum()
+    layer.weight.data = old
+    return loss
+
+
+def perturbed(model, x, eps):
+    backup = {}
+    for name, p in model.named_parameters():
+        backup[name] = p.data.clone()
+        p.data = p.data + eps
+    loss = model(x).sum()
+    for name, p in model.named_parameters():
+        p.data = backup[name]
+    return loss
+
+
+def load(layer, w):
+    old = layer.weight.data.clone()
+    layer.weight.data = w
+    return old
+"""
+
+
+def test_tl201_temporary_swap_gets_no_copy_fix_but_functional_call_advice():
+    found = {f.range.start.line: f for f in check(SWAP).findings if f.code == "TL201"}
+    assert sorted(found) == [7, 9, 17, 20, 26]
+    for line in (7, 9, 17, 20):
+        assert found[line].fixes == () and "torch.func.functional_call" in found[line].message, line
+    assert "put back on line 9" in found[7].message and "put back on line 20" in found[17].message
+    # Saved but never put back: an ordinary rebind, which copy_ mends.
+    assert preferred(found[26]).title.startswith("Copy in place")
+
+
+def test_tl201_copy_in_a_temporary_swap_breaks_backward():
+    """Why there is no fix: the copy_ rewrite of the swap modifies the weight autograd saved."""
+    import torch
+
+    rewritten = SWAP.replace("    layer.weight.data = w\n", "    with torch.no_grad():\n        layer.weight.copy_(w)\n")
+    rewritten = rewritten.replace("    layer.weight.data = old\n",
+                                  "    with torch.no_grad():\n        layer.weight.copy_(old)\n")
+    layer, x = torch.nn.Linear(3, 2), torch.randn(4, 3, requires_grad=True)
+    run(SWAP)["loss_with"](layer, torch.ones(2, 3), x).backward()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        run(rewritten)["loss_with"](layer, torch.ones(2, 3), x).backward()

@@ -19,6 +19,7 @@ class DataAssignment(Rule):
     severity = Severity.WARNING
 
     def check(self, ctx):
+        swaps = _Swaps(ctx)
         for target, value, stmt, scope in ctx.index.attribute_stores:
             if target.attr != "data":
                 continue
@@ -28,7 +29,7 @@ class DataAssignment(Rule):
             grade, hazard = _grade(ctx, holder, value, stmt, scope)
             severity = ctx.graded(grade)
             if severity is not None:
-                yield _finding(ctx, target, value, stmt, severity, hazard)
+                yield _finding(ctx, target, value, stmt, severity, hazard, swaps.restored(holder, stmt, scope))
 
 
 # Methods and properties that return the same tensor, or a view of its storage.
@@ -154,6 +155,51 @@ def _mentions(node: ast.expr, holder: ast.expr) -> bool:
     return any(ast.dump(n) == target for n in ast.walk(node))
 
 
+class _Swaps:
+    """Temporary swaps of a tensor's storage: `old = p.data; p.data = t; ...; p.data = old` (also through
+    a dict, `backup[name] = p.data` ... `p.data = backup[name]`, as sharpness-aware minimisation and
+    adversarial weight perturbation do). While the swapped-in tensor is in use, autograd may save it
+    for backward; a copy_ into the parameter (or back out of it) would change a saved tensor in place."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self._by_scope = {}
+
+    def restored(self, holder: ast.expr, stmt, scope):
+        """The statement that puts ``holder``'s old value back, when ``stmt`` is part of such a swap."""
+        if scope is None:
+            return None
+        restores = self._restores(scope)
+        return restores.get(ast.dump(holder))
+
+    def _restores(self, scope):
+        found = self._by_scope.get(id(scope))
+        if found is None:
+            found = self._by_scope[id(scope)] = {}
+            for target, value, stmt, where in self.ctx.index.attribute_stores:
+                if where is scope and target.attr == "data" and self._saved_from(value, target.value, scope, stmt):
+                    found.setdefault(ast.dump(target.value), stmt)
+        return found
+
+    def _saved_from(self, value, holder, scope, stmt) -> bool:
+        """``value`` is a name (or an item of a dict) that an earlier statement of the function filled
+        from ``holder`` itself: `old = p.data`, `backup[name] = p.data.clone()`."""
+        if isinstance(value, ast.Name):
+            bindings = scope.locals.get(value.id, ())
+            return any(b.value is not None and b.stmt.lineno < stmt.lineno and _mentions(b.value, holder)
+                       for b in bindings)
+        if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+            store = value.value.id
+            for earlier in scope.statements:
+                if earlier.lineno >= stmt.lineno:
+                    break
+                if isinstance(earlier, ast.Assign) and _mentions(earlier.value, holder) and any(
+                        isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == store
+                        for t in earlier.targets):
+                    return True
+        return False
+
+
 def _is_tensor(ctx, holder: ast.expr, scope) -> bool:
     kind = ctx.classify(holder, scope).kind
     if kind in TENSOR_LIKE:
@@ -167,8 +213,20 @@ def _is_tensor(ctx, holder: ast.expr, scope) -> bool:
     return ctx.classify(holder.value, scope).kind in (Kind.UNKNOWN, Kind.MODULE)
 
 
-def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt, severity, hazard):
+def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt, severity, hazard, restore=None):
     holder = ctx.text(target.value)
+    if restore is not None:
+        if restore is stmt:
+            what = "puts the tensor's old storage back after a temporary swap"
+        else:
+            what = "swaps the tensor's storage for a while (its old value is put back on line %d)" % restore.lineno
+        message = ("`%s.data = ...` %s, so no fix: `copy_` instead would write in place into a tensor autograd "
+                   "may have saved for backward (\"modified by an inplace operation\"); to run the module with "
+                   "other weights, call `torch.func.functional_call(module, {name: tensor}, args)`, which leaves "
+                   "the parameters as they are" % (holder, what))
+        if hazard:
+            message += "; besides, %s" % hazard
+        return ctx.finding("TL201", message, stmt, severity)
     if hazard:
         message = "`%s.data = ...` rebinds the tensor's storage behind autograd: %s" % (holder, hazard)
     else:
