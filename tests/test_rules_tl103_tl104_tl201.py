@@ -6,7 +6,7 @@ import textwrap
 import pytest
 import torch
 
-from rule_helpers import by_title, check, findings, fixed, only, preferred, run
+from rule_helpers import by_title, check, findings, fixed, only, preferred, quiet, run
 from torchlint.engine import check_source
 from torchlint.analysis.source import apply_edits
 
@@ -126,6 +126,59 @@ def test_tl103_fixes_register_the_parameter():
             params = dict(namespace["M"]().named_parameters())
             assert set(params) == {"w", "v"}
             assert all(p.dtype is torch.float64 and p.is_leaf for p in params.values())
+
+
+REBOUND = """\
+import torch
+import torch.nn as nn
+
+
+class Table(nn.Module):
+    def __init__(self, n, double=False):
+        super().__init__()
+        w = nn.Parameter(torch.ones(n, 2))
+        if double:
+            w = w.double()
+        self.w = w
+
+    def forward(self, i):
+        return self.w[i]
+"""
+
+
+def test_tl103_parameter_rebound_to_its_move_under_an_option():
+    finding = only(REBOUND, "TL103")
+    assert (finding.range.start.line, finding.range.start.column) == (10, 16)
+    assert "`self.w = w`" in finding.message and finding.related[0].range.start.line == 11
+    fix = preferred(finding)
+    assert fix.is_safe and fixed(REBOUND, fix).splitlines()[9] == "            w = nn.Parameter(w.double())"
+
+
+def test_tl103_rebound_fix_registers_the_parameter_on_that_path():
+    import torch
+
+    assert list(run(REBOUND)["Table"](3, double=True).parameters()) == []  # the bug, for real
+    model = run(fixed(REBOUND, preferred(only(REBOUND, "TL103"))))["Table"](3, double=True)
+    (param,) = model.parameters()
+    assert param is model.w and param.dtype == torch.float64 and param.is_leaf
+    assert list(run(REBOUND)["Table"](3).parameters())[0].dtype == torch.float32  # the other path unchanged
+
+
+@pytest.mark.parametrize("change", [
+    ("        self.w = w\n", "        return\n"),  # never stored
+    ("nn.Parameter(torch.ones(n, 2))", "torch.ones(n, 2)"),  # not a Parameter
+    ("w = w.double()", "v = w.double()"),  # another name: w itself is stored
+    ("w = w.double()", "w = w.requires_grad_(False)"),  # in place: the same Parameter
+])
+def test_tl103_rebound_look_alikes_stay_quiet(change):
+    quiet(REBOUND.replace(*change), "TL103")
+
+
+def test_tl103_rebound_keeps_requires_grad_given_to_the_parameter():
+    text = REBOUND.replace("nn.Parameter(torch.ones(n, 2))", "nn.Parameter(torch.ones(n, 2), requires_grad=False)")
+    out = fixed(text, preferred(only(text, "TL103")))
+    assert out.splitlines()[9] == "            w = nn.Parameter(w.double(), requires_grad=w.requires_grad)"
+    assert run(out)["Table"](3, double=True).w.requires_grad is False
 
 
 # -- TL104 -----------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional
 from ..analysis import torch_names as tn
 from ..analysis.findings import Range, Severity
 from ..analysis.values import keyword
-from .base import Rule
+from .base import Rule, shorten
 
 # Conversions with a fixed floating dtype, and those that make integers (which cannot require grad).
 FLOAT_METHODS = {"half": "torch.float16", "float": "torch.float32", "double": "torch.float64",
@@ -50,6 +50,87 @@ class ParameterLostByMove(Rule):
                 while id(chain[-1]) in outer_move:
                     chain.append(outer_move[id(chain[-1])])
                 yield _finding(ctx, call.func.value, chain)
+        yield from _rebound_moves(ctx)
+
+
+# -- w = nn.Parameter(t); if use_cuda: w = w.cuda(); self.w = w --------------------------------
+
+def _rebound_moves(ctx):
+    """A name holding a new Parameter re-bound to its own move (`w = w.cuda()`, often under an `if`),
+    then stored (`self.w = w`, `register_parameter(..., w)`, `params.append(w)`): on that path the
+    stored value is the plain moved copy."""
+    for scope in ctx.index.scopes:
+        for name, bindings in scope.locals.items():
+            for binding in bindings:
+                chain = _self_move_chain(binding)
+                if chain is None or not _made_as_parameter(ctx, bindings, binding):
+                    continue
+                store = _stored_after(ctx, scope, name, binding.stmt)
+                if store is not None:
+                    yield _rebound_finding(ctx, binding, chain, store)
+
+
+def _self_move_chain(binding):
+    """`w = w.cuda().half()`: the moves, innermost first; None for any other value."""
+    node, chain = binding.value, []
+    while isinstance(node, ast.Call) and _is_move(node):
+        chain.insert(0, node)
+        node = node.func.value
+    if chain and isinstance(node, ast.Name) and node.id == binding.name and isinstance(binding.stmt, ast.Assign):
+        return chain
+    return None
+
+
+def _made_as_parameter(ctx, bindings, moved) -> bool:
+    """Every earlier binding of the name builds an nn.Parameter (or is another such move)."""
+    earlier = [b for b in bindings if b.stmt.lineno < moved.stmt.lineno]
+    made = False
+    for binding in earlier:
+        value = binding.value
+        if isinstance(value, ast.Call) and ctx.qualify(value.func) == "torch.nn.Parameter":
+            made = True
+        elif _self_move_chain(binding) is None:
+            return False
+    return made
+
+
+def _stored_after(ctx, scope, name: str, stmt):
+    """The first store of the name below ``stmt`` in the same function: an attribute, a registration,
+    an append."""
+    for target, value, store, where in ctx.index.attribute_stores:
+        if where is scope and store.lineno > stmt.end_lineno and isinstance(value, ast.Name) and value.id == name:
+            return store
+    for call in scope.calls:
+        if call.lineno <= stmt.end_lineno or not isinstance(call.func, ast.Attribute):
+            continue
+        args = call.args[1:] if call.func.attr == "register_parameter" else call.args if call.func.attr == "append" \
+            else ()
+        if any(isinstance(a, ast.Name) and a.id == name for a in args):
+            return call
+    return None
+
+
+def _rebound_finding(ctx, binding, chain: List[ast.Call], store):
+    first = chain[0]
+    moved = ctx.text(first)
+    what = {"cuda": "moved", "cpu": "moved", "to": "moved or converted"}.get(first.func.attr, "converted")
+    message = ("`%s` returns a %s copy of the Parameter `%s`, a plain non-leaf tensor: on this path `%s` below "
+               "stores a tensor that is never registered on a Module, so it is not in parameters() or state_dict() "
+               "and the optimizer never trains it" % (shorten(moved, 40), what, binding.name,
+                                                      shorten(ctx.text(store), 40)))
+    parameter, import_edit = ctx.spell("torch.nn.Parameter")
+    if _integral(ctx, chain):
+        extra = ", requires_grad=False"
+    else:
+        made = [b.value for b in binding.scope.locals.get(binding.name, ())
+                if isinstance(b.value, ast.Call) and ctx.qualify(b.value.func) == "torch.nn.Parameter"]
+        given = any(keyword(call, "requires_grad") is not None or len(call.args) > 1 for call in made)
+        extra = ", requires_grad=%s.requires_grad" % binding.name if given else ""
+    value = binding.value
+    fix = ctx.fix("Keep it a Parameter: `%s = %s(%s%s)`" % (binding.name, parameter, shorten(ctx.text(value), 30), extra),
+                  ctx.wrap(value, parameter + "(", extra + ")") + [import_edit], safe=True, preferred=True)
+    related = (ctx.related(store, "stored here"),)
+    return ctx.finding("TL103", message, first, ParameterLostByMove.severity, (fix,), related)
 
 
 def _is_move(call: ast.Call) -> bool:
