@@ -10,10 +10,16 @@ What a chunk may learn from another goes through names: the module-level names i
 reads, the attributes it mentions, the bases it names. A chunk is checked again when a name it
 reads is bound by a chunk checked again (transitively: a base class of a base class), when it
 binds a name the edit started or stopped reading (a subclass appeared), or when it stores an
-attribute whose read count changed (TL106 counts reads across the file).
+attribute whose read count changed (TL106 counts reads across the file). Module-level script
+code (the statements that are not imports, classes or functions) is one scope whose findings
+rest on each other's order: an optimizer built in one statement grades a `.data` assignment in
+another and makes a replacement stale when a third uses it. So when a rule that runs declares it
+(``Rule.reads_script_flow``), an edit to any script statement, or a re-check of one, re-checks
+all of them.
 
-The result equals a full check: tests/test_incremental.py replays edits on real files and
-compares. What this does not follow falls back to a full check: the first check of a text,
+The result equals a full check: tests/test_incremental.py replays edits on real files, on
+random programs with script code (benchmarks/fuzz_incremental.py, a differential fuzzer) and on
+notebook cells, and compares after every edit. What this does not follow falls back to a full check: the first check of a text,
 other options, an edited region that does not parse on its own, an edit that adds or removes an
 import, a star import, ``torch.set_default_device`` or a ``noqa`` comment, a byte-order mark,
 or a reduced copy holding most of the file anyway.
@@ -33,6 +39,7 @@ from .analysis.findings import CheckResult, Edit, Finding, Position, Range, Rela
 from .analysis.parsing import gc_paused, parse, parse_fresh
 from .analysis.source import SourceText, line_groups, statement_start
 from .engine import DEFAULT_OPTIONS, CheckOptions, check_tree
+from .rules import ALL_RULES
 
 # A reduced copy above this share of the file costs about what the whole file does.
 MOST_OF_THE_FILE = 0.5
@@ -171,7 +178,8 @@ class IncrementalChecker:
         new_chunks = chunks[:start] + new_region + [
             replace(c, first=c.first + delta, last=c.last + delta) for c in chunks[stop:]]
         region_indexes = set(range(start, start + len(new_region)))
-        recheck = _to_recheck(new_chunks, region_indexes, old_region, new_region, low, high, delta)
+        recheck = _to_recheck(new_chunks, region_indexes, old_region, new_region, low, high, delta,
+                              _reads_script_flow(options))
         included = _context(new_chunks, recheck)
         included_lines = sum(new_chunks[i].last - new_chunks[i].first + 1 for i in included)
         if included_lines > MOST_OF_THE_FILE * len(lines):
@@ -229,6 +237,9 @@ def _summary(group: List[ast.stmt], is_first: bool) -> Chunk:
         for node in ast.walk(stmt):
             kind = type(node)
             if kind is ast.Name:
+                # Every load, a function's own locals included: the rules match uses by name
+                # across scopes (TL202 counts `optimizer.step()` in a function taking an
+                # `optimizer` parameter as a later use of the script's optimizer).
                 (references if isinstance(node.ctx, ast.Load) else stores).add(node.id)
             elif kind is ast.Attribute:
                 if not isinstance(node.ctx, ast.Load):
@@ -267,9 +278,16 @@ def _summary(group: List[ast.stmt], is_first: bool) -> Chunk:
                  attributes, frozenset(stored), pinned, docstring or future)
 
 
+def _reads_script_flow(options: CheckOptions) -> bool:
+    """Whether a rule that runs declares findings resting on the order of module-level script code."""
+    return any(rule.reads_script_flow for rule in ALL_RULES if options.enabled is None or rule.code in options.enabled)
+
+
 def _to_recheck(chunks: List[Chunk], region: Set[int], old_region: List[Chunk], new_region: List[Chunk],
-                low: int, high: int, delta: int) -> Set[int]:
-    """The chunks whose findings may differ from before: the edited ones and their dependents."""
+                low: int, high: int, delta: int, script_flow: bool) -> Set[int]:
+    """The chunks whose findings may differ from before: the edited ones and their dependents.
+    ``script_flow``: module-level script code is one scope whose findings rest on each other
+    (Rule.reads_script_flow): an edit to any of it re-checks all of it."""
     old_references = set().union(*(c.references for c in old_region))
     new_references = set().union(*(c.references for c in new_region))
     started_or_stopped = old_references ^ new_references
@@ -306,6 +324,8 @@ def _to_recheck(chunks: List[Chunk], region: Set[int], old_region: List[Chunk], 
                 for defined in chunks[i].defines - seen:
                     seen.add(defined)
                     pending.append(defined)
+    if script_flow and (any(c.kind == "other" for c in old_region) or any(chunks[i].kind == "other" for i in recheck)):
+        recheck.update(i for i, c in enumerate(chunks) if c.kind == "other")
     return recheck
 
 

@@ -42,6 +42,13 @@ class Rule:
     severity: ClassVar[Severity] = Severity.WARNING
     # False where no edit is right in general (the rule's page says why): its findings come bare.
     offers_fixes: ClassVar[bool] = True
+    # What a finding on module-level script code may rest on besides the statement it is on and
+    # the names that statement reads: True, any other statement of the module's script code (an
+    # optimizer built before it, a use after it), so the editor's incremental check re-checks
+    # all of that code when any of it is edited. False only for a rule whose findings never
+    # rest on statement order at module level (torchlint.incremental; tests/test_incremental.py
+    # fuzzes the difference).
+    reads_script_flow: ClassVar[bool] = True
 
     def check(self, ctx) -> Iterable[Finding]:  # ctx: analysis.context.FileContext
         raise NotImplementedError
