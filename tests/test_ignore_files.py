@@ -106,3 +106,28 @@ def test_excluded_paths_named_on_the_command_line(tmp_path):
 
     assert listed() == ["c_pb2.py", "gen/a.py", "gen/sub/b.py", "keep_pb2.py"]
     assert listed(force_exclude=True) == ["keep_pb2.py"]
+
+
+def test_a_package_named_like_a_default_exclude_is_checked(tmp_path):
+    # `build` and `venv` are skipped as build output and environments, but a folder holding
+    # __init__.py is source code with an unlucky name; a user's pattern still decides for it.
+    from torchlint.files import GlobPattern
+    tree(tmp_path, {"build/out.py": "", "venv/lib.py": "", "dist/d.py": "",
+                    "src/build/__init__.py": "", "src/build/steps.py": "", "venv2/__init__.py": "",
+                    "src/venv/__init__.py": "", "src/venv/env.py": ""})
+    discovery = discover([tmp_path], tmp_path)
+    names = sorted(p.relative_to(tmp_path).as_posix() for p in discovery.files)
+    assert names == ["src/build/__init__.py", "src/build/steps.py", "src/venv/__init__.py", "src/venv/env.py",
+                     "venv2/__init__.py"]
+    assert sorted(p.name for p in discovery.excluded_by_default) == ["build", "dist", "venv"]
+    assert "src/build/steps.py" not in found(tmp_path, exclude=[GlobPattern("build")])
+    assert "build/out.py" in found(tmp_path, exclude=[GlobPattern("!build")])
+
+
+def test_verbose_says_which_folders_the_default_excludes_skipped(tmp_path, capsys):
+    from conftest import run_cli
+    tree(tmp_path, {"build/out.py": "import torch\n", "model.py": "import torch\n"})
+    code, _, err = run_cli(["check", "--no-infer", "-v", "."], capsys, cwd=tmp_path)
+    assert code == 0 and "torchlint: note: skipped build: a default exclude" in err, err
+    code, _, err = run_cli(["check", "--no-infer", "."], capsys, cwd=tmp_path)
+    assert "default exclude" not in err

@@ -600,6 +600,9 @@ def _check(args) -> int:
     found = discover([Path(p) for p in args.paths], config.root, config.exclude_patterns,
                      force_exclude=args.force_exclude)
     files = found.files
+    for path in found.excluded_by_default if args.verbose else ():
+        print("torchlint: note: skipped %s: a default exclude, and not a Python package (`exclude = [\"!%s\"]` "
+              "checks it)" % (display_path(str(path), cwd), path.name), file=sys.stderr)
     for path, why in found.skipped:
         if not args.quiet:
             print("torchlint: note: skipped %s: %s" % (display_path(str(path), cwd), why), file=sys.stderr)

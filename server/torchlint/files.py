@@ -183,6 +183,9 @@ class Discovery:
     files: List[Path] = field(default_factory=list)  # sorted
     missing: List[Path] = field(default_factory=list)  # named but absent
     skipped: List[Tuple[Path, str]] = field(default_factory=list)  # (path, why): not regular files in a walk
+    # Folders a walk left out by a default exclude (said with -v: a source folder named `build`
+    # that is not a package is left out without a word otherwise).
+    excluded_by_default: List[Path] = field(default_factory=list)
     errors: List[Tuple[Path, str]] = field(default_factory=list)  # (path, why): unreadable, or unusable when named
 
 
@@ -195,7 +198,8 @@ def discover(paths: Sequence[Path], root: Path, exclude: Iterable[GlobPattern] =
     explicitly, and a directory that cannot be listed, are ``errors``.
     ``force_exclude`` applies the excludes to the paths themselves too: for pre-commit,
     which names every changed file explicitly."""
-    patterns = [GlobPattern(p) for p in DEFAULT_EXCLUDES] + list(exclude)
+    defaults = [GlobPattern(p) for p in DEFAULT_EXCLUDES]
+    patterns = defaults + list(exclude)
     gitignores = GitIgnores(root) if use_gitignore else None
     found = set()
     result = Discovery()
@@ -214,7 +218,7 @@ def discover(paths: Sequence[Path], root: Path, exclude: Iterable[GlobPattern] =
                      or (gitignores is not None and gitignores.ignored_file(path))):
             continue
         if stat.S_ISDIR(mode):
-            found.update(_walk(path, root, patterns, gitignores, result))
+            found.update(_walk(path, root, list(exclude), defaults, gitignores, result))
         elif stat.S_ISREG(mode):
             found.add(path)  # named explicitly: checked whatever its name
         else:
@@ -232,14 +236,25 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _walk(top: Path, root: Path, patterns: List[GlobPattern], gitignores: Optional[GitIgnores],
-          result: Discovery) -> Iterable[Path]:
+def _walk(top: Path, root: Path, patterns: List[GlobPattern], defaults: List[GlobPattern],
+          gitignores: Optional[GitIgnores], result: Discovery) -> Iterable[Path]:
     """Python files under ``top``. Symbolic links to directories are not followed (no loops);
-    links to files are. Entries are classified from ``stat`` only: nothing is opened."""
+    links to files are. Entries are classified from ``stat`` only, and ``__init__.py`` looked up:
+    nothing is opened. A default exclude (``build``, ``venv``...) does not apply to a folder that
+    is a Python package (it holds ``__init__.py``): that is source code with an unlucky name."""
     def excluded(full: str, name: str, is_dir: bool) -> bool:
         rel = relative_to_root(Path(full), root)
-        return excluded_by(patterns, rel, name, is_dir) or (
-            gitignores is not None and gitignores.ignored(full, is_dir))
+        if gitignores is not None and gitignores.ignored(full, is_dir):
+            return True
+        if any(pattern.matches(rel, name, is_dir) for pattern in patterns):
+            return excluded_by(defaults + patterns, rel, name, is_dir)  # the user's pattern decides
+        if not excluded_by(defaults, rel, name, is_dir):
+            return False
+        if is_dir and os.path.isfile(os.path.join(full, "__init__.py")):
+            return False
+        if is_dir:
+            result.excluded_by_default.append(Path(full))
+        return True
 
     pending = [str(top)]
     while pending:
