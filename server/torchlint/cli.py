@@ -37,9 +37,11 @@ from .files import discover, read_regular_file
 from .fixing import NotWritten, fix_text, write_in_place
 from .output import FORMATS, FileReport, OutputOptions, display_path, render
 from .output.text import render_statistics
-from .rules import ALL_RULES, RULES_BY_CODE
+from .rules import ALL_RULES
+from .rules.base import DOCS_DIR
 from .settings import DEFAULT_SETTINGS, SEVERITIES
 from .verify import cli_command as verify_command
+from .verify.report import VERIFY_CODES
 
 PARALLEL_MIN_FILES = 16
 # Seconds of jedi per file; past it the rest of the file is names only. One default for the
@@ -689,20 +691,23 @@ def _check(args) -> int:
 
 
 def command_rule(args) -> int:
+    codes = [(rule.code, rule.name, rule.summary) for rule in ALL_RULES] + [
+        (code, name, summary) for code, (name, summary) in VERIFY_CODES.items()]
     if args.all:
-        width = max((len(rule.name) for rule in ALL_RULES), default=0)
-        for rule in ALL_RULES:
-            print("%s  %-*s  %s" % (rule.code, width, rule.name, rule.summary))
+        width = max(len(name) for _, name, _ in codes)
+        for code, name, summary in codes:
+            print("%s  %-*s  %s" % (code, width, name, summary))
         return EXIT_CLEAN
     if not args.code:
         return _error("give a rule code (torchlint rule TL101) or --all")
-    rule = RULES_BY_CODE.get(args.code.upper())
-    if rule is None:
+    found = [entry for entry in codes if entry[0] == args.code.upper()]
+    if not found:
         return _error("unknown rule %r (torchlint rule --all lists them)" % args.code)
+    ((code, name, summary),) = found
     try:
-        doc = rule.doc()
+        doc = (DOCS_DIR / ("%s.md" % code)).read_text(encoding="utf-8")
     except OSError:
-        doc = "# %s %s\n\n%s\n" % (rule.code, rule.name, rule.summary)
+        doc = "# %s %s\n\n%s\n" % (code, name, summary)
     sys.stdout.write(doc if doc.endswith("\n") else doc + "\n")
     return EXIT_CLEAN
 

@@ -16,7 +16,8 @@ from pygls.workspace.position_codec import PositionCodec
 
 from ..analysis.findings import Edit, Finding, Fix, Position, Range, Severity
 from ..analysis.source import SourceText
-from ..rules.base import DOCS_DIR
+from ..rules.base import page_url
+from ..verify.report import VERIFY_CODES
 from ..rules import RULES_BY_CODE
 
 SOURCE = "torchlint"
@@ -97,15 +98,14 @@ class Converter:
         return [self.diagnostic(finding, uri) for finding in findings]
 
 
-VERIFY_DOC_URL = (DOCS_DIR / "verify.md").as_uri()  # TL901-TL905 share one page
-
-
 def rule_href(code: str) -> Optional[str]:
     """The page that explains a code (a diagnostic's codeDescription, the hover's link)."""
     rule = RULES_BY_CODE.get(code)
     if rule is not None:
         return rule.doc_url()
-    return VERIFY_DOC_URL if code.startswith("TL9") else None
+    if code in VERIFY_CODES:
+        return page_url(code)
+    return page_url("verify") if code.startswith("TL9") else None
 
 
 def fix_title(fix: Fix) -> str:

@@ -63,6 +63,11 @@ class Rule:
 
     @classmethod
     def doc_url(cls) -> str:
-        """The rule's page: published (``[project.urls] "Rule docs"``), else the installed file."""
-        published = published_docs_url()
-        return "%s/%s.md" % (published, cls.code) if published else cls.doc_path().as_uri()
+        return page_url(cls.code)
+
+
+def page_url(code: str) -> str:
+    """The page of a code (a rule's, or a verification check's): published (``[project.urls]
+    "Rule docs"``), else the installed file."""
+    published = published_docs_url()
+    return "%s/%s.md" % (published, code) if published else (DOCS_DIR / ("%s.md" % code)).as_uri()
