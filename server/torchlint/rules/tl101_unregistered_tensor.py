@@ -4,8 +4,11 @@ from __future__ import annotations
 import ast
 
 from ..analysis import torch_names as tn
-from ..analysis.findings import Range, Severity
-from ..analysis.values import Kind
+from ..analysis.construction import always_after, always_before, construction, exclusive
+from ..analysis.dtypes import INTEGRAL, dtype_family, is_zero_dim
+from ..analysis.findings import Edit, Position, Range, Severity
+from ..analysis.source import apply_edits, statement_start
+from ..analysis.values import Kind, Value
 from .base import Rule
 
 
@@ -21,32 +24,75 @@ class UnregisteredTensor(Rule):
 
     def check(self, ctx):
         for cls in ctx.module_classes:
-            init = cls.method_scopes.get("__init__")
-            if init is None or ctx.moves_own_state(cls):
+            if not cls.attr_assignments or ctx.moves_own_state(cls):
+                continue
+            built = construction(ctx, cls)  # __init__ and the methods only construction runs
+            if built is None:
                 continue
             registered = ctx.registered_names(cls)
             for binding in cls.attr_assignments:
-                if binding.scope is not init or binding.value is None or binding.name in registered \
+                if binding.scope not in built or binding.value is None or binding.name in registered \
                         or binding.name in _PLAIN_BY_CONVENTION:
                     continue
-                value = ctx.classify(binding.value, init)
-                if value.kind is not Kind.TENSOR:
+                value, branches = _tensor_value(ctx, binding)
+                if value is None:
                     continue  # MOVED_PARAMETER belongs to TL103
-                if _registered_elsewhere(ctx, cls, binding) or _reassigned_elsewhere(ctx, cls, binding.name, value):
+                other = _registered_elsewhere(ctx, cls, binding)
+                if other is True or _reassigned_elsewhere(ctx, cls, binding.name, value, built):
                     continue
-                uses = Uses.of(ctx, cls, binding.name)
-                severity = ctx.graded(_grade(value, uses))
+                zero_dim = all(is_zero_dim(ctx, b, binding.scope) for b, v in branches if v.kind is Kind.TENSOR)
+                uses = Uses.of(ctx, cls, binding.name, built)
+                severity = ctx.graded(_grade(value, uses, zero_dim))
                 if severity is not None:
-                    yield _finding(ctx, binding, value, uses, severity)
+                    yield _finding(ctx, binding, value, branches, uses, severity, built, other, zero_dim)
 
 
-def _registered_elsewhere(ctx, cls, binding) -> bool:
-    """nn.Parameter / nn.Buffer assigned to the same name anywhere in the class."""
+_REGISTERING = (Kind.PARAMETER, Kind.BUFFER, Kind.MODULE)
+
+
+def _branches(node):
+    """The values a conditional expression may give (the node itself for any other expression)."""
+    if isinstance(node, ast.IfExp):
+        return _branches(node.body) + _branches(node.orelse)
+    return [node]
+
+
+def _tensor_value(ctx, binding):
+    """The value of a binding that holds a plain tensor on some path, and its (branch, value) pairs
+    (one pair, or one per arm of a conditional expression); (None, ...) when no path holds one."""
+    branches = [(node, ctx.classify(node, binding.scope)) for node in _branches(binding.value)]
+    tensors = [value for _, value in branches if value.kind is Kind.TENSOR]
+    if not tensors:
+        return None, branches
+    if len(branches) == 1:
+        return tensors[0], branches
+    return Value(Kind.TENSOR, requires_grad=any(v.requires_grad for v in tensors), factory=tensors[0].factory), \
+        branches
+
+
+def _registered_elsewhere(ctx, cls, binding):
+    """True when an nn.Parameter / nn.Buffer / Module assigned to the same name makes this tensor
+    harmless: in another method (the author's business, as before), or in the same method on every
+    path through this assignment (before it, or after it). Otherwise the kind that registers the
+    name on another path only (a branch, an arm of a conditional), or None."""
+    scope, elsewhere, marks = binding.scope, None, set()
     for other in ctx.classifier.class_attribute_bindings(cls, binding.name):
-        if other is not binding and other.value is not None:
-            if ctx.classify(other.value, other.scope).kind in (Kind.PARAMETER, Kind.BUFFER, Kind.MODULE):
-                return True
-    return False
+        if other is binding or other.value is None:
+            continue
+        kinds = [ctx.classify(node, other.scope).kind for node in _branches(other.value)]
+        registering = [kind for kind in kinds if kind in _REGISTERING]
+        if not registering:
+            continue
+        if other.scope is not scope:
+            return True
+        if len(registering) == len(kinds):
+            marks.add(id(other.stmt))
+        elsewhere = elsewhere or registering[0]
+    if marks:
+        marked = lambda stmt: id(stmt) in marks  # noqa: E731
+        if always_after(ctx.index, scope, binding.stmt, marked) or always_before(ctx.index, scope, binding.stmt, marked):
+            return True
+    return elsewhere
 
 
 # Reads that do not compute with the values on a device: metadata, and copies to the host.
@@ -56,11 +102,11 @@ _NEUTRAL = frozenset(["shape", "dtype", "device", "ndim", "is_cuda", "size", "di
 _IN_PLACE_OK = frozenset(["requires_grad_", "share_memory_"])
 
 
-def _reassigned_elsewhere(ctx, cls, attr: str, value) -> bool:
-    """The author manages this tensor on purpose, so __init__ only declares it: another method
+def _reassigned_elsewhere(ctx, cls, attr: str, value, built) -> bool:
+    """The author manages this tensor on purpose, so construction only declares it: another method
     re-assigns it (run-time state, caches, `self.x = self.x.to(device)`)."""
     for other in ctx.classifier.class_attribute_bindings(cls, attr):
-        if other.scope.name == "__init__" or other.value is None:
+        if other.scope in built or other.value is None:
             continue
         if ctx.classify(other.value, other.scope).kind in (Kind.PARAMETER, Kind.BUFFER, Kind.MODULE):
             continue
@@ -74,16 +120,18 @@ class Uses:
 
     def __init__(self):
         self.computed_in_forward = 0  # torch computes with it as it is, in forward or what forward calls
+        self.scalar_in_forward = 0  # of those, uses as a scalar: a keyword argument, elementwise arithmetic
         self.computed_elsewhere = 0  # the same in other methods (or forward is not in this file)
         self.passed_on = 0  # returned, stored, handed to another function: what happens there is unseen
         self.moved = 0  # `self.x.to(y.device)` and the like: the author moves it at each use
         self.written_in_place = False  # `self.x.add_(...)`, `self.x[i] = ...`, `self.x += ...`
         self.as_weight = False  # multiplied into the input or given as a weight: a learnable factor
         self.forward_seen = False  # the class's forward is in this file
-        self.read_in_init = False  # __init__ reads it (to build other attributes)
+        self.read_in_init = False  # construction reads it (to build other attributes)
 
     @classmethod
-    def of(cls, ctx, info, attr: str) -> "Uses":
+    def of(cls, ctx, info, attr: str, built) -> "Uses":
+        """``built``: the class's construction (its methods' reads are not uses of the module)."""
         uses = cls()
         methods = {}
         for owner in ctx.class_chain(info):
@@ -92,43 +140,51 @@ class Uses:
         forward = ctx.forward_reach(info)
         reachable = set(forward.methods) if forward is not None else None
         uses.forward_seen = forward is not None
-        computed = {}
+        computed, scalar = {}, {}
         for name, scope in methods.items():
             if scope.self_name is None:
                 continue
             parents = ctx.nodes.parent
+            in_init = scope in built
             for node in _reads(ctx, scope, attr):
-                use = uses._read(ctx, name, node, parents)
-                if name != "__init__" and use == "computed":
+                use = uses._read(ctx, scope, in_init, node, parents)
+                if not in_init and use in ("computed", "scalar"):
                     computed[name] = computed.get(name, 0) + 1
+                    if use == "scalar":
+                        scalar[name] = scalar.get(name, 0) + 1
         for name, count in computed.items():
             if uses.moved:
                 uses.passed_on += count  # moved by hand elsewhere: the author manages its device
             elif reachable is not None and name in reachable:
                 uses.computed_in_forward += count
+                uses.scalar_in_forward += scalar.get(name, 0)
             else:
                 uses.computed_elsewhere += count
         return uses
 
-    def _read(self, ctx, method, node, parents) -> str:
-        """Record one read; returns "computed" for a use on the tensor's device."""
+    def _read(self, ctx, scope, in_init: bool, node, parents) -> str:
+        """Record one read; returns "computed" for a use on the tensor's device ("scalar" when the
+        use takes it as a number: a keyword argument, elementwise arithmetic, a comparison)."""
         if isinstance(node.ctx, (ast.Store, ast.Del)):
             self.written_in_place = True  # `self.x[...] = v` is a store on the subscript, so this is `del`
             return "write"
         # Climb through views and indexing: `self.x[:t].view(...).to(dev)` is still a moved read.
         current, parent = node, parents.get(id(node))
+        as_is = True  # no view, index or attribute between the read and its use
         while True:
             if isinstance(parent, ast.Subscript) and parent.value is current:
                 if isinstance(parent.ctx, (ast.Store, ast.Del)):
                     self.written_in_place = True
                     return "write"
-                current, parent = parent, parents.get(id(parent))
+                if not in_init and _tensor_index(ctx, parent.slice, scope):
+                    return "computed"  # `self.table[t]` with a tensor `t`: indexed where `t` is, before any move
+                current, parent, as_is = parent, parents.get(id(parent)), False
                 continue
             if isinstance(parent, ast.Attribute) and parent.value is current:
                 call = parents.get(id(parent))
                 is_call = isinstance(call, ast.Call) and call.func is parent
                 if is_call and parent.attr in tn.DEVICE_MOVES:
-                    if method != "__init__":
+                    if not in_init:
                         self.moved += 1
                     return "moved"
                 if is_call and parent.attr.endswith("_") and parent.attr not in _IN_PLACE_OK:
@@ -137,19 +193,20 @@ class Uses:
                 if parent.attr in _NEUTRAL:
                     return "neutral"
                 if is_call and parent.attr in _VIEW_METHODS:
-                    current, parent = call, parents.get(id(call))
+                    current, parent, as_is = call, parents.get(id(call)), False
                     continue
                 if not is_call and parent.attr in ("T", "mT", "H", "mH", "data", "real", "imag"):
-                    current, parent = parent, parents.get(id(parent))
+                    current, parent, as_is = parent, parents.get(id(parent)), False
                     continue
                 return "computed" if is_call else "neutral"
             break
-        if isinstance(parent, ast.keyword):  # f(x, weight=self.w): the call decides
+        keyword = isinstance(parent, ast.keyword)
+        if keyword:  # f(x, weight=self.w): the call decides
             current, parent = parent, parents.get(id(parent))
         if isinstance(parent, ast.AugAssign) and parent.target is current:
             self.written_in_place = True
             return "write"
-        if method == "__init__":
+        if in_init:
             self.read_in_init = True
             return "init"
         if isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.MatMult)):
@@ -158,21 +215,33 @@ class Uses:
                 any(k is current and k.arg in ("weight", "bias") for k in parent.keywords)
                 or (len(parent.args) > 1 and parent.args[1] is current and _functional_layer(parent))):
             self.as_weight = True
-        if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare)) or (
-                isinstance(parent, ast.Subscript) and parent.slice is current):
+        if isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+            return "neutral"  # `self.x is not None`: the object, not its values
+        scalar = "scalar" if as_is else "computed"
+        if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare)):
+            elementwise = not (isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.MatMult))
+            return scalar if elementwise else "computed"
+        if isinstance(parent, ast.Subscript) and parent.slice is current:
             return "computed"
         if isinstance(parent, ast.Call) and current is not parent.func:
             qualified = ctx.qualify(parent.func) or ""
             submodule = isinstance(parent.func, ast.Attribute) and isinstance(parent.func.value, ast.Name) \
                 and parent.func.value.id == "self"  # self.proj(x, self.t): through Module.__call__
             if qualified.startswith("torch.") or submodule:
-                return "computed"
+                return scalar if keyword else "computed"
         if isinstance(parent, ast.List) or isinstance(parent, ast.Tuple):
             holder = parents.get(id(parent))
             if isinstance(holder, ast.Call) and (ctx.qualify(holder.func) or "").startswith("torch."):
                 return "computed"  # torch.cat([x, self.t])
         self.passed_on += 1
         return "passed"
+
+
+def _tensor_index(ctx, index, scope) -> bool:
+    """An index that is a tensor: indexing a CPU tensor with a CUDA one raises."""
+    if isinstance(index, (ast.Slice, ast.Constant, ast.Tuple)):
+        return False
+    return ctx.classify(index, scope).kind in (Kind.TENSOR, Kind.PARAMETER)
 
 
 # Calls that return a view of the same values: where the result goes decides the use.
@@ -202,16 +271,17 @@ def _reads(ctx, scope, attr: str):
             yield node
 
 
-def _grade(value, uses: Uses):
-    """Error when it requires grad; a warning when forward computes with it as it is; a hint when
-    each use moves it, only other methods compute with it, or it is handed on to code this rule does
-    not follow; quiet (None) when nothing reads it outside __init__ but for its shape or a host copy,
-    and either forward is in the file or __init__ only uses it to build something else."""
+def _grade(value, uses: Uses, zero_dim: bool = False):
+    """Error when it requires grad; a warning when forward computes with it as it is (a hint when it
+    is a 0-dim tensor that forward only takes as a number: CUDA accepts those from the CPU); a hint
+    when each use moves it, only other methods compute with it, or it is handed on to code this rule
+    does not follow; quiet (None) when nothing reads it outside construction but for its shape or a
+    host copy, and either forward is in the file or construction only uses it to build something else."""
     if value.requires_grad:
         return Severity.ERROR
-    if uses.computed_in_forward:
+    if uses.computed_in_forward and not (zero_dim and uses.scalar_in_forward == uses.computed_in_forward):
         return Severity.WARNING
-    if uses.computed_elsewhere or uses.moved or uses.passed_on:
+    if uses.computed_in_forward or uses.computed_elsewhere or uses.moved or uses.passed_on:
         return Severity.HINT
     if not uses.forward_seen and not uses.read_in_init:
         return Severity.WARNING  # forward is not in this file (a base elsewhere may use it): no evidence either way
@@ -231,56 +301,150 @@ def _prefers_parameter(value, uses: Uses) -> bool:
     return uses.as_weight and not uses.written_in_place
 
 
-def _finding(ctx, binding, value, uses: Uses, severity):
+def _finding(ctx, binding, value, branches, uses: Uses, severity, built, other, zero_dim: bool):
     stmt, attr, self_name = binding.stmt, binding.name, binding.scope.self_name
     target = "%s.%s" % (self_name, attr)
+    path = _path(binding, branches, other)
     if value.requires_grad:
-        message = ("`%s` requires grad but is a plain tensor attribute: it is not in parameters(), so the "
-                   "optimizer never updates it, and it is not saved or moved by .to()" % target)
+        message = ("`%s` requires grad but is a plain tensor attribute%s: it is not in parameters(), so the "
+                   "optimizer never updates it, and it is not saved or moved by .to()" % (target, path))
+    elif uses.computed_in_forward and severity is Severity.HINT:
+        message = ("`%s` holds a tensor the Module does not register%s: a 0-dim tensor that forward only takes "
+                   "as a number, which CUDA operations accept from the CPU, so it works; but .to()/.half() leave "
+                   "it behind and state_dict() does not save it" % (target, path))
     elif uses.computed_in_forward:
-        message = ("`%s` holds a tensor the Module does not register, and forward computes with it: after "
-                   ".to()/.cuda() it stays behind on its old device, and state_dict() does not save it" % target)
+        message = ("`%s` holds a tensor the Module does not register%s, and forward computes with it: after "
+                   ".to()/.cuda() it stays behind on its old device, and state_dict() does not save it"
+                   % (target, path))
     elif uses.moved and not uses.computed_elsewhere:
-        message = ("`%s` holds a tensor the Module does not register; each use moves it (`.to(...)`), so it "
-                   "works, but copies it on every call: a buffer moves once with the module" % target)
+        message = ("`%s` holds a tensor the Module does not register%s; each use moves it (`.to(...)`), so it "
+                   "works, but copies it on every call: a buffer moves once with the module" % (target, path))
     else:
-        message = ("`%s` holds a tensor the Module does not register: it is not in parameters() or "
-                   "state_dict(), and .to()/.cuda() leave it behind" % target)
+        message = ("`%s` holds a tensor the Module does not register%s: it is not in parameters() or "
+                   "state_dict(), and .to()/.cuda() leave it behind" % (target, path))
 
-    prefers_parameter = _prefers_parameter(value, uses)
-    buffers = []
+    scope = binding.scope
+    tensors = [node for node, v in branches if v.kind is Kind.TENSOR]
+    # nn.Parameter refuses integer and boolean tensors ("Only Tensors of floating point and complex
+    # dtype can require gradients"): a buffer is the fix for those.
+    integral = any(dtype_family(ctx, node, scope) == INTEGRAL for node in tensors)
+    registering_arm = any(v.kind in _REGISTERING for _, v in branches)
+    prefers_parameter = _prefers_parameter(value, uses) and not integral and (other is None or value.requires_grad)
     single_target = isinstance(stmt, ast.AnnAssign) or (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1)
-    if single_target and ctx.stands_alone(stmt) and _first_binding(ctx, binding):
+    buffers = []
+    can_buffer = single_target and ctx.stands_alone(stmt) and not registering_arm and _first_binding(ctx, binding, built)
+    if can_buffer:
         # `self.x = (<value>)` -> `self.register_buffer("x", (<value>))`: replace up to the `=`, close at the end.
         head = _through_equals(ctx, stmt)
         end = ctx.range(stmt).end
         call = ctx.replace(head, '%s.register_buffer("%s", ' % (self_name, attr))
-        buffers.append(ctx.fix('Register as a buffer: `register_buffer("%s", ...)`' % attr,
-                               [call, ctx.replace(Range(end, end), ")")], safe=False))
-        buffers.append(ctx.fix('Register as a non-persistent buffer (moved by .to(), not saved)',
-                               [call, ctx.replace(Range(end, end), ", persistent=False)")],
-                               # Safe only where a buffer is the likely intent: --fix must not freeze a weight.
-                               safe=not prefers_parameter))
+        buffers.append(('Register as a buffer: `register_buffer("%s", ...)`' % attr,
+                        [call, ctx.replace(Range(end, end), ")")], None, False))
+        buffers.append(('Register as a non-persistent buffer (moved by .to(), not saved)',
+                        [call, ctx.replace(Range(end, end), ", persistent=False)")], None,
+                        # Safe only where a buffer is the likely intent: --fix must not freeze a weight.
+                        not prefers_parameter))
     fixes = []
-    if not (uses.written_in_place and buffers) or value.requires_grad:
+    if not integral and (not (uses.written_in_place and buffers) or value.requires_grad):
         # Not for a tensor written in place when a buffer can be offered: changing a leaf Parameter
         # in place raises once it requires grad.
         parameter, import_edit = ctx.spell("torch.nn.Parameter")
-        fixes.append(ctx.fix("Wrap in `%s(...)` (trainable parameter)" % parameter,
-                             ctx.wrap(binding.value, parameter + "(", ")") + [import_edit], safe=False))
+        if registering_arm:
+            # `nn.Parameter(t) if learn else t`: the other arm stays untrained, but registered.
+            title, closing = "Wrap in `%s(..., requires_grad=False)` (registered, not trained)" % parameter, \
+                ", requires_grad=False)"
+        else:
+            title, closing = "Wrap in `%s(...)` (trainable parameter)" % parameter, ")"
+        edits = [edit for node in tensors for edit in ctx.wrap(node, parameter + "(", closing)]
+        fixes.append((title, edits, import_edit, False))
     fixes += buffers
+    why_none = ""
+    if fixes and built.runs_early(scope, stmt):
+        # Before Module.__init__ torch refuses both ("cannot assign buffer before Module.__init__()
+        # call"): the registration goes right after `super().__init__()`, or there is no fix.
+        moved = [_after_module_init(ctx, binding, built, edits) for _, edits, _, _ in fixes]
+        if all(m is not None for m in moved):
+            fixes = [(title, m, import_edit, False) for (title, _, import_edit, _), m in zip(fixes, moved)]
+        elif not any(built.module_init_call(s) is not None for s in built.scopes.values()):
+            fixes = []
+            why_none = ("; no fix offered: `__init__` calls no `super().__init__()` at the top of its body, and "
+                        "torch refuses to register a parameter or a buffer before `nn.Module.__init__` has run")
+        else:
+            fixes = []
+            why_none = ("; no fix offered: this assignment may run before `super().__init__()` has, where torch "
+                        "refuses to register a parameter or a buffer, and torchlint cannot move it after that call")
+    elif not fixes and integral:
+        why_none = ("; no fix offered: an integer or boolean tensor cannot be an nn.Parameter, and "
+                    "`register_buffer` cannot stand in for this assignment (the name may be assigned before it, "
+                    "or the statement shares its line)")
     if prefers_parameter or not buffers:
         preferred = 0
     elif uses.moved and not uses.computed_in_forward:
         preferred = len(fixes) - 1  # the non-persistent buffer: the same behaviour, without a copy per call
     else:
         preferred = len(fixes) - 2  # the buffer
-    fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == preferred)) for i, f in enumerate(fixes)]
+    fixes = [ctx.fix(title, list(edits) + [import_edit], safe, preferred=(i == preferred))
+             for i, (title, edits, import_edit, safe) in enumerate(fixes)]
     where = ctx.range(stmt)
     if not single_target:
         # `self.h0 = self.c0 = <value>`: one finding per target, each starting at its own target.
         where = Range(ctx.range(_target(stmt, self_name, attr) or stmt).start, where.end)
-    return ctx.finding("TL101", message, where, severity, fixes)
+    return ctx.finding("TL101", message + why_none, where, severity, fixes)
+
+
+def _path(binding, branches, other) -> str:
+    """Where the plain tensor comes from, when that is not plain to see: an arm of a conditional
+    expression, a branch that is not the one registering the name, a helper method."""
+    if len(branches) > 1:
+        return " (on one arm of the conditional expression)"
+    if other is not None:
+        kind = {Kind.PARAMETER: "an nn.Parameter", Kind.BUFFER: "an nn.Buffer", Kind.MODULE: "a Module"}[other]
+        return " (on this path; it is %s only on another)" % kind
+    if binding.scope.name != "__init__":
+        return " (assigned in `%s()`, which `__init__` runs)" % binding.scope.name
+    return ""
+
+
+def _after_module_init(ctx, binding, built, edits):
+    """The fix's ``edits`` (inside the assignment) with the assignment moved right after
+    `super().__init__()`, or None when that cannot be done without changing what it computes: the
+    assignment is not at the top of `__init__` next to the call, or a statement between them reads or
+    re-binds what it uses, or uses the attribute."""
+    scope, stmt = binding.scope, binding.stmt
+    init = built.module_init_call(scope)
+    body = scope.node.body
+    if init is None or stmt not in body or not ctx.stands_alone(init):
+        return None
+    source = ctx.source
+    between = body[body.index(stmt) + 1: body.index(init) + 1]
+    loads = {n.id for n in ast.walk(binding.value) if isinstance(n, ast.Name)}
+    attributes = {n.attr for n in ast.walk(binding.value) if isinstance(n, ast.Attribute) and scope.is_self(n.value)}
+    for later in between:
+        for node in ast.walk(later):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id in loads:
+                return None
+            if isinstance(node, ast.Attribute) and scope.is_self(node.value) and (
+                    node.attr == binding.name or (node.attr in attributes and not isinstance(node.ctx, ast.Load))):
+                return None
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in loads:
+                return None
+    first, last = statement_start(stmt), stmt.end_lineno
+    at = body.index(stmt)
+    floor = body[at - 1].end_lineno if at else max(
+        [scope.node.lineno] + [getattr(n, "end_lineno", 0) or 0 for n in ast.walk(scope.node.args)]
+        + [scope.node.returns.end_lineno if scope.node.returns is not None else 0])
+    indent = source.indent_of(stmt.lineno)
+    while first - 1 > floor and source.line(first - 1).startswith(indent + "#"):
+        first -= 1  # the comment lines right above it go with it
+    if init.end_lineno >= source.line_count:
+        return None  # the call ends the file: nowhere to put a line after it
+    start, stop = Position(first, 0), Position(last + 1, 0)
+    text = source.text
+    changed = apply_edits(text, edits)
+    begin = source.offset(start)
+    moved_text = changed[begin: source.offset(stop) + len(changed) - len(text)]
+    after = Position(init.end_lineno + 1, 0)
+    return [Edit(Range(start, stop), ""), Edit(Range(after, after), moved_text)]
 
 
 def _target(stmt, self_name: str, attr: str):
@@ -305,8 +469,16 @@ def _through_equals(ctx, stmt) -> Range:
     return Range(start, ctx.source.position(offset))
 
 
-def _first_binding(ctx, binding) -> bool:
-    """register_buffer raises when the attribute already exists: only offer it on the first assignment."""
-    return all(other.stmt.lineno >= binding.stmt.lineno
-               for other in binding.scope.cls.attr_assignments
-               if other.name == binding.name and other.scope is binding.scope)
+def _first_binding(ctx, binding, built) -> bool:
+    """register_buffer raises when the attribute already exists: only offer it where no other
+    assignment of the name may run before this one while the module is built (an earlier line of
+    the same method, not on a branch that excludes this one; any line of another of its methods)."""
+    here = (binding.stmt.lineno, binding.stmt.col_offset)
+    for other in ctx.classifier.class_attribute_bindings(binding.scope.cls, binding.name):
+        if other is binding or other.scope not in built:
+            continue
+        if other.scope is not binding.scope:
+            return False
+        if (other.stmt.lineno, other.stmt.col_offset) < here and not exclusive(ctx.index, other.stmt, binding.stmt):
+            return False
+    return True
