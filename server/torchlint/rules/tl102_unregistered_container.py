@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
+from typing import List, Optional
 
-from ..analysis.findings import Severity
+from ..analysis.findings import Position, Range, Severity
 from ..analysis.scopes import dotted_name
-from ..analysis.values import CONTAINER_KINDS, Kind, Value
+from ..analysis.values import CONTAINER_KINDS, Kind
 from .base import Rule
 
 _WRAPPERS = {
@@ -20,6 +22,23 @@ _WHAT = {
     Kind.PARAMETER_LIST: "list of parameters",
     Kind.PARAMETER_DICT: "dict of parameters",
 }
+_LEAF = {Kind.MODULE_LIST: Kind.MODULE, Kind.MODULE_DICT: Kind.MODULE,
+         Kind.PARAMETER_LIST: Kind.PARAMETER, Kind.PARAMETER_DICT: Kind.PARAMETER}
+_CONTAINER = {(Kind.MODULE, False): Kind.MODULE_LIST, (Kind.MODULE, True): Kind.MODULE_DICT,
+              (Kind.PARAMETER, False): Kind.PARAMETER_LIST, (Kind.PARAMETER, True): Kind.PARAMETER_DICT}
+
+# Names an nn.ModuleDict / nn.ParameterDict already has (Module's methods and attributes, the dict
+# methods): add_module / register_parameter raise KeyError "attribute '...' already exists" for them.
+_TAKEN_NAMES = frozenset("""
+T_destination add_module apply bfloat16 buffers call_super_init children clear compile copy cpu cuda
+double dump_patches eval extra_repr float forward fromkeys get get_buffer get_extra_state get_parameter
+get_submodule half ipu items keys load_state_dict modules mtia named_buffers named_children named_modules
+named_parameters parameters pop popitem register_backward_hook register_buffer register_forward_hook
+register_forward_pre_hook register_full_backward_hook register_full_backward_pre_hook
+register_load_state_dict_post_hook register_load_state_dict_pre_hook register_module register_parameter
+register_state_dict_post_hook register_state_dict_pre_hook requires_grad_ set_extra_state set_submodule
+setdefault share_memory state_dict to to_empty train training type update values xpu zero_grad
+""".split())
 
 
 class UnregisteredContainer(Rule):
@@ -37,53 +56,196 @@ class UnregisteredContainer(Rule):
             for binding in cls.attr_assignments:
                 if binding.scope is not init or binding.value is None or binding.name in registered:
                     continue
-                value = _container_value(ctx, binding, init)
-                if value is None or _registered_later(ctx, binding, init) or _hidden_on_purpose(ctx, binding):
+                found = _container(ctx, binding, init)
+                if found is None or _registered_later(ctx, binding, init) or _hidden_on_purpose(ctx, binding):
                     continue
-                yield _finding(ctx, binding, value)
+                yield _finding(ctx, binding, found)
 
 
-def _container_value(ctx, binding, init):
+@dataclass
+class _Found:
+    """What a container stored on the Module holds, and how it is built."""
+
+    kind: Kind  # MODULE_LIST, MODULE_DICT, PARAMETER_LIST or PARAMETER_DICT: the outer container
+    filled: bool = False  # an empty literal filled by `.append(...)` / `[key] = ...` in __init__
+    fills: List[ast.AST] = field(default_factory=list)  # those appends and item statements
+    inner: Optional[str] = None  # "list" or "dict": each item is itself a container of the leaves
+    inner_nodes: List[ast.expr] = field(default_factory=list)  # the inner literals (filled lists)
+    mixed: bool = False  # inner lists hold other values besides the new modules (`[nn.Linear(...), act]`)
+    keys: Optional[List[ast.expr]] = None  # a dict's keys when every one is seen, else None
+    repeated: bool = False  # `n * [layer]`
+
+    @property
+    def leaf(self) -> Kind:
+        return _LEAF[self.kind]
+
+    @property
+    def dict_like(self) -> bool:
+        return self.kind in (Kind.MODULE_DICT, Kind.PARAMETER_DICT)
+
+
+def _container(ctx, binding, init) -> Optional[_Found]:
     node = binding.value
     value = ctx.classify(node, init)
-    if value.kind in CONTAINER_KINDS:
-        return value
+    if value.kind in CONTAINER_KINDS and not value.empty:
+        return _Found(value.kind, keys=_literal_keys(node, init))
     if value.kind is Kind.OTHER and value.empty and isinstance(node, (ast.List, ast.Dict)):
-        # self.layers = [] ... self.layers.append(nn.Linear(...)) in a loop; self.heads = {} ...
-        # self.heads[name] = nn.Linear(...)
-        own = "%s.%s" % (init.self_name, binding.name)
-        added = [call.args[0] for call in init.appends.get(own, ())] + _items_set(init, own)
-        kinds = {_new_object(ctx, item, init) for item in added}
-        dict_like = isinstance(node, ast.Dict)
-        if kinds == {Kind.MODULE}:
-            return Value(Kind.MODULE_DICT if dict_like else Kind.MODULE_LIST, empty=True)
-        if kinds == {Kind.PARAMETER}:
-            return Value(Kind.PARAMETER_DICT if dict_like else Kind.PARAMETER_LIST, empty=True)
+        return _filled(ctx, binding, init, isinstance(node, ast.Dict))
+    if value.kind in CONTAINER_KINDS:  # a local list filled by append, stored afterwards
+        return _Found(value.kind)
     repeated = _repeated(node)
     if repeated is not None and ctx.classify(repeated, init).kind is Kind.MODULE_LIST:
-        return Value(Kind.MODULE_LIST)  # n * [nn.Linear(...)]: one layer, n times
-    if _nested(ctx, node, init):
-        return _NESTED
+        return _Found(Kind.MODULE_LIST, repeated=True)  # n * [nn.Linear(...)]: one layer, n times
+    if _from_module_arguments(ctx, node, init):
+        return _Found(Kind.MODULE_LIST)  # list(layers) where `def __init__(self, *layers: nn.Module)`
+    nested = _nested_literal(ctx, node, init)
+    if nested is not None:
+        return nested
     return None
 
 
-_NESTED = Value(Kind.MODULE_LIST, module_class="<nested lists>")  # a list of lists of modules
+def _literal_keys(node, init=None) -> Optional[List[ast.expr]]:
+    """A dict's keys as written, when they can be read: a literal, a comprehension over range(n), or a
+    local name bound once to one of those."""
+    if isinstance(node, ast.Name) and init is not None:
+        bindings = init.locals.get(node.id, ())
+        return _literal_keys(bindings[0].value) if len(bindings) == 1 else None
+    if isinstance(node, ast.Dict):
+        return list(node.keys)
+    if isinstance(node, ast.DictComp) and _digit_key(node):
+        return [node.key]
+    return None
 
 
-def _items_set(init, own: str):
-    """Values of `self.heads[key] = value` in __init__ (loops included)."""
-    values = []
+def _digit_key(comp: ast.DictComp) -> bool:
+    """`{str(i): ... for i in range(n)}`: every key a string of digits."""
+    key = comp.key
+    if not (isinstance(key, ast.Call) and isinstance(key.func, ast.Name) and key.func.id == "str"
+            and len(key.args) == 1 and isinstance(key.args[0], ast.Name)):
+        return False
+    for generator in comp.generators:
+        loop = generator.iter
+        if isinstance(generator.target, ast.Name) and generator.target.id == key.args[0].id:
+            return isinstance(loop, ast.Call) and isinstance(loop.func, ast.Name) and loop.func.id == "range"
+    return False
+
+
+def _filled(ctx, binding, init, dict_like: bool) -> Optional[_Found]:
+    """`self.layers = []` then `self.layers.append(...)`; `self.heads = {}` then `self.heads[k] = ...`."""
+    own = "%s.%s" % (init.self_name, binding.name)
+    appends = list(init.appends.get(own, ()))
+    items = _items_set(init, own)
+    added = [call.args[0] for call in appends] + [stmt.value for stmt in items]
+    if not added:
+        return None
+    fills = appends + items
+    keys = [stmt.targets[0].slice for stmt in items] if dict_like and not appends else None
+    kinds = {_new_object(ctx, item, init) for item in added}
+    if len(kinds) == 1 and kinds <= {Kind.MODULE, Kind.PARAMETER}:
+        return _Found(_CONTAINER[(kinds.pop(), dict_like)], filled=True, fills=fills, keys=keys)
+    # Each item a list or dict literal of new layers: `self.hidden.append([nn.Linear(...), act])`.
+    inner = [_inner(ctx, item, init) for item in added]
+    leaves = {state[1] for state in inner if state is not None}
+    shapes = {state[0] for state in inner if state is not None}
+    if None in inner or len(leaves) != 1 or len(shapes) != 1:
+        return None
+    return _Found(_CONTAINER[(leaves.pop(), dict_like)], filled=True, fills=fills, inner=shapes.pop(),
+                  inner_nodes=added, mixed=any(state[2] for state in inner), keys=keys)
+
+
+def _inner(ctx, node, init):
+    """An inner container literal: ("list" or "dict", the leaf kind, mixed) when it holds at least one
+    new module or parameter, else None. Mixed: some items may not be modules (an activation function)."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        shape, items = "list", node.elts
+    elif isinstance(node, ast.ListComp):
+        shape, items = "list", [node.elt]
+    elif isinstance(node, ast.Dict) and None not in node.keys:
+        shape, items = "dict", node.values
+    else:
+        return None
+    kinds = []
+    for item in items:
+        if isinstance(item, ast.Starred):
+            return None
+        kind = ctx.classify(item, init).kind
+        if kind in (Kind.TENSOR, Kind.MOVED_PARAMETER, Kind.BUFFER) or kind in CONTAINER_KINDS:
+            return None
+        if kind in (Kind.MODULE, Kind.PARAMETER) and not isinstance(item, ast.Call):
+            kind = Kind.UNKNOWN  # an existing module (self.act): not new, maybe registered
+        kinds.append(kind)
+    new = {k for k in kinds if k in (Kind.MODULE, Kind.PARAMETER)}
+    if len(new) != 1:
+        return None
+    leaf = new.pop()
+    mixed = any(k is not leaf for k in kinds)
+    if mixed and (shape == "dict" or leaf is Kind.PARAMETER):
+        return None  # a dict or a list of parameters with other values: unsure
+    return shape, leaf, mixed
+
+
+def _nested_literal(ctx, node, init) -> Optional[_Found]:
+    """A list (or comprehension) of lists of new layers: `[[nn.Linear(...) for _ in r] for _ in r]`; a
+    dict of dicts of new parameters."""
+    if isinstance(node, ast.ListComp):
+        items, dict_like = [node.elt], False
+    elif isinstance(node, (ast.List, ast.Tuple)) and node.elts:
+        items, dict_like = node.elts, False
+    elif isinstance(node, ast.Dict) and node.values and None not in node.keys:
+        items, dict_like = node.values, True
+    else:
+        return None
+    inner = [_inner(ctx, item, init) for item in items]
+    if None in inner or len({state[:2] for state in inner}) != 1:
+        return None
+    shape, leaf, _ = inner[0]
+    return _Found(_CONTAINER[(leaf, dict_like)], inner=shape, mixed=any(state[2] for state in inner),
+                  keys=list(node.keys) if dict_like else None)
+
+
+def _module_arguments(ctx, init) -> Optional[str]:
+    """The name of `*layers` in `def __init__(self, *layers: nn.Module)`."""
+    vararg = init.node.args.vararg
+    if vararg is None or vararg.annotation is None:
+        return None
+    return vararg.arg if ctx.classifier.annotation(vararg.annotation).kind is Kind.MODULE else None
+
+
+def _from_module_arguments(ctx, node, init) -> bool:
+    """`layers`, `list(layers)`, `tuple(layers)`, `[l for l in layers]` from `*layers: nn.Module`."""
+    return _source_name(node) is not None and _source_name(node) == _module_arguments(ctx, init)
+
+
+def _source_name(node) -> Optional[str]:
+    """The name a container is made from: `layers`, `list(layers)`, `[layer for layer in layers]`."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple") \
+            and len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Name):
+        return node.args[0].id
+    if isinstance(node, ast.ListComp) and len(node.generators) == 1:
+        generator = node.generators[0]
+        if isinstance(generator.target, ast.Name) and isinstance(node.elt, ast.Name) \
+                and node.elt.id == generator.target.id and isinstance(generator.iter, ast.Name):
+            return generator.iter.id
+    return None
+
+
+def _items_set(init, own: str) -> List[ast.Assign]:
+    """The statements `self.heads[key] = value` in __init__ (loops included)."""
+    found = []
     for stmt in init.statements:
-        if isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                if isinstance(target, ast.Subscript) and dotted_name(target.value) == own:
-                    values.append(stmt.value)
-    return values
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+            if isinstance(target, ast.Subscript) and dotted_name(target.value) == own:
+                found.append(stmt)
+    return found
 
 
 def _new_object(ctx, node, init):
     """The kind of a new module or parameter put into a container: a call building one, or a local
-    name every assignment of which builds one (`layer = nn.Linear(...)`, then `append(layer)`)."""
+    name every assignment of which builds one (`layer = nn.Linear(...)`, then `append(layer)`), or a
+    loop variable over `*layers: nn.Module`."""
     if isinstance(node, ast.Call):
         return ctx.classify(node, init).kind
     if isinstance(node, ast.Name):
@@ -91,6 +253,10 @@ def _new_object(ctx, node, init):
         if bindings and all(isinstance(b.value, ast.Call) for b in bindings):
             kinds = {ctx.classify(b.value, init).kind for b in bindings}
             return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
+        arguments = _module_arguments(ctx, init)
+        if arguments and len(bindings) == 1 and isinstance(bindings[0].iter_of, ast.Name) \
+                and bindings[0].iter_of.id == arguments and bindings[0].unpack_index is None:
+            return Kind.MODULE
     return Kind.UNKNOWN
 
 
@@ -103,31 +269,23 @@ def _repeated(node):
     return None
 
 
-def _nested(ctx, node, init) -> bool:
-    """A list (or comprehension) of lists of new modules: `[[nn.Linear(...) for _ in r] for _ in r]`."""
-    if isinstance(node, ast.ListComp):
-        inner = [node.elt]
-    elif isinstance(node, (ast.List, ast.Tuple)) and node.elts:
-        inner = node.elts
-    else:
-        return False
-    return all(isinstance(elt, (ast.List, ast.ListComp)) and ctx.classify(elt, init).kind is Kind.MODULE_LIST
-               for elt in inner)
+_REGISTERING = frozenset("torch.nn." + n for n in "ModuleList ModuleDict Sequential ParameterList ParameterDict".split())
 
 
 def _registered_later(ctx, binding, init) -> bool:
     """`self.blocks = nn.ModuleList(self.blocks)`, or the same objects handed to a registered container."""
     own = "%s.%s" % (init.self_name, binding.name)
-    source_name = binding.value.id if isinstance(binding.value, ast.Name) else None
+    source_name = _source_name(binding.value)
     for other in init.cls.attr_assignments:
         if other.scope is init and other is not binding and other.name == binding.name and other.value is not None:
             if ctx.classify(other.value, init).kind is Kind.MODULE:
                 return True
     for call in init.calls:
-        if isinstance(call.func, ast.Attribute) and call.func.attr in ("add_module", "register_module") \
+        if isinstance(call.func, ast.Attribute) and call.func.attr in ("add_module", "register_module",
+                                                                         "register_parameter") \
                 or isinstance(call.func, ast.Name) and call.func.id == "setattr":
             if _registers_members(ctx, call, init, own, source_name):
-                return True  # this container's modules registered one by one: say nothing
+                return True  # this container's members registered one by one: say nothing
             continue
         qualified = ctx.qualify(call.func) or ""
         registers = qualified.startswith("torch.nn.") or (
@@ -138,12 +296,15 @@ def _registered_later(ctx, binding, init) -> bool:
             inner = arg.value if isinstance(arg, ast.Starred) else arg
             if dotted_name(inner) == own or (source_name and isinstance(inner, ast.Name) and inner.id == source_name):
                 return True
+            if qualified in _REGISTERING and any(dotted_name(n) == own for n in ast.walk(inner)):
+                return True  # nn.ModuleList([layer for layer, _ in self.hidden])
     return False
 
 
 def _registers_members(ctx, call, init, own: str, source_name) -> bool:
     """`self.add_module(name, m)` / `setattr(self, name, m)` registers what the container holds: `m`
-    reads the container (`self.layers[i]`), is a loop variable over it, or is appended to it."""
+    reads the container (`self.layers[i]`), is a loop variable over it (or over one of its items), or
+    is appended to it."""
     args = call.args[1:] if isinstance(call.func, ast.Attribute) else call.args[2:]
     if not args:
         return False
@@ -154,12 +315,20 @@ def _registers_members(ctx, call, init, own: str, source_name) -> bool:
     appended = {a.id for c in init.appends.get(own, ()) for a in c.args if isinstance(a, ast.Name)}
     if names & appended:
         return True
-    for name in names:
-        for binding in init.locals.get(name, ()):
-            loop = binding.iter_of
-            if loop is not None and any(dotted_name(n) == own or (source_name and isinstance(n, ast.Name)
-                                                                  and n.id == source_name)
-                                        for n in ast.walk(loop)):
+    return any(_loops_over(init, name, own, source_name, 2) for name in names)
+
+
+def _loops_over(init, name: str, own: str, source_name, depth: int) -> bool:
+    """``name`` is a loop variable over the container, or over a loop variable over it (nested)."""
+    for binding in init.locals.get(name, ()):
+        loop = binding.iter_of
+        if loop is None:
+            continue
+        for node in ast.walk(loop):
+            if dotted_name(node) == own or (source_name and isinstance(node, ast.Name) and node.id == source_name):
+                return True
+            if depth > 1 and isinstance(node, ast.Name) and node.id != name \
+                    and _loops_over(init, node.id, own, source_name, depth - 1):
                 return True
     return False
 
@@ -181,28 +350,195 @@ def _hidden_on_purpose(ctx, binding) -> bool:
     return any("#" in line for line in lines)
 
 
-def _finding(ctx, binding, value):
+# -- the finding and its fix ------------------------------------------------------------------
+
+def _finding(ctx, binding, found: _Found):
     target = "%s.%s" % (binding.scope.self_name, binding.name)
-    wrapper, import_edit = ctx.spell(_WRAPPERS[value.kind])
-    what = _WHAT[value.kind]
-    if value.kind in (Kind.MODULE_LIST, Kind.MODULE_DICT):
+    what = _WHAT[found.kind]
+    if found.inner:
+        what = "%s of %ss of %s" % ("dict" if found.dict_like else "list", found.inner,
+                                    "modules" if found.leaf is Kind.MODULE else "parameters")
+    if found.leaf is Kind.MODULE:
         message = ("`%s` is a plain %s: their parameters are not in parameters() (the optimizer never sees "
                    "them), not in state_dict(), and .to()/.cuda() do not move them" % (target, what))
     else:
         message = ("`%s` is a plain %s: they are not registered, so the optimizer never sees them and "
                    "state_dict() does not save them" % (target, what))
+    fix, why = _fix(ctx, binding, found)
+    if fix is None:
+        message += "; no fix: %s" % why
+        return ctx.finding("TL102", message, binding.stmt, Severity.WARNING)
+    return ctx.finding("TL102", message, binding.stmt, Severity.WARNING, [fix])
+
+
+def _fix(ctx, binding, found: _Found):
+    """(the fix, None) or (None, why there is none)."""
     node = binding.value
-    if value is _NESTED:
-        # nn.ModuleList takes modules, not lists: each inner list becomes a ModuleList too.
-        edits = ctx.wrap(node, "%s(%s(row) for row in " % (wrapper, wrapper), ")")
-    elif value.empty and isinstance(node, (ast.List, ast.Dict)):
+    if found.inner is None and not found.dict_like:
+        return _wrap_fix(ctx, node, found), None
+    if found.inner is None:
+        bad = _bad_key(found.keys)
+        if bad is None:
+            return _wrap_fix(ctx, node, found), None
+        as_list = _as_module_list(ctx, binding, found)
+        if as_list is not None:
+            return as_list, None
+        return _loop_fix(ctx, binding, found, "its keys are not all strings without a dot (%s), which "
+                                              "nn.ModuleDict needs" % bad)
+    if found.inner == "list" and not found.dict_like and not found.mixed:
+        return _nested_list_fix(ctx, binding, found), None
+    if found.mixed:
+        return _loop_fix(ctx, binding, found, "the inner lists hold values that may not be modules, which "
+                                              "nn.ModuleList refuses")
+    return _loop_fix(ctx, binding, found, "the registering containers nest only with string keys")
+
+
+def _wrap_fix(ctx, node, found: _Found):
+    wrapper, import_edit = ctx.spell(_WRAPPERS[found.kind])
+    if found.filled and isinstance(node, (ast.List, ast.Dict)):
         edits = [ctx.replace(node, wrapper + "()")]
     elif isinstance(node, ast.Tuple) and not _parenthesised(ctx, node):
         edits = ctx.wrap(node, wrapper + "((", "))")
     else:
         edits = ctx.wrap(node, wrapper + "(", ")")
-    fix = ctx.fix("Wrap in `%s`" % wrapper, edits + [import_edit], safe=False, preferred=True)
-    return ctx.finding("TL102", message, binding.stmt, Severity.WARNING, [fix])
+    return ctx.fix("Wrap in `%s`" % wrapper, edits + [import_edit], safe=False, preferred=True)
+
+
+def _nested_list_fix(ctx, binding, found: _Found):
+    """nn.ModuleList takes modules, not lists: each inner list becomes an nn.ModuleList (or an
+    nn.ParameterList) too."""
+    outer, import_edit = ctx.spell("torch.nn.ModuleList")
+    inner, inner_import = ctx.spell(_WRAPPERS[_CONTAINER[(found.leaf, False)]])
+    node = binding.value
+    if found.filled:
+        edits = [ctx.replace(node, outer + "()")]
+        for item in found.inner_nodes:
+            edits.extend(_wrap_literal(ctx, item, inner))
+    else:
+        edits = ctx.wrap(node, "%s(%s(row) for row in " % (outer, inner), ")")
+    return ctx.fix("Wrap in `%s` of `%s`" % (outer, inner), edits + [import_edit, inner_import], safe=False,
+                   preferred=True)
+
+
+def _wrap_literal(ctx, node, wrapper):
+    if isinstance(node, ast.Tuple) and not _parenthesised(ctx, node):
+        return ctx.wrap(node, wrapper + "((", "))")
+    return ctx.wrap(node, wrapper + "(", ")")
+
+
+def _bad_key(keys) -> Optional[str]:
+    """Why these keys cannot be a ModuleDict's (quoted in the message), or None when they can."""
+    if keys is None:
+        return "they are computed"
+    for key in keys:
+        if isinstance(key, ast.Call):
+            continue  # `str(i)` over range(n), checked by _digit_key
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return "`%s`" % ast.unparse(key)
+        if "." in key.value or not key.value or key.value in _TAKEN_NAMES:
+            return repr(key.value)
+    return None
+
+
+def _as_module_list(ctx, binding, found: _Found):
+    """`{0: nn.Linear(...), 1: ...}` read only by index (`self.layers[i]`, `len(...)`): an nn.ModuleList."""
+    node = binding.value
+    if not isinstance(node, ast.Dict) or not found.keys:
+        return None
+    indices = [k.value if isinstance(k, ast.Constant) and type(k.value) is int else None for k in found.keys]
+    if indices != list(range(len(indices))):
+        return None  # other keys, or written out of order (the layers would be built in another order)
+    scope = binding.scope
+    for method in scope.cls.method_scopes.values():
+        for use in ctx.nodes.under(method.node, ast.Attribute):
+            if use.attr != binding.name or not method.is_self(use.value) or not isinstance(use.ctx, ast.Load):
+                continue
+            parent = ctx.parent(use)
+            by_index = isinstance(parent, ast.Subscript) and parent.value is use and isinstance(parent.ctx, ast.Load)
+            counted = isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "len"
+            if not (by_index or counted):
+                return None
+    wrapper, import_edit = ctx.spell(_WRAPPERS[_CONTAINER[(found.leaf, False)]])
+    text = "%s([%s])" % (wrapper, ", ".join(ctx.text(value) for value in node.values))
+    if any("#" in ctx.text(value) for value in node.values) or "#" in ctx.text(node):
+        return None  # a comment inside would be lost
+    return ctx.fix("Make it `%s` (keys 0..%d, read by index)" % (wrapper, len(indices) - 1),
+                   [ctx.replace(node, text), import_edit], safe=False, preferred=True)
+
+
+def _loop_fix(ctx, binding, found: _Found, why: str):
+    """Keep the plain container and register what it holds after it is built:
+
+        for index, layer in enumerate(self.heads.values()):
+            self.add_module("heads_%d" % index, layer)
+    """
+    anchor = _anchor(ctx, binding, found)
+    if anchor is None or not ctx.stands_alone(anchor):
+        return None, "%s, and torchlint cannot place a registration loop after it is filled" % why
+    scope = binding.scope
+    used = {n.id for n in ctx.nodes.under(scope.node, ast.Name)} | {a.arg for a in ast.walk(scope.node.args)
+                                                                    if isinstance(a, ast.arg)}
+    index, row, item = (_free(name, used) for name in ("index", "row", "layer" if found.leaf is Kind.MODULE
+                                                         else "param"))
+    inner_index = _free("inner", used)
+    own = "%s.%s" % (scope.self_name, binding.name)
+    register = "add_module" if found.leaf is Kind.MODULE else "register_parameter"
+    newline, unit = ctx.source.newline(), ctx.indent_unit
+    indent = ctx.indent(anchor)
+    outer_iter = "%s.values()" % own if found.dict_like else own
+    lines = []
+    if found.inner is None:
+        lines.append("for %s, %s in enumerate(%s):" % (index, item, outer_iter))
+        body = '%s.%s("%s_%%d" %% %s, %s)' % (scope.self_name, register, binding.name, index, item)
+        depth = 1
+    else:
+        inner_iter = "%s.values()" % row if found.inner == "dict" else row
+        lines.append("for %s, %s in enumerate(%s):" % (index, row, outer_iter))
+        lines.append(unit + "for %s, %s in enumerate(%s):" % (inner_index, item, inner_iter))
+        body = '%s.%s("%s_%%d_%%d" %% (%s, %s), %s)' % (scope.self_name, register, binding.name, index,
+                                                       inner_index, item)
+        depth = 2
+    import_edit = None
+    if found.mixed:
+        module, import_edit = ctx.spell("torch.nn.Module")
+        lines.append(unit * depth + "if isinstance(%s, %s):" % (item, module))
+        depth += 1
+    lines.append(unit * depth + body)
+    text = "".join(newline + indent + line for line in lines)
+    end_line = anchor.end_lineno
+    at = Position(end_line, len(ctx.source.line(end_line)))
+    title = "Register each %s with `%s` after it is filled (%s)" % (
+        "layer" if found.leaf is Kind.MODULE else "parameter", register, why)
+    return ctx.fix(title, [ctx.replace(Range(at, at), text), import_edit], safe=False, preferred=True), None
+
+
+def _free(name: str, used: set) -> str:
+    while name in used:
+        name += "_"
+    return name
+
+
+def _anchor(ctx, binding, found: _Found):
+    """The statement after which the container is complete: its assignment, or the statement of the
+    same block that holds its last append / item assignment (a loop filling it, say)."""
+    stmt = binding.stmt
+    if not found.filled:
+        return stmt
+    block = ctx.index.blocks.get(id(stmt))
+    last = None
+    for fill in found.fills:
+        node = fill
+        while node is not None and not isinstance(node, ast.stmt):
+            node = ctx.parent(node)
+        # Climb to the statement of the assignment's own block.
+        while node is not None and ctx.index.blocks.get(id(node)) != block:
+            entry = ctx.index.blocks.get(id(node))
+            node = entry[0] if entry is not None else None
+        if node is None or node.lineno < stmt.lineno:
+            return None
+        if last is None or node.lineno > last.lineno:
+            last = node
+    return last
 
 
 def _parenthesised(ctx, node) -> bool:
