@@ -264,6 +264,8 @@ def test_cuda_really_accepts_the_hinted_shape_from_the_cpu():
     with pytest.raises(RuntimeError):
         torch.nn.functional.binary_cross_entropy_with_logits(logits, torch.ones_like(logits),
                                                              pos_weight=torch.tensor([2.0]))
+    with pytest.raises(RuntimeError):  # what makes `self.logvar[t].to(x.device)` a warning
+        torch.zeros(10)[torch.tensor([1, 2], device="cuda")]
 
 
 def test_a_none_check_is_not_a_use():
