@@ -70,3 +70,30 @@ def run_cli(argv, capsys, cwd=None):
         os.chdir(old)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+# -- the `editors` marker ------------------------------------------------------------------------
+# Tests that need a real editor, a browser, npm or tools installed as root (tests/lsp/editors/
+# install.sh, tests/e2e_vscode/setup.sh). `pytest -m "not editors"` runs everything else: the
+# core, the command line, the language server (driven by pytest-lsp) and verification.
+# Keys are test files (relative to tests/); values the test functions in them that need an
+# editor, or None for every test of the file. tests/test_project_files.py checks that each
+# name still exists. A test file of this list may also mark itself with @pytest.mark.editors.
+EDITOR_TESTS = {
+    "lsp/test_real_editors.py": {"test_neovim_with_the_readme_setup_shows_tl101_hover_and_fixes"},
+    "lsp/test_real_editors_vim_emacs.py": None,  # Vim + ALE, Emacs + eglot (apt)
+    "e2e_vscode/test_vscode_extension.py": None,  # npm: unit tests, the .vsix; code-server + Chromium
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        try:
+            relative = Path(str(item.fspath)).resolve().relative_to(tests).as_posix()
+        except ValueError:
+            continue
+        if relative in EDITOR_TESTS:
+            names = EDITOR_TESTS[relative]
+            if names is None or getattr(item, "originalname", item.name) in names:
+                item.add_marker(pytest.mark.editors)

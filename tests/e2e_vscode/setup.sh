@@ -36,8 +36,8 @@ if [ ! -x "$CACHE/cs/node_modules/.bin/code-server" ]; then
   fi
   mkdir -p "$CACHE/cs"
   (cd "$CACHE/cs" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-    npm_config_yes=true TMPDIR="$rgdir" npm_config_unsafe_perm=true \
-      npm install --no-save --unsafe-perm --no-audit --no-fund "code-server@$CODE_SERVER_VERSION")
+    npm_config_yes=true TMPDIR="$rgdir" \
+      npm install --no-save --no-audit --no-fund "code-server@$CODE_SERVER_VERSION")
 fi
 
 if [ ! -f "$CACHE/driver/node_modules/playwright-core/package.json" ]; then
