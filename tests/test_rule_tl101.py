@@ -333,6 +333,10 @@ def test_no_fix_when_a_statement_between_reads_what_the_move_changes():
     for between in ("        center = center * 2\n", "        print(self.offset)\n"):
         finding = only(BEFORE_SUPER.format(between=between), "TL101")
         assert finding.fixes == () and "no fix offered" in finding.message and "super().__init__()" in finding.message
+    # ... or when it shares its line with another statement (the move takes whole lines).
+    text = BEFORE_SUPER.format(between="").replace("torch.full((4,), center)", "torch.full((4,), center); k = 1")
+    finding = only(text, "TL101")
+    assert finding.fixes == () and "no fix offered" in finding.message and "super().__init__()" in finding.message
 
 
 def test_no_fix_for_a_helper_called_before_super_init():

@@ -17,6 +17,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
+from .forward import method_table
 from .scopes import ClassInfo, Index, Scope
 
 _TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
@@ -61,7 +62,7 @@ class Construction:
 
 def construction(ctx, cls: ClassInfo) -> Optional[Construction]:
     """The methods that building ``cls`` runs, or None when no ``__init__`` is in the file."""
-    table = _method_table(ctx, cls)
+    table = method_table(ctx, cls)
     if "__init__" not in table:
         return None
     entry_info, entry = table["__init__"]
@@ -115,15 +116,6 @@ def construction(ctx, cls: ClassInfo) -> Optional[Construction]:
                 result.early.add(id(helper))
                 changed = True
     return result
-
-
-def _method_table(ctx, cls: ClassInfo) -> Dict[str, Tuple[ClassInfo, Scope]]:
-    """Each method name -> the class that defines it and its scope, as attribute lookup finds them."""
-    table: Dict[str, Tuple[ClassInfo, Scope]] = {}
-    for info in ctx.class_chain(cls):
-        for name, scope in info.method_scopes.items():
-            table.setdefault(name, (info, scope))
-    return table
 
 
 def _self_attributes(ctx, scope: Scope) -> List[Tuple[str, ast.Attribute]]:

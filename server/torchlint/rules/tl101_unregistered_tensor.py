@@ -413,7 +413,7 @@ def _after_module_init(ctx, binding, built, edits):
     scope, stmt = binding.scope, binding.stmt
     init = built.module_init_call(scope)
     body = scope.node.body
-    if init is None or stmt not in body or not ctx.stands_alone(init):
+    if init is None or stmt not in body or not ctx.stands_alone(init) or not ctx.stands_alone(stmt):
         return None
     source = ctx.source
     between = body[body.index(stmt) + 1: body.index(init) + 1]
