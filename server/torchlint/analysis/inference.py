@@ -111,6 +111,22 @@ def _freeze_long_lived() -> None:
     gc.freeze()
 
 
+TORCH_STUBS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "stubs", "torch-stubs")
+
+
+def _stubs_version() -> str:
+    try:
+        with open(os.path.join(TORCH_STUBS, "VERSION"), encoding="utf-8") as file:
+            return file.read().strip()
+    except OSError:
+        return "(unknown version)"
+
+
+def _readable_source(path: str) -> bool:
+    """A file whose classes the layer reads itself: Python source, or torchlint's torch stubs."""
+    return path.endswith(".py") or path.endswith(".pyi") and path.startswith(os.path.join(TORCH_STUBS, ""))
+
+
 class InterpreterTimeout(Exception):
     """An interpreter did not answer one call within the timeout; it was killed."""
 
@@ -414,7 +430,17 @@ class JediInference:
         # Not the folder of jedi's interpreter script, first on that interpreter's path: the same
         # path (and environment_id) whichever way jedi looks into the environment.
         self.sys_path = [p for p in sys_path if p and p != os.path.dirname(_JEDI_MAIN)]
-        self.torch_available = any(os.path.exists(os.path.join(p, "torch", "__init__.py")) for p in self.sys_path)
+        # Where jedi learns torch's API: the environment's own torch, else the stubs shipped with
+        # torchlint (generated from the pinned torch by tools/make_torch_stubs.py), so that the
+        # findings do not depend on torch being installed where torchlint runs.
+        self.torch_source: Optional[str] = None
+        if any(os.path.exists(os.path.join(p, "torch", "__init__.py")) for p in self.sys_path):
+            self.torch_source = "the environment's torch"
+        elif os.path.isfile(os.path.join(TORCH_STUBS, "__init__.pyi")):
+            self.torch_source = "torchlint's stubs of torch %s" % _stubs_version()
+            self.project.added_sys_path = [os.path.dirname(TORCH_STUBS)]
+            self.sys_path = self.sys_path + [os.path.dirname(TORCH_STUBS)]
+        self.torch_available = self.torch_source is not None
         self.cache = cache  # answers on disk (None: this process only)
         self.budget = budget  # seconds of jedi per file (None: no limit)
         # A process that keeps jedi's warm-up state until it ends (a CLI worker, the language
@@ -447,7 +473,7 @@ class JediInference:
         how = "read, not run" if self.read_only else "run"
         where = "%s (%s; %s)" % (self.python, self.interpreter.source, how)
         if self.torch_available:
-            return "jedi inference with %s" % where
+            return "jedi inference with %s; torch's API from %s" % (where, self.torch_source)
         return "no torch importable by %s: jedi resolves Module bases only; tensor inference is off" % where
 
     def warm(self) -> None:
@@ -572,7 +598,7 @@ class JediInference:
                     folders.append((path, os.stat(path).st_mtime_ns))
                 except OSError:
                     folders.append((path, None))
-            self._environment_id = fingerprint(jedi.__version__, self.python, self.read_only, self.torch_available,
+            self._environment_id = fingerprint(jedi.__version__, self.python, self.read_only, self.torch_source,
                                                folders)
         return self._environment_id
 
@@ -728,6 +754,10 @@ class JediInference:
         key = (tuple(parts), folders)
         if key not in self._module_files:
             found = None
+            if parts[0] == "torch" and self.torch_source is not None and self.torch_source.startswith("torchlint"):
+                stem = os.path.join(TORCH_STUBS, *parts[1:])
+                found = next((c for c in (stem + ".pyi", os.path.join(stem, "__init__.pyi")) if os.path.isfile(c)), None)
+                folders = ()  # torch is the stubs', whatever the folders hold
             for folder in folders:
                 stem = os.path.join(folder, *parts)
                 for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
@@ -817,6 +847,8 @@ class JediInference:
             if module.startswith(folder) and len(folder) > len(best):
                 best = folder
         parts = Path(module[len(best):]).with_suffix("").parts
+        if parts and parts[0] == os.path.basename(TORCH_STUBS):
+            parts = ("torch",) + parts[1:]
         if parts and parts[-1] == "__init__":
             parts = parts[:-1]
         return ".".join(parts)
@@ -836,7 +868,7 @@ class JediInference:
             full_name = tn.canonical(definition.full_name or "")
             if full_name in tn.MODULE_BASES or tn.is_module_class(full_name):
                 return True
-            if definition.module_path and definition.line and str(definition.module_path).endswith(".py"):
+            if definition.module_path and definition.line and _readable_source(str(definition.module_path)):
                 if self.is_project_file(str(definition.module_path)):
                     read.add(str(definition.module_path))
                 if self.class_is_module(str(definition.module_path), definition.line, depth, read):
@@ -1276,7 +1308,7 @@ class FileInference:
         if tn.is_module_class(canonical):
             return Value(Kind.MODULE, module_class=canonical)
         module_path = str(name.module_path or "")
-        if module_path.endswith(".py") and name.line \
+        if _readable_source(module_path) and name.line \
                 and self.project.class_is_module(module_path, name.line, read=self._read):
             local = full_name.rsplit(".", 1)[-1] if os.path.abspath(module_path) == self.path else full_name
             return Value(Kind.MODULE, module_class=local)
