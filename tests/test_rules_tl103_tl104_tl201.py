@@ -507,17 +507,25 @@ def load(layer, w):
     old = layer.weight.data.clone()
     layer.weight.data = w
     return old
+
+
+def fuse(layer, scale):
+    weight = layer.weight.data
+    weight.mul_(scale)
+    layer.weight.data = weight
 """
 
 
 def test_tl201_temporary_swap_gets_no_copy_fix_but_functional_call_advice():
     found = {f.range.start.line: f for f in check(SWAP).findings if f.code == "TL201"}
-    assert sorted(found) == [7, 9, 17, 20, 26]
+    assert sorted(found) == [7, 9, 17, 20, 26, 33]
     for line in (7, 9, 17, 20):
         assert found[line].fixes == () and "torch.func.functional_call" in found[line].message, line
     assert "put back on line 9" in found[7].message and "put back on line 20" in found[17].message
-    # Saved but never put back: an ordinary rebind, which copy_ mends.
+    # Saved but never put back, or written back after an in-place change with nothing set in between:
+    # ordinary rebinds, which copy_ mends.
     assert preferred(found[26]).title.startswith("Copy in place")
+    assert preferred(found[33]).title.startswith("Copy in place")
 
 
 def test_tl201_copy_in_a_temporary_swap_breaks_backward():

@@ -176,19 +176,29 @@ class _Swaps:
         found = self._by_scope.get(id(scope))
         if found is None:
             found = self._by_scope[id(scope)] = {}
+            stores = {}  # holder -> the lines of its `.data = ...` stores in this function
             for target, value, stmt, where in self.ctx.index.attribute_stores:
-                if where is scope and target.attr == "data" and self._saved_from(value, target.value, scope, stmt):
-                    found.setdefault(ast.dump(target.value), stmt)
+                if where is scope and target.attr == "data":
+                    stores.setdefault(ast.dump(target.value), []).append(stmt.lineno)
+            for target, value, stmt, where in self.ctx.index.attribute_stores:
+                if where is not scope or target.attr != "data":
+                    continue
+                saved = self._saved_from(value, target.value, scope, stmt)
+                holder = ast.dump(target.value)
+                # A swap sets another value between the saving and the putting back; a write-back of
+                # the same tensor changed in place (`w = p.data; w.mul_(s); p.data = w`) is none.
+                if saved is not None and any(saved < line < stmt.lineno for line in stores[holder]):
+                    found.setdefault(holder, stmt)
         return found
 
-    def _saved_from(self, value, holder, scope, stmt) -> bool:
-        """``value`` is a name (or an item of a dict) that an earlier statement of the function filled
-        from ``holder`` itself: `old = p.data`, `backup[name] = p.data.clone()`."""
+    def _saved_from(self, value, holder, scope, stmt):
+        """The line where an earlier statement of the function filled ``value``, a name (or an item of a
+        dict), from ``holder`` itself: `old = p.data`, `backup[name] = p.data.clone()`; else None."""
+        lines = []
         if isinstance(value, ast.Name):
-            bindings = scope.locals.get(value.id, ())
-            return any(b.value is not None and b.stmt.lineno < stmt.lineno and _mentions(b.value, holder)
-                       for b in bindings)
-        if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+            lines = [b.stmt.lineno for b in scope.locals.get(value.id, ())
+                     if b.value is not None and b.stmt.lineno < stmt.lineno and _mentions(b.value, holder)]
+        elif isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
             store = value.value.id
             for earlier in scope.statements:
                 if earlier.lineno >= stmt.lineno:
@@ -196,8 +206,8 @@ class _Swaps:
                 if isinstance(earlier, ast.Assign) and _mentions(earlier.value, holder) and any(
                         isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == store
                         for t in earlier.targets):
-                    return True
-        return False
+                    lines.append(earlier.lineno)
+        return min(lines) if lines else None
 
 
 def _is_tensor(ctx, holder: ast.expr, scope) -> bool:
