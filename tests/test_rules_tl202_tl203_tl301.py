@@ -550,12 +550,15 @@ class Layer(nn.Module):
     ("size", "self.steps = [i for i in range(size)]", "size", "sizes"),
     ("values=(1.0, 2.0)", "pass", "values", "data"),
     ("values: list", "pass", "values", "data"),
+    ("items", "count = 0\n        for _ in items:\n            count += 1", "count", "sizes"),
+    ("items", "count = 0\n        for _ in items:\n            count += 0.5", "count", None),
     ("init", "pass", "init", None),
     ("width, init", "self.fc = nn.Linear(width, width)", "init", None),
 ])
 def test_tl301_reads_a_parameter_by_its_annotation_default_use_or_name(signature, extra, name, reading):
     text = SIZED_BY_PARAMETERS.format(signature=signature, extra=extra, name=name)
-    finding = [f for f in check(text).findings if f.code == "TL301" and f.range.start.line == 9][0]
+    line = text.splitlines().index("        self.bias = nn.Parameter(torch.Tensor(%s).zero_())" % name) + 1
+    finding = [f for f in check(text).findings if f.code == "TL301" and f.range.start.line == line][0]
     functions = [f.title.split("`")[1].split("(")[0] for f in finding.fixes]
     assert functions == {"sizes": ["torch.zeros"], "data": ["torch.tensor"], None: []}[reading]
 

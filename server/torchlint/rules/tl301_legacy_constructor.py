@@ -242,9 +242,12 @@ class _Reader:
             annotated = _annotation_reading(binding.annotation)
             if annotated is not None:
                 return annotated
+        if isinstance(binding.stmt, ast.AugAssign):
+            # `n += 1`: an int stays an int (the other bindings of the name must say int too).
+            stmt = binding.stmt
+            int_step = isinstance(stmt.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod))
+            return "sizes" if int_step and self.read(stmt.value, binding.scope, depth - 1) == "sizes" else None
         if binding.value is not None:
-            if isinstance(binding.stmt, ast.AugAssign):
-                return None
             return self.read(binding.value, binding.scope, depth - 1)
         if binding.iter_of is not None:
             loop = binding.iter_of
