@@ -82,7 +82,23 @@ def test_keys_a_module_dict_refuses_get_a_registration_loop(init, forward):
     assert "for index, layer in enumerate(self.levels.values()):" in after
     assert 'self.add_module("levels_%d" % index, layer)' in after
     assert isinstance(model.levels, dict)  # the reads and the keys stay what they were
-    assert fix.title.startswith("Register each layer with `add_module`")
+    assert fix.title.startswith("Register each layer with `add_module` after it is filled (nn.ModuleDict takes "
+                                "only string keys without a dot, and ")
+
+
+def test_no_fix_where_no_loop_can_follow_the_filling():
+    """Created under an `if`, filled after it: a loop after the filling could meet no attribute."""
+    text = module("""\
+        if dim:
+            self.heads = {}
+        for name in ("a.b", "c"):
+            self.heads[name] = nn.Linear(dim, 4)
+        """, "return x")
+    finding = only(text, "TL102")
+    assert finding.fixes == ()
+    assert finding.message.endswith("no fix: nn.ModuleDict takes only string keys without a dot, and `name` is "
+                                    "computed at run time, and torchlint cannot place a registration loop after "
+                                    "it is filled")
 
 
 def test_a_module_dict_really_refuses_those_keys():

@@ -383,14 +383,14 @@ def _fix(ctx, binding, found: _Found):
         as_list = _as_module_list(ctx, binding, found)
         if as_list is not None:
             return as_list, None
-        return _loop_fix(ctx, binding, found, "its keys are not all strings without a dot (%s), which "
-                                              "nn.ModuleDict needs" % bad)
+        return _loop_fix(ctx, binding, found, "nn.ModuleDict takes only string keys without a dot, and %s" % bad)
     if found.inner == "list" and not found.dict_like and not found.mixed:
         return _nested_list_fix(ctx, binding, found), None
     if found.mixed:
         return _loop_fix(ctx, binding, found, "the inner lists hold values that may not be modules, which "
                                               "nn.ModuleList refuses")
-    return _loop_fix(ctx, binding, found, "the registering containers nest only with string keys")
+    return _loop_fix(ctx, binding, found, "the plain containers stay as they are: registering ones nested would "
+                                          "need string keys without a dot at every level")
 
 
 def _wrap_fix(ctx, node, found: _Found):
@@ -427,16 +427,20 @@ def _wrap_literal(ctx, node, wrapper):
 
 
 def _bad_key(keys) -> Optional[str]:
-    """Why these keys cannot be a ModuleDict's (quoted in the message), or None when they can."""
+    """Why these keys cannot be a ModuleDict's, or None when they can."""
     if keys is None:
-        return "they are computed"
+        return "the keys are computed at run time"
     for key in keys:
         if isinstance(key, ast.Call):
             continue  # `str(i)` over range(n), checked by _digit_key
+        if isinstance(key, ast.Constant) and type(key.value) in (int, float, bool, tuple):
+            return "%r is not a string" % (key.value,)
         if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-            return "`%s`" % ast.unparse(key)
-        if "." in key.value or not key.value or key.value in _TAKEN_NAMES:
-            return repr(key.value)
+            return "`%s` is computed at run time" % ast.unparse(key)
+        if "." in key.value:
+            return "%r has a dot" % key.value
+        if not key.value or key.value in _TAKEN_NAMES:
+            return "%r is a name nn.ModuleDict already has" % key.value
     return None
 
 
