@@ -9,7 +9,7 @@ import pytest
 from torchlint import __version__, cli
 from torchlint.engine import CheckOptions, check_source
 from torchlint.analysis.findings import Applicability, Edit, Finding, Fix, ParseError, Position, Range, Severity
-from torchlint.output import FileReport, OutputOptions, render
+from torchlint.output import FileReport, OutputOptions, json_format, render
 from torchlint.output.github import escape_data, escape_property
 from torchlint.output.text import render_statistics
 from torchlint.rules import ALL_RULES
@@ -103,6 +103,33 @@ def test_statistics(reports, options):
     lines = render_statistics(reports, options).splitlines()
     assert re.match(r"^2\tTL101\t\[\*\] unregistered-tensor$", lines[0])
     assert re.match(r"^1\t\s*\t\s+syntax-error$", lines[1])
+
+
+def test_statistics_json_counts_every_finding_hints_included(tmp_path, options, reports):
+    assert json.loads(json_format.render_statistics(graded(tmp_path), options)) == [
+        {"code": "TL301", "name": "legacy-constructor", "count": 2, "fixable": True},
+        {"code": "TL101", "name": "unregistered-tensor", "count": 1, "fixable": False},
+        {"code": "TL102", "name": "unregistered-container", "count": 1, "fixable": False},
+        {"code": "TL106", "name": "submodule-unused-in-forward", "count": 1, "fixable": True},
+    ]
+    rows = json.loads(json_format.render_statistics(reports, options))
+    assert rows == [{"code": "TL101", "name": "unregistered-tensor", "count": 2, "fixable": True},
+                    {"code": None, "name": "syntax-error", "count": 1, "fixable": False}]
+    unsafe = OutputOptions(cwd=options.cwd, unsafe_fixes=True)
+    assert json.loads(json_format.render_statistics(graded(tmp_path), unsafe))[1]["fixable"] is False
+
+
+def test_summary_counts_fixes_not_written(tmp_path):
+    warning = Finding("TL101", "a warning", Severity.WARNING, Range.of(1, 0, 1, 1))
+    fix_mode = OutputOptions(cwd=str(tmp_path), fix_mode=True)
+    locked = FileReport(str(tmp_path / "a.py"), findings=[warning], unwritten=3, unwritten_why="read-only file")
+    assert render([locked], "text", fix_mode).splitlines()[-1] == \
+        "Found 1 finding (3 fixes not written: read-only file)."
+    moved = FileReport(str(tmp_path / "b.py"), unwritten=1, unwritten_why="changed on disk while it was being fixed")
+    assert render([moved], "text", fix_mode) == "Found 0 findings (1 fix not written: changed on disk while it " \
+                                                 "was being fixed).\n"
+    assert render([locked, moved], "text", fix_mode).splitlines()[-1] == \
+        "Found 1 finding (4 fixes not written: see the errors above)."
 
 
 def test_json_shape(reports, options, tmp_path):

@@ -174,7 +174,22 @@ def _with_newline(edit: Edit, newline: str) -> Edit:
 
 
 class NotWritten(Exception):
-    """A fix that was not written; the message says why and what to do (the file is unchanged)."""
+    """A fix that was not written; the message says why and what to do (the file is unchanged).
+    ``reason``: why, in a few words ("read-only file"); ``advice``: what to do, where ``{flag}``
+    stands for the option that asked for the write (see :meth:`says`)."""
+
+    def __init__(self, reason: str, advice: str = ""):
+        super().__init__(reason)
+        self.reason = reason
+        self.advice = advice
+
+    def says(self, outcome: str = "not fixed", flag: str = "--fix") -> str:
+        """``read-only file; not fixed (make it writable, ... to let --fix change it)``."""
+        advice = self.advice.format(flag=flag)
+        return "%s; %s%s" % (self.reason, outcome, " (%s)" % advice if advice else "")
+
+    def __str__(self) -> str:
+        return self.says()
 
 
 def write_in_place(path: str, data: bytes, original: bytes) -> None:
@@ -193,12 +208,11 @@ def write_in_place(path: str, data: bytes, original: bytes) -> None:
         target = os.path.realpath(path)
         status = os.stat(target)
         if not stat.S_ISREG(status.st_mode):
-            raise NotWritten("not a regular file; not fixed")
+            raise NotWritten("not a regular file")
         if not status.st_mode & 0o222 or not os.access(target, os.W_OK):
-            raise NotWritten("read-only file; not fixed (make it writable, e.g. with `chmod u+w`, to let --fix "
-                             "change it)")
+            raise NotWritten("read-only file", "make it writable, e.g. with `chmod u+w`, to let {flag} change it")
         if read_regular_file(target) != original:
-            raise NotWritten("changed on disk while it was being fixed; not fixed (run again)")
+            raise NotWritten("changed on disk while it was being fixed", "run again")
         temp = _verified_copy(target, data)
         try:
             try:

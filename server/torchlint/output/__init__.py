@@ -23,6 +23,8 @@ class FileReport:
     error: Optional[ParseError] = None  # the file could not be read, decoded or parsed
     internal_errors: List[str] = field(default_factory=list)  # rules or fixes that crashed
     fixed: int = 0  # findings fixed (--fix) or fixable (--diff)
+    unwritten: int = 0  # --fix: fixes computed but not written (e.g. a read-only file)
+    unwritten_why: str = ""  # why, in a few words ("read-only file")
     diff: str = ""  # --diff: what --fix would change
     cells: Optional[CellMap] = None  # a notebook: positions are in its joined cells (see cell_position)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from typing import List, Optional
 
 from ..analysis.findings import Position
@@ -78,3 +79,22 @@ def entries(reports: List[FileReport]) -> List[dict]:
 
 def render(reports: List[FileReport], options: OutputOptions) -> str:
     return json.dumps(entries(reports), indent=2, ensure_ascii=False) + "\n"
+
+
+def statistics(reports: List[FileReport], options: OutputOptions) -> List[dict]:
+    """``--statistics --format json``: one entry per rule with findings, most frequent first, in
+    ruff's shape (``code``, ``name``, ``count``, ``fixable``). Like the JSON report, it counts
+    every finding, hints included; files that do not parse are one ``"code": null`` entry."""
+    counts = Counter(f.code for r in reports for f in r.findings)
+    fixable = {f.code for r in reports for f in r.findings if f.fix_to_apply(options.unsafe_fixes)}
+    rows = [{"code": code, "name": getattr(RULES_BY_CODE.get(code), "name", None), "count": count,
+             "fixable": code in fixable}
+            for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    errors = sum(1 for r in reports if r.error is not None)
+    if errors:
+        rows.append({"code": None, "name": "syntax-error", "count": errors, "fixable": False})
+    return rows
+
+
+def render_statistics(reports: List[FileReport], options: OutputOptions) -> str:
+    return json.dumps(statistics(reports, options), indent=2, ensure_ascii=False) + "\n"

@@ -62,11 +62,16 @@ def summary(reports: List[FileReport], options: OutputOptions) -> str:
     fixed = sum(r.fixed for r in reports) if options.fix_mode else 0
     fixable = sum(1 for f in findings if f.fix_to_apply(options.unsafe_fixes))
     unsafe = 0 if options.unsafe_fixes else sum(1 for f in findings if not f.fix_to_apply() and f.fix_to_apply(True))
-    if remaining == 0 and fixed == 0:
+    unwritten = sum(r.unwritten for r in reports) if options.fix_mode else 0
+    if remaining == 0 and fixed == 0 and not unwritten:
         return "All checks passed!" + (" %s." % _hidden_hints(hidden) if hidden else "")
     notes = []
     if fixed:
         notes.append("%d fixed, %d remaining" % (fixed, remaining))
+    if unwritten:
+        whys = {r.unwritten_why for r in reports if r.unwritten}
+        notes.append("%d fix%s not written: %s" % (unwritten, "" if unwritten == 1 else "es",
+                                                   whys.pop() if len(whys) == 1 else "see the errors above"))
     if fixable and not options.fix_mode:
         notes.append("%d fixable with --fix" % fixable)
     if unsafe:
