@@ -169,6 +169,7 @@ def test_tl103_rebound_fix_registers_the_parameter_on_that_path():
     ("nn.Parameter(torch.ones(n, 2))", "torch.ones(n, 2)"),  # not a Parameter
     ("w = w.double()", "v = w.double()"),  # another name: w itself is stored
     ("w = w.double()", "w = w.requires_grad_(False)"),  # in place: the same Parameter
+    ("        self.w = w\n", "        w = nn.Parameter(w)\n        self.w = w\n"),  # wrapped again before
 ])
 def test_tl103_rebound_look_alikes_stay_quiet(change):
     quiet(REBOUND.replace(*change), "TL103")
@@ -509,6 +510,15 @@ def load(layer, w):
     return old
 
 
+def reload(layer, w, x):
+    layer.weight.data = w
+    old = layer.weight.data
+    layer.weight.data = w * 2
+    y = layer(x)
+    layer.weight.data = old
+    return y
+
+
 def fuse(layer, scale):
     weight = layer.weight.data
     weight.mul_(scale)
@@ -518,14 +528,17 @@ def fuse(layer, scale):
 
 def test_tl201_temporary_swap_gets_no_copy_fix_but_functional_call_advice():
     found = {f.range.start.line: f for f in check(SWAP).findings if f.code == "TL201"}
-    assert sorted(found) == [7, 9, 17, 20, 26, 33]
+    assert sorted(found) == [7, 9, 17, 20, 26, 31, 33, 35, 42]
+    # Before the saving: no part of the swap, so it keeps its fix.
+    assert preferred(found[31]).title.startswith("Copy in place")
+    assert found[33].fixes == found[35].fixes == () and "put back on line 35" in found[33].message
     for line in (7, 9, 17, 20):
         assert found[line].fixes == () and "torch.func.functional_call" in found[line].message, line
     assert "put back on line 9" in found[7].message and "put back on line 20" in found[17].message
     # Saved but never put back, or written back after an in-place change with nothing set in between:
     # ordinary rebinds, which copy_ mends.
     assert preferred(found[26]).title.startswith("Copy in place")
-    assert preferred(found[33]).title.startswith("Copy in place")
+    assert preferred(found[42]).title.startswith("Copy in place")
 
 
 def test_tl201_copy_in_a_temporary_swap_breaks_backward():

@@ -66,8 +66,9 @@ def _rebound_moves(ctx):
                 if chain is None or not _made_as_parameter(ctx, bindings, binding):
                     continue
                 store = _stored_after(ctx, scope, name, binding.stmt)
-                if store is not None:
-                    yield _rebound_finding(ctx, binding, chain, store)
+                if store is not None and not any(binding.stmt.lineno < other.stmt.lineno < store.lineno
+                                                 for other in bindings):
+                    yield _rebound_finding(ctx, binding, chain, store)  # (nothing re-binds it before)
 
 
 def _self_move_chain(binding):

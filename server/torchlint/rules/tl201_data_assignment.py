@@ -166,13 +166,17 @@ class _Swaps:
         self._by_scope = {}
 
     def restored(self, holder: ast.expr, stmt, scope):
-        """The statement that puts ``holder``'s old value back, when ``stmt`` is part of such a swap."""
+        """The statement that puts ``holder``'s old value back, when ``stmt`` is part of such a swap (it
+        runs between the saving and the putting back, or is the putting back)."""
         if scope is None:
             return None
-        restores = self._restores(scope)
-        return restores.get(ast.dump(holder))
+        for saved, restore in self._restores(scope).get(ast.dump(holder), ()):
+            if saved < stmt.lineno <= restore.lineno:
+                return restore
+        return None
 
     def _restores(self, scope):
+        """holder -> [(line of the saving, the statement putting it back)] in this function."""
         found = self._by_scope.get(id(scope))
         if found is None:
             found = self._by_scope[id(scope)] = {}
@@ -188,7 +192,7 @@ class _Swaps:
                 # A swap sets another value between the saving and the putting back; a write-back of
                 # the same tensor changed in place (`w = p.data; w.mul_(s); p.data = w`) is none.
                 if saved is not None and any(saved < line < stmt.lineno for line in stores[holder]):
-                    found.setdefault(holder, stmt)
+                    found.setdefault(holder, []).append((saved, stmt))
         return found
 
     def _saved_from(self, value, holder, scope, stmt):
