@@ -22,20 +22,23 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence, TextIO, Tuple
+from typing import FrozenSet, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
+from .adoption import GitError, changes_against
 from .engine import CheckOptions, check_source
 from .exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from .analysis.environments import Interpreter, choose_interpreter, own_interpreter
 from .analysis.findings import Finding, ParseError, Position, Severity
 from .analysis.inference_cache import InferenceCache, default_cache_dir
+from .analysis.noqa import AddedNoqa, add_noqa
 from .analysis.notebook import (CellMap, CellsChanged, CodeCell, NotebookError, is_notebook, join_cells,
                                 read_notebook, split_cells, with_sources)
 from .config import Config, ConfigError, find_config, load_config
-from .files import discover, read_regular_file
+from .files import DEFAULT_EXCLUDES, GitIgnores, GlobPattern, discover, read_regular_file, relative_to_root
 from .fixing import NotWritten, fix_text, write_in_place
-from .output import FORMATS, FileReport, OutputOptions, display_path, render
+from .output import FORMATS, FileReport, OutputOptions, cell_position, display_path, render
+from .output import json_format
 from .output.text import render_statistics
 from .rules import ALL_RULES
 from .rules.base import DOCS_DIR
@@ -79,13 +82,16 @@ class Job:
     path: str
     display: str  # how diffs name the file
     options: CheckOptions
-    mode: str = "check"  # "check", "fix" (write the fixes) or "diff" (show them)
+    mode: str = "check"  # "check", "fix" (write the fixes), "diff" (show them) or "noqa" (--add-noqa)
     unsafe_fixes: bool = False
     infer: bool = True  # False: --no-infer
     python: Optional[Interpreter] = None  # the environment the jedi layer analyses (None: the default choice)
     root: str = "."  # the project root: where jedi looks for the project's own modules
     cache_dir: Optional[str] = None  # where jedi's answers are kept between runs (None: --no-cache)
     infer_budget: Optional[float] = DEFAULT_INFER_BUDGET  # seconds of jedi per file (None: no limit)
+    lines: Optional[FrozenSet[int]] = None  # --changed-lines-only: only findings on these lines (None: all)
+    data: Optional[bytes] = None  # the content when it is not read from ``path`` (standard input)
+    noqa_hints: bool = False  # --add-noqa: hints get a directive too (they are printed: --show-hints...)
 
 
 # One jedi layer per process, project and interpreter, shared by every file that process checks:
@@ -156,6 +162,8 @@ class Checked:
     unfixed_findings: List[Finding] = field(default_factory=list)  # what to report if the write fails
     notes: List[str] = field(default_factory=list)  # for the user, e.g. inference stopped by the budget
     unfixed_cells: Optional[CellMap] = None  # a notebook's cells before --fix (for unfixed_findings)
+    noqa_added: int = 0  # --add-noqa: directives added or extended (written only with fixed_data)
+    noqa_left: List[Finding] = field(default_factory=list)  # --add-noqa: findings no directive silences
 
 
 # A worker runs with the cyclic garbage collector off. A check frees nearly all it built by
@@ -204,7 +212,7 @@ def _check_file(job: Job) -> Checked:
     checked = Checked(FileReport(job.path))
     report = checked.report
     try:
-        data = read_regular_file(job.path)
+        data = read_regular_file(job.path) if job.data is None else job.data
     except OSError as err:
         checked.unreadable = "cannot read: %s" % (err.strerror or err)
         return checked
@@ -215,8 +223,13 @@ def _check_file(job: Job) -> Checked:
         return checked
     try:
         inference = inference_for(job)
-        result = check_source(text, job.path, job.options, inference)
-        if job.mode != "check" and result.parse_error is None:
+        result = on_lines(check_source(text, job.path, job.options, inference), job.lines)
+        if job.mode == "noqa" and result.parse_error is None:
+            added, result = noqa_text(job, text, result, inference)
+            checked.noqa_added, checked.noqa_left = added.added, noqa_wanted(job, result.findings)
+            if added.text != text:
+                checked.original, checked.fixed_data = data, added.text.encode(encoding)
+        elif job.mode != "check" and result.parse_error is None:
             unfixed = list(result.findings)
             outcome = fix_text(text, job.path, job.options, job.unsafe_fixes, inference, result)
             result, report.fixed = outcome.result, outcome.fixed
@@ -254,7 +267,19 @@ def check_notebook(job: Job, data: bytes, checked: Checked) -> Checked:
     try:
         inference = inference_for(job)
         result = check_source(joined.text, job.path, job.options, inference)
-        if job.mode != "check" and result.parse_error is None:
+        if job.mode == "noqa" and result.parse_error is None and not joined.errors:
+            added, after = noqa_text(job, joined.text, result, inference)
+            try:
+                sources = split_cells(joined, added.text) if added.text != joined.text else {}
+            except CellsChanged as err:
+                checked.notes.append("no noqa directive added (%s)" % err)
+                sources = {}
+            if sources:
+                result = after
+                checked.noqa_added = added.added
+                checked.original, checked.fixed_data = data, with_sources(notebook, sources).encode("utf-8")
+            checked.noqa_left = [report.cells.relabel(f) for f in noqa_wanted(job, result.findings)]
+        elif job.mode != "check" and result.parse_error is None:
             unfixed = list(result.findings)
             outcome = fix_text(joined.text, job.path, job.options, job.unsafe_fixes, inference, result)
             report.internal_errors.extend(outcome.errors)
@@ -289,18 +314,57 @@ def check_notebook(job: Job, data: bytes, checked: Checked) -> Checked:
     return checked
 
 
-def write_fixes(checked: Checked, display: str) -> Optional[str]:
-    """Write a --fix result (in the main process); the error message when it was not written."""
+def on_lines(result, lines: Optional[FrozenSet[int]]):
+    """``result`` with only the findings that span one of ``lines`` (None: all of them)."""
+    if lines is not None:
+        result.findings = [f for f in result.findings
+                           if any(line in lines for line in range(f.range.start.line, f.range.end.line + 1))]
+    return result
+
+
+def noqa_wanted(job: Job, findings) -> List[Finding]:
+    """The findings --add-noqa silences: those the text output prints (hints only when printed)."""
+    return [f for f in findings if job.noqa_hints or f.severity is not Severity.HINT]
+
+
+def noqa_text(job: Job, text: str, result, inference) -> Tuple[AddedNoqa, object]:
+    """--add-noqa on a parsed text: (what was added, the check of the new text). The new text is
+    checked again, so what it still reports is what the directives did not silence."""
+    try:
+        added = add_noqa(text, noqa_wanted(job, result.findings))
+    except (SyntaxError, tokenize.TokenError) as err:
+        raise RuntimeError("the tokenizer cannot read the file (%s); no noqa directive added" % err) from None
+    if not added.lines:
+        return added, result
+    after = check_source(added.text, job.path, job.options, inference)
+    if after.parse_error is not None:  # never written: a torchlint bug
+        raise RuntimeError("the noqa directives made the file unparsable (%s); none was added"
+                           % after.parse_error.message)
+    return added, on_lines(after, job.lines)
+
+
+def write_fixes(checked: Checked, display: str, mode: str = "fix") -> Optional[str]:
+    """Write a --fix (or --add-noqa) result in the main process; the error message when it was
+    not written. The report then says what was not written."""
     if checked.fixed_data is None:
         return None
+    outcome = "not fixed" if mode == "fix" else "no noqa directive added"
     try:
         write_in_place(checked.report.path, checked.fixed_data, checked.original)
         return None
-    except (NotWritten, OSError) as err:
-        message = str(err) if isinstance(err, NotWritten) else "not fixed: %s" % (err.strerror or err)
-    checked.report.findings, checked.report.fixed = checked.unfixed_findings, 0
+    except NotWritten as err:
+        message, why = err.says(outcome, "--fix" if mode == "fix" else "--add-noqa"), err.reason
+    except OSError as err:
+        why = str(err.strerror or err)
+        message = "%s: %s" % (outcome, why)
+    report = checked.report
+    if mode == "noqa":
+        checked.noqa_added = 0
+        return "%s: %s" % (display, message)
+    report.unwritten, report.unwritten_why = report.fixed, why
+    report.findings, report.fixed = checked.unfixed_findings, 0
     if checked.unfixed_cells is not None:  # a notebook: positions of the cells as they still are
-        checked.report.cells = checked.unfixed_cells
+        report.cells = checked.unfixed_cells
     return "%s: %s" % (display, message)
 
 
@@ -518,6 +582,8 @@ def _error(message: str) -> int:
 def load_settings(args) -> Config:
     if args.config:
         config = load_config(args.config)
+    elif args.paths == ["-"]:  # standard input: the settings of the file it stands for
+        config = find_config(os.path.abspath(args.stdin_filename or "."))
     else:
         config = find_config(os.path.commonpath([os.path.abspath(p) for p in args.paths]))
     return config.with_overrides(select=_codes(args.select, "--select"),
@@ -594,30 +660,68 @@ def command_check(args) -> int:
 
 def _check(args) -> int:
     started = time.perf_counter()
+    if not args.paths:  # `--stdin-filename NAME` alone reads standard input, as `-` does
+        args.paths = ["-"] if args.stdin_filename is not None else ["."]
+    usage = usage_problem(args)
+    if usage:
+        return _error(usage)
+    stdin = args.paths == ["-"]
     try:
         config = load_settings(args)
     except ConfigError as err:
         return _error(str(err))
     cwd = os.getcwd()
-    found = discover([Path(p) for p in args.paths], config.root, config.exclude_patterns,
-                     force_exclude=args.force_exclude)
-    files = found.files
-    for path in found.excluded_by_default if args.verbose else ():
-        print("torchlint: note: skipped %s: a default exclude, and not a Python package (`exclude = [\"!%s\"]` "
-              "checks it)" % (display_path(str(path), cwd), path.name), file=sys.stderr)
-    for path, why in found.skipped:
-        if not args.quiet:
-            print("torchlint: note: skipped %s: %s" % (display_path(str(path), cwd), why), file=sys.stderr)
-    if found.missing or found.errors:
-        for path in found.missing:
-            _error("%s: no such file or directory" % display_path(str(path), cwd))
-        for path, why in found.errors:
-            _error("%s: %s" % (display_path(str(path), cwd), why))
-        if found.missing or not files:
-            return EXIT_ERROR
-    problems = len(found.errors)  # unreadable folders: reported, the rest is still checked, exit 2
-    if not files and not args.quiet:
-        print("torchlint: warning: no Python files found under %s" % " ".join(args.paths), file=sys.stderr)
+    mode = "noqa" if args.add_noqa else "diff" if args.diff else "fix" if args.fix else "check"
+    # With `-`, --fix and --add-noqa print the new text on stdout: the report goes to stderr.
+    report_stream = sys.stderr if stdin and mode in ("fix", "noqa") else sys.stdout
+    problems = 0
+    changes = None
+    stdin_data: Optional[bytes] = None
+    if stdin:
+        name = args.stdin_filename
+        path = Path(os.path.abspath(name)) if name else Path(cwd) / "-"
+        stdin_data = sys.stdin.buffer.read()
+        why = exclusion_reason(path, config) if args.force_exclude and name else None
+        if why is not None:  # nothing to check; --fix and --add-noqa give the text back as it came
+            if not args.quiet:
+                print("torchlint: note: skipped %s: %s" % (display_path(str(path), cwd), why), file=sys.stderr)
+            if mode in ("fix", "noqa"):
+                sys.stdout.buffer.write(stdin_data)
+                sys.stdout.flush()
+            return EXIT_CLEAN
+        files = [path]
+    else:
+        found = discover([Path(p) for p in args.paths], config.root, config.exclude_patterns,
+                         force_exclude=args.force_exclude)
+        files = found.files
+        for path in found.excluded_by_default if args.verbose else ():
+            print("torchlint: note: skipped %s: a default exclude, and not a Python package (`exclude = [\"!%s\"]` "
+                  "checks it)" % (display_path(str(path), cwd), path.name), file=sys.stderr)
+        for path, why in found.skipped:
+            if not args.quiet:
+                print("torchlint: note: skipped %s: %s" % (display_path(str(path), cwd), why), file=sys.stderr)
+        if found.missing or found.errors:
+            for path in found.missing:
+                _error("%s: no such file or directory" % display_path(str(path), cwd))
+            for path, why in found.errors:
+                _error("%s: %s" % (display_path(str(path), cwd), why))
+            if found.missing or not files:
+                return EXIT_ERROR
+        problems = len(found.errors)  # unreadable folders: reported, the rest is still checked, exit 2
+        if args.diff_against is not None:
+            try:
+                changes = changes_against(args.diff_against, git_directory(args.paths), args.changed_lines_only)
+            except GitError as err:
+                return _error("--diff-against: %s" % err)
+            walked, files = len(files), [path for path in files if changes.contains(path)]
+            if args.verbose:
+                print("torchlint: %d of %d files changed against %s (merge base %s)" % (
+                    len(files), walked, changes.ref, changes.base[:12]), file=sys.stderr)
+        if not files and not args.quiet:
+            explain_nothing_to_check(args, config, changes, found.files, cwd)
+        elif args.force_exclude and args.verbose:
+            for path, why in named_and_excluded(args.paths, found.files, config):
+                print("torchlint: note: skipped %s: %s" % (display_path(str(path), cwd), why), file=sys.stderr)
     python = None
     budget = None if args.infer_budget == 0 else args.infer_budget
     cache_dir = None if args.no_infer or args.no_cache else str(default_cache_dir())
@@ -640,26 +744,50 @@ def _check(args) -> int:
             print("torchlint: %s" % (layer.describe() if layer else "type inference is off (jedi unusable)"),
                   file=sys.stderr)
 
-    mode = "diff" if args.diff else "fix" if args.fix else "check"
-    jobs = [Job(str(path), display_path(str(path), cwd), config.options_for(path), mode, args.unsafe_fixes,
-                not args.no_infer, python, str(config.root), cache_dir, budget) for path in files]
+    def lines_of(path: Path) -> Optional[FrozenSet[int]]:
+        # A notebook's git lines are JSON: a changed notebook is reported whole.
+        if changes is None or not args.changed_lines_only or is_notebook(str(path)):
+            return None
+        return changes.lines_of(path)
+
+    jobs = [Job(str(path), "-" if stdin and not args.stdin_filename else display_path(str(path), cwd),
+                config.options_for(path), mode, args.unsafe_fixes, not args.no_infer, python, str(config.root),
+                cache_dir, budget, lines=lines_of(path), data=stdin_data, noqa_hints=hints_printed(config))
+            for path in files]
     configure_logging(args.verbose)
     reports = []
     notes: List[str] = []  # said after the progress line is gone
+    noqa_files = noqa_added = 0
+    noqa_left: List[str] = []
+    stdin_result: Optional[Checked] = None
     progress = Progress(len(jobs), sys.stderr) if Progress.wanted(sys.stderr, args.quiet) else None
     with progress or contextlib.nullcontext(), contextlib.closing(run_jobs(jobs, args.verbose, progress)) as results:
         for job, checked in zip(jobs, results):
             stop_if_signalled()
-            problem = "%s: %s" % (job.display, checked.unreadable) if checked.unreadable \
-                else write_fixes(checked, job.display)
+            if checked.unreadable:
+                problem = "%s: %s" % (job.display, checked.unreadable)
+            elif mode == "noqa" and checked.report.error is not None:
+                problem = "%s: does not parse (%s); no noqa directive added (fix it, then run again)" % (
+                    job.display, parse_error_place(checked.report))
+            elif stdin:
+                problem, stdin_result = None, checked  # the new text goes to stdout below
+            else:
+                problem = write_fixes(checked, job.display, mode)
             if problem:
                 with progress.cleared() if progress else contextlib.nullcontext():
                     _error(problem)
                 problems += 1
             if not checked.unreadable:
                 reports.append(checked.report)
+            if checked.noqa_added:
+                noqa_files, noqa_added = noqa_files + 1, noqa_added + checked.noqa_added
+            noqa_left.extend(not_silenced(job.display, checked))
             notes.extend("%s: %s" % (job.display, note) for note in checked.notes)
     stop_if_signalled()
+    if stdin and mode in ("fix", "noqa"):  # like ruff: the text, fixed or not, on stdout
+        fixed = stdin_result.fixed_data if stdin_result is not None else None
+        sys.stdout.buffer.write(stdin_data if fixed is None else fixed)
+        sys.stdout.flush()
     for note in notes if not args.quiet else ():
         print("torchlint: note: %s" % note, file=sys.stderr)
     if cache_dir is not None:
@@ -670,24 +798,157 @@ def _check(args) -> int:
         print("torchlint: internal error: %s" % error.rstrip(), file=sys.stderr)
     options = OutputOptions(unsafe_fixes=args.unsafe_fixes, fix_mode=mode == "fix", quiet=args.quiet, cwd=cwd,
                             show_hints=hints_printed(config))
-    if mode == "diff":
-        diffs = [report.diff for report in reports if report.diff]
-        sys.stdout.write("".join(diffs))
+    written = None
+    if mode == "noqa":
+        for message in noqa_left:
+            print("torchlint: warning: %s" % message, file=sys.stderr)
+        if not args.quiet:
+            print("Added %d noqa directive%s to %d file%s.%s" % (
+                noqa_added, "" if noqa_added == 1 else "s", noqa_files, "" if noqa_files == 1 else "s",
+                " %d finding%s could not be silenced (above)." % (len(noqa_left), "" if len(noqa_left) == 1 else "s")
+                if noqa_left else ""), file=sys.stderr)
+        status = EXIT_FINDINGS if noqa_left and not args.exit_zero else EXIT_CLEAN
+    elif mode == "diff":
+        diffs = "".join(report.diff for report in reports if report.diff)
+        written = emit(diffs if not diffs or diffs.endswith("\n") else diffs + "\n", args, report_stream)
+        count = sum(1 for report in reports if report.diff)
         if not args.quiet:
             fixable = sum(report.fixed for report in reports)
             print("Would fix %d finding%s in %d file%s." % (
-                fixable, "" if fixable == 1 else "s", len(diffs), "" if len(diffs) == 1 else "s"), file=sys.stderr)
+                fixable, "" if fixable == 1 else "s", count, "" if count == 1 else "s"), file=sys.stderr)
         # A preview of --fix, which fixes whatever it can (hints too): 1 when it would change a file.
-        status = EXIT_FINDINGS if diffs and not args.exit_zero else EXIT_CLEAN
+        status = EXIT_FINDINGS if count and not args.exit_zero else EXIT_CLEAN
     else:
         if args.statistics:
-            sys.stdout.write(render_statistics(reports, options))
+            statistics = json_format.render_statistics if args.format == "json" else render_statistics
+            written = emit(statistics(reports, options), args, report_stream)
         else:
-            sys.stdout.write(render(reports, args.format, options))
+            written = emit(render(reports, args.format, options), args, report_stream)
         status = EXIT_FINDINGS if failed(reports, config) and not args.exit_zero else EXIT_CLEAN
+    if written:
+        _error(written)
+        problems += 1
     if args.verbose:
         print("torchlint: checked %d files in %.2fs" % (len(files), time.perf_counter() - started), file=sys.stderr)
     return EXIT_ERROR if internal or problems else status
+
+
+def usage_problem(args) -> Optional[str]:
+    """A combination of flags that cannot work, said as an error (exit 2); None when fine."""
+    stdin = "-" in args.paths
+    if stdin and len(args.paths) > 1:
+        return "`-` reads a file from standard input: give no other path with it"
+    if args.stdin_filename is not None and not stdin:
+        return "--stdin-filename names the file read from standard input: give `-` (or no path), not %s" % (
+            " ".join(args.paths))
+    for flag, other in (("add_noqa", "fix"), ("add_noqa", "diff"), ("add_noqa", "statistics"),
+                        ("changed_lines_only", "fix"), ("changed_lines_only", "diff")):
+        if getattr(args, flag) and getattr(args, other):
+            why = " (fixes apply to whole files; --diff-against alone limits them to the changed files)" \
+                if flag == "changed_lines_only" else ""
+            return "--%s cannot be combined with --%s%s" % (flag.replace("_", "-"), other, why)
+    if args.changed_lines_only and args.diff_against is None:
+        return "--changed-lines-only needs --diff-against REF (it keeps the findings on lines changed against REF)"
+    if args.diff_against is not None and stdin:
+        return "--diff-against checks the changed files of a git repository, not standard input"
+    return None
+
+
+def emit(text: str, args, stream: TextIO) -> Optional[str]:
+    """Write the report to ``--output-file`` (its folders made as needed) or ``stream``; the error
+    message when the file cannot be written."""
+    if args.output_file is None:
+        stream.write(text)
+        stream.flush()  # before the summary line on stderr: the two never interleave
+        return None
+    try:
+        target = Path(args.output_file)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+    except OSError as err:
+        return "--output-file %s: cannot write: %s" % (args.output_file, err.strerror or err)
+    return None
+
+
+def git_directory(paths: Sequence[str]) -> str:
+    """Where to ask git about the paths: their common folder."""
+    common = os.path.commonpath([os.path.abspath(p) for p in paths])
+    return common if os.path.isdir(common) else os.path.dirname(common)
+
+
+def parse_error_place(report: FileReport) -> str:
+    """``line 3: SyntaxError: ...`` (``cell 2, line 3: ...`` in a notebook)."""
+    error = report.error
+    cell, pos = cell_position(report, error.position)
+    return "%sline %d: %s" % ("cell %d, " % cell if cell is not None else "", pos.line, error.message)
+
+
+def not_silenced(display: str, checked: Checked) -> List[str]:
+    """--add-noqa: what to say about each finding no directive silences."""
+    messages = []
+    for finding in checked.noqa_left:
+        cell, pos = cell_position(checked.report, finding.range.start)
+        messages.append("%s:%s%d:%d: %s not silenced: no comment can end its first or last line (inside a "
+                        "string, or a backslash continuation); silence it with per-file-ignores or a file-level "
+                        "`# torchlint: noqa: %s`" % (display, "cell %d:" % cell if cell is not None else "",
+                                                      pos.line, pos.column + 1, finding.code, finding.code))
+    return messages
+
+
+def exclusion_reason(path: Path, config: Config) -> Optional[str]:
+    """Why the excludes (--force-exclude) leave out a path named on the command line, or None:
+    the pattern that decides (the last one that matches the path or a folder above it below the
+    root, as discovery reads them), else a .gitignore file."""
+    defaults = [GlobPattern(p) for p in DEFAULT_EXCLUDES]
+    rel = relative_to_root(path, config.root)
+    entries = []
+    if rel is not None and rel != ".":
+        parts = rel.split("/")
+        entries = [("/".join(parts[: i + 1]), parts[i], True) for i in range(len(parts) - 1)]
+    entries.append((rel, path.name, os.path.isdir(path)))
+    for entry in entries:
+        decided = None
+        for pattern in defaults + config.exclude_patterns:
+            if pattern.matches(*entry):
+                decided = None if pattern.negated else pattern
+        if decided is not None:
+            where = "a default exclude" if any(decided is d for d in defaults) else "an exclude in %s" % (
+                display_path(str(config.path)) if config.path else "the settings")
+            return "excluded by `%s` (%s), and --force-exclude applies the excludes to the paths named" % (
+                decided.pattern, where)
+    if GitIgnores(config.root).ignored_file(path):
+        return "ignored by a .gitignore file, and --force-exclude applies it to the paths named"
+    return None
+
+
+def named_and_excluded(paths: Sequence[str], files: Sequence[Path], config: Config) -> List[Tuple[Path, str]]:
+    """(path, why) for each path named on the command line that --force-exclude left out."""
+    kept = set(files)
+    result = []
+    for name in paths:
+        path = Path(os.path.abspath(name))
+        if path in kept or not os.path.exists(path):
+            continue
+        why = exclusion_reason(path, config)
+        if why is not None:
+            result.append((path, why))
+    return result
+
+
+def explain_nothing_to_check(args, config: Config, changes, walked: Sequence[Path], cwd: str) -> None:
+    """Why a run has no file to check, on stderr."""
+    if changes is not None and walked:
+        print("torchlint: note: no Python file under %s changed against %s" % (" ".join(args.paths), changes.ref),
+              file=sys.stderr)
+        return
+    excluded = named_and_excluded(args.paths, walked, config) if args.force_exclude else []
+    for path, why in excluded:
+        print("torchlint: note: skipped %s: %s" % (display_path(str(path), cwd), why), file=sys.stderr)
+    explained = {str(path) for path, _ in excluded}
+    rest = [name for name in args.paths if os.path.abspath(name) not in explained]
+    if rest:
+        print("torchlint: warning: no Python files found under %s" % " ".join(rest), file=sys.stderr)
 
 
 def command_rule(args) -> int:
@@ -729,7 +990,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="check Python files (directories are walked)",
                                 description="Check Python files for PyTorch bugs.")
-    check.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or directories (default: .)")
+    check.add_argument("paths", nargs="*", default=[], metavar="PATH",
+                       help="files or directories (default: .); `-` reads one file from standard input")
     check.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     check.add_argument("--fix", action="store_true", help="apply safe fixes to the files")
     check.add_argument("--unsafe-fixes", action="store_true", help="also apply fixes that may change behaviour")
@@ -764,7 +1026,20 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--exit-zero", action="store_true",
                        help="exit 0 even when there are findings (or, with --diff, fixes to apply)")
     check.add_argument("--statistics", action="store_true",
-                       help="print the number of findings per rule (hints per rule with --show-hints)")
+                       help="print the number of findings per rule instead of the findings (hints per rule with "
+                            "--show-hints; a JSON array with --format json)")
+    check.add_argument("--add-noqa", action="store_true",
+                       help="append `# noqa: CODE` to each line with a finding (to adopt torchlint on code that "
+                            "has findings: only new ones are reported afterwards)")
+    check.add_argument("--diff-against", metavar="REF",
+                       help="check only the files changed against git REF (since the merge base, plus "
+                            "uncommitted and untracked files)")
+    check.add_argument("--changed-lines-only", action="store_true",
+                       help="with --diff-against: report only the findings on changed lines")
+    check.add_argument("--stdin-filename", metavar="NAME",
+                       help="the name of the file read from standard input (`-`): its settings, "
+                            "per-file-ignores and the name reported")
+    check.add_argument("--output-file", metavar="FILE", help="write the report to FILE instead of stdout")
     verbosity = check.add_mutually_exclusive_group()
     verbosity.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
     verbosity.add_argument("-v", "--verbose", action="store_true", help="say what is checked and how long it takes")

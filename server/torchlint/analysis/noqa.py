@@ -8,6 +8,8 @@
 Only comments count: ``s = "# noqa"`` or a docstring line reading ``# torchlint: noqa`` does
 not. Comments are found with Python's tokenizer, run only over the lines that contain
 ``noqa``, each from the nearest place the syntax tree says a statement starts.
+
+:func:`add_noqa` writes the directives that silence given findings (``check --add-noqa``).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from .findings import Edit, Finding, Position, Range
-from .source import SourceText
+from .source import SourceText, apply_edits
 
 _CODES = r"(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*)"
 _LINE = re.compile(r"#\s*noqa(?::\s*" + _CODES + r")?", re.IGNORECASE)
@@ -237,3 +239,112 @@ def noqa_edit(source: SourceText, line: int, code: str, tree: Optional[ast.AST] 
     stripped = text.rstrip()
     pad = "  " if stripped else ""
     return Edit(Range(Position(line, len(stripped)), Position(line, end)), "%s# noqa: %s" % (pad, code))
+
+
+# -- adding noqa comments to a whole file (``torchlint check --add-noqa``) ----------------------
+
+# A comment that must stay last on its line (black's): the noqa goes before it.
+_MUST_STAY_LAST = re.compile(r"#\s*fmt\s*:\s*skip\s*$", re.IGNORECASE)
+
+
+@dataclass
+class AddedNoqa:
+    """What :func:`add_noqa` did to a text."""
+
+    text: str  # the new text (the original when nothing was added)
+    lines: List[int] = field(default_factory=list)  # the lines that got a directive or more codes
+    unplaced: List[Finding] = field(default_factory=list)  # findings no comment can silence (see add_noqa)
+
+    @property
+    def added(self) -> int:
+        """Directives added or extended: one per line, whatever the number of codes."""
+        return len(self.lines)
+
+
+def noqa_line_for(finding: Finding, commentable) -> Optional[int]:
+    """The line whose ``# noqa`` silences ``finding`` (its first line, else its last, as
+    :meth:`Directives.suppresses` reads them) among the lines a comment can end; None if neither can."""
+    for line in (finding.range.start.line, finding.range.end.line):
+        if line in commentable:
+            return line
+    return None
+
+
+def add_noqa(text: str, findings: Iterable[Finding]) -> AddedNoqa:
+    """``text`` with a ``# noqa: CODE`` comment for each finding, on the line where it takes
+    effect (the finding's first line; its last when the first one cannot end with a comment).
+
+    One comment per line, new codes sorted; a ``# noqa: X`` already there gets the new codes
+    after its own, a bare ``# noqa`` is left as it is, and any other comment is kept, the
+    directive written after it (before a trailing ``# fmt: skip``, which must stay last). A
+    line that ends inside a string or with a backslash continuation cannot take a comment:
+    a finding whose first and last lines both are such lines is returned in ``unplaced``.
+    Raises SyntaxError (from the tokenizer) when the text does not tokenize."""
+    source = SourceText(text)
+    commentable, comments = _line_ends(source)
+    wanted: Dict[int, set] = {}
+    result = AddedNoqa(text)
+    for finding in findings:
+        line = noqa_line_for(finding, commentable)
+        if line is None:
+            result.unplaced.append(finding)
+        else:
+            wanted.setdefault(line, set()).add(finding.code.upper())
+    edits: List[Edit] = []
+    for line in sorted(wanted):
+        edit = _noqa_comment_edit(source, line, sorted(wanted[line]), comments.get(line))
+        if edit is not None:
+            edits.append(edit)
+            result.lines.append(line)
+    if edits:
+        result.text = apply_edits(text, edits)
+    return result
+
+
+def _line_ends(source: SourceText) -> Tuple[set, Dict[int, Tuple[int, str]]]:
+    """The lines that end outside any string and without a backslash continuation (a comment
+    may end them), and line -> (column, text) of each comment. The lines are SourceText's."""
+    lines = [source.line(n) + "\n" for n in range(1, source.line_count + 1)]
+    offset = 0
+    if lines and lines[0].startswith("\ufeff"):  # a byte-order mark is not code
+        lines[0], offset = lines[0][1:], 1
+    commentable, comments = set(), {}
+    feed = iter(lines)
+    for token in tokenize.generate_tokens(lambda: next(feed, "")):
+        if token.type in (tokenize.NEWLINE, tokenize.NL):
+            commentable.add(token.start[0])
+        elif token.type == tokenize.COMMENT:
+            line = token.start[0]
+            commentable.add(line)
+            comments[line] = (token.start[1] + (offset if line == 1 else 0), token.string)
+    return commentable, comments
+
+
+def _noqa_comment_edit(source: SourceText, line: int, codes: List[str],
+                       comment: Optional[Tuple[int, str]]) -> Optional[Edit]:
+    text = source.line(line)
+    if comment is not None:
+        column, comment_text = comment
+        match = _LINE.search(comment_text)
+        if match is not None:
+            if match.group("codes") is None:
+                return None  # a bare noqa silences every code already
+            new = [code for code in codes if code not in _codes(match)]
+            if not new:
+                return None
+            at = Position(line, column + match.end("codes"))
+            return Edit(Range(at, at), ", " + ", ".join(new))
+        directive = "# noqa: " + ", ".join(codes)
+        last = _MUST_STAY_LAST.search(comment_text)
+        if last is not None and last.start() > 0:  # `# type: ignore  # fmt: skip`
+            before = comment_text[: last.start()].rstrip()
+            start = Position(line, column + len(before))
+            return Edit(Range(start, Position(line, column + last.start())), "  %s  " % directive)
+        if last is not None:  # the comment is `# fmt: skip` itself
+            at = Position(line, column)
+            return Edit(Range(at, at), directive + "  ")
+        end = column + len(comment_text.rstrip())
+        return Edit(Range(Position(line, end), Position(line, len(text))), "  " + directive)
+    stripped = text.rstrip()
+    return Edit(Range(Position(line, len(stripped)), Position(line, len(text))),
+                "%s# noqa: %s" % ("  " if stripped else "", ", ".join(codes)))
