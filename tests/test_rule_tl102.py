@@ -101,6 +101,13 @@ def test_no_fix_where_no_loop_can_follow_the_filling():
                                     "it is filled")
 
 
+def test_int_keys_read_with_items_by_a_caller_keep_the_dict():
+    text = module("self.levels = {0: nn.Linear(dim, 4), 1: nn.Linear(dim, 4)}", "return self.levels[0](x)")
+    text += "\n\ndef level_names(net):\n    return [k for k, _ in net.levels.items()]\n"
+    _, fix, after, model = fix_and_compare(text)
+    assert fix.title.startswith("Register each layer") and run(after)["level_names"](model) == [0, 1]
+
+
 def test_a_module_dict_really_refuses_those_keys():
     """Why the loop: the wrap the rule used to offer raises for these keys."""
     for key in ("b.c", "update"):

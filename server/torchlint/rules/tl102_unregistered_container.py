@@ -452,16 +452,15 @@ def _as_module_list(ctx, binding, found: _Found):
     indices = [k.value if isinstance(k, ast.Constant) and type(k.value) is int else None for k in found.keys]
     if indices != list(range(len(indices))):
         return None  # other keys, or written out of order (the layers would be built in another order)
-    scope = binding.scope
-    for method in scope.cls.method_scopes.values():
-        for use in ctx.nodes.under(method.node, ast.Attribute):
-            if use.attr != binding.name or not method.is_self(use.value) or not isinstance(use.ctx, ast.Load):
-                continue
-            parent = ctx.parent(use)
-            by_index = isinstance(parent, ast.Subscript) and parent.value is use and isinstance(parent.ctx, ast.Load)
-            counted = isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "len"
-            if not (by_index or counted):
-                return None
+    # Every `<anything>.<name>` read in the file (subclasses and callers included), to be sure.
+    for use in ctx.nodes.of_type(ast.Attribute):
+        if use.attr != binding.name or not isinstance(use.ctx, ast.Load):
+            continue
+        parent = ctx.parent(use)
+        by_index = isinstance(parent, ast.Subscript) and parent.value is use and isinstance(parent.ctx, ast.Load)
+        counted = isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "len"
+        if not (by_index or counted):
+            return None
     wrapper, import_edit = ctx.spell(_WRAPPERS[_CONTAINER[(found.leaf, False)]])
     text = "%s([%s])" % (wrapper, ", ".join(ctx.text(value) for value in node.values))
     if any("#" in ctx.text(value) for value in node.values) or "#" in ctx.text(node):
