@@ -546,6 +546,7 @@ class Layer(nn.Module):
     ("width, classes", "self.fc = nn.Linear(width, classes)", "classes", "sizes"),
     ("count: int", "pass", "count", "sizes"),
     ("count=4", "pass", "count", "sizes"),
+    ("count=DEFAULT", "self.fc = nn.Linear(count, count)", "count", "sizes"),  # the default says nothing
     ("num_anchors", "pass", "num_anchors", "sizes"),
     ("size", "self.steps = [i for i in range(size)]", "size", "sizes"),
     ("values=(1.0, 2.0)", "pass", "values", "data"),

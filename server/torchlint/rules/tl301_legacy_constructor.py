@@ -264,7 +264,9 @@ class _Reader:
         name = binding.name
         default = _default_of(function, name)
         if default is not None and not (isinstance(default, ast.Constant) and default.value is None):
-            return self.read(default, None, 1)
+            reading = self.read(default, None, 1)
+            if reading is not None:
+                return reading
         for call in self.ctx.nodes.under(function, ast.Call):
             if any(isinstance(a, ast.Name) and a.id == name for a in call.args) and self._used_as_size(call, name):
                 return "sizes"
