@@ -23,7 +23,7 @@ BUNDLE = ROOT / "client-vscode" / "bundle-requirements.txt"
 def test_the_licence_file_is_the_one_the_packages_declare():
     text = (ROOT / "LICENSE").read_text(encoding="utf-8")
     assert text.startswith("MIT License")
-    assert PYPROJECT["project"]["license"] == {"text": "MIT"}
+    assert PYPROJECT["project"]["license"] == "MIT" and PYPROJECT["project"]["license-files"] == ["LICENSE"]
     assert json.loads((ROOT / "package.json").read_text(encoding="utf-8"))["license"] == "MIT"
 
 

@@ -36,7 +36,8 @@ def main():
     module, arguments = SERVER_MODULE[0], list(SERVER_MODULE[1:])
     if from_environment and importlib.util.find_spec(module) is None:
         sys.stderr.write("torchlint.importStrategy is fromEnvironment, but %s has no torchlint installed: "
-                         "run `%s -m pip install torchlint`, or set torchlint.importStrategy to useBundled\n"
+                         "install it there from a torchlint checkout or wheel (`%s -m pip install /path/to/torchlint`; "
+                         "torchlint is on no package index yet), or set torchlint.importStrategy to useBundled\n"
                          % (sys.executable, sys.executable))
         return 2
     sys.argv = [module] + arguments

@@ -61,7 +61,7 @@ class Settings:
     import_strategy: str = setting(
         "useBundled", "Which torchlint serves the editor: `useBundled`, the copy inside the extension "
         "(any Python 3.10+ runs it, nothing to install), or `fromEnvironment`, the torchlint installed "
-        "in the interpreter's environment (`pip install torchlint` there first).",
+        "in the interpreter's environment (install it there first: `pip install` a torchlint wheel or checkout).",
         editor="importStrategy", enum=IMPORT_STRATEGIES, server=False,
         enum_descriptions=("The server bundled with the extension.",
                            "The torchlint package installed in the selected interpreter's environment."))
