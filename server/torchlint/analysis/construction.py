@@ -33,6 +33,7 @@ class Construction:
     early: Set[int] = field(default_factory=set)  # ids of the scopes that may start before Module.__init__
     module_init: Dict[int, Optional[int]] = field(default_factory=dict)  # id(scope) -> index in its body
     parent_of: Dict[int, ast.AST] = field(default_factory=dict)  # the file's parent table
+    body_positions: Dict[int, Dict[int, int]] = field(default_factory=dict)  # id(method) -> id(stmt) -> index
 
     def __contains__(self, scope: Scope) -> bool:
         return id(scope) in self.scopes
@@ -57,7 +58,10 @@ class Construction:
         parent = self.parent_of.get(id(node))
         while parent is not None and parent is not root:
             node, parent = parent, self.parent_of.get(id(parent))
-        return next((i for i, stmt in enumerate(root.body) if stmt is node), len(root.body))
+        positions = self.body_positions.get(id(root))
+        if positions is None:  # built once per method: a call per attribute stays linear
+            positions = self.body_positions[id(root)] = {id(stmt): i for i, stmt in enumerate(root.body)}
+        return positions.get(id(node), len(root.body))
 
 
 def construction(ctx, cls: ClassInfo) -> Optional[Construction]:

@@ -9,6 +9,7 @@ file's parent table).
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left, bisect_right
 from typing import Dict, List, Optional
 
 from .scopes import Binding, Index, NodeTable, Scope, block_chain
@@ -35,29 +36,30 @@ def reaching_binding(index: Index, scope: Scope, name: str, use: ast.stmt) -> Op
     """The one assignment of local ``name`` whose value ``use`` sees, when that is plain to see:
     the nearest earlier binding, in the same or an enclosing block, with no other binding of the
     name between them, and none later in a loop around the use (the next turn would see that one).
+    Logarithmic in the name's bindings (a function that rebinds ``x`` on each of N lines stays
+    linear): they are sorted once per scope and name.
     """
-    bindings = [b for b in scope.locals.get(name, ()) if _is_rebinding(b)]
-    if not bindings:
-        return None
+    ordered = scope.ordered_locals.get(name)
+    if ordered is None:
+        bindings = sorted((b for b in scope.locals.get(name, ()) if _is_rebinding(b)), key=lambda b: _position(b.stmt))
+        ordered = scope.ordered_locals[name] = ([_position(b.stmt) for b in bindings], bindings)
+    positions, bindings = ordered
     at = _position(use)
-    earlier = [b for b in bindings if _position(b.stmt) < at]
-    if not earlier:
+    before = bisect_left(positions, at)  # bindings[:before] are earlier than the use
+    if not before:
         return None
-    nearest = max(earlier, key=lambda b: _position(b.stmt))
+    nearest = bindings[bisect_left(positions, positions[before - 1])]  # of one statement's, the first
     use_chain = block_chain(index, use)
     # A parameter is bound at the top of the function: in no block of it.
     nearest_chain = [] if _is_parameter(nearest) else block_chain(index, nearest.stmt)
     if use_chain[len(use_chain) - len(nearest_chain):] != nearest_chain:
         return None  # assigned in a branch the use is not inside
     loops = _enclosing_loops(index, use, stop=None if _is_parameter(nearest) else nearest.stmt)
-    for other in bindings:
-        if other is nearest:
-            continue
-        position = _position(other.stmt)
-        if _position(nearest.stmt) < position < at:
-            return None
-        if position > at and any(_inside(index, other.stmt, loop) for loop in loops):
-            return None
+    for loop in loops:  # a later binding inside a loop around the use: the next turn sees it
+        end = (loop.end_lineno, loop.end_col_offset)
+        for later in range(bisect_right(positions, at), bisect_right(positions, end)):
+            if _inside(index, bindings[later].stmt, loop):
+                return None
     return nearest
 
 

@@ -45,6 +45,8 @@ class Scope:
     appends: Dict[str, List[ast.Call]] = field(default_factory=dict)  # "x" / "self.x" -> its .append(...) calls
     calls: List[ast.Call] = field(default_factory=list)  # calls in this scope's own code, in walk order
     statements: List[ast.stmt] = field(default_factory=list)  # simple statements, in order
+    # name -> (positions, bindings) of its rebinding assignments sorted by position (flow.py)
+    ordered_locals: Dict[str, tuple] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -67,10 +69,22 @@ class ClassInfo:
     unregistered: set = field(default_factory=set)  # del self._parameters["x"] and friends
     bases: List[str] = field(default_factory=list)  # qualified, or local class names
     is_module: bool = False
+    # attr_assignments by name, built at the first question once they are all in (assignments_of)
+    _by_name: Optional[Tuple[int, Dict[str, List[Binding]]]] = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
         return self.node.name
+
+    def assignments_of(self, attr: str) -> List[Binding]:
+        """``attr_assignments`` of ``self.<attr>``, in their order: a table built once per class
+        (asking for each attribute of a class with N of them stays linear in N)."""
+        if self._by_name is None or self._by_name[0] != len(self.attr_assignments):
+            table: Dict[str, List[Binding]] = {}
+            for binding in self.attr_assignments:
+                table.setdefault(binding.name, []).append(binding)
+            self._by_name = (len(self.attr_assignments), table)
+        return self._by_name[1].get(attr, [])
 
 
 def block_chain(index: "Index", stmt: ast.stmt) -> List[tuple]:
@@ -130,10 +144,10 @@ def release(index: Index) -> None:
     them (20 ms each) would land in the middle of a later keystroke's analysis."""
     for scope in index.scopes:
         scope.parent = scope.cls = None
-        scope.locals, scope.appends, scope.calls, scope.statements = {}, {}, [], []
+        scope.locals, scope.appends, scope.calls, scope.statements, scope.ordered_locals = {}, {}, [], [], {}
     for info in index.classes:
         info.scope = None
-        info.methods, info.method_scopes, info.attr_assignments = {}, {}, []
+        info.methods, info.method_scopes, info.attr_assignments, info._by_name = {}, {}, [], None
     index.scopes, index.classes, index.calls, index.call_scopes = [], [], [], {}
     index.expr_statements, index.attribute_stores, index.imports, index.blocks = [], [], [], {}
     index.unreachable = []
@@ -526,6 +540,7 @@ class NodeTable:
         self._spans = spans
         self._events = events
         self._own_loads: Dict[int, Dict[str, List[ast.Name]]] = {}
+        self._attributes_by_name: Dict[int, Dict[str, List[int]]] = {}  # id(root) -> attr -> positions
 
     def expression_events(self, stmt: ast.stmt) -> List[ast.AST]:
         """The calls and ``name := value`` in a statement's own expressions (not its nested blocks,
@@ -544,6 +559,17 @@ class NodeTable:
         start, end = self._spans[id(root)]
         indexes = self._by_type.get(cls, [])
         return indexes[bisect_left(indexes, start):bisect_left(indexes, end)]
+
+    def attributes_named(self, root: ast.AST, attr: str) -> List[int]:
+        """The positions of the ``<expr>.attr`` nodes in ``root``'s subtree, in the walk's order:
+        a table per root built once (asking for each of N names stays linear)."""
+        table = self._attributes_by_name.get(id(root))
+        if table is None:
+            table = self._attributes_by_name[id(root)] = {}
+            nodes = self.nodes
+            for position in self.positions_under(root, ast.Attribute):
+                table.setdefault(nodes[position].attr, []).append(position)
+        return table.get(attr, [])
 
     def positions_of(self, cls: type) -> List[int]:
         """The positions of every ``cls`` node of the file, in the walk's order."""

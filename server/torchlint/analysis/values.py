@@ -383,9 +383,7 @@ class Classifier:
     def class_attribute_bindings(self, cls: ClassInfo, attr: str):
         """Assignments to self.<attr> in this class and its in-file bases."""
         for info in class_chain(cls, self.local_classes):
-            for binding in info.attr_assignments:
-                if binding.name == attr:
-                    yield binding
+            yield from info.assignments_of(attr)
 
 
 def _iterates_parameters(binding: Binding) -> bool:

@@ -261,8 +261,7 @@ def _functional_layer(call: ast.Call) -> bool:
 def _reads(ctx, scope, attr: str):
     """Every `self.<attr>` in a method except assignments of it, in the order `ast.walk` meets them."""
     table, parents = ctx.nodes, ctx.nodes.parent
-    named = [p for p in table.positions_under(scope.node, ast.Attribute) if table.nodes[p].attr == attr]
-    for node in table.in_walk_order(named):
+    for node in table.in_walk_order(table.attributes_named(scope.node, attr)):
         if scope.is_self(node.value):
             parent = parents.get(id(node))
             targets = parent.targets if isinstance(parent, ast.Assign) else [getattr(parent, "target", None)]

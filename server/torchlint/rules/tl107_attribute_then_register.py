@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Dict, List
 
 from ..analysis.findings import Position, Range, Severity
 from ..analysis.scopes import encloses
@@ -26,12 +27,16 @@ class AttributeThenRegister(Rule):
             for scope in cls.method_scopes.values():
                 if scope.self_name is None:
                     continue
+                touching = None  # name -> the method's statements that touch self.<name>, built once
                 for stmt in scope.statements:
                     call = _register_call(scope, stmt)
                     if call is None:
                         continue
                     name = call.args[0].value
-                    earlier = _plain_assignment_before(ctx, cls, scope, stmt, name, _REGISTER[call.func.attr])
+                    if touching is None:
+                        touching = _statements_by_name(scope)
+                    earlier = _plain_assignment_before(ctx, scope, touching.get(name, ()), stmt, name,
+                                                       _REGISTER[call.func.attr])
                     if earlier is not None:
                         yield _finding(ctx, scope, stmt, call, earlier, name)
 
@@ -49,11 +54,37 @@ def _register_call(scope, stmt):
     return call
 
 
-def _plain_assignment_before(ctx, cls, scope, stmt, name: str, container: str):
+def _statements_by_name(scope) -> Dict[str, List[ast.stmt]]:
+    """The method's statements, in order, under each name whose ``self.<name>`` they assign,
+    delete or register: a registration then reads only its name's statements (linear in a
+    method that registers N names)."""
+    by_name: Dict[str, List[ast.stmt]] = {}
+    for stmt in scope.statements:
+        names = set()
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names.update(t.attr for t in targets if isinstance(t, ast.Attribute) and scope.is_self(t.value))
+        elif isinstance(stmt, ast.Delete):
+            names.update(t.attr for t in stmt.targets if isinstance(t, ast.Attribute) and scope.is_self(t.value))
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            call = stmt.value
+            if isinstance(call.func, ast.Name) and call.func.id == "delattr" and len(call.args) == 2 \
+                    and isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str):
+                names.add(call.args[1].value)
+            registered = _register_call(scope, stmt)
+            if registered is not None:
+                names.add(registered.args[0].value)
+        for name in names:
+            by_name.setdefault(name, []).append(stmt)
+    return by_name
+
+
+def _plain_assignment_before(ctx, scope, touching, stmt, name: str, container: str):
     """The `self.<name> = value` that runs before ``stmt`` in the same method and leaves ``name``
-    somewhere the registration refuses (a plain attribute, or another kind of member)."""
+    somewhere the registration refuses (a plain attribute, or another kind of member).
+    ``touching``: the method's statements that touch ``self.<name>`` (_statements_by_name)."""
     last, registered = None, False
-    for earlier in scope.statements:
+    for earlier in touching:
         if earlier.lineno >= stmt.lineno:
             break
         if _deletes(scope, earlier, name):
