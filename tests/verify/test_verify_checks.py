@@ -794,46 +794,32 @@ def test_input_expressions_are_evaluated_in_the_module(tmp_path):
     assert cls["inputs"] == "(2, 4) float32 (from --input)" and cls["status"] == "verified"
 
 
-# -- the seeds: the first article's three gamma_1 modules, as the article writes them --------------
+# -- the layer-scale gamma_1 bug in the three versions of the article "Why can't I use a -----------
+# torch.cuda.FloatTensor as the gamma_1 parameter?", rewritten in tests/fixtures/layer_scale_gamma
 
-SEEDS = ROOT.parent / "shared" / "seeds"
-
-
-def seed_blocks():
-    """The python blocks of the seed article about gamma_1 (incorrect 1, incorrect 2, correct)."""
-    import re
-
-    for article in sorted(SEEDS.glob("*.txt")) if SEEDS.is_dir() else []:
-        text = article.read_text(encoding="utf-8", errors="replace")
-        if "gamma_1" in text:
-            return re.findall(r"```python\n(.*?)```", text, re.S)
-    return []
+GAMMA_VERSIONS = ROOT / "tests" / "fixtures" / "layer_scale_gamma"
 
 
-def test_seed_gamma_articles(tmp_path):
-    blocks = seed_blocks()
-    if not blocks:
-        pytest.skip("the seed articles are not beside this checkout (%s)" % SEEDS)
-    assert len(blocks) == 3
+def test_layer_scale_gamma_versions(tmp_path):
     reports = []
-    for number, block in enumerate(blocks):
-        path = write_module(tmp_path, "seed_%d.py" % number, block)
+    for name in ("plain_tensor.py", "requires_grad_tensor.py", "parameter.py"):
+        path = write_module(tmp_path, name, (GAMMA_VERSIONS / name).read_text(encoding="utf-8"))
         report = verify_file(str(path), python=torch_python(), timeout=300, input_shapes="10,5")
         assert report.outcome == COMPLETED, (report.error, report.stderr_tail)
         reports.append((path, report))
     for path, report in reports:
         line = line_of(path, "self.gamma_1 =")
         if report.device == "cpu":
-            # The articles build gamma_1 with torch.cuda.FloatTensor at import: the CPU cannot.
+            # Each builds gamma_1 with torch.cuda.FloatTensor: the CPU cannot.
             (issue,) = report.issues
             assert issue.code == "TL905" and issue.line == line, issue
             continue
         assert report.device.startswith("cuda")
         found = {(i.code, i.severity) for i in report.issues}
         assert all(i.line == line for i in report.issues)
-        if path.name == "seed_0.py":  # a plain cuda tensor, no requires_grad: unregistered, never trained
+        if path.name == "plain_tensor.py":  # no requires_grad: unregistered, never trained
             assert found == {("TL901", "warning")}
-        elif path.name == "seed_1.py":  # requires_grad: it gets a gradient the optimizer never applies
+        elif path.name == "requires_grad_tensor.py":  # it gets a gradient the optimizer never applies
             assert found == {("TL901", "error"), ("TL903", "error"), ("TL904", "error")}
         else:  # nn.Parameter: the fix
             assert found == set()
