@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List, Optional, Set
 
 from ..analysis.findings import Position, Range, Severity
 from ..analysis.scopes import dotted_name
@@ -53,11 +53,15 @@ class UnregisteredContainer(Rule):
             if init is None:
                 continue
             registered = ctx.registered_names(cls)
+            handed = None  # what __init__'s calls hand to registering code, read once (_Handed)
             for binding in cls.attr_assignments:
                 if binding.scope is not init or binding.value is None or binding.name in registered:
                     continue
                 found = _container(ctx, binding, init)
-                if found is None or _registered_later(ctx, binding, init) or _hidden_on_purpose(ctx, binding):
+                if found is None:
+                    continue
+                handed = handed or _Handed(ctx, init)
+                if _registered_later(ctx, binding, init, handed) or _hidden_on_purpose(ctx, binding):
                     continue
                 yield _finding(ctx, binding, found)
 
@@ -272,33 +276,48 @@ def _repeated(node):
 _REGISTERING = frozenset("torch.nn." + n for n in "ModuleList ModuleDict Sequential ParameterList ParameterDict".split())
 
 
-def _registered_later(ctx, binding, init) -> bool:
+class _Handed:
+    """What the calls of ``__init__`` hand to code that registers modules, read once per
+    ``__init__`` (asking for each of N containers stays linear): the names and dotted names given
+    directly to ``torch.nn.*`` calls and ``.extend``; those found anywhere inside the arguments of
+    the registering containers (``nn.ModuleList([l for l, _ in self.hidden])``); and the member
+    registrations (``add_module``, ``register_module``, ``register_parameter``, ``setattr``)."""
+
+    def __init__(self, ctx, init):
+        self.direct: Set[str] = set()  # dotted names and plain names given as arguments
+        self.inside: Set[str] = set()  # dotted names anywhere in a registering container's arguments
+        self.member_calls: List[ast.Call] = []
+        for call in init.calls:
+            if isinstance(call.func, ast.Attribute) and call.func.attr in ("add_module", "register_module",
+                                                                             "register_parameter") \
+                    or isinstance(call.func, ast.Name) and call.func.id == "setattr":
+                self.member_calls.append(call)
+                continue
+            qualified = ctx.qualify(call.func) or ""
+            if not (qualified.startswith("torch.nn.") or (
+                    isinstance(call.func, ast.Attribute) and call.func.attr == "extend")):
+                continue
+            for arg in list(call.args) + [k.value for k in call.keywords]:
+                inner = arg.value if isinstance(arg, ast.Starred) else arg
+                name = dotted_name(inner)
+                if name:
+                    self.direct.add(name)
+                if qualified in _REGISTERING:
+                    self.inside.update(n for n in map(dotted_name, ast.walk(inner)) if n)
+
+
+def _registered_later(ctx, binding, init, handed: _Handed) -> bool:
     """`self.blocks = nn.ModuleList(self.blocks)`, or the same objects handed to a registered container."""
     own = "%s.%s" % (init.self_name, binding.name)
     source_name = _source_name(binding.value)
-    for other in init.cls.attr_assignments:
-        if other.scope is init and other is not binding and other.name == binding.name and other.value is not None:
+    for other in init.cls.assignments_of(binding.name):
+        if other.scope is init and other is not binding and other.value is not None:
             if ctx.classify(other.value, init).kind is Kind.MODULE:
                 return True
-    for call in init.calls:
-        if isinstance(call.func, ast.Attribute) and call.func.attr in ("add_module", "register_module",
-                                                                         "register_parameter") \
-                or isinstance(call.func, ast.Name) and call.func.id == "setattr":
-            if _registers_members(ctx, call, init, own, source_name):
-                return True  # this container's members registered one by one: say nothing
-            continue
-        qualified = ctx.qualify(call.func) or ""
-        registers = qualified.startswith("torch.nn.") or (
-            isinstance(call.func, ast.Attribute) and call.func.attr == "extend")
-        if not registers:
-            continue
-        for arg in list(call.args) + [k.value for k in call.keywords]:
-            inner = arg.value if isinstance(arg, ast.Starred) else arg
-            if dotted_name(inner) == own or (source_name and isinstance(inner, ast.Name) and inner.id == source_name):
-                return True
-            if qualified in _REGISTERING and any(dotted_name(n) == own for n in ast.walk(inner)):
-                return True  # nn.ModuleList([layer for layer, _ in self.hidden])
-    return False
+    if any(_registers_members(ctx, call, init, own, source_name) for call in handed.member_calls):
+        return True  # this container's members registered one by one: say nothing
+    # nn.ModuleList(self.blocks), nn.Sequential(*layers), nn.ModuleList([l for l, _ in self.hidden])
+    return own in handed.direct or own in handed.inside or bool(source_name and source_name in handed.direct)
 
 
 def _registers_members(ctx, call, init, own: str, source_name) -> bool:

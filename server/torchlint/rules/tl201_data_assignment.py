@@ -159,11 +159,16 @@ class _Swaps:
     """Temporary swaps of a tensor's storage: `old = p.data; p.data = t; ...; p.data = old` (also through
     a dict, `backup[name] = p.data` ... `p.data = backup[name]`, as sharpness-aware minimisation and
     adversarial weight perturbation do). While the swapped-in tensor is in use, autograd may save it
-    for backward; a copy_ into the parameter (or back out of it) would change a saved tensor in place."""
+    for backward; a copy_ into the parameter (or back out of it) would change a saved tensor in place.
+
+    Each function's `.data` stores and the values its names and dicts are filled from are read once
+    (a function of N statements stays linear)."""
 
     def __init__(self, ctx):
         self.ctx = ctx
         self._by_scope = {}
+        self._stores_by_scope = None  # id(scope) -> its `.data = ...` stores
+        self._first_filled = {}  # (id(scope), name or "[dict]") -> holder dump -> first line it is saved
 
     def restored(self, holder: ast.expr, stmt, scope):
         """The statement that puts ``holder``'s old value back, when ``stmt`` is part of such a swap (it
@@ -179,39 +184,58 @@ class _Swaps:
         """holder -> [(line of the saving, the statement putting it back)] in this function."""
         found = self._by_scope.get(id(scope))
         if found is None:
+            if self._stores_by_scope is None:
+                self._stores_by_scope = {}
+                for target, value, stmt, where in self.ctx.index.attribute_stores:
+                    if target.attr == "data":
+                        self._stores_by_scope.setdefault(id(where), []).append((target, value, stmt))
+            own = self._stores_by_scope.get(id(scope), [])
             found = self._by_scope[id(scope)] = {}
             stores = {}  # holder -> the lines of its `.data = ...` stores in this function
-            for target, value, stmt, where in self.ctx.index.attribute_stores:
-                if where is scope and target.attr == "data":
-                    stores.setdefault(ast.dump(target.value), []).append(stmt.lineno)
-            for target, value, stmt, where in self.ctx.index.attribute_stores:
-                if where is not scope or target.attr != "data":
-                    continue
-                saved = self._saved_from(value, target.value, scope, stmt)
+            for target, value, stmt in own:
+                stores.setdefault(ast.dump(target.value), []).append(stmt.lineno)
+            for target, value, stmt in own:
                 holder = ast.dump(target.value)
+                saved = self._saved_from(value, holder, scope, stmt)
                 # A swap sets another value between the saving and the putting back; a write-back of
                 # the same tensor changed in place (`w = p.data; w.mul_(s); p.data = w`) is none.
                 if saved is not None and any(saved < line < stmt.lineno for line in stores[holder]):
                     found.setdefault(holder, []).append((saved, stmt))
         return found
 
-    def _saved_from(self, value, holder, scope, stmt):
+    def _saved_from(self, value, holder: str, scope, stmt):
         """The line where an earlier statement of the function filled ``value``, a name (or an item of a
-        dict), from ``holder`` itself: `old = p.data`, `backup[name] = p.data.clone()`; else None."""
-        lines = []
+        dict), from ``holder`` (a dump) itself: `old = p.data`, `backup[name] = p.data.clone()`; else None."""
         if isinstance(value, ast.Name):
-            lines = [b.stmt.lineno for b in scope.locals.get(value.id, ())
-                     if b.value is not None and b.stmt.lineno < stmt.lineno and _mentions(b.value, holder)]
+            key = (id(scope), value.id)
+            if key not in self._first_filled:
+                self._first_filled[key] = _first_lines(
+                    (b.value, b.stmt.lineno) for b in scope.locals.get(value.id, ()) if b.value is not None)
         elif isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
-            store = value.value.id
-            for earlier in scope.statements:
-                if earlier.lineno >= stmt.lineno:
-                    break
-                if isinstance(earlier, ast.Assign) and _mentions(earlier.value, holder) and any(
+            key = (id(scope), "[%s]" % value.value.id)
+            if key not in self._first_filled:
+                store = value.value.id
+                self._first_filled[key] = _first_lines(
+                    (earlier.value, earlier.lineno) for earlier in scope.statements
+                    if isinstance(earlier, ast.Assign) and any(
                         isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == store
-                        for t in earlier.targets):
-                    lines.append(earlier.lineno)
-        return min(lines) if lines else None
+                        for t in earlier.targets))
+        else:
+            return None
+        line = self._first_filled[key].get(holder)
+        return line if line is not None and line < stmt.lineno else None
+
+
+def _first_lines(filled) -> dict:
+    """For (value, line) pairs: each expression the values mention (as a dump) -> the first line."""
+    first = {}
+    for value, line in filled:
+        for node in ast.walk(value):
+            if isinstance(node, ast.expr):
+                dump = ast.dump(node)
+                if dump not in first or line < first[dump]:
+                    first[dump] = line
+    return first
 
 
 def _is_tensor(ctx, holder: ast.expr, scope) -> bool:
