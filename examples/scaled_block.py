@@ -1,5 +1,5 @@
-"""A residual block with a learnable layer-scale, written the way the first seed
-article's reader wrote it: gamma_1 is a raw CUDA tensor, so it is never trained."""
+"""A residual block with a learnable layer-scale, written as in the article "Why can't I use a
+torch.cuda.FloatTensor as the gamma_1 parameter?": gamma_1 is a raw CUDA tensor, never trained."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -20,7 +20,7 @@ class ScaledBlock(nn.Module):
 
 
 class IncorrectLinear(nn.Module):
-    """From the third seed article: weights stored as plain tensors."""
+    """Weights stored as plain tensors, from the article "Can a fixed PyTorch tensor be a parameter of a PyTorch module?"."""
 
     def __init__(self, in_features, out_features):
         super().__init__()

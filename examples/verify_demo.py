@@ -1,6 +1,6 @@
 """Run me for real: `torchlint verify examples/verify_demo.py`.
 
-LayerScaleBlock is the first seed article's gamma_1 bug, written so that it builds
+LayerScaleBlock is the layer-scale gamma_1 bug of scaled_block.py, written so that it builds
 on any machine: the layer-scale is a raw tensor with requires_grad, not an
 nn.Parameter. It receives a gradient in backward(), but model.parameters() does not
 contain it, so the optimizer never changes it. FixedLayerScaleBlock is the same
