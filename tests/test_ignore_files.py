@@ -1,6 +1,7 @@
 """What `torchlint check` walks past: .gitignore files as git reads them (pathspec)."""
 from pathlib import Path
 
+from conftest import run_cli
 from torchlint.files import GitIgnores, discover
 
 
@@ -125,7 +126,6 @@ def test_a_package_named_like_a_default_exclude_is_checked(tmp_path):
 
 
 def test_verbose_says_which_folders_the_default_excludes_skipped(tmp_path, capsys):
-    from conftest import run_cli
     tree(tmp_path, {"build/out.py": "import torch\n", "model.py": "import torch\n"})
     code, _, err = run_cli(["check", "--no-infer", "-v", "."], capsys, cwd=tmp_path)
     assert code == 0 and "torchlint: note: skipped build: a default exclude" in err, err
