@@ -46,8 +46,50 @@ class SubmoduleUnusedInForward(Rule):
                 value = ctx.classify(binding.value, init)
                 if value.kind is not Kind.MODULE or not may_hold_parameters(ctx, value.module_class):
                     continue
+                if _built_without_parameters(binding.value, value.module_class) \
+                        or _empty_and_never_filled(ctx, cls, binding.value, value.module_class, name):
+                    continue
                 reported.add(name)
                 yield _finding(ctx, binding, value)
+
+
+# Norm layers whose weights a flag turns off: class -> (keyword, its position, default).
+_AFFINE_FLAGS = {
+    "torch.nn.BatchNorm1d": ("affine", 3, True), "torch.nn.BatchNorm2d": ("affine", 3, True),
+    "torch.nn.BatchNorm3d": ("affine", 3, True), "torch.nn.SyncBatchNorm": ("affine", 3, True),
+    "torch.nn.LazyBatchNorm1d": ("affine", 2, True), "torch.nn.LazyBatchNorm2d": ("affine", 2, True),
+    "torch.nn.LazyBatchNorm3d": ("affine", 2, True), "torch.nn.GroupNorm": ("affine", 3, True),
+    "torch.nn.LayerNorm": ("elementwise_affine", 2, True), "torch.nn.RMSNorm": ("elementwise_affine", 2, True),
+}
+_CONTAINERS = frozenset(["torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential"])
+
+
+def _built_without_parameters(value: ast.AST, module_class) -> bool:
+    """`nn.BatchNorm2d(c, affine=False)`, `nn.LayerNorm(d, elementwise_affine=False)`: running
+    statistics at most, no parameter for DDP to wait for. Only a literal False counts."""
+    flag = _AFFINE_FLAGS.get(module_class)
+    if flag is None or not isinstance(value, ast.Call):
+        return False
+    keyword, position, _ = flag
+    given = next((k.value for k in value.keywords if k.arg == keyword), None)
+    if given is None and len(value.args) > position and not any(isinstance(a, ast.Starred) for a in value.args):
+        given = value.args[position]
+    return isinstance(given, ast.Constant) and given.value is False
+
+
+def _empty_and_never_filled(ctx, cls, value: ast.AST, module_class, name: str) -> bool:
+    """`self.blocks = nn.ModuleList()` that nothing in the class ever reads again (no `append`,
+    no `extend`, no item set): it stays empty and holds no parameter."""
+    if module_class not in _CONTAINERS or not isinstance(value, ast.Call) or value.args or value.keywords:
+        return False
+    for position in ctx.nodes.attributes_named(cls.node, name):
+        node = ctx.nodes.nodes[position]
+        if not isinstance(node.ctx, ast.Store):
+            return False
+        parent = ctx.nodes.parent.get(id(node))
+        if isinstance(parent, ast.AugAssign):
+            return False  # `self.blocks += [...]`
+    return True
 
 
 def _dynamic_class(ctx, cls) -> bool:
