@@ -133,7 +133,8 @@ def check_of(report, code):
 def test_what_model_to_left_on_the_cpu_is_reported_with_its_line(on_meta):
     facts, models = on_meta
     report = facts["LeftBehind"]["report"]
-    assert report["status"] == "verified", report
+    assert report["status"] == "partly verified", report  # no inputs: the gradient checks could not run
+    assert report["partial_reason"] == "gradients skipped: no example inputs"
     tl902 = [i for i in report["issues"] if i["code"] == "TL902"]
     by_attribute = {i["owner_attribute"]: i for i in tl902}
     assert set(by_attribute) == {"gamma_1", "layers", "extras", "pair", "steps", "cache"}, tl902

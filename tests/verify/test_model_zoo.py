@@ -16,14 +16,17 @@ from torchlint.verify.report import COMPLETED
 from verify_helpers import ROOT, check, class_report, issues, line_of, torch_python
 
 ZOO = ROOT / "tests" / "verify" / "model_zoo"
-FILES = ("resnet.py", "vit.py", "text.py", "moe.py", "distill.py", "buggy.py")
+FILES = ("resnet.py", "vit.py", "text.py", "moe.py", "distill.py", "seq.py", "heads.py", "buggy.py")
 HEALTHY = {
     "resnet.py": ["ResNet"],
     "vit.py": ["PatchEmbed", "VisionTransformer"],
     "text.py": ["TinyLM"],
     "moe.py": ["Top1MoE", "SparseMoEBlock"],
     "distill.py": ["Student", "Distiller"],
+    "seq.py": ["MaskedEncoder", "ClsPool", "TokenBlock", "NarrowFirst"],
+    "heads.py": ["DoubleScale", "LeafGate", "LazyHeadNet", "DecayedInPlace"],
 }
+EXPECTED_FAILURES = {"NonLeafGate"}  # its second training step fails: that is the bug it carries
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +46,8 @@ def serious(report, verified):
 def test_package_files_import_as_modules_of_the_package(reports):
     for name, report in reports.items():
         assert report.file_issues == [], (name, report.file_issues)
-        assert not [i for i in report.issues if i.code == "TL905"], (name, [i.message for i in report.issues])
+        failed = [i for i in report.issues if i.code == "TL905" and i.class_name not in EXPECTED_FAILURES]
+        assert not failed, (name, [i.message for i in failed])
 
 
 @pytest.mark.parametrize("name", sorted(HEALTHY))
@@ -53,7 +57,7 @@ def test_healthy_models_are_clean(reports, name):
         cls = class_report(report, verified)
         assert cls.status == "verified", (verified, cls.skip_reason)
         assert serious(report, verified) == [], [i.message for i in serious(report, verified)]
-        assert [c.status for c in cls.checks] == ["passed"] * 4, cls.checks
+        assert [c.status for c in cls.checks] == ["passed"] * 5, cls.checks
 
 
 def test_resnet_needs_arguments_and_gets_them_from_its_factories(reports):
@@ -142,3 +146,87 @@ def test_every_finding_has_a_line_in_the_file(reports):
         for issue in report.issues:
             assert issue.line, (name, issue)
         assert len(report_to_findings(report, text, str(ZOO / name))) == len(report.issues)
+
+
+# -- example inputs from the code, training as a loop runs it (#22) -----------------------------------
+
+def test_inputs_written_only_in_a_training_function_of_the_package(reports):
+    cls = class_report(reports["seq.py"], "MaskedEncoder")
+    # forward(x, mask) with a bool mask: no guess can make it; train.py's train_step() calls it.
+    assert cls.inputs == "(2, 24, 64) float32, mask=(2, 24) bool (from model_zoo/train.py:14, train_step())" \
+        or cls.inputs.endswith("train.py:14, train_step())"), cls.inputs
+    assert check(cls, "TL903").status == "passed"
+
+
+def test_two_tensor_arguments_from_the_main_block(reports):
+    cls = class_report(reports["seq.py"], "ClsPool")
+    assert cls.inputs.startswith("(2, 24, 32) float32, (2, 1, 32) float32 (from ")
+    assert "seq.py:%d, the `__main__` block" % line_of(ZOO / "seq.py", "print(model(tokens") in cls.inputs
+    # The demo's class token is torch.zeros: a constant input is given random values (else the
+    # norm's weight would get zero gradients from it, a false alarm).
+    assert "constant float inputs given random values" in cls.inputs
+
+
+def test_a_block_that_unpacks_three_dimensions_gets_its_sequence_axis(reports):
+    cls = class_report(reports["seq.py"], "TokenBlock")
+    # 8 tokens do not fit the 24-long position table: the table's own length is tried next.
+    assert cls.inputs.startswith("(2, 24, 48) float32 (guessed from qkv = Linear(in_features=48)"), cls.inputs
+
+
+def test_the_first_layer_forward_applies_is_not_the_first_defined(reports):
+    cls = class_report(reports["seq.py"], "NarrowFirst")
+    assert cls.inputs.startswith("(2, 40) float32 (guessed from embed = Linear(in_features=40), the first layer "
+                                 "forward applies to features)"), cls.inputs
+
+
+def test_gradient_checks_run_on_nearly_every_class_built(reports):
+    built = [c for report in reports.values() for c in report.classes if c.status != "skipped"]
+    ran = [c for c in built if check(c, "TL903").status != "skipped"]
+    assert len(ran) >= 0.95 * len(built), [(c.name, c.partial_reason) for c in built if c not in ran]
+    for cls in built:
+        skipped = check(cls, "TL903").status == "skipped"
+        assert (cls.status == "partly verified") == skipped or cls.status == "failed", cls
+        if skipped:
+            assert cls.partial_reason.startswith("gradients skipped: "), cls
+
+
+def test_buggy_parameter_moved_with_a_dtype_hides_the_leaf_that_gets_the_gradients(reports):
+    report = reports["buggy.py"]
+    assert codes(report, "DtypeMovedScale") == ["TL901", "TL903", "TL904"]
+    (tl903,) = issues(report, "TL903", "DtypeMovedScale")
+    assert "computed from an nn.Parameter" in tl903.message and "ToCopyBackward0" in tl903.message
+    assert "nn.Parameter(t.to(...))" in tl903.message
+    assert tl903.line == line_of(ZOO / "buggy.py", "self.scale = nn.Parameter(torch.ones(dim)).to(")
+
+
+def test_buggy_non_leaf_gate_fails_the_second_step_at_its_line(reports):
+    report = reports["buggy.py"]
+    cls = class_report(report, "NonLeafGate")
+    assert cls.status == "failed"
+    (tl905,) = issues(report, "TL905", "NonLeafGate")
+    assert tl905.message.startswith("step 2 of training failed (step 1 ran): RuntimeError: Trying to backward "
+                                    "through the graph a second time")
+    assert "gate is a non-leaf tensor built before training" in tl905.message
+    line = line_of(ZOO / "buggy.py", "self.gate = torch.ones(dim, requires_grad=True) * 1e-4")
+    assert tl905.line == line
+    (tl903,) = issues(report, "TL903", "NonLeafGate")  # its hidden leaf got a gradient on step 1
+    assert tl903.line == line and "a leaf tensor with requires_grad" in tl903.message
+
+
+def test_buggy_head_created_on_the_first_batch(reports):
+    report = reports["buggy.py"]
+    assert codes(report, "LateHead") == ["TL906"]
+    (tl906,) = issues(report, "TL906", "LateHead")
+    assert tl906.severity == "error" and sorted(tl906.paths) == ["head.bias", "head.weight"]
+    assert "created on the first forward" in tl906.message and "nn.LazyLinear" in tl906.message
+    # Where forward creates it, not the `self.head = None` of __init__.
+    assert tl906.line == line_of(ZOO / "buggy.py", "self.head = nn.Linear(x.shape[-1]")
+    assert check(class_report(report, "LateHead"), "TL906").status == "failed"
+
+
+def test_buggy_parameter_replaced_on_every_step(reports):
+    report = reports["buggy.py"]
+    assert codes(report, "RedecayedEachStep") == ["TL906"]
+    (tl906,) = issues(report, "TL906", "RedecayedEachStep")
+    assert "replaced by new nn.Parameter objects" in tl906.message and "(every step)" in tl906.message
+    assert tl906.line == line_of(ZOO / "buggy.py", "self.scale = nn.Parameter(self.scale.detach()")

@@ -207,7 +207,7 @@ def test_gamma_as_raw_tensor_gets_a_gradient_the_optimizer_never_sees(report, mo
 def test_registered_parameter_is_clean(report):
     cls = class_report(report, "ParameterGamma")
     assert cls.issues == [] and cls.status == "verified"
-    assert [c.status for c in cls.checks] == ["passed"] * 4
+    assert [c.status for c in cls.checks] == ["passed"] * 5
 
 
 def test_plain_list_of_layers(report, models, findings):
@@ -244,7 +244,7 @@ def test_mask_that_is_not_a_buffer_is_left_behind_by_the_move(report):
 
 def test_clean_module_has_no_findings(report):
     cls = class_report(report, "Clean")
-    assert cls.issues == [] and [c.status for c in cls.checks] == ["passed"] * 4
+    assert cls.issues == [] and [c.status for c in cls.checks] == ["passed"] * 5
     assert "guessed from blocks.0 = Linear(in_features=6)" in cls.inputs
 
 
@@ -419,7 +419,7 @@ def gradients(tmp_path_factory):
 def test_healthy_gradients_are_not_reported(gradients, name):
     _, report = gradients
     cls = class_report(report, name)
-    assert cls.issues == [] and [c.status for c in cls.checks] == ["passed"] * 4, cls.checks
+    assert cls.issues == [] and [c.status for c in cls.checks] == ["passed"] * 5, cls.checks
 
 
 def test_zero_gates_in_series_get_the_steps_they_need(gradients):

@@ -341,7 +341,8 @@ def test_setsid_and_double_fork_children_do_not_survive(tmp_path, ending):
         if ending == "timeout":
             assert report.outcome == TIMEOUT
         else:  # the results came through the result file although a daemon held stdout open
-            assert report.outcome == COMPLETED and class_report(report, "Escapes").status == "verified"
+            # (Escapes has no forward: the gradient checks cannot run.)
+            assert report.outcome == COMPLETED and class_report(report, "Escapes").status == "partly verified"
         assert _gone(pids), "still running: %s" % [p for p in pids if _alive(p)]
         assert not [pid for pid in pids if _token_of(pid)]
     finally:

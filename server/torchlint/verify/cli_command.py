@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "Python, which must have torch) and confirm what the static rules suspect: "
                           "unregistered tensors (TL901), state left behind by .to() (TL902), gradients the "
                           "optimizer never sees (TL903), tensors an optimizer step does not change (TL904), "
-                          "and failures (TL905). It executes the file's code.")
+                          "failures (TL905) and parameters created during forward (TL906). It executes the "
+                          "file's code.")
     parser.add_argument("target", metavar="FILE[::Class]",
                         help="the file, optionally ::ClassName (default: every nn.Module subclass it defines)")
     parser.add_argument("--device", default="auto", metavar="|".join(DEVICES),

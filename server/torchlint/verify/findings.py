@@ -55,13 +55,15 @@ class _Source:
             return []
         return [info for info in self.ctx.index.classes if info.name == name]
 
-    def assignment(self, class_name: Optional[str], names: List[str]) -> Optional[Range]:
-        """The first `self.<name> = ...` of the class (``__init__`` first), then of its bases."""
+    def assignment(self, class_name: Optional[str], names: List[str], outside_init: bool = False) -> Optional[Range]:
+        """The first `self.<name> = ...` of the class (``__init__`` first; with ``outside_init``,
+        another method first: where forward creates it), then of its bases."""
         for info in self.classes(class_name):
             for name in names:
                 for cls in self.ctx.class_chain(info):
                     bindings = [b for b in cls.attr_assignments if b.name == name]
-                    bindings.sort(key=lambda b: (b.scope.name != "__init__", b.stmt.lineno))
+                    bindings.sort(key=lambda b: ((b.scope.name == "__init__") if outside_init
+                                                 else (b.scope.name != "__init__"), b.stmt.lineno))
                     for binding in bindings:
                         target = _target(binding.stmt, name)
                         return self.ctx.range(target if target is not None else binding.stmt)
@@ -115,13 +117,15 @@ class Placer:
         owner_file = issue.owner_file or (self.path if issue.owner_class else None)
         if names and issue.owner_class and owner_file and not _FOREIGN.search(owner_file):
             source = self.source(owner_file) if os.path.isfile(owner_file) else None
-            found = source.assignment(issue.owner_class, names) if source is not None else None
+            # TL906: a parameter forward made is placed where forward makes it.
+            created = issue.code == "TL906"
+            found = source.assignment(issue.owner_class, names, created) if source is not None else None
             if found is not None:
                 return owner_file, found
         # The holder is torch's or unknown: the verified class's own attribute on the way to it.
         if names:
             outer = [n for n in reversed(names) if n != issue.owner_attribute] or names
-            found = mine.assignment(issue.class_name, outer)
+            found = mine.assignment(issue.class_name, outer, issue.code == "TL906")
             if found is not None:
                 return self.path, found
         if issue.line:

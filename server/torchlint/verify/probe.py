@@ -48,6 +48,7 @@ CHECK_NAMES = {
     "TL902": "device move",
     "TL903": "gradients",
     "TL904": "optimizer step",
+    "TL906": "parameters",
 }
 FACTORY_NAMES = ("torchlint_example_inputs", "example_inputs")
 HOW_TO_GIVE_INPUTS = ("give --input-shape (e.g. 2,16) or --input expressions, or define torchlint_example_inputs() "
@@ -55,10 +56,6 @@ HOW_TO_GIVE_INPUTS = ("give --input-shape (e.g. 2,16) or --input expressions, or
 HOW_TO_GIVE_ARGUMENTS = ("in the editor, the \"Verify\" lens above the class asks for them; on the command line, "
                          "give --init-kwargs '{%s}', or set kwargs = {...} or factory = \"pkg.mod:function\" "
                          "under [tool.torchlint.verify.classes.%s] in pyproject.toml")
-# Image stems (N, C, H, W): small first (fast), then the size most models are built for.
-# 299: Inception's auxiliary head; 32: CIFAR networks that flatten a fixed size.
-SPATIAL_SIZES = {1: [(64,), (256,), (32,)], 2: [(64, 64), (224, 224), (299, 299), (32, 32)],
-                 3: [(8, 8, 8), (16, 16, 16)]}
 
 
 def _load_sibling(name):
@@ -332,35 +329,6 @@ def _class_attribute(cls, name):
         return None
 
 
-def derived_inputs(model):
-    """[(args, description)]: inputs that fit the first layer telling its input size (several
-    sizes for convolutions: stems that downsample need bigger images), or []."""
-    import torch
-    from torch import nn
-
-    convs = {nn.Conv1d: 1, nn.Conv2d: 2, nn.Conv3d: 3}
-    for name, layer in model.named_modules():
-        if layer is model:
-            continue
-        if any(isinstance(p, nn.parameter.UninitializedParameter) for p in layer.parameters(recurse=False)):
-            return []  # lazy layers: their sizes are not known yet
-        label = "%s = %s" % (name, type(layer).__name__)
-        if isinstance(layer, nn.Linear):
-            return [((torch.randn(2, layer.in_features),), "%s(in_features=%d)" % (label, layer.in_features))]
-        dims = convs.get(type(layer))
-        if dims:
-            channels = layer.in_channels
-            return [((torch.randn(2, channels, *size),), "%s(in_channels=%d)" % (label, channels))
-                    for size in SPATIAL_SIZES[dims]]
-        if isinstance(layer, nn.Embedding):
-            return [((torch.randint(0, layer.num_embeddings, (2, 8)),),
-                     "%s(num_embeddings=%d)" % (label, layer.num_embeddings))]
-        if isinstance(layer, nn.LayerNorm):
-            shape = tuple(layer.normalized_shape)
-            return [((torch.randn(2, *shape),), "%s(%s)" % (label, list(shape)))]
-    return []
-
-
 def input_candidates(model, user_module, request, built, several_classes, run):
     """[(args, kwargs, description, trusted)], best first; [] with no way to make inputs.
 
@@ -408,14 +376,39 @@ def input_candidates(model, user_module, request, built, several_classes, run):
             # A factory without a parameter cannot know which class it serves.
             trusted = takes_module or not several_classes
             return [(args, kwargs, "%s (from %s())" % (_describe_arguments(args, kwargs), name), trusted)]
-    return [(args, {}, "%s (guessed from %s)" % (_describe_arguments(args, {}), source), False)
-            for args, source in derived_inputs(model)]
+    inputs = sys.modules.get("torchlint_probe_inputs") or _load_sibling("probe_inputs")
+    found = [(args, kwargs, description, matches) for args, kwargs, description, matches in inputs.code_inputs(
+        (request.get("input_calls") or {}).get(class_name), built.constructed_with["text"])]
+    # Both read forward's source and the built layers (no user code runs); what they cannot
+    # read is a limit of torchlint's, never the module's bug.
+    try:
+        found += [(args, kwargs, description, False) for args, kwargs, description in inputs.dataflow_inputs(model)]
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        signature = inputs.forward_signature(model)
+        required = signature[1] if signature is not None else 1
+        tried = set()
+        for args, _, _, _ in found:
+            tried |= inputs.shapes_of(args)
+        found += [(args, kwargs, description, False)
+                  for args, kwargs, description in inputs.candidate_inputs(model, required, tried)]
+    except Exception:  # noqa: BLE001
+        pass
+    return found
 
 
 # -- verifying one class --------------------------------------------------------------------------
 
 def check_entry(code, status, summary):
     return {"code": code, "name": CHECK_NAMES[code], "status": status, "summary": summary}
+
+
+def skip_gradients(report, reason, short):
+    """The checks that need forward did not run: the class is partly verified, never "verified"."""
+    report["checks"] += [check_entry(code, "skipped", reason) for code in ("TL903", "TL904", "TL906")]
+    report["status"] = "partly verified"
+    report["partial_reason"] = "gradients skipped: %s" % short
 
 
 def verify_class(cls, request, user_module, result, report, baseline, device, several_classes):
@@ -467,9 +460,8 @@ def verify_class(cls, request, user_module, result, report, baseline, device, se
     candidates = input_candidates(model, user_module, request, built, several_classes, run)
     if not candidates:
         reason = "no example inputs: %s" % HOW_TO_GIVE_INPUTS
-        report["checks"] += [check_entry("TL903", "skipped", reason), check_entry("TL904", "skipped", reason)]
+        skip_gradients(report, reason, "no example inputs")
     else:
-        checks.replace_held(model, baseline, checks.as_leaf)
         result.phase("forward", name)
         misfits = []
         for args, kwargs, description, trusted in candidates:
@@ -480,6 +472,7 @@ def verify_class(cls, request, user_module, result, report, baseline, device, se
             except UserError as failure:
                 # A device mismatch is the module's state left behind (TL902 showing itself), whatever the inputs.
                 if trusted or failure.stage != forward or failure.always_a_bug or "same device" in failure.error:
+                    report["inputs"] = description  # what forward failed with
                     raise
                 misfits.append("%s failed with %s" % (description, failure.error))  # guessed inputs that do not fit
                 continue
@@ -487,10 +480,15 @@ def verify_class(cls, request, user_module, result, report, baseline, device, se
             result.phase("step", name)
             add("TL903", *gradients.tl903())
             add("TL904", *gradients.tl904())
+            add("TL906", *gradients.tl906())
+            if gradients.failure is not None:
+                issues.append(gradients.failure)
+                report["status"] = "failed"
             break
         else:
-            reason = "the guessed inputs did not fit (%s); %s" % ("; ".join(misfits), HOW_TO_GIVE_INPUTS)
-            report["checks"] += [check_entry("TL903", "skipped", reason), check_entry("TL904", "skipped", reason)]
+            shown = "; ".join(misfits[:3]) + ("; and %d more" % (len(misfits) - 3) if len(misfits) > 3 else "")
+            reason = "the guessed inputs did not fit (%d tried: %s); %s" % (len(misfits), shown, HOW_TO_GIVE_INPUTS)
+            skip_gradients(report, reason, "the guessed inputs did not fit")
 
     if dtype_standin:
         result.phase("move", name)
@@ -559,6 +557,7 @@ def main(request_path):
         return result
     result.data.update(device=str(device), device_name=device_name, device_note=note)
     _load_sibling("probe_checks")
+    _load_sibling("probe_inputs")
 
     path = request["path"]
     result.phase("import")
@@ -584,8 +583,8 @@ def main(request_path):
     baseline = set(vars(torch.nn.Module()))
     for cls in classes:
         sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))  # user code may have lowered it
-        report = {"name": cls.__name__, "status": "verified", "skip_reason": None, "inputs": None,
-                  "constructed_with": None, "checks": [], "issues": []}
+        report = {"name": cls.__name__, "status": "verified", "skip_reason": None, "partial_reason": None,
+                  "inputs": None, "constructed_with": None, "checks": [], "issues": []}
         result.data["classes"].append(report)
         try:
             verify_class(cls, request, user_module, result, report, baseline, device, len(classes) > 1)

@@ -7,7 +7,6 @@ Issue dicts are made by ``probe_support.new_issue``; where an attribute lives
 import copy
 import math
 import sys
-import warnings
 
 import torch
 from torch import nn
@@ -19,6 +18,7 @@ count, listing, new_issue = support.count, support.listing, support.new_issue
 
 MAX_CONTAINER_ITEMS = 1000  # a list of a million floats is not a list of modules
 MAX_DEPTH = 3
+MAX_GRAPH_NODES = 200000
 MIN_STEPS, MAX_STEPS = 2, 4  # zero gates in series (a zero head, then zero layer scales) open one per step
 LEARNING_RATE = 1e-2
 CONTAINERS = (nn.ModuleList, nn.ModuleDict)
@@ -76,13 +76,14 @@ class Locator:
         self.user_path = user_path
         self._cache = {}
 
-    def locate(self, prefix, attribute):
-        key = (prefix, attribute)
+    def locate(self, prefix, attribute, outside_init=False):
+        """``outside_init``: prefer an assignment outside ``__init__`` (a layer forward creates)."""
+        key = (prefix, attribute, outside_init)
         if key not in self._cache:
-            self._cache[key] = self._locate(prefix, attribute)
+            self._cache[key] = self._locate(prefix, attribute, outside_init)
         return self._cache[key]
 
-    def _locate(self, prefix, attribute):
+    def _locate(self, prefix, attribute, outside_init):
         parts = prefix.split(".") if prefix else []
         owner, line = None, None
         while True:
@@ -92,10 +93,11 @@ class Locator:
                 if owner is None and not _is_torch_class(cls):
                     path = support.source_file(cls)
                     owner = {"owner_class": cls.__name__, "owner_attribute": attribute, "owner_file": path,
-                             "owner_line": support.assignment_line(cls, attribute, path) if path else None}
+                             "owner_line": support.assignment_line(cls, attribute, path, outside_init)
+                             if path else None}
                 if line is None and support.same_file(support.source_file(cls) or "", self.user_path):
-                    line = support.assignment_line(cls, attribute, self.user_path) or support.class_line(
-                        cls, self.user_path)
+                    line = support.assignment_line(cls, attribute, self.user_path, outside_init) or \
+                        support.class_line(cls, self.user_path)
             if (owner is not None and line is not None) or not parts:
                 break
             attribute = parts.pop()
@@ -163,13 +165,13 @@ class State:
                 if lost:
                     self.unregistered.append((holder, path, describe_container(value, lost), True, True))
 
-    def issues(self, code, entries, severity, message):
+    def issues(self, code, entries, severity, message, outside_init=False):
         """One issue per owner attribute: 12 blocks with the same bug are one finding.
 
         ``entries``: (holder, path, detail); ``message(paths, details)`` words it."""
         groups = {}
         for holder, path, detail in entries:
-            owner, line = self.locator.locate(*holder)
+            owner, line = self.locator.locate(holder[0], holder[1], outside_init)
             key = (owner["owner_class"], owner["owner_attribute"], owner["owner_file"], line)
             groups.setdefault(key, (owner, line, []))[2].append((path, detail))
         found = []
@@ -316,12 +318,49 @@ def mover(device):
     return move
 
 
-def as_leaf(value):
-    """A trainable non-leaf (`nn.Parameter(t).double()`) as the leaf the optimizer would need:
-    its graph is freed by the first backward and it cannot be deep-copied."""
-    if isinstance(value, torch.Tensor) and value.requires_grad and not value.is_leaf:
-        return value.detach().requires_grad_(True)
-    return value
+def leaves_of(tensor, limit=MAX_GRAPH_NODES):
+    """The leaf tensors a non-leaf tensor was computed from (its grad_fn graph's AccumulateGrad
+    variables), and whether the walk saw the whole graph."""
+    leaves, seen, stack = [], set(), [tensor.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        if len(seen) >= limit:
+            return leaves, False
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            leaves.append(variable)
+            continue
+        for following, _ in getattr(node, "next_functions", ()) or ():
+            stack.append(following)
+    return leaves, True
+
+
+def graph_nodes(tensor, limit=MAX_GRAPH_NODES):
+    """ids of the autograd nodes a tensor's graph holds (at most ``limit``)."""
+    seen, stack = set(), [getattr(tensor, "grad_fn", None)]
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for following, _ in getattr(node, "next_functions", ()) or ():
+            stack.append(following)
+    return seen
+
+
+def _hidden_message(paths, details):
+    held, leaf = details[0]
+    via = type(held.tensor.grad_fn).__name__ if held.tensor.grad_fn is not None else "an operation"
+    kind = "an nn.Parameter" if isinstance(leaf, nn.Parameter) else "a leaf tensor with requires_grad"
+    fix = ("nn.Parameter(t).to(...) / .double() / .cuda() returns a computed copy: wrap the converted tensor "
+           "instead, nn.Parameter(t.to(...))" if isinstance(leaf, nn.Parameter) else
+           "make the attribute itself an nn.Parameter")
+    return ("%s is computed from %s (%s, through %s) that is not in parameters(): that leaf received a gradient "
+            "in backward(), and an optimizer built from model.parameters() never updates it; %s" % (
+                listing(paths), kind, describe_tensor(leaf).split(" (", 1)[-1].rstrip(")"), via, fix))
 
 
 # -- TL903 / TL904: gradients over optimizer steps ------------------------------------------------
@@ -435,13 +474,20 @@ def _nonzero(grad):
 
 
 class GradientRun:
-    """Forward + backward of a random projection, then an SGD step, two to four times, on a copy."""
+    """Training as a loop runs it, on a copy: the optimizer built from the parameters before the
+    first forward, then each step a fresh forward, a loss (a random projection of the outputs),
+    backward() without retain_graph, step(), zero_grad(); two to four steps."""
 
     def __init__(self, model, state_of, inputs, run, device):
         self.original = model
         self.note = ""
+        original_state = state_of(model)
+        # Non-leaf tensors cannot be deep-copied: the copy shares them (and their graph), as the
+        # module itself would hold them in training.
+        memo = {id(held.tensor): held.tensor for held in original_state.held
+                if held.tensor.requires_grad and not held.tensor.is_leaf}
         try:
-            self.model = copy.deepcopy(model)
+            self.model = copy.deepcopy(model, memo)
         except BaseException as exc:  # noqa: B902 - user objects may refuse to be copied
             self.model = model
             self.note = " (on the module itself: it cannot be deep-copied: %s)" % support.describe_exception(exc)
@@ -452,38 +498,61 @@ class GradientRun:
         self.trainable = [(name, p) for name, p in self.state.parameters.items() if p.requires_grad]
         self.frozen = len(self.state.parameters) - len(self.trainable)
         self.watched = [held for held in self.state.held if held.tensor.requires_grad]
+        known = {id(p) for p in self.state.parameters.values()} | {id(p) for p in model.parameters()}
+        self.hidden = self._hidden_leaves(known)  # [(Held, leaf)]: leaves of non-leaf attributes
         self.steps = 0
         self.no_output = False
+        self.failure = None  # a TL905 issue: a step after the first failed
+        self.born = {}  # parameter name -> (step, "created" | "replaced"): parameters that forward made
+
+    def _hidden_leaves(self, known):
+        found, seen = [], set()
+        for held in self.watched:
+            if held.tensor.is_leaf:
+                continue
+            leaves, _ = leaves_of(held.tensor)
+            for leaf in leaves:
+                if leaf.requires_grad and id(leaf) not in known and id(leaf) not in seen:
+                    seen.add(id(leaf))
+                    found.append((held, leaf))
+        return found
 
     def go(self):
         args, kwargs = self.inputs
-        trainable_ids = {id(p) for _, p in self.trainable}
-        self.got_grad, self.nonzero, self.outside = set(), set(), set()
+        self.got_grad, self.nonzero, self.outside, self.hidden_grad = set(), set(), set(), set()
+        self.graph_attributes = []  # non-leaf attributes step 1's loss was computed through
+        leaves = [held for held in self.watched if held.tensor.is_leaf]
         with torch.no_grad():
             before = {id(h.tensor): h.tensor.detach().clone() for h in self.watched}
+        # As training builds it: from the parameters, before the first forward.
+        parameters_before = dict(self.model.named_parameters())
         optimizer = torch.optim.SGD([p for _, p in self.trainable], lr=LEARNING_RATE) if self.trainable else None
         projections = {}
-        self.watch = Watch(self.state.modules, trainable_ids)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # .grad of non-leaf tensors
-            for held in self.watched:
-                if held.tensor.is_leaf:
-                    held.tensor.grad = None
-                else:
-                    held.tensor.retain_grad()
+        self.watch = Watch(self.state.modules, {id(p) for _, p in self.trainable})
+        for held in leaves:
+            held.tensor.grad = None
+        for _, leaf in self.hidden:
+            leaf.grad = None
         for step in range(1, MAX_STEPS + 1):
-            if optimizer is not None:
-                optimizer.zero_grad(set_to_none=True)
             torch.manual_seed(step)  # dropout: the same masks on every run
-            with torch.enable_grad(), self.watch:
-                output = self.run("forward", self.model, *args, **kwargs)
-            differentiable = [t for t in _output_tensors(output) if t.requires_grad and
-                              (t.is_floating_point() or t.is_complex())]
-            if not differentiable:
-                self.no_output = step == 1
+            try:
+                with torch.enable_grad(), self.watch:
+                    output = self.run("forward", self.model, *args, **kwargs)
+                differentiable = [t for t in _output_tensors(output) if t.requires_grad and
+                                  (t.is_floating_point() or t.is_complex())]
+                self._note_born(parameters_before, step)
+                if not differentiable:
+                    self.no_output = step == 1
+                    break
+                loss = _projected_loss(differentiable, projections, self.device)
+                if step == 1:
+                    self._note_graph(loss)
+                self.run("backward", loss.backward)
+            except support.UserError as failure:
+                if step == 1:
+                    raise
+                self.failure = self._step_failure(failure, step)
                 break
-            loss = _projected_loss(differentiable, projections, self.device)
-            self.run("backward", loss.backward)
             self.steps = step
             new = 0
             for _, p in self.trainable:
@@ -492,11 +561,17 @@ class GradientRun:
                     if id(p) not in self.nonzero and _nonzero(p.grad):
                         self.nonzero.add(id(p))
                         new += 1
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self.outside.update(id(h.tensor) for h in self.watched if h.tensor.grad is not None)
+            self.outside.update(id(h.tensor) for h in leaves if h.tensor.grad is not None)
+            self.hidden_grad.update(id(leaf) for _, leaf in self.hidden if leaf.grad is not None)
             if optimizer is not None:
-                self.run("the optimizer step", optimizer.step)
+                try:
+                    self.run("the optimizer step", optimizer.step)
+                except support.UserError as failure:
+                    if step == 1:
+                        raise
+                    self.failure = self._step_failure(failure, step)
+                    break
+                optimizer.zero_grad(set_to_none=True)
             # Another step helps only parameters of modules forward ran with grad that a zero
             # gate still shields, and only while each step opens new ones.
             waiting = [name for name, p in self.trainable if id(p) not in self.nonzero
@@ -505,6 +580,52 @@ class GradientRun:
                 break
         with torch.no_grad():
             self.unchanged = [h for h in self.watched if torch.equal(before[id(h.tensor)], h.tensor.detach())]
+
+    def _note_born(self, parameters_before, step):
+        """Parameters that are not the ones the optimizer was built from (by identity), and the
+        steps whose forward made them (a parameter replaced on every step shows on each)."""
+        ids = {id(p) for p in parameters_before.values()}
+        previous = getattr(self, "_previous", None) or ids
+        current = dict(self.model.named_parameters())
+        for name, p in current.items():
+            if id(p) in ids:
+                continue
+            steps, how = self.born.get(name, ([], "replaced" if name in parameters_before else "created"))
+            if id(p) not in previous:
+                steps.append(step)
+            self.born[name] = (steps, how)
+        self._previous = {id(p) for p in current.values()}
+
+    def _note_graph(self, loss):
+        nonleaf = [held for held in self.watched if not held.tensor.is_leaf]
+        if not nonleaf:
+            return
+        nodes = graph_nodes(loss)
+        self.graph_attributes = [held for held in nonleaf if id(held.tensor.grad_fn) in nodes]
+
+    def _step_failure(self, failure, step):
+        """TL905 for a step after the first: at the attribute whose graph the first backward freed,
+        when the loss went through one; else where the traceback says."""
+        issue = dict(failure.issue)
+        issue["message"] = "step %d of training failed (step 1 ran): %s" % (step, failure.error)
+        attributes = self.graph_attributes
+        if not attributes:
+            return issue
+        entries = [(held.holder, held.path, describe_tensor(held.tensor)) for held in attributes]
+        names = [path for _, path, _ in entries]
+
+        def message(paths, details):
+            return ("step %d of training failed (step 1 ran): %s %s %s a non-leaf tensor built before training "
+                    "(%s, computed from other tensors, so not an nn.Parameter): every forward uses its graph, "
+                    "and the first backward() freed it, so the second backward() fails the same way in a "
+                    "training loop; make it an nn.Parameter (nn.Parameter(<the same expression>)) or "
+                    "compute it in forward" % (step, failure.error.rstrip(".") + ".", listing(names),
+                                               "is" if len(names) == 1 else "are", details[0]))
+
+        (placed,) = self.state.issues("TL905", entries[:1], SEVERITY_ERROR, message)[:1] or [issue]
+        placed["detail"] = issue.get("detail", "")
+        placed["paths"] = names
+        return placed
 
     # -- what the run says ---------------------------------------------------------------------
 
@@ -525,6 +646,8 @@ class GradientRun:
                                    "an optimizer built from model.parameters() never updates %s" % (
                                        listing(paths), "is" if len(paths) == 1 else "are",
                                        "it" if len(paths) == 1 else "them"))
+        hidden = [(h.holder, h.path, (h, leaf)) for h, leaf in self.hidden if id(leaf) in self.hidden_grad]
+        issues += state.issues("TL903", hidden, SEVERITY_ERROR, _hidden_message)
         self.unused, self.idle_experts = self._unused_modules()
         issues += state.issues(
             "TL903", [(_split(path), path, module) for path, module in self.unused], SEVERITY_INFO,
@@ -533,11 +656,42 @@ class GradientRun:
                                        paths[0], type(details[0]).__name__))
         received = sum(1 for _, p in self.trainable if id(p) in self.nonzero)
         summary = "%d of %d trainable parameters received a gradient over %s%s; %s outside parameters() did" % (
-            received, len(self.trainable), count(self.steps, "step"), self.note, count(len(outside), "tensor"))
+            received, len(self.trainable), count(self.steps, "step"), self.note,
+            count(len(outside) + len(hidden), "tensor"))
         if self.unused:
             summary += "; %s never used in forward" % count(len(self.unused), "submodule")
         if self.frozen:
             summary += "; %d frozen (requires_grad=False)" % self.frozen
+        return issues, summary
+
+    def tl906(self):
+        """Parameters forward created or replaced: not the ones the optimizer was built from."""
+        entries = [(_split(name), name, (steps, how)) for name, (steps, how) in sorted(self.born.items())]
+
+        def message(paths, details):
+            steps = sorted({step for made, _ in details for step in made})
+            every = len(steps) > 1 and len(steps) == self.steps + (self.failure is not None)
+            when = "on the first forward" if steps == [1] else "by forward on step%s %s%s" % (
+                "s" if len(steps) > 1 else "", ", ".join(str(step) for step in steps), " (every step)" if every else "")
+            plural = len(paths) > 1
+            if all(how == "replaced" for _, how in details):
+                return ("%s %s replaced by new nn.Parameter objects %s: an optimizer built from model.parameters() "
+                        "before the first batch keeps updating the old %s and never the new; "
+                        "DistributedDataParallel and checkpoints break too. Update the values in place "
+                        "(with torch.no_grad(): p.copy_(...)) or create the parameter once in __init__" % (
+                            listing(paths), "were" if plural else "was", when, "ones" if plural else "one"))
+            return ("%s %s created %s, after the optimizer was built from model.parameters(): it never updates "
+                    "%s, and DistributedDataParallel and a state_dict loaded before the first batch miss %s. "
+                    "Create the layer in __init__ (nn.LazyLinear / nn.LazyConv2d when its width comes from the "
+                    "input)" % (listing(paths), "were" if plural else "was", when, "them" if plural else "it",
+                                "them" if plural else "it"))
+
+        issues = self.state.issues("TL906", entries, SEVERITY_ERROR, message, outside_init=True)
+        if not self.born:
+            summary = "parameters() held the same tensors after %s as when the optimizer was built" % count(
+                max(self.steps, 1), "step")
+        else:
+            summary = "%s not in parameters() when the optimizer was built" % count(len(self.born), "parameter")
         return issues, summary
 
     def tl904(self):

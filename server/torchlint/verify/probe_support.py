@@ -168,8 +168,9 @@ def _stores(node, attribute):
     return False
 
 
-def assignment_line(cls, attribute, path):
-    """The line of `self.<attribute> = ...` in cls or its bases defined in ``path`` (__init__ first)."""
+def assignment_line(cls, attribute, path, outside_init=False):
+    """The line of `self.<attribute> = ...` in cls or its bases defined in ``path`` (__init__ first;
+    with ``outside_init``, another method first: where forward creates it)."""
     if not attribute:
         return None
     try:
@@ -186,7 +187,8 @@ def assignment_line(cls, attribute, path):
                 continue
             for statement in ast.walk(function):
                 if isinstance(statement, ast.stmt) and _stores(statement, attribute):
-                    found.append((function.name != "__init__", statement.lineno))
+                    found.append(((function.name == "__init__") if outside_init else (function.name != "__init__"),
+                                  statement.lineno))
         if found:
             return min(found)[1]
     return None

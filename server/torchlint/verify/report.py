@@ -10,7 +10,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional
 
-CHECK_CODES = ("TL901", "TL902", "TL903", "TL904")
+CHECK_CODES = ("TL901", "TL902", "TL903", "TL904", "TL906")
+PARTLY = "partly verified"  # a class some of whose checks could not run (no inputs that fit forward)
 
 # The codes verification reports, for `torchlint rule`: (name, one line). Each has its page,
 # docs/TLnnn.md, beside the rules' pages.
@@ -24,6 +25,8 @@ VERIFY_CODES = {
                                "gradient on every step"),
     "TL905": ("verification-failed", "importing, building, moving, forward, backward or a step failed, ended the "
                                      "process or timed out: the error and its line in your file"),
+    "TL906": ("parameter-created-in-forward", "a parameter created or replaced while forward ran: an optimizer "
+                                              "built before the first batch never updates it"),
 }
 
 # Outcomes of the whole run.
@@ -86,7 +89,7 @@ class Issue:
 
 @dataclass
 class CheckStatus:
-    code: str  # TL901..TL904
+    code: str  # TL901..TL904, TL906
     name: str
     status: str  # "passed" | "failed" | "skipped"
     summary: str  # what was seen, or why it was skipped
@@ -100,8 +103,11 @@ class CheckStatus:
 @dataclass
 class ClassReport:
     name: str
-    status: str  # "verified" | "skipped" (could not be built with the given arguments) | "failed" (TL905)
+    # "verified" (every check ran) | "partly verified" (the gradient checks could not run: partial_reason)
+    # | "skipped" (could not be built with the given arguments) | "failed" (TL905)
+    status: str
     skip_reason: Optional[str] = None
+    partial_reason: Optional[str] = None  # "gradients skipped: no example inputs"
     inputs: Optional[str] = None  # the example inputs used, and where they came from
     checks: List[CheckStatus] = field(default_factory=list)
     issues: List[Issue] = field(default_factory=list)
@@ -117,7 +123,8 @@ class ClassReport:
         for issue in issues:
             issue.class_name = issue.class_name or name
         return cls(name=name, status=_text(data.get("status"), "failed"),
-                   skip_reason=_optional_text(data.get("skip_reason")), inputs=_optional_text(data.get("inputs")),
+                   skip_reason=_optional_text(data.get("skip_reason")),
+                   partial_reason=_optional_text(data.get("partial_reason")), inputs=_optional_text(data.get("inputs")),
                    checks=[CheckStatus.from_dict(c) for c in _items(data.get("checks"))],
                    issues=issues, constructed_with=built)
 
@@ -147,6 +154,10 @@ class VerifyReport:
     @property
     def verified(self) -> List[ClassReport]:
         return [cls for cls in self.classes if cls.status != "skipped"]
+
+    @property
+    def partly_verified(self) -> List[ClassReport]:
+        return [cls for cls in self.classes if cls.status == PARTLY]
 
     @property
     def skipped(self) -> List[ClassReport]:
@@ -201,7 +212,9 @@ def render_text(report: VerifyReport, display_path: Optional[str] = None, lines:
         if cls.status == "skipped":
             out.append("%s: skipped: %s" % (cls.name, cls.skip_reason))
             continue
-        out.append("%s: %s%s" % (cls.name, cls.status, " with inputs %s" % cls.inputs if cls.inputs else ""))
+        status = "%s (%s)" % (cls.status, cls.partial_reason) if cls.status == PARTLY and cls.partial_reason \
+            else cls.status
+        out.append("%s: %s%s" % (cls.name, status, " with inputs %s" % cls.inputs if cls.inputs else ""))
         if cls.constructed_with and cls.constructed_with.get("origin"):
             built = cls.constructed_with
             out.append("  built with %s (from %s)" % (built.get("text") or "its defaults", built["origin"]))
@@ -235,8 +248,10 @@ def summary_line(report: VerifyReport) -> str:
     text = "%s in %d class%s" % ("No problems found" if not issues else
                                  "Found %d problem%s" % (issues, "" if issues == 1 else "s"),
                                  verified, "" if verified == 1 else "es")
-    if skipped:
-        text += " (%d skipped)" % skipped
+    partly = len(report.partly_verified)
+    notes = (["%d partly verified" % partly] if partly else []) + (["%d skipped" % skipped] if skipped else [])
+    if notes:
+        text += " (%s)" % ", ".join(notes)
     if report.outcome not in (COMPLETED,):
         text += "; run %s" % report.outcome
     return text + " in %.1fs." % report.duration_s

@@ -23,7 +23,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ..analysis.context import FileContext
 from ..analysis.parsing import parse
@@ -32,7 +32,8 @@ from ..config import VerifyConfig
 from ..settings import DEFAULT_SETTINGS, DEVICES, is_device
 from .findings import place_issues
 from .report import CANCELLED, COMPLETED, ENDED, ERROR, TIMEOUT, ClassReport, Issue, VerifyReport
-from .targets import ImportPlan, find_constructors, import_plan
+from .inputs import find_input_calls
+from .targets import ImportPlan, candidate_files, find_constructors, import_plan
 
 PROBE = Path(__file__).resolve().with_name("probe.py")
 DEFAULT_TIMEOUT = DEFAULT_SETTINGS.verify_timeout  # one default for the editor and the command line
@@ -327,12 +328,23 @@ def _class_names(path: str, class_name: Optional[str]) -> List[str]:
     return [info.name for info in FileContext(text, path, tree).module_classes] if tree is not None else []
 
 
-def _constructors(path: str, class_name: Optional[str], plan: ImportPlan, workspace_root: Optional[str],
-                  verify_config: Optional[VerifyConfig]) -> Dict[str, List[dict]]:
+def _from_the_code(path: str, class_name: Optional[str], plan: ImportPlan, workspace_root: Optional[str],
+                   verify_config: Optional[VerifyConfig]) -> Tuple[Dict[str, List[dict]], Dict[str, List[dict]]]:
+    """(constructors, input calls) per class, read from the project's code: one scan for both."""
+    names = _class_names(path, class_name)
     try:
-        return find_constructors(path, _class_names(path, class_name), plan, workspace_root, verify_config)
+        sites = candidate_files(path, plan, workspace_root)
     except Exception:  # noqa: BLE001 - finding call sites is a help: never a reason not to verify
-        return {}  # the child still tries the user's arguments and the defaults
+        sites = []
+    try:
+        constructors = find_constructors(path, names, plan, workspace_root, verify_config, sites=sites)
+    except Exception:  # noqa: BLE001
+        constructors = {}  # the child still tries the user's arguments and the defaults
+    try:
+        calls = find_input_calls(path, names, plan, workspace_root, sites=sites)
+    except Exception:  # noqa: BLE001 - the child still works inputs out from the module
+        calls = {}
+    return constructors, calls
 
 
 def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto",
@@ -368,6 +380,7 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
     python = resolve_python(python)
     workspace_root = workspace_root or cwd
     plan = import_plan(path, workspace_root, verify_config.import_roots, verify_config.extra_paths)
+    constructors, input_calls = _from_the_code(path, class_name, plan, workspace_root, verify_config)
     request = {
         "path": path,
         "class_name": class_name,
@@ -377,7 +390,8 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
         "input_exprs": parse_input_exprs(input_exprs),
         "import": plan.request(),
         "extra_paths": list(plan.extra_paths),
-        "constructors": _constructors(path, class_name, plan, workspace_root, verify_config),
+        "constructors": constructors,
+        "input_calls": input_calls,
     }
     report = VerifyReport(path=path, python=python)
     folder = tempfile.mkdtemp(prefix="torchlint-verify-")

@@ -287,9 +287,23 @@ class _Portable:
 
 def _single_value(scope: Scope, name: str) -> Optional[ast.expr]:
     bindings: List[Binding] = scope.locals.get(name, [])
-    if len(bindings) != 1 or bindings[0].value is None or bindings[0].iter_of is not None:
+    if len(bindings) != 1 or bindings[0].iter_of is not None:
         return None
-    return bindings[0].value
+    return bound_value(bindings[0])
+
+
+def bound_value(binding: Binding) -> Optional[ast.expr]:
+    """What a binding assigned: its value, or its element of a literal tuple (``B, N, C = 2, 24, 64``)."""
+    if binding.value is not None:
+        return binding.value
+    stmt = binding.stmt
+    if binding.unpack_index is not None and binding.iter_of is None and isinstance(stmt, ast.Assign) \
+            and isinstance(stmt.value, (ast.Tuple, ast.List)) and len(stmt.targets) == 1 \
+            and isinstance(stmt.targets[0], (ast.Tuple, ast.List)) \
+            and len(stmt.targets[0].elts) == len(stmt.value.elts) \
+            and not any(isinstance(e, ast.Starred) for e in stmt.targets[0].elts):
+        return stmt.value.elts[binding.unpack_index]
+    return None
 
 
 def _parameter_default(function: ast.AST, name: str) -> Optional[ast.expr]:

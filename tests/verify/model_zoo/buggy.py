@@ -72,3 +72,59 @@ class DetachedGate(nn.Module):
 
     def forward(self, x):
         return x + self.fc(x) * torch.sigmoid(self.gate.detach())
+
+
+class DtypeMovedScale(nn.Module):
+    """nn.Parameter(t).to(device=..., dtype=...): the attribute is a computed copy; the Parameter
+    that receives the gradients is a hidden leaf nobody registered."""
+
+    def __init__(self, dim=16, device=torch.device("cpu")):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim).double()
+        self.scale = nn.Parameter(torch.ones(dim)).to(device=device, dtype=torch.float64)
+
+    def forward(self, x):
+        return self.fc(x.double()) * self.scale
+
+
+class NonLeafGate(nn.Module):
+    """A gate computed in __init__ from a tensor that requires grad: the second backward() of a
+    training loop fails (its graph was freed by the first)."""
+
+    def __init__(self, dim=16):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.gate = torch.ones(dim, requires_grad=True) * 1e-4
+
+    def forward(self, x):
+        return x + self.gate * self.fc(x)
+
+
+class LateHead(nn.Module):
+    """The head is created on the first batch: an optimizer built before it never trains it."""
+
+    def __init__(self, num_classes=3):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(12, 20), nn.ReLU())
+        self.head = None
+        self.num_classes = num_classes
+
+    def forward(self, x):
+        x = self.body(x)
+        if self.head is None:
+            self.head = nn.Linear(x.shape[-1], self.num_classes)
+        return self.head(x)
+
+
+class RedecayedEachStep(nn.Module):
+    """A decayed weight re-wrapped in a new nn.Parameter on every forward."""
+
+    def __init__(self, dim=16):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.scale = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        out = self.fc(x) * self.scale
+        self.scale = nn.Parameter(self.scale.detach() * 0.999)
+        return out

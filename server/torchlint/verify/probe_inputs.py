@@ -1,0 +1,627 @@
+"""The child side of ``torchlint verify``: example inputs worked out from the module itself.
+
+Loaded by ``probe.py`` by path, in the child process only (it imports torch). Three
+sources, tried in this order after what the user gave:
+
+* the project's own calls of the built object (found statically by ``verify/inputs.py``
+  in the parent and sent as expressions that need only ``torch``): ``code_inputs``;
+* the first layer ``forward`` really applies to each tensor argument: ``dataflow_inputs``
+  reads ``forward``'s source (``ast``), follows each argument through names, activations,
+  dropout, residual sums, ``nn.Sequential`` and the project's own submodules and methods
+  until a layer that fixes its width (``nn.Linear``, a convolution, a norm, an embedding,
+  attention, a recurrent layer); ``B, N, C = x.shape`` anywhere on the way says how many
+  dimensions it has;
+* candidates, each tried in turn until one runs: every ``Linear``'s ``in_features`` (with a
+  sequence axis when a block unpacks three dimensions), every convolution's ``in_channels``
+  with two or three spatial sizes, embeddings, layer norms: ``candidate_inputs``.
+
+Each is a list of ``(args, kwargs, description)``; the caller decides which it trusts.
+"""
+import ast
+import inspect
+import sys
+import textwrap
+
+import torch
+from torch import nn
+
+support = sys.modules["torchlint_probe_support"]
+
+BATCH = 2
+SEQUENCE = 8  # a sequence axis's length, when nothing says another
+MAX_FLOW_DEPTH = 4  # submodules and methods followed into
+MAX_OPTIONS = 4  # shapes per requirement
+MAX_CANDIDATES = 12
+SPATIAL_SIZES = {1: [(64,), (256,), (32,)], 2: [(64, 64), (224, 224), (299, 299), (32, 32)],
+                 3: [(8, 8, 8), (16, 16, 16)]}
+CANDIDATE_SPATIAL = {1: [(64,), (256,)], 2: [(64, 64), (224, 224), (32, 32)], 3: [(8, 8, 8), (16, 16, 16)]}
+
+# Layers that do not fix the width of what they get: followed through.
+_NEUTRAL_NAMES = frozenset({
+    "ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "LeakyReLU", "ELU", "SELU", "CELU", "Hardswish",
+    "Hardsigmoid", "Hardtanh", "Softplus", "Softsign", "Tanhshrink", "LogSigmoid", "Softmax", "LogSoftmax",
+    "Softmin", "Threshold", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+    "Identity", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+    "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad2d", "ReplicationPad2d", "Upsample",
+})
+# Tensor methods and functions that keep the last axis and the number of dimensions.
+_CARRY_METHODS = frozenset({
+    "float", "double", "half", "bfloat16", "to", "cuda", "cpu", "contiguous", "clone", "detach", "type_as",
+    "relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "exp", "abs", "neg", "clamp", "clip", "masked_fill",
+    "mul", "add", "sub", "div", "pow", "sqrt", "rsqrt", "requires_grad_", "relu_", "mul_", "add_", "sin", "cos",
+})
+_CARRY_FUNCTIONS = frozenset({
+    "relu", "relu6", "gelu", "silu", "mish", "sigmoid", "tanh", "dropout", "dropout1d", "dropout2d", "softmax",
+    "log_softmax", "leaky_relu", "elu", "selu", "hardswish", "normalize", "abs", "exp", "clamp", "clip", "where",
+    "add", "mul", "sub", "div", "sin", "cos", "contiguous", "cat", "concat", "concatenate",
+})
+_TORCH_NAMES = frozenset({"torch", "F", "nn", "functional"})
+
+
+def _torch_class(layer):
+    name = getattr(type(layer), "__module__", "") or ""
+    return name == "torch" or name.startswith("torch.")
+
+
+def _neutral(layer):
+    return _torch_class(layer) and type(layer).__name__ in _NEUTRAL_NAMES
+
+
+# -- what a layer needs ------------------------------------------------------------------------------
+
+class Need:
+    """What the first layer an argument reaches needs: ``last`` (feature-last: the trailing sizes),
+    ``channels`` (channels-first, with ``spatial`` dimensions), or ``indices`` (an embedding)."""
+
+    def __init__(self, label, last=None, channels=None, spatial=None, indices=None, min_dims=2):
+        self.label = label
+        self.last = last
+        self.channels = channels
+        self.spatial = spatial  # a list of possible numbers of spatial dimensions
+        self.indices = indices
+        self.min_dims = min_dims
+
+    def shapes(self, ndim=None, lengths=(SEQUENCE,)):
+        """[(shape, dtype)], best first (``ndim``: the dimensions forward's code says it has)."""
+        found = []
+        if self.indices is not None:
+            dims = ndim or 2
+            shape = (BATCH,) + (SEQUENCE,) * max(dims - 1, 0)
+            return [(shape, "indices")]
+        if self.last is not None:
+            tail = tuple(self.last)
+            if ndim:
+                rest = ndim - 1 - len(tail)
+                if rest >= 0:
+                    for length in lengths:
+                        found.append(((BATCH,) + (length,) * rest + tail, None))
+            else:
+                if 1 + len(tail) >= self.min_dims:
+                    found.append(((BATCH,) + tail, None))
+                for length in lengths:
+                    found.append(((BATCH, length) + tail, None))
+        elif self.channels is not None:
+            spatial = [ndim - 2] if ndim and ndim >= 2 else self.spatial
+            for dims in spatial:
+                if dims == 0:
+                    found.append(((BATCH, self.channels), None))
+                for size in SPATIAL_SIZES.get(dims, []):
+                    found.append(((BATCH, self.channels) + size, None))
+        unique = []
+        for item in found:
+            if item not in unique:
+                unique.append(item)
+        return unique[:MAX_OPTIONS]
+
+
+def need_of(layer, path):
+    """The Need of a layer that fixes its input's width, or None."""
+    label = "%s = %s" % (path, type(layer).__name__) if path else type(layer).__name__
+    uninitialized = getattr(layer, "has_uninitialized_params", None)
+    if isinstance(layer, nn.modules.lazy.LazyModuleMixin) and callable(uninitialized) and uninitialized():
+        return None  # a lazy layer: its width comes from the input
+    if isinstance(layer, nn.Linear):
+        return Need("%s(in_features=%d)" % (label, layer.in_features), last=(layer.in_features,))
+    if isinstance(layer, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
+                          nn.ConvTranspose3d)):
+        dims = len(layer.kernel_size)
+        return Need("%s(in_channels=%d)" % (label, layer.in_channels), channels=layer.in_channels, spatial=[dims])
+    if isinstance(layer, nn.Embedding):
+        return Need("%s(num_embeddings=%d)" % (label, layer.num_embeddings), indices=layer.num_embeddings)
+    if isinstance(layer, nn.LayerNorm):
+        shape = list(layer.normalized_shape)
+        return Need("%s(%s)" % (label, shape), last=tuple(shape))
+    if isinstance(layer, nn.modules.batchnorm._BatchNorm) or isinstance(layer, nn.modules.instancenorm._InstanceNorm):
+        dims = {"1d": [0, 1], "2d": [2], "3d": [3]}.get(type(layer).__name__[-2:], [2])
+        return Need("%s(%d)" % (label, layer.num_features), channels=layer.num_features, spatial=dims)
+    if isinstance(layer, nn.GroupNorm):
+        return Need("%s(num_channels=%d)" % (label, layer.num_channels), channels=layer.num_channels, spatial=[2, 1])
+    if isinstance(layer, nn.MultiheadAttention):
+        return Need("%s(embed_dim=%d)" % (label, layer.embed_dim), last=(layer.embed_dim,), min_dims=3)
+    if isinstance(layer, nn.RNNBase):
+        return Need("%s(input_size=%d)" % (label, layer.input_size), last=(layer.input_size,), min_dims=3)
+    if isinstance(layer, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
+        width = layer.self_attn.embed_dim
+        return Need("%s(d_model=%d)" % (label, width), last=(width,), min_dims=3)
+    if isinstance(layer, nn.TransformerEncoder) and len(layer.layers):
+        width = layer.layers[0].self_attn.embed_dim
+        return Need("%s(d_model=%d)" % (label, width), last=(width,), min_dims=3)
+    return None
+
+
+# -- following forward's data flow ---------------------------------------------------------------------
+
+def _function_tree(function):
+    """The ast.FunctionDef of a function, or None (no source: builtins, exec'd code)."""
+    try:
+        source = textwrap.dedent(inspect.getsource(function))
+        tree = ast.parse(source)
+    except BaseException:  # noqa: B902 - OSError, TypeError, SyntaxError, odd objects
+        return None
+    node = tree.body[0] if tree.body else None
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def _parameters(node, bound=True):
+    """(positional parameter names after self, how many of them are required)."""
+    args = node.args
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    if bound and positional:
+        positional = positional[1:]
+    required = len(positional) - len(args.defaults)
+    return positional, max(required, 0)
+
+
+class Flow:
+    """One function's data flow: which argument each local carries (unchanged in width), which
+    module each local names, and the first width-fixing layer each argument reaches."""
+
+    def __init__(self, owner, path, depth):
+        self.owner = owner  # the module `self` is
+        self.path = path  # its dotted path from the verified module
+        self.depth = depth
+        self.self_name = "self"
+        self.carriers = {}  # local name -> argument index
+        self.modules = {}  # local name -> (module, path)
+        self.found = {}  # argument index -> Need
+        self.ndim = {}  # argument index -> number of dimensions the code unpacks
+        self.returns = None  # the argument index a return statement carries
+
+    def run(self, node, indices):
+        """``indices``: for each positional parameter after self, the outer argument it carries (or None)."""
+        args = node.args
+        positional = [a.arg for a in args.posonlyargs + args.args]
+        if positional:
+            self.self_name = positional[0]
+        for name, index in zip(positional[1:], indices):
+            if index is not None:
+                self.carriers[name] = index
+        self.block(node.body)
+        return self
+
+    # -- statements ------------------------------------------------------------------------
+    def block(self, statements):
+        for statement in statements:
+            self.statement(statement)
+
+    def statement(self, node):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if node.value is None:
+                return
+            self._unpacked_shape(targets, node.value)
+            carried = self.visit(node.value)
+            module = self.resolve(node.value)
+            for target in targets:
+                self.bind(target, carried, module)
+        elif isinstance(node, ast.AugAssign):
+            self.visit(node.value)
+        elif isinstance(node, (ast.Expr, ast.Return)):
+            if node.value is not None:
+                carried = self.visit(node.value)
+                if isinstance(node, ast.Return) and carried is not None and self.returns is None:
+                    self.returns = carried
+        elif isinstance(node, (ast.If, ast.While)):
+            self.visit(node.test)
+            self.block(node.body)
+            self.block(node.orelse)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            self.visit(node.iter)
+            self._loop(node.target, node.iter)
+            self.block(node.body)
+            self.block(node.orelse)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                self.visit(item.context_expr)
+            self.block(node.body)
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            self.block(node.body)
+            for handler in node.handlers:
+                self.block(handler.body)
+            self.block(node.orelse)
+            self.block(node.finalbody)
+
+    def bind(self, target, carried, module):
+        if isinstance(target, ast.Name):
+            if carried is not None:
+                self.carriers[target.id] = carried
+            else:
+                self.carriers.pop(target.id, None)
+            if module is not None:
+                self.modules[target.id] = module
+            else:
+                self.modules.pop(target.id, None)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self.bind(element.value if isinstance(element, ast.Starred) else element, None, None)
+
+    def _unpacked_shape(self, targets, value):
+        """``B, N, C = x.shape`` / ``b, c, h, w = x.size()``: x has that many dimensions."""
+        if len(targets) != 1 or not isinstance(targets[0], (ast.Tuple, ast.List)):
+            return
+        if any(isinstance(e, ast.Starred) for e in targets[0].elts):
+            return
+        source = None
+        if isinstance(value, ast.Attribute) and value.attr == "shape":
+            source = value.value
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size" \
+                and not value.args:
+            source = value.func.value
+        if source is not None:
+            carried = self.visit(source)
+            if carried is not None:
+                self.ndim.setdefault(carried, len(targets[0].elts))
+
+    def _loop(self, target, iterable):
+        """``for block in self.blocks`` / ``for i, block in enumerate(self.blocks)``: the first one."""
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "enumerate" \
+                and iterable.args and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            iterable, target = iterable.args[0], target.elts[1]
+        container = self.resolve(iterable)
+        if container is None or not isinstance(target, ast.Name):
+            self.bind(target, None, None)
+            return
+        module, path = container
+        if isinstance(module, (nn.ModuleList, nn.Sequential)) and len(module):
+            self.modules[target.id] = (module[0], path + ".0")
+        elif isinstance(module, nn.ModuleDict) and len(module):
+            key = next(iter(module.keys()))
+            self.modules[target.id] = (module[key], path + "." + key)
+
+    # -- expressions -----------------------------------------------------------------------
+    def resolve(self, node):
+        """(module, path) when the expression names a submodule, else None."""
+        if isinstance(node, ast.Name):
+            return self.modules.get(node.id)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self.self_name:
+            module = getattr(self.owner, "_modules", {}).get(node.attr)
+            if isinstance(module, nn.Module):
+                return module, (self.path + "." + node.attr if self.path else node.attr)
+            return None
+        if isinstance(node, ast.Attribute):
+            outer = self.resolve(node.value)
+            if outer is not None:
+                module = getattr(outer[0], "_modules", {}).get(node.attr)
+                if isinstance(module, nn.Module):
+                    return module, outer[1] + "." + node.attr
+            return None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            outer = self.resolve(node.value)
+            key = node.slice.value
+            if outer is None:
+                return None
+            container = outer[0]
+            try:
+                if isinstance(container, (nn.ModuleList, nn.Sequential)) and isinstance(key, int):
+                    return container[key], "%s.%d" % (outer[1], key % len(container))
+                if isinstance(container, nn.ModuleDict) and isinstance(key, str):
+                    return container[key], "%s.%s" % (outer[1], key)
+            except (IndexError, KeyError, ZeroDivisionError):
+                return None
+        return None
+
+    def visit(self, node):
+        """The argument index the expression carries (same width and dimensions), or None; records
+        the first width-fixing layer each argument reaches on the way."""
+        if node is None:
+            return None
+        if isinstance(node, ast.Name):
+            return self.carriers.get(node.id)
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, ast.BinOp):
+            left, right = self.visit(node.left), self.visit(node.right)
+            return left if left is not None else right
+        if isinstance(node, ast.IfExp):
+            self.visit(node.test)
+            body, orelse = self.visit(node.body), self.visit(node.orelse)
+            return body if body is not None else orelse
+        if isinstance(node, ast.NamedExpr):
+            carried = self.visit(node.value)
+            self.bind(node.target, carried, None)
+            return carried
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.visit(child)
+        return None
+
+    def call(self, node):
+        carried_args = [self.visit(a.value if isinstance(a, ast.Starred) else a) for a in node.args]
+        for keyword in node.keywords:
+            self.visit(keyword.value)
+        first = next((c for c in carried_args if c is not None), None)
+        func = node.func
+        target = self.resolve(func)
+        if target is not None:
+            return self.apply(target[0], target[1], carried_args, first)
+        if isinstance(func, ast.Attribute):
+            base = func.value
+            if isinstance(base, ast.Name) and base.id == self.self_name:
+                return self.method(func.attr, carried_args)
+            if isinstance(base, ast.Name) and base.id in _TORCH_NAMES or (
+                    isinstance(base, ast.Attribute) and base.attr in _TORCH_NAMES):
+                if func.attr in ("cat", "concat", "concatenate") and node.args:
+                    return self._concatenated(node)
+                return first if func.attr in _CARRY_FUNCTIONS else None
+            receiver = self.visit(base)
+            if receiver is not None:
+                return receiver if func.attr in _CARRY_METHODS else None
+            return None
+        if isinstance(func, ast.Name) and func.id in _CARRY_FUNCTIONS:
+            return first
+        self.visit(func)
+        return None
+
+    def _concatenated(self, node):
+        """torch.cat([cls, x], dim=1): the width of x, unless it concatenates along the last axis."""
+        dim = next((k.value for k in node.keywords if k.arg in ("dim", "axis")), node.args[1] if len(node.args) > 1
+                   else None)
+        if isinstance(dim, ast.UnaryOp) or (isinstance(dim, ast.Constant) and dim.value == -1):
+            return None
+        items = node.args[0]
+        if isinstance(items, (ast.List, ast.Tuple)):
+            for item in items.elts:
+                carried = self.visit(item)
+                if carried is not None:
+                    return carried
+        return None
+
+    def method(self, name, carried_args):
+        """``self.forward_features(x)``: follow the module's own method."""
+        if self.depth >= MAX_FLOW_DEPTH or all(c is None for c in carried_args):
+            return None
+        function = inspect.getattr_static(type(self.owner), name, None)
+        if not inspect.isfunction(function):
+            return None
+        node = _function_tree(function)
+        if node is None:
+            return None
+        inner = Flow(self.owner, self.path, self.depth + 1).run(node, carried_args)
+        self._merge(inner)
+        return inner.returns
+
+    def apply(self, layer, path, carried_args, first):
+        if first is None:
+            return None
+        if _neutral(layer):
+            return first
+        if isinstance(layer, nn.Sequential):
+            for name, child in layer.named_children():
+                if _neutral(child):
+                    continue
+                return self.apply(child, path + "." + name, [first], first)
+            return first
+        if isinstance(layer, (nn.ModuleList, nn.ModuleDict)):
+            return None
+        need = need_of(layer, path)
+        if need is not None:
+            self.found.setdefault(first, need)
+            return None
+        if _torch_class(layer) or self.depth >= MAX_FLOW_DEPTH:
+            return None
+        node = _function_tree(getattr(type(layer), "forward", None))
+        if node is None:
+            return None
+        inner = Flow(layer, path, self.depth + 1).run(node, carried_args)
+        self._merge(inner)
+        return inner.returns
+
+    def _merge(self, inner):
+        for index, need in inner.found.items():
+            self.found.setdefault(index, need)
+        for index, dims in inner.ndim.items():
+            self.ndim.setdefault(index, dims)
+
+
+def forward_signature(model):
+    """(positional parameter names of forward after self, how many are required), or None."""
+    node = _function_tree(getattr(type(model), "forward", None))
+    if node is None:
+        return None
+    return _parameters(node)
+
+
+def first_layers(model):
+    """(parameter names, required count, {index: Need}, {index: ndim}), or None without forward's source."""
+    node = _function_tree(getattr(type(model), "forward", None))
+    if node is None:
+        return None
+    names, required = _parameters(node)
+    if node.args.vararg is not None and not names:
+        return None  # forward(self, *args): nothing says how many
+    try:
+        flow = Flow(model, "", 0).run(node, list(range(len(names))))
+    except RecursionError:
+        return None
+    return names, required, flow.found, flow.ndim
+
+
+# -- making tensors --------------------------------------------------------------------------------
+
+def _tensor(shape, kind):
+    if isinstance(kind, int):  # an embedding's size: indices below it
+        return torch.randint(0, max(kind, 1), shape)
+    return torch.randn(*shape)
+
+
+def _make(need, shape, kind):
+    return _tensor(shape, need.indices if kind == "indices" else None)
+
+
+def _lengths(model, need):
+    """Sequence lengths to try: 8, then what a fixed position table of that width says (P and P-1
+    for a class token)."""
+    lengths = [SEQUENCE]
+    if need.last is not None and len(need.last) == 1:
+        width = need.last[0]
+        for tensor in list(model.parameters()) + list(model.buffers()):
+            if isinstance(tensor, nn.parameter.UninitializedTensorMixin):
+                continue
+            if tensor.dim() == 3 and tensor.shape[0] == 1 and tensor.shape[-1] == width:
+                for length in (tensor.shape[1], tensor.shape[1] - 1):
+                    if length > 0 and length not in lengths:
+                        lengths.append(int(length))
+    return lengths[:3]
+
+
+def describe(args, kwargs):
+    def one(value):
+        if isinstance(value, torch.Tensor):
+            return "%s %s" % (tuple(value.shape), str(value.dtype).replace("torch.", ""))
+        return support.type_name(value)
+
+    parts = [one(a) for a in args] + ["%s=%s" % (k, one(v)) for k, v in kwargs.items()]
+    return ", ".join(parts) or "no arguments"
+
+
+def dataflow_inputs(model):
+    """[(args, kwargs, description)] from the first layer forward applies to each tensor argument."""
+    found = first_layers(model)
+    if found is None:
+        return []
+    names, required, needs, ndim = found
+    if required == 0:
+        return [((), {}, "no arguments (forward takes none)")]
+    if 0 not in needs:
+        return []
+    first = needs[0]
+    options = first.shapes(ndim.get(0), _lengths(model, first))
+    results = []
+    for shape, kind in options:
+        torch.manual_seed(0)
+        args = [_make(first, shape, kind)]
+        notes = ["%s, the first layer forward applies to %s" % (first.label, names[0])]
+        for index in range(1, required):
+            need = needs.get(index)
+            if need is not None:
+                other_shape, other_kind = (need.shapes(ndim.get(index), _lengths(model, need)) or [(shape, kind)])[0]
+                args.append(_make(need, other_shape, other_kind))
+                notes.append("%s for %s" % (need.label, names[index]))
+            else:  # nothing says: shaped like the first argument
+                args.append(_make(first, shape, kind) if kind != "indices" else torch.randn(*shape))
+                notes.append("%s shaped like %s" % (names[index], names[0]))
+        args = tuple(args)
+        results.append((args, {}, "%s (guessed from %s)" % (describe(args, {}), "; ".join(notes))))
+    return results
+
+
+def _unpacks_three(model):
+    """Does any module of the tree unpack three dimensions (``B, N, C = x.shape``) in forward?"""
+    seen = set()
+    for module in model.modules():
+        cls = type(module)
+        if cls in seen or _torch_class(module):
+            continue
+        seen.add(cls)
+        node = _function_tree(getattr(cls, "forward", None))
+        if node is None:
+            continue
+        for statement in ast.walk(node):
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                    and isinstance(statement.targets[0], ast.Tuple) and len(statement.targets[0].elts) == 3:
+                value = statement.value
+                if (isinstance(value, ast.Attribute) and value.attr == "shape") or (
+                        isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                        and value.func.attr == "size" and not value.args):
+                    return True
+    return False
+
+
+def candidate_inputs(model, required, tried=()):
+    """[(args, kwargs, description)]: every layer's stated input size in turn (not those in ``tried``:
+    shapes already tried)."""
+    if required < 1:
+        return []
+    three = _unpacks_three(model)
+    results, shapes = [], set(tried)
+    for name, layer in model.named_modules():
+        if layer is model:
+            continue
+        need = need_of(layer, name)
+        if need is None:
+            continue
+        if need.channels is not None:
+            options = []
+            for dims in need.spatial:
+                sizes = [()] if dims == 0 else CANDIDATE_SPATIAL.get(dims, [])
+                options += [((BATCH, need.channels) + size, None) for size in sizes]
+        elif need.last is not None and len(need.last) == 1 and three:
+            options = need.shapes(3, _lengths(model, need)) + need.shapes(2)
+        else:
+            options = need.shapes(None, _lengths(model, need))[:2]
+        for shape, kind in options:
+            key = (shape, kind)
+            if key in shapes:
+                continue
+            shapes.add(key)
+            torch.manual_seed(0)
+            args = tuple(_make(need, shape, kind) for _ in range(required))
+            results.append((args, {}, "%s (guessed from %s, a candidate)" % (describe(args, {}), need.label)))
+            if len(results) >= MAX_CANDIDATES:
+                return results
+    return results
+
+
+def shapes_of(args):
+    """The (shape, kind) keys of inputs already tried (so candidates do not repeat them)."""
+    keys = set()
+    for value in args:
+        if isinstance(value, torch.Tensor):
+            keys.add((tuple(value.shape), "indices" if not value.is_floating_point() else None))
+    return keys
+
+
+def code_inputs(entries, built_text):
+    """[(args, kwargs, description, matches)] from the project's calls of the built object: the
+    expressions need only torch. ``matches``: the call's object was built the way this one was."""
+    results = []
+    for entry in entries or []:
+        if not isinstance(entry, dict):
+            continue
+        namespace = {"torch": torch, "__builtins__": {}}
+        try:
+            torch.manual_seed(0)
+            args = tuple(eval(compile(text, "<input from %s>" % entry.get("origin"), "eval"), dict(namespace))
+                         for text in entry.get("args") or [])
+            kwargs = {key: eval(compile(text, "<input from %s>" % entry.get("origin"), "eval"), dict(namespace))
+                      for key, text in (entry.get("kwargs") or {}).items()}
+        except Exception:  # noqa: BLE001 - an expression the child cannot make: not an input
+            continue
+        replaced = [False]
+
+        def varied(value):
+            """A float tensor of one repeated value (torch.zeros(1, 3, 224, 224) in a demo) makes
+            gradients that are zero for reasons of its own: random values of its shape instead."""
+            if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel() > 1 \
+                    and not value.requires_grad and bool(value.min() == value.max()):
+                replaced[0] = True
+                return torch.randn(value.shape, dtype=value.dtype)
+            return value
+
+        args = tuple(varied(a) for a in args)
+        kwargs = {key: varied(value) for key, value in kwargs.items()}
+        matches = bool(entry.get("built_with")) and entry.get("built_with") == built_text
+        note = "; constant float inputs given random values" if replaced[0] else ""
+        results.append((args, kwargs, "%s (from %s%s)" % (describe(args, kwargs), entry.get("origin"), note), matches))
+    return results
