@@ -35,8 +35,12 @@ if [ ! -x "$CACHE/cs/node_modules/.bin/code-server" ]; then
     (cd "$rgdir" && tar czf "$tarball" rg && rm rg)
   fi
   mkdir -p "$CACHE/cs"
+  # As root, code-server's own postinstall.sh refuses to run unless the environment has
+  # npm_config_unsafe_perm=true (it reads the variable itself; npm 7+ dropped the option, so
+  # no --unsafe-perm flag is passed to npm). Not needed for other users.
+  as_root=(); [ "$(id -u)" -ne 0 ] || as_root=(npm_config_unsafe_perm=true)
   (cd "$CACHE/cs" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-    npm_config_yes=true TMPDIR="$rgdir" \
+    env "${as_root[@]}" npm_config_yes=true TMPDIR="$rgdir" \
       npm install --no-save --no-audit --no-fund "code-server@$CODE_SERVER_VERSION")
 fi
 
