@@ -66,7 +66,11 @@ def test_parameter_found_through_attribute_chain(inference):
     assert len(tl104) == 1 and "head.fc.weight" in tl104[0].message
 
 
-def test_interpreter_without_torch_falls_back(tmp_path):
+def test_interpreter_without_torch_falls_back(tmp_path, monkeypatch):
+    # Neither torch nor torchlint's stubs of it (tests/test_torch_stubs.py: with the stubs, the
+    # findings are those made with torch).
+    from torchlint.analysis import inference
+    monkeypatch.setattr(inference, "TORCH_STUBS", str(tmp_path / "no-stubs"))
     venv = tmp_path / "notorch"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"

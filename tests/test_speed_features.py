@@ -189,7 +189,7 @@ def slow(job):
     return check_file(job)
 cli.check_file = slow
 if os.environ.get("FAIL_WRITES"):  # each file reports a problem while the line is drawn
-    cli.write_fixes = lambda checked, display: display + ": could not be written (test)"
+    cli.write_fixes = lambda checked, display, *mode: display + ": could not be written (test)"
 sys.exit(cli.main(sys.argv[1:]))
 """
 
