@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from packaging_helpers import (BUILD_LIMIT, INSTALL_LIMIT, ROOT, bin_dir, checkout_files, copy_checkout, lsp_handshake,
+from packaging_helpers import (BUILD_LIMIT, INSTALL_LIMIT, ROOT, bin_dir, copy_checkout, lsp_handshake,
                                make_git_repository, new_venv, pip_install, run)
 
 if sys.version_info >= (3, 11):
@@ -67,11 +67,13 @@ def test_twine_check_passes(dist):
     assert output.stdout.count("PASSED") == 2, output.stdout
 
 
-def test_the_wheel_carries_every_file_the_package_reads(dist):
+def test_the_wheel_carries_every_file_the_package_reads(dist, checkout):
     names = set(zipfile.ZipFile(dist / WHEEL).namelist())
-    package_files = [name for name in checkout_files() if name.startswith("server/torchlint/")
-                     and "/__pycache__/" not in name]
-    missing = [name for name in package_files if name[len("server/"):] not in names]
+    # The files of the copy the wheel was built from (the working tree may have changed since).
+    package_files = [path.relative_to(checkout / "server").as_posix()
+                     for path in (checkout / "server" / "torchlint").rglob("*")
+                     if path.is_file() and "__pycache__" not in path.parts]
+    missing = [name for name in package_files if name not in names]
     assert not missing, "in server/torchlint but not in the wheel (pyproject's package-data): %s" % missing
     assert {"torchlint/docs/TL101.md", "torchlint/docs/TL301.md", "torchlint/docs/verify.md"} <= names
     metadata = zipfile.ZipFile(dist / WHEEL).read("torchlint-%s.dist-info/METADATA" % VERSION).decode("utf-8")

@@ -187,9 +187,11 @@ def test_the_release_workflow_builds_checks_and_publishes_only_when_asked():
     assert jobs["marketplace"]["if"] == "vars.PUBLISH_VSCODE == 'true'"
 
 
-def test_the_editors_marker_is_registered_and_names_real_tests():
-    from conftest import EDITOR_TESTS
-
+def test_the_editors_marker_is_registered_and_names_real_tests(pytestconfig):
+    # tests/conftest.py as pytest loaded it (`import conftest` may find tests/verify's).
+    (conftest,) = [plugin for plugin in pytestconfig.pluginmanager.get_plugins()
+                   if getattr(plugin, "__file__", None) and Path(plugin.__file__).resolve() == ROOT / "tests" / "conftest.py"]
+    EDITOR_TESTS = conftest.EDITOR_TESTS
     assert any(marker.startswith("editors:") for marker in PYPROJECT["tool"]["pytest"]["ini_options"]["markers"])
     for relative, names in EDITOR_TESTS.items():
         source = (ROOT / "tests" / relative).read_text(encoding="utf-8")
