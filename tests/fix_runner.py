@@ -39,6 +39,10 @@ import warnings
 import torch
 
 PER_TEXT_SECONDS = 20
+# A job may name the package its file belongs to ("package": "timm.models"): its relative imports
+# then resolve against that package as installed on the import path (benchmarks/real_code_signal.py runs
+# files of real code bases this way; the fixtures have none).
+_PACKAGE = [None]
 
 _CUDA_CALL = re.compile(r"\.cuda\([^()]*\)")
 _CUDA_TYPE = re.compile(r"\bcuda\.(\w+Tensor)\b")
@@ -97,6 +101,8 @@ def _module_classes(namespace, name):
 def _load(text, name):
     """(namespace, how the import went): the classes defined before an exception are kept."""
     namespace = {"__name__": name}
+    if _PACKAGE[0]:
+        namespace["__package__"] = _PACKAGE[0]
     torch.manual_seed(0)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
@@ -211,6 +217,7 @@ def run_job(job, gpu):
     texts = {kind: text if gpu else on_the_cpu(text) for kind, text in job["texts"].items()}
     name = "fixture_" + job["name"]
     inputs = dict(job.get("inputs") or {})
+    _PACKAGE[0] = job.get("package")
     report = {}
     signal.alarm(PER_TEXT_SECONDS)
     try:

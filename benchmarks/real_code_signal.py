@@ -13,33 +13,29 @@ by tests/test_fixes_runtime.py's `differences`: import, each Module class built 
 arguments, one forward where an input can be sized, the `__main__` block): the fixes that change
 shapes, dtypes or devices or raise something new are printed.
 
-    .venv/bin/python benchmarks/signal.py                       # the installed torch only
-    .venv/bin/python benchmarks/signal.py /tmp/corpora/detr /tmp/corpora/timm --fixes
-    .venv/bin/python benchmarks/signal.py --no-torch /tmp/corpora/*
+    .venv/bin/python benchmarks/real_code_signal.py                       # the installed torch only
+    .venv/bin/python benchmarks/real_code_signal.py /tmp/corpora/detr /tmp/corpora/timm --fixes
+    .venv/bin/python benchmarks/real_code_signal.py --no-torch /tmp/corpora/*
 
 Fetched sources are corpora for this benchmark only: keep them outside the repository.
 """
 from __future__ import annotations
 
+import argparse
+import collections
+import importlib.util
+import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
 
-# This file is named like the standard library's `signal`, which `subprocess` imports: drop the
-# script's own folder from the import path before anything imports it.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-
-import argparse  # noqa: E402
-import collections  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-ROOT = Path(_HERE).parent
+# Not named benchmarks/signal.py: a script's folder comes first on the import path, so every
+# script in benchmarks/ would import that file instead of the standard library's `signal`.
+ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 SEVERITIES = ("error", "warning", "info", "hint")
 TORCH_FOLDERS = ("nn", "optim", "distributions", "ao")
@@ -123,7 +119,17 @@ def copy_corpus(paths, into):
     return copies
 
 
-def check_fixes(name, paths, extra, runner_timeout):
+def package_of(path):
+    """(the folder to put on the import path, the dotted package) of a file: the package its
+    `__init__.py` chain makes it part of (for its relative imports), else its own folder."""
+    folder, parts = path.parent, []
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return folder, ".".join(parts) or None
+
+
+def check_fixes(name, paths, extra, runner_timeout, harness_path):
     """Fixes every file of the corpus as --fix and --fix --unsafe-fixes do, runs what changed."""
     sys.path.insert(0, str(TESTS))
     from test_fixes_runtime import RUNNER, differences  # the harness the fixture tests use
@@ -149,7 +155,8 @@ def check_fixes(name, paths, extra, runner_timeout):
             job_name = "f%03d_%s" % (len(jobs), original.stem)
             names[job_name] = original
             fixed = texts[original]
-            jobs.append({"name": job_name, "inputs": {}, "texts": {
+            root, package = package_of(original)
+            jobs.append({"name": job_name, "inputs": {}, "package": package, "root": str(root), "texts": {
                 "original": originals[original], "fix": fixed.get("fix", originals[original]),
                 "unsafe-fix": fixed.get("unsafe-fix", originals[original])}})
         print("\nfixes: %d files changed by --fix, %d by --fix --unsafe-fixes" % (
@@ -165,7 +172,8 @@ def check_fixes(name, paths, extra, runner_timeout):
                                                                         kind, err))
         # The corpus's own folders on the import path (sibling imports of the original files), no
         # GPU: the same runs on every machine, as in the tests.
-        search = [str(ROOT / "server")] + [str(p if p.is_dir() else p.parent) for p in paths]
+        search = [str(ROOT / "server")] + [str(p) for p in harness_path]
+        search += sorted({job["root"] for job in jobs} | {str(p if p.is_dir() else p.parent) for p in paths})
         env = dict(os.environ, CUDA_VISIBLE_DEVICES="",
                    PYTHONPATH=os.pathsep.join(search + [os.environ.get("PYTHONPATH", "")]))
         (tmp / "run").mkdir()
@@ -180,11 +188,14 @@ def check_fixes(name, paths, extra, runner_timeout):
             print("  the harness failed (exit %d): %s" % (done.returncode, done.stderr[-2000:]))
             return 1
         results = json.loads(done.stdout)["results"]
-    failed = ran = 0
+    failed = 0
     for job in jobs:
         stages = results[job["name"]]
         before = stages["original"]
-        ran += any(k.endswith((".build", ".forward")) or k == "__main__" for k in before) or before["import"] == "ok"
+        if "timeout" in before:
+            print("  not compared: %s (the original ran past the runner's time limit)" % display(
+                str(names[job["name"]]), paths))
+            continue
         for kind in ("fix", "unsafe-fix"):
             if job["texts"][kind] == job["texts"]["original"]:
                 continue
@@ -193,9 +204,16 @@ def check_fixes(name, paths, extra, runner_timeout):
                 failed += 1
                 print("  FAILED %s after %s: %s" % (display(str(names[job["name"]]), paths), kind,
                                                    "; ".join(problems)))
-    print("harness: %d files run in %.0f s (%d imported as the original), %d fixed texts failed" % (
-        len(jobs), time.perf_counter() - started, sum(results[j["name"]]["original"].get("import") == "ok"
-                                                      for j in jobs), failed))
+    originals = [results[j["name"]]["original"] for j in jobs]
+    print("harness: %d files run in %.0f s: %d imported as the original, %d Module classes built, %d forwards "
+          "run; %d fixed texts failed" % (
+              len(jobs), time.perf_counter() - started, sum(o.get("import") == "ok" for o in originals),
+              sum(v == "ok" for o in originals for k, v in o.items() if k.endswith(".build")),
+              sum(isinstance(v, list) for o in originals for k, v in o.items() if k.endswith(".forward")), failed))
+    stopped = collections.Counter(o["import.message"][:90] for o in originals if "import.message" in o)
+    stopped.update("the runner's time limit" for o in originals if "timeout" in o)
+    for message, count in stopped.most_common(8):
+        print("  originals stopped at import (%d): %s" % (count, message))
     return failed
 
 
@@ -205,6 +223,9 @@ def main() -> int:
     parser.add_argument("--no-torch", action="store_true", help="leave out the installed torch's folders")
     parser.add_argument("--fixes", action="store_true", help="also run every fix through the harness")
     parser.add_argument("--no-infer", action="store_true", help="the syntactic layer only (default: with jedi)")
+    parser.add_argument("--harness-path", type=Path, action="append", default=[],
+                        help="a folder added to the harness's import path (the corpora's own dependencies, "
+                             "e.g. installed with pip install --target); repeatable")
     parser.add_argument("--harness-timeout", type=int, default=3600, help="seconds per corpus for the harness")
     args = parser.parse_args()
     corpora = []
@@ -230,7 +251,7 @@ def main() -> int:
         totals["files"] += len(files)
         totals["lines"] += lines
         if args.fixes:
-            failures += check_fixes(name, paths, extra, args.harness_timeout)
+            failures += check_fixes(name, paths, extra, args.harness_timeout, args.harness_path)
     print("\n## all corpora\n\n%d files, %d lines; findings: %s" % (
         totals["files"], totals["lines"], ", ".join("%s %d" % (s, totals[s]) for s in SEVERITIES)))
     if args.fixes:
