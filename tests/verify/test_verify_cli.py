@@ -79,9 +79,89 @@ def test_clean_class_exits_zero(tmp_path, capsys):
 def test_unknown_class_and_usage_errors_exit_two(tmp_path, capsys):
     path = write_module(tmp_path, "model.py", "import torch\n")
     assert cli_command.run(parse([str(path) + "::Missing", "--python", torch_python()])) == cli_command.EXIT_ERROR
-    assert "no class 'Missing'" in capsys.readouterr().out
+    assert "no class Missing in" in capsys.readouterr().err
     assert cli_command.run(parse([str(path), "--init-kwargs", "[1]"])) == cli_command.EXIT_ERROR
     assert "must be a JSON object" in capsys.readouterr().err
+
+
+# -- messages that say what happened and what to do (#24), before torch starts where they can --------
+
+NEEDS = '''
+    import torch.nn as nn
+
+
+    class Encoder(nn.Module):
+        def __init__(self, dim, depth):
+            super().__init__()
+            self.fc = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            return self.fc(x)
+
+
+    class Head(nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            self.fc = nn.Linear(width, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+'''
+NOT_A_PYTHON = "/nonexistent/python-that-would-fail"  # never started: the checks come first
+
+
+def test_a_folder_names_the_files_to_verify(tmp_path, capsys):
+    write_module(tmp_path, "models.py", NEEDS)
+    write_module(tmp_path, "utils.py", "def helper():\n    return 1\n")
+    status = cli_command.run(parse([str(tmp_path), "--python", NOT_A_PYTHON]))
+    err = capsys.readouterr().err
+    assert status == cli_command.EXIT_ERROR
+    assert "is a folder: verify runs the nn.Module classes of one Python file" in err
+    assert "models.py (Encoder, Head)" in err and "utils.py" not in err
+
+
+def test_several_files_say_one_file_per_run(tmp_path, capsys):
+    first, second = write_module(tmp_path, "a.py", NEEDS), write_module(tmp_path, "b.py", NEEDS)
+    status = cli_command.run(parse([str(first), str(second), "--python", NOT_A_PYTHON]))
+    err = capsys.readouterr().err
+    assert status == cli_command.EXIT_ERROR
+    assert "verify takes one file per run (given 2:" in err and "torchlint verify %s" % first in err
+
+
+def test_a_missing_class_is_named_before_torch_starts(tmp_path, capsys):
+    path = write_module(tmp_path, "models.py", NEEDS)
+    status = cli_command.run(parse([str(path) + "::Nope", "--python", NOT_A_PYTHON]))
+    captured = capsys.readouterr()
+    assert status == cli_command.EXIT_ERROR and captured.out == ""
+    assert "no class Nope in" in captured.err and "its nn.Module classes: Encoder, Head" in captured.err
+    assert "::Encoder" in captured.err
+
+
+def test_a_file_without_a_class_says_so_before_torch_starts(tmp_path, capsys):
+    path = write_module(tmp_path, "script.py", "x = 1\n")
+    assert cli_command.run(parse([str(path), "--python", NOT_A_PYTHON])) == cli_command.EXIT_ERROR
+    assert "defines no class, so there is nothing to verify" in capsys.readouterr().err
+
+
+def test_a_file_whose_classes_are_not_modules_says_so(tmp_path, capsys):
+    path = write_module(tmp_path, "config.py", "class Config:\n    dim = 3\n")
+    status = cli_command.run(parse([str(path), "--python", torch_python()]))
+    out = capsys.readouterr().out
+    assert status == cli_command.EXIT_ERROR
+    assert "defines no nn.Module subclass (its classes: Config)" in out
+    assert out.rstrip().splitlines()[-1].startswith("Nothing verified (")  # the error is not said twice
+    assert "stderr" not in out  # no child output for a plain answer
+
+
+def test_classes_that_all_need_arguments_say_how_to_give_them(tmp_path, capsys):
+    path = write_module(tmp_path, "models.py", NEEDS)
+    status = cli_command.run(parse([str(path), "--python", torch_python()]))
+    out = capsys.readouterr().out
+    assert status == cli_command.EXIT_ERROR
+    last = out.rstrip().splitlines()[-1]
+    assert last.startswith("Nothing verified: classes Encoder, Head; all need constructor arguments: give them "
+                           "with --init-kwargs"), last
+    assert "Encoder: skipped: needs arguments (dim, depth)" in out
 
 
 def test_input_expressions_and_python_kwargs(tmp_path, capsys):

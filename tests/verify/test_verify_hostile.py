@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 import threading
 import time
 
@@ -101,12 +102,24 @@ def test_printing_to_stdout_does_not_disturb_the_result(failures):
     assert len(report.stdout_tail) <= 16 * 1024  # only the tail is kept
 
 
+# A file without a class is refused before torch starts (nothing to verify): the files below
+# hold one, after the code whose behaviour they are about.
+A_MODULE = '''
+
+import torch.nn
+
+
+class Net(torch.nn.Module):
+    pass
+'''
+
+
 def test_exception_at_import(tmp_path):
-    path = write_module(tmp_path, "broken_import.py", '''
+    path = write_module(tmp_path, "broken_import.py", textwrap.dedent('''
         import torch
         SETTINGS = {}
         WIDTH = SETTINGS["width"]
-    ''')
+    ''') + A_MODULE)
     report = verify_file(str(path), python=torch_python())
     (issue,) = report.file_issues
     assert issue.code == "TL905" and issue.line == 3
@@ -116,10 +129,10 @@ def test_exception_at_import(tmp_path):
 
 
 def test_sys_exit_at_import(tmp_path):
-    path = write_module(tmp_path, "exits.py", '''
+    path = write_module(tmp_path, "exits.py", textwrap.dedent('''
         import sys
         sys.exit(3)
-    ''')
+    ''') + A_MODULE)
     report = verify_file(str(path), python=torch_python())
     (issue,) = report.file_issues
     assert "sys.exit(3)" in issue.message and issue.line == 2
@@ -202,10 +215,10 @@ def test_infinite_loop_is_killed_with_its_children(tmp_path):
 
 
 def test_cancellation_kills_the_run(tmp_path):
-    path = write_module(tmp_path, "spins.py", '''
+    path = write_module(tmp_path, "spins.py", textwrap.dedent('''
         while True:
             pass
-    ''')
+    ''') + A_MODULE)
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
     report = verify_file(str(path), python=torch_python(), timeout=120, cancel_event=cancel)
@@ -217,7 +230,7 @@ def test_interpreter_without_torch_gets_a_clear_message(tmp_path):
     no_site = tmp_path / "python-without-torch"
     no_site.write_text('#!/bin/sh\nexec "%s" -S "$@"\n' % sys.executable)  # -S: no site-packages, no torch
     no_site.chmod(0o755)
-    path = write_module(tmp_path, "model.py", "import torch\n")
+    path = write_module(tmp_path, "model.py", "import torch\n" + A_MODULE)
     report = verify_file(str(path), python=str(no_site))
     assert report.outcome == ERROR
     assert "torch cannot be imported" in report.error and "--python" in report.error
@@ -225,7 +238,7 @@ def test_interpreter_without_torch_gets_a_clear_message(tmp_path):
 
 def test_cuda_asked_for(tmp_path):
     """On a CPU-only torch: a clear error; where there is a GPU: the run says it used it."""
-    path = write_module(tmp_path, "model.py", "import torch\n")
+    path = write_module(tmp_path, "model.py", "import torch\n" + A_MODULE)
     report = verify_file(str(path), python=torch_python(), device="cuda")
     if cuda_available():
         assert report.outcome == COMPLETED and report.device.startswith("cuda") and report.device_name
@@ -234,7 +247,7 @@ def test_cuda_asked_for(tmp_path):
 
 
 def test_bad_arguments_raise_verify_error(tmp_path):
-    path = write_module(tmp_path, "model.py", "import torch\n")
+    path = write_module(tmp_path, "model.py", "import torch\n" + A_MODULE)
     with pytest.raises(VerifyError, match="no such file"):
         verify_file(str(tmp_path / "missing.py"))
     with pytest.raises(VerifyError, match="JSON"):
@@ -286,11 +299,20 @@ def double_fork():
         os._exit(0)
 
 
+def both_recorded():
+    """Wait (bounded) until both escapers wrote their pid: a quick run must not end before they did."""
+    for _ in range(400):
+        if os.path.exists(PIDS) and len(open(PIDS).read().split()) >= 2:
+            return
+        time.sleep(0.05)
+
+
 class Escapes(nn.Module):
     def __init__(self):
         super().__init__()
         leave_the_session()
         double_fork()
+        both_recorded()
         self.fc = nn.Linear(4, 4)
 %s
 '''

@@ -6,8 +6,9 @@ cli.py hooks it in as a subcommand::
     cli_command.add_arguments(verify)
     verify.set_defaults(handler=cli_command.run)
 
-Exit codes: 0 verified and nothing found, 1 problems found (TL901-TL905),
-2 verification could not run (bad arguments, no torch, no CUDA, no class verified).
+Exit codes: 0 nothing found (every class verified or partly verified), 1 problems found
+(TL901-TL906), 2 verification could not run (bad arguments, a folder or several files, no
+such file or class, no class in the file, no torch, no CUDA, no class could be built).
 """
 from __future__ import annotations
 
@@ -30,8 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "optimizer never sees (TL903), tensors an optimizer step does not change (TL904), "
                           "failures (TL905) and parameters created during forward (TL906). It executes the "
                           "file's code.")
-    parser.add_argument("target", metavar="FILE[::Class]",
-                        help="the file, optionally ::ClassName (default: every nn.Module subclass it defines)")
+    parser.add_argument("target", metavar="FILE[::Class]", nargs="+",
+                        help="the file, optionally ::ClassName (default: every nn.Module subclass it defines); "
+                             "one file per run")
     parser.add_argument("--device", default="auto", metavar="|".join(DEVICES),
                         help="where to run: auto = CUDA when available, else CPU (default: auto); cuda:N works too")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
@@ -53,7 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    path, class_name = split_target(args.target)
+    targets = args.target if isinstance(args.target, list) else [args.target]
+    if len(targets) > 1:
+        print("torchlint: error: verify takes one file per run (given %d: %s): run it once per file, e.g. "
+              "torchlint verify %s" % (len(targets), ", ".join(targets), targets[0]), file=sys.stderr)
+        return EXIT_ERROR
+    path, class_name = split_target(targets[0])
     shapes = None
     if args.input_shape:
         shapes = [part for value in args.input_shape for part in value.split(";") if part.strip()]

@@ -574,12 +574,22 @@ def main(request_path):
     if class_name:
         cls = vars(user_module).get(class_name)
         if not (inspect.isclass(cls) and issubclass(cls, torch.nn.Module)):
-            what = "no class %r" % class_name if cls is None else "%r is not an nn.Module subclass" % class_name
-            result.data["error"] = {"kind": "no_class", "message": "%s in %s" % (what, path)}
+            what = "no class %s" % class_name if cls is None else "%s is not an nn.Module subclass" % class_name
+            names = [c.__name__ for c in module_classes(user_module, torch)]
+            hint = ": its nn.Module classes are %s" % ", ".join(names) if names else ""
+            result.data["error"] = {"kind": "no_class", "message": "%s in %s%s" % (what, os.path.basename(path), hint)}
             return result
         classes = [cls]
     else:
         classes = module_classes(user_module, torch)
+        if not classes:
+            defined = [value.__name__ for value in list(vars(user_module).values())
+                       if inspect.isclass(value) and getattr(value, "__module__", None) == user_module.__name__]
+            result.data["error"] = {"kind": "no_module_class", "message": (
+                "%s defines no nn.Module subclass%s, so there is nothing to verify: give the file that defines "
+                "your model, or name an imported one with FILE::Class" % (
+                    os.path.basename(path), " (its classes: %s)" % ", ".join(defined) if defined else ""))}
+            return result
     baseline = set(vars(torch.nn.Module()))
     for cls in classes:
         sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))  # user code may have lowered it

@@ -435,11 +435,15 @@ class Flow:
 
 
 def forward_signature(model):
-    """(positional parameter names of forward after self, how many are required), or None."""
+    """(positional parameter names of forward after self, how many are required), or None.
+    ``forward(self, *args)`` counts as one required argument (nothing says how many)."""
     node = _function_tree(getattr(type(model), "forward", None))
     if node is None:
         return None
-    return _parameters(node)
+    names, required = _parameters(node)
+    if node.args.vararg is not None and not required:
+        required = 1
+    return names, required
 
 
 def first_layers(model):

@@ -220,13 +220,16 @@ def render_text(report: VerifyReport, display_path: Optional[str] = None, lines:
             out.append("  built with %s (from %s)" % (built.get("text") or "its defaults", built["origin"]))
         for check in cls.checks:
             out.append("  %s %-14s %-7s %s" % (check.code, check.name, check.status, check.summary))
-    if report.stdout_tail.strip() and report.outcome != COMPLETED:
+    # What the child printed helps with a crash, a hang or a probe failure; a "no such class" needs none.
+    noisy = report.outcome in (TIMEOUT, ENDED, CANCELLED) or (report.outcome == ERROR and report.error_kind in (
+        None, "probe"))
+    if report.stdout_tail.strip() and noisy:
         out.append("stdout (last lines):")
         out.extend("    " + row for row in report.stdout_tail.rstrip().splitlines()[-10:])
-    if report.stderr_tail.strip() and report.outcome != COMPLETED:
+    if report.stderr_tail.strip() and noisy:
         out.append("stderr (last lines):")
         out.extend("    " + row for row in report.stderr_tail.rstrip().splitlines()[-10:])
-    out.append(summary_line(report))
+    out.append(summary_line(report, with_error=not report.error))
     return "\n".join(out) + "\n"
 
 
@@ -242,8 +245,22 @@ def _relative(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def summary_line(report: VerifyReport) -> str:
+def summary_line(report: VerifyReport, with_error: bool = True) -> str:
+    """The last line of the report (``with_error``: say the error, when the report does not above)."""
     issues = len(report.issues)
+    if report.outcome == ERROR and not report.classes and not issues:
+        if not with_error:
+            return "Nothing verified (%.1fs)." % report.duration_s
+        return "Nothing verified: %s (%.1fs)." % ((report.error or "verification could not run").rstrip("."),
+                                                    report.duration_s)
+    if report.outcome == COMPLETED and report.classes and not report.verified and not issues:
+        names = [cls.name for cls in report.skipped]
+        needs = [cls for cls in report.skipped if cls.skip_reason and "needs arguments" in cls.skip_reason]
+        why = ("%s constructor arguments: give them with --init-kwargs (and FILE::Class for one class) or "
+               "[tool.torchlint.verify.classes.<Class>] in pyproject.toml" % (
+                   "needs" if len(names) == 1 else "all need") if len(needs) == len(names) else "see why above")
+        return "Nothing verified: %s %s; %s (%.1fs)." % (
+            "class" if len(names) == 1 else "classes", ", ".join(names), why, report.duration_s)
     verified, skipped = len(report.verified), len(report.skipped)
     text = "%s in %d class%s" % ("No problems found" if not issues else
                                  "Found %d problem%s" % (issues, "" if issues == 1 else "s"),

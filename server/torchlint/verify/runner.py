@@ -29,11 +29,12 @@ from ..analysis.context import FileContext
 from ..analysis.parsing import parse
 from ..analysis.environments import CLI_HINT, RUN, choose_interpreter
 from ..config import VerifyConfig
+from ..files import display_path
 from ..settings import DEFAULT_SETTINGS, DEVICES, is_device
 from .findings import place_issues
 from .report import CANCELLED, COMPLETED, ENDED, ERROR, TIMEOUT, ClassReport, Issue, VerifyReport
 from .inputs import find_input_calls
-from .targets import ImportPlan, candidate_files, find_constructors, import_plan
+from .targets import ImportPlan, candidate_files, find_constructors, import_plan, top_level_names
 
 PROBE = Path(__file__).resolve().with_name("probe.py")
 DEFAULT_TIMEOUT = DEFAULT_SETTINGS.verify_timeout  # one default for the editor and the command line
@@ -347,6 +348,78 @@ def _from_the_code(path: str, class_name: Optional[str], plan: ImportPlan, works
     return constructors, calls
 
 
+# -- what can be said before torch starts -------------------------------------------------------------
+
+MAX_FOLDER_FILES = 300  # files a folder's hint reads
+_CLASS_LINE = re.compile(r"^class\s+(\w+)\s*\(([^)]*)\)", re.M)
+
+
+def preflight(path: str, class_name: Optional[str]) -> None:
+    """Raise VerifyError, saying what to do, for what needs no child to find out: a folder, a
+    missing file, a class the file does not have, a file that defines no class."""
+    shown = display_path(path)
+    if os.path.isdir(path):
+        raise VerifyError("%s is a folder: verify runs the nn.Module classes of one Python file (torchlint verify "
+                          "FILE or FILE::Class)%s" % (shown, _module_files_hint(path)))
+    if not os.path.exists(path):
+        raise VerifyError("no such file: %s" % shown)
+    if not os.path.isfile(path):
+        raise VerifyError("%s is not a file: verify takes a Python file (torchlint verify FILE or FILE::Class)" % shown)
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8", "replace")
+    except OSError as err:
+        raise VerifyError("cannot read %s: %s" % (shown, err.strerror or err)) from None
+    tree, _ = parse(text, path)
+    if tree is None:
+        return  # a syntax error: the child reports it as TL905, on its line
+    classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    modules = [info.name for info in FileContext(text, path, tree).module_classes]
+    if class_name:
+        if class_name in top_level_names(tree):
+            return  # defined or imported there: the child sees whether it is an nn.Module
+        if modules:
+            hint = "its nn.Module classes: %s (torchlint verify %s::%s)" % (", ".join(modules), shown, modules[0])
+        elif classes:
+            hint = "it defines %s, none of them an nn.Module subclass that torchlint can see" % ", ".join(
+                node.name for node in classes)
+        else:
+            hint = "it defines no class"
+        raise VerifyError("no class %s in %s: %s" % (class_name, shown, hint))
+    if not classes:
+        raise VerifyError("%s defines no class, so there is nothing to verify: verify runs the nn.Module classes a "
+                          "file defines; give the file that defines your model (torchlint verify FILE or "
+                          "FILE::Class)" % shown)
+
+
+def _module_files_hint(folder: str) -> str:
+    """``: files there that define nn.Module classes: a.py (Net), ...`` (a cheap text scan)."""
+    found = []
+    seen = 0
+    for directory, subdirs, files in os.walk(folder):
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in ("__pycache__", "node_modules"))
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            seen += 1
+            if seen > MAX_FOLDER_FILES or len(found) >= 5:
+                break
+            try:
+                with open(os.path.join(directory, name), "rb") as handle:
+                    text = handle.read(1_000_000).decode("utf-8", "replace")
+            except OSError:
+                continue
+            names = [m.group(1) for m in _CLASS_LINE.finditer(text) if "Module" in m.group(2) or "nn." in m.group(2)]
+            if names:
+                found.append("%s (%s)" % (display_path(os.path.join(directory, name)), ", ".join(names[:3])))
+        if seen > MAX_FOLDER_FILES or len(found) >= 5:
+            break
+    if not found:
+        return "; no file there seems to define one"
+    return "; files there that define nn.Module classes: %s, e.g. torchlint verify %s" % (
+        "; ".join(found), found[0].split(" (")[0])
+
+
 def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto",
                 timeout: float = DEFAULT_TIMEOUT, init_kwargs: Union[None, str, dict] = None,
                 input_shapes: Union[None, str, Sequence] = None, python: Optional[str] = None,
@@ -360,15 +433,17 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
     has (``targets.find_constructors``), after ``init_kwargs``. ``workspace_root``: the project
     (default: ``cwd``); ``verify_config``: its ``[tool.torchlint.verify]``.
 
-    Raises VerifyError for bad arguments (no such file, bad JSON, bad shapes, bad device,
-    no interpreter, a configured import root that does not exist); everything that goes
+    Raises VerifyError for bad arguments (bad JSON, bad shapes, bad device, a configured import
+    root that does not exist, no interpreter) and for what the file says before torch starts
+    (no such file, a folder, a class the file does not have, a file without a class), each
+    message saying what to do; everything that goes
     wrong in the child is in the report, and every issue has a line.
     Setting ``cancel_event`` kills the child's process tree; the report says "cancelled".
     """
     started = time.monotonic()
     path = os.path.abspath(path)
-    if not os.path.isfile(path):
-        raise VerifyError("no such file: %s" % path)
+    arguments = {"init_kwargs": parse_init_kwargs(init_kwargs), "input_shapes": parse_input_shapes(input_shapes),
+                 "input_exprs": parse_input_exprs(input_exprs)}  # usage errors first
     if not isinstance(device, str) or not is_device(device):
         raise VerifyError("unknown device %r (use %s or cuda:N)" % (device, ", ".join(DEVICES)))
     if not timeout or timeout <= 0:
@@ -377,6 +452,7 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
     for folder in verify_config.import_roots + verify_config.extra_paths:
         if not os.path.isdir(folder):
             raise VerifyError("[tool.torchlint.verify]: %s is not a folder" % folder)
+    preflight(path, class_name)  # then what the file says, all before torch starts
     python = resolve_python(python)
     workspace_root = workspace_root or cwd
     plan = import_plan(path, workspace_root, verify_config.import_roots, verify_config.extra_paths)
@@ -385,9 +461,9 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
         "path": path,
         "class_name": class_name,
         "device": device,
-        "init_kwargs": parse_init_kwargs(init_kwargs),
-        "input_shapes": parse_input_shapes(input_shapes),
-        "input_exprs": parse_input_exprs(input_exprs),
+        "init_kwargs": arguments["init_kwargs"],
+        "input_shapes": arguments["input_shapes"],
+        "input_exprs": arguments["input_exprs"],
         "import": plan.request(),
         "extra_paths": list(plan.extra_paths),
         "constructors": constructors,
