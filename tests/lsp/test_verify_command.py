@@ -9,11 +9,12 @@ import sys
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import LanguageClient
+from pytest_lsp import LanguageClient, client_capabilities
 
 from torchlint.lsp.verification import NVIDIA_DRIVER_FILES
 
-from lsp_helpers import CONFIG, EXAMPLES, NEOVIM, VSCODE, initialize, open_document, wait_for, wait_for_publish
+from lsp_helpers import (CONFIG, EXAMPLES, NEOVIM, ROOT, VSCODE, initialize, open_document, record_publishes,
+                         replace_text, wait_for, wait_for_publish)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -180,24 +181,82 @@ async def neovim(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
-async def test_pull_clients_get_verified_findings_with_a_new_result_id(neovim: LanguageClient, tmp_path):
-    """A verification changes the diagnostics but not the document's version: a pull with the
-    previous result id must not be answered "unchanged"."""
+async def test_a_pull_client_that_cannot_be_refreshed_gets_them_pushed(neovim: LanguageClient, tmp_path):
+    """Neovim 0.11 pulls diagnostics but neither declares nor handles workspace/diagnostic/refresh:
+    it pulls again only after an edit, which makes verification findings stale. They are pushed
+    to it on their own (it shows pushed and pulled diagnostics side by side), never also in pull
+    answers (they would show twice), and an empty push clears them once the text changes."""
     client = neovim
+    assert client.init_result.capabilities.diagnostic_provider is not None  # it pulls
+    path = tmp_path / "verify_demo.py"
+    shutil.copy(EXAMPLES / "verify_demo.py", path)
+    uri = path.as_uri()
+    text = path.read_text()
+    open_document(client, uri, text)
+    document = types.TextDocumentIdentifier(uri=uri)
+    before = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(text_document=document))
+    assert not any(d.source == "torchlint-verify" for d in before.items)
+    since = len(client.publishes)
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="torchlint.verifyModule", arguments=[{"uri": uri, "className": "LayerScaleBlock", "device": "cpu"}]))
+    assert result["outcome"] == "completed"
+
+    def pushed():
+        return [p for p in client.publishes[since:] if p.uri == uri]
+    await wait_for(lambda: pushed(), timeout=60, what="the verification's findings pushed")
+    (push,) = pushed()
+    assert push.diagnostics and {d.source for d in push.diagnostics} == {"torchlint-verify"}
+    assert {d.code for d in push.diagnostics} >= {"TL901", "TL903"}
+    assert {d.range.start.line for d in push.diagnostics} == {23}  # `self.gamma_1 = torch.full(...)`
+    after = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
+        text_document=document, previous_result_id=before.result_id))
+    items = after.items if after.kind == "full" else before.items
+    assert not any(d.source == "torchlint-verify" for d in items)  # shown once: by the push
+
+    since = len(client.publishes)
+    replace_text(client, uri, text, text + "\n", version=2)
+    await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(text_document=document))
+    await wait_for(lambda: pushed(), timeout=60, what="the stale findings cleared")
+    assert list(pushed()[-1].diagnostics) == []
+
+
+@pytest_lsp.fixture(scope="module", config=CONFIG)
+async def vscode_pull(lsp_client: LanguageClient):
+    """VS Code as it is today: pulls, and declares workspace.diagnostics.refreshSupport."""
+    capabilities = client_capabilities(VSCODE)
+    capabilities.text_document.diagnostic = types.DiagnosticClientCapabilities(
+        dynamic_registration=True, related_document_support=False)
+    capabilities.workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+    record_publishes(lsp_client)
+    lsp_client.init_result = await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=capabilities, root_uri=ROOT.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=ROOT.as_uri(), name=ROOT.name)]))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_pull_client_that_can_be_refreshed_is_asked_to_pull(vscode_pull: LanguageClient, tmp_path):
+    """A verification changes the diagnostics but not the document's version: the server asks the
+    client to pull again, and the pull (with the previous result id) is a full answer with them."""
+    client = vscode_pull
     path = tmp_path / "verify_demo.py"
     shutil.copy(EXAMPLES / "verify_demo.py", path)
     uri = path.as_uri()
     open_document(client, uri, path.read_text())
     document = types.TextDocumentIdentifier(uri=uri)
     before = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(text_document=document))
-    assert not any(d.source == "torchlint-verify" for d in before.items)
+    refreshes = client.diagnostic_refresh_count
+    since = len(client.publishes)
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="torchlint.verifyModule", arguments=[{"uri": uri, "className": "LayerScaleBlock", "device": "cpu"}]))
     assert result["outcome"] == "completed"
+    await wait_for(lambda: client.diagnostic_refresh_count > refreshes, timeout=60,
+                   what="workspace/diagnostic/refresh")
     after = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
         text_document=document, previous_result_id=before.result_id))
     assert after.kind == "full" and after.result_id != before.result_id
     assert {d.code for d in after.items if d.source == "torchlint-verify"} >= {"TL901", "TL903"}
+    assert [p for p in client.publishes[since:] if p.uri == uri] == []  # a pull client: never pushed to
 
 
 @pytest_lsp.fixture(scope="module", config=CONFIG)
@@ -217,7 +276,7 @@ async def without_torch(lsp_client: LanguageClient, tmp_path_factory):
 async def test_an_interpreter_without_torch_is_shown_to_the_user(without_torch: LanguageClient, tmp_path):
     client = without_torch
     path = tmp_path / "model.py"
-    path.write_text("import torch\n")
+    path.write_text("import torch\n\n\nclass Net(torch.nn.Module):\n    pass\n")
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="torchlint.verifyModule", arguments=[{"uri": path.as_uri(), "device": "cpu"}]))
     assert result["outcome"] == "error" and "torch cannot be imported" in result["error"]

@@ -244,7 +244,7 @@ class TorchlintServer(LanguageServer):
             return self.last_good.get(snap.uri, [])
         diagnostics = self.converter(snap.text).diagnostics(result.findings, snap.uri)
         self.last_good[snap.uri] = diagnostics
-        verified = self.verified.get(snap.uri, snap.version)
+        verified = self.verified.in_diagnostics(snap.uri, snap.version)  # a pull client without refresh: pushed
         return diagnostics + self.converter(snap.text).diagnostics(verified, snap.uri) if verified else diagnostics
 
     def publish(self, snap: Snapshot, result: CheckResult) -> None:

@@ -272,13 +272,23 @@ def path_of(uri: str) -> Optional[str]:
 
 
 class VerifiedFindings:
-    """Verification findings per document, valid for the version they were computed on."""
+    """Verification findings per document, valid for the version they were computed on.
+
+    They join the document's diagnostics (pushed, or in pull answers), except for a client that
+    pulls but cannot be asked to pull again (no ``workspace.diagnostics.refreshSupport``: Neovim
+    0.11 has no handler for ``workspace/diagnostic/refresh``): it would see them only after its
+    next pull, which comes with an edit that makes them stale. Those clients get them pushed on
+    their own (``publishDiagnostics`` with only the verification's findings, which the client
+    shows beside what it pulled), and an empty push clears them once the text moves on
+    (``separate``: how to push; set by :func:`deliver`)."""
 
     def __init__(self):
         self._by_uri: Dict[str, Tuple[Optional[int], List[Finding]]] = {}
         # Part of pull diagnostics' result ids: a verification changes a document's
         # diagnostics without changing its version.
         self.stamp = 0
+        self.separate: Optional[Callable[[str, Optional[int], List[Finding], Optional[str]], None]] = None
+        self._pushed: set = set()  # uris whose findings were pushed on their own
 
     def put(self, uri: str, version: Optional[int], findings: List[Finding]) -> None:
         self._by_uri[uri] = (version, findings)
@@ -290,11 +300,58 @@ class VerifiedFindings:
             return []
         if entry[0] != version:  # the text moved on: the lines may no longer match
             del self._by_uri[uri]
+            self._clear_pushed(uri)
             return []
         return entry[1]
 
+    def in_diagnostics(self, uri: str, version: Optional[int]) -> List[Finding]:
+        """The findings that join the document's own diagnostics: none when they travel apart."""
+        found = self.get(uri, version)
+        return [] if self.separate is not None else found
+
     def forget(self, uri: str) -> None:
         self._by_uri.pop(uri, None)
+        self._clear_pushed(uri)
+
+    def pushed(self, uri: str) -> None:
+        self._pushed.add(uri)
+
+    def _clear_pushed(self, uri: str) -> None:
+        if uri in self._pushed:
+            self._pushed.discard(uri)
+            if self.separate is not None:
+                self.separate(uri, None, [], None)
+
+
+def deliver(server, uri: str, version: Optional[int], text: str, findings: List[Finding]) -> str:
+    """Show a verification's findings in the client: "pushed" with the document's diagnostics to a
+    push client, "refresh" (``workspace/diagnostic/refresh``) to a pull client that can be asked to
+    pull again, "pushed apart" to a pull client that cannot; "stale" when the text changed
+    during the run (they would land on the wrong lines)."""
+    document = server.document(uri)
+    if document is not None and document.version != version:
+        return "stale"
+    if not server.pull or server.refresh_support:
+        server.republish(uri)
+        return "refresh" if server.pull else "pushed"
+    if server.verified.separate is None:
+        def push(target: str, at: Optional[int], found: List[Finding], source: Optional[str]) -> None:
+            diagnostics = server.converter(source).diagnostics(found, target) if found else []
+            params = types.PublishDiagnosticsParams(uri=target, version=at, diagnostics=diagnostics)
+
+            def send() -> None:
+                try:
+                    server.text_document_publish_diagnostics(params)
+                except Exception:  # noqa: BLE001 - no connection any more: nobody to show them to
+                    pass
+            if server.loop is not None:
+                server.loop.call_soon_threadsafe(send)
+            else:
+                send()
+        server.verified.separate = push
+    server.verified.pushed(uri)
+    server.verified.separate(uri, version, findings, text)
+    return "pushed apart"
 
 
 async def verify_module(server, *args) -> Dict[str, Any]:
@@ -356,8 +413,9 @@ async def verify_module(server, *args) -> Dict[str, Any]:
     summary = summary_line(report)
     if token is not None:
         progress.end(token, types.WorkDoneProgressEnd(message=summary))
-    server.verified.put(uri, version, report_to_findings(report, text, path))
-    server.republish(uri)
+    findings = report_to_findings(report, text, path)
+    server.verified.put(uri, version, findings)
+    deliver(server, uri, version, text, findings)
     server.log_message("torchlint verify %s: %s" % (target, summary), types.MessageType.Info)
     _tell_what_to_do(server, report, python)
     return json.loads(render_json(report))
