@@ -1451,9 +1451,11 @@ def _binds(stmt: ast.stmt, name: str) -> bool:
     """Whether a top-level statement other than a class or an import may bind ``name``."""
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return stmt.name == name
-    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        return any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t))
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Delete)):
+        # A name stored or deleted (a target, a walrus): not one only read, as in
+        # `Name.push_to_hub = copy_func(Name.push_to_hub)`, which leaves the class bound to Name.
+        return any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+                   for n in ast.walk(stmt))
     if isinstance(stmt, (ast.If, ast.Try, ast.With, ast.For, ast.While)) or type(stmt).__name__ in ("TryStar", "Match"):
         return any(isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name
                    or isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
