@@ -308,7 +308,7 @@ async function trustedSession(ctx, page, port) {
   await page.locator('.monaco-editor textarea').first().focus();
   await runCommand(page, 'torchlint: Fix all safe problems');
   await waitUntil('the safe TL301 fix (torch.tensor) in the text',
-    async () => !(await editorText(page)).includes('torch.cuda.FloatTensor'), TIMEOUT);
+    async () => (await editorText(page)).includes('self.gamma_1 = nn.Parameter(torch.tensor('), TIMEOUT);
   step('fix-all applied: no legacy constructor left');
   await page.keyboard.press('Control+s');
 
