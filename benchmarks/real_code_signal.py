@@ -202,8 +202,8 @@ def check_fixes(name, paths, extra, runner_timeout, harness_path):
             problems = differences(before, stages[kind])
             if problems:
                 failed += 1
-                print("  FAILED %s after %s: %s" % (display(str(names[job["name"]]), paths), kind,
-                                                   "; ".join(problems)))
+                where = display(str(names[job["name"]]), paths)
+                print("  FAILED %s after %s: %s" % (where, kind, "; ".join(problems)))
     originals = [results[j["name"]]["original"] for j in jobs]
     print("harness: %d files run in %.0f s: %d imported as the original, %d Module classes built, %d forwards "
           "run; %d fixed texts failed" % (
