@@ -208,7 +208,39 @@ class Bench:
 
 
 def corpus_files(corpus: Path) -> List[Path]:
-    return sorted(p for p in corpus.glob("*.py") if p.is_file())
+    """The corpus's .py files, in sub-folders too (a package's sources: transformers' models/), as
+    torchlint walks them (hidden folders and __pycache__ left out)."""
+    return sorted(p for p in corpus.rglob("*.py") if p.is_file() and not any(
+        part.startswith(".") or part == "__pycache__" for part in p.relative_to(corpus).parts[:-1]))
+
+
+def finding_keys(outcome: Outcome) -> Optional[collections.Counter]:
+    """A run's findings as (file, line, column, code, severity, message), or None without JSON."""
+    try:
+        findings = json.loads(outcome.stdout.decode("utf-8"))
+    except ValueError:
+        return None
+    return collections.Counter((f.get("filename"), (f.get("location") or {}).get("row"),
+                                (f.get("location") or {}).get("column"), f.get("code"), f.get("severity"),
+                                f.get("message")) for f in findings)
+
+
+def print_findings_difference(outcomes: Sequence[Tuple[str, Outcome]], shown: int = 10) -> None:
+    """How the findings of each mode differ from the first's (--no-infer): what the inference
+    layer adds or takes away, and whether the cold and warm runs agree."""
+    keys = [(label, finding_keys(outcome)) for label, outcome in outcomes]
+    if any(k is None for _, k in keys):
+        print("\nfindings between modes: not compared (a run printed no JSON)")
+        return
+    print("\nfindings between modes:")
+    for (first, a), (label, b) in [(keys[0], other) for other in keys[1:]] + (
+            [(keys[1], keys[2])] if len(keys) > 2 else []):
+        added, removed = b - a, a - b
+        print("  %s vs %s: %d and %d findings, %d only in the second, %d only in the first" % (
+            first, label, sum(a.values()), sum(b.values()), sum(added.values()), sum(removed.values())))
+        for sign, diff in (("+", added), ("-", removed)):
+            for key in sorted(diff, key=str)[:shown]:
+                print("    %s %s:%s:%s: %s %s" % (sign, Path(key[0] or "?").name, key[1], key[3], key[4], key[5]))
 
 
 def exit_column(row: Row) -> str:
@@ -273,7 +305,8 @@ def summarize_findings(outcome: Outcome, list_findings: bool) -> Optional[int]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS,
-                        help="folder of .py files (default: benchmarks/corpus, see make_corpus.py)")
+                        help="folder of .py files, sub-folders included (default: benchmarks/corpus, see make_corpus.py; "
+                             "a large real one: an unzipped wheel's package, e.g. transformers/models)")
     parser.add_argument("--runs", type=int, default=3, help="best of this many runs per row (default 3)")
     parser.add_argument("--skip-pylint", action="store_true", help="leave pylint out (it is slow)")
     parser.add_argument("--pylint-files", type=int, default=0,
@@ -324,10 +357,10 @@ def main(argv=None) -> int:
                                     torchlint + ["check", "--no-infer", "--format", "json", "."], count,
                                     validate=json_problem)
     default = torchlint + ["check", "--format", "json", "."]
-    bench.subprocess_row(COLD, default, count, validate=json_problem, env=cold_cache)
+    cold = bench.subprocess_row(COLD, default, count, validate=json_problem, env=cold_cache)
     warm_env = cold_cache()
     run_once(default, corpus, warm_env)  # fills the cache, untimed
-    bench.subprocess_row(WARM, default, count, validate=json_problem, env=lambda: warm_env)
+    warm = bench.subprocess_row(WARM, default, count, validate=json_problem, env=lambda: warm_env)
     shutil.rmtree(warm_env["TORCHLINT_CACHE_DIR"], ignore_errors=True)
 
     ruff = BIN / "ruff"
@@ -391,6 +424,7 @@ def main(argv=None) -> int:
     for note in bench.notes:
         print("\nnote: " + note)
 
+    print_findings_difference([("--no-infer", no_infer), ("cold", cold), ("warm", warm)])
     cli_findings = summarize_findings(no_infer, args.list_findings)
     if cli_findings is not None and in_process_findings and cli_findings != in_process_findings[-1]:
         print("\nwarning: the CLI reported %d findings, check_source %d on the same files "
