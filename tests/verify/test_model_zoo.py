@@ -230,3 +230,11 @@ def test_buggy_parameter_replaced_on_every_step(reports):
     (tl906,) = issues(report, "TL906", "RedecayedEachStep")
     assert "replaced by new nn.Parameter objects" in tl906.message and "(every step)" in tl906.message
     assert tl906.line == line_of(ZOO / "buggy.py", "self.scale = nn.Parameter(self.scale.detach()")
+
+
+def test_a_class_without_inputs_of_its_own_gets_those_its_caller_gave_it(reports):
+    # PlainRotary has no layer to guess from and no call of its own: PlainRotaryLM's attention
+    # called it while PlainRotaryLM was verified, and those inputs are used.
+    cls = class_report(reports["buggy.py"], "PlainRotary")
+    assert cls.status == "verified" and cls.inputs == "(2, 2, 8, 16) float32 (seen when PlainRotaryLM.forward called it)"
+    assert check(cls, "TL903").status == "passed"

@@ -411,7 +411,10 @@ def skip_gradients(report, reason, short):
     report["partial_reason"] = "gradients skipped: %s" % short
 
 
-def verify_class(cls, request, user_module, result, report, baseline, device, several_classes):
+def verify_class(cls, request, user_module, result, report, baseline, device, several_classes, seen=None,
+                 again=False):
+    """``seen``: records the inputs other classes of the file get from this one's forward (Seen);
+    ``again``: the inputs it recorded for this class, from another class's forward, are tried first."""
     import torch
 
     checks = sys.modules["torchlint_probe_checks"]
@@ -458,6 +461,10 @@ def verify_class(cls, request, user_module, result, report, baseline, device, se
 
     result.phase("inputs", name)
     candidates = input_candidates(model, user_module, request, built, several_classes, run)
+    if again and seen is not None and cls in seen.inputs:
+        args, caller = seen.inputs[cls]
+        candidates.insert(0, (args, {}, "%s (seen when %s.forward called it)" % (_describe_arguments(args, {}), caller),
+                              False))
     if not candidates:
         reason = "no example inputs: %s" % HOW_TO_GIVE_INPUTS
         skip_gradients(report, reason, "no example inputs")
@@ -467,6 +474,8 @@ def verify_class(cls, request, user_module, result, report, baseline, device, se
         for args, kwargs, description, trusted in candidates:
             inputs = (_to_device(args, device), _to_device(kwargs, device))
             gradients = checks.GradientRun(model, state_of, inputs, run, device)
+            if seen is not None:
+                seen.attempt()
             try:
                 gradients.go()
             except UserError as failure:
@@ -476,6 +485,8 @@ def verify_class(cls, request, user_module, result, report, baseline, device, se
                     raise
                 misfits.append("%s failed with %s" % (description, failure.error))  # guessed inputs that do not fit
                 continue
+            if seen is not None:
+                seen.commit()  # the inputs submodules of the file got from a forward that ran
             report["inputs"] = description
             result.phase("step", name)
             add("TL903", *gradients.tl903())
@@ -591,24 +602,106 @@ def main(request_path):
                     os.path.basename(path), " (its classes: %s)" % ", ".join(defined) if defined else ""))}
             return result
     baseline = set(vars(torch.nn.Module()))
-    for cls in classes:
-        sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))  # user code may have lowered it
-        report = {"name": cls.__name__, "status": "verified", "skip_reason": None, "partial_reason": None,
-                  "inputs": None, "constructed_with": None, "checks": [], "issues": []}
-        result.data["classes"].append(report)
-        try:
-            verify_class(cls, request, user_module, result, report, baseline, device, len(classes) > 1)
-        except UserError as failure:
-            report["status"] = "failed"
-            report["issues"].append(failure.issue)
-        except BaseException as exc:  # noqa: B902 - a torchlint bug, or torch refusing something: say so, go on
-            report["status"] = "failed"
-            report["issues"].append(failure_issue(exc, "verifying %s" % cls.__name__, cls.__name__, path))
-        for issue in report["issues"]:
-            if issue.get("code") == "TL905" and not issue.get("line"):
-                issue["line"] = support.class_line(cls, path)  # no frame in the file: the class it concerns
-        report["checks"].sort(key=lambda check: check["code"])
+    seen = Seen(torch, classes)
+    with seen:
+        reports = [verify_one(cls, request, user_module, result, baseline, device, len(classes) > 1, seen)
+                   for cls in classes]
+    # A class whose gradient checks found no inputs, but that another class of the file called
+    # while it was verified (a rotary table inside an attention layer): again, with those inputs.
+    for index, (cls, report) in enumerate(zip(classes, reports)):
+        if report["status"] == PARTLY and cls in seen.inputs:
+            again = verify_one(cls, request, user_module, result, baseline, device, len(classes) > 1, seen,
+                               replace=report)
+            if again["status"] != PARTLY or again["issues"]:
+                reports[index] = again
+            else:
+                result.data["classes"][result.data["classes"].index(again)] = report
     return result
+
+
+PARTLY = "partly verified"
+
+
+class Seen:
+    """The first positional inputs each class of the file received while another class of the
+    file was verified (a global forward pre-hook): example inputs the project's own models give it."""
+
+    MAX_NUMEL = 1 << 22
+
+    def __init__(self, torch, classes):
+        self.torch = torch
+        self.classes = set(classes)
+        self.inputs = {}  # class -> (args, the class being verified when it was called)
+        self.current = None
+        self.pending = None  # None: not in a forward attempt
+        self._hook = None
+
+    def __enter__(self):
+        try:
+            self._hook = self.torch.nn.modules.module.register_module_forward_pre_hook(self._record)
+        except Exception:  # noqa: BLE001 - an old torch: no inputs from callers
+            self._hook = None
+        return self
+
+    def __exit__(self, *exc):
+        if self._hook is not None:
+            self._hook.remove()
+        return False
+
+    def attempt(self):
+        """A forward with new inputs begins: what it records counts only if it runs (commit)."""
+        self.pending = {}
+
+    def commit(self):
+        for cls, value in (self.pending or {}).items():
+            self.inputs.setdefault(cls, value)
+        self.pending = None
+
+    def _record(self, module, args):
+        cls = type(module)
+        pending = self.pending
+        if pending is None or cls not in self.classes or cls in self.inputs or cls in pending \
+                or self.current is None or cls is self.current:
+            return None
+        tensors = [a for a in args if isinstance(a, self.torch.Tensor)]
+        if not tensors or any(t.numel() > self.MAX_NUMEL for t in tensors):
+            return None
+        if not all(isinstance(a, (self.torch.Tensor, int, float, bool, type(None))) for a in args):
+            return None
+        with self.torch.no_grad():
+            copied = tuple(a.detach().clone().cpu() if isinstance(a, self.torch.Tensor) else a for a in args)
+        pending[cls] = (copied, self.current.__name__)
+        return None
+
+
+def verify_one(cls, request, user_module, result, baseline, device, several_classes, seen, replace=None):
+    """Verify one class into a new report (in place of ``replace`` in the result, if given)."""
+    path = request["path"]
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))  # user code may have lowered it
+    report = {"name": cls.__name__, "status": "verified", "skip_reason": None, "partial_reason": None,
+              "inputs": None, "constructed_with": None, "checks": [], "issues": []}
+    classes = result.data["classes"]
+    if replace is not None:
+        classes[classes.index(replace)] = report
+    else:
+        classes.append(report)
+    seen.current = cls
+    try:
+        verify_class(cls, request, user_module, result, report, baseline, device, several_classes,
+                     seen, replace is not None)
+    except UserError as failure:
+        report["status"] = "failed"
+        report["issues"].append(failure.issue)
+    except BaseException as exc:  # noqa: B902 - a torchlint bug, or torch refusing something: say so, go on
+        report["status"] = "failed"
+        report["issues"].append(failure_issue(exc, "verifying %s" % cls.__name__, cls.__name__, path))
+    finally:
+        seen.current = None
+    for issue in report["issues"]:
+        if issue.get("code") == "TL905" and not issue.get("line"):
+            issue["line"] = support.class_line(cls, path)  # no frame in the file: the class it concerns
+    report["checks"].sort(key=lambda check: check["code"])
+    return report
 
 
 def run_probe(request_path):

@@ -59,6 +59,38 @@ _CARRY_FUNCTIONS = frozenset({
 _TORCH_NAMES = frozenset({"torch", "F", "nn", "functional"})
 
 
+def _plain_layers(value):
+    """A plain list or tuple of modules."""
+    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, nn.Module) for v in value[:64])
+
+
+def all_layers(model):
+    """(path, module) of the tree, then of the modules held in plain lists, tuples and dicts
+    (not registered, but forward calls them all the same)."""
+    found = [(name, layer) for name, layer in model.named_modules() if layer is not model]
+    seen = {id(layer) for _, layer in found} | {id(model)}
+    for prefix, module in [("", model)] + list(found):
+        try:
+            items = list(vars(module).items())
+        except TypeError:
+            continue
+        for name, value in items:
+            if isinstance(value, dict):
+                held = [("%s[%r]" % (name, key), item) for key, item in list(value.items())[:64]]
+            elif isinstance(value, (list, tuple)):
+                held = [("%s[%d]" % (name, index), item) for index, item in enumerate(value[:64])]
+            else:
+                continue
+            for label, item in held:
+                if isinstance(item, nn.Module) and id(item) not in seen:
+                    base = prefix + "." + label if prefix else label
+                    for sub, layer in item.named_modules():
+                        if id(layer) not in seen:
+                            seen.add(id(layer))
+                            found.append((base + ("." + sub if sub else ""), layer))
+    return found
+
+
 def _torch_class(layer):
     name = getattr(type(layer), "__module__", "") or ""
     return name == "torch" or name.startswith("torch.")
@@ -274,7 +306,13 @@ class Flow:
                 self.ndim.setdefault(carried, len(targets[0].elts))
 
     def _loop(self, target, iterable):
-        """``for block in self.blocks`` / ``for i, block in enumerate(self.blocks)``: the first one."""
+        """``for block in self.blocks`` / ``for i, block in enumerate(self.blocks)`` / ``for layer, gate
+        in zip(self.layers, self.gates)``: the first one."""
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "zip" \
+                and isinstance(target, ast.Tuple) and len(target.elts) == len(iterable.args):
+            for element, source in zip(target.elts, iterable.args):
+                self._loop(element, source)
+            return
         if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "enumerate" \
                 and iterable.args and isinstance(target, ast.Tuple) and len(target.elts) == 2:
             iterable, target = iterable.args[0], target.elts[1]
@@ -283,7 +321,7 @@ class Flow:
             self.bind(target, None, None)
             return
         module, path = container
-        if isinstance(module, (nn.ModuleList, nn.Sequential)) and len(module):
+        if (isinstance(module, (nn.ModuleList, nn.Sequential)) or _plain_layers(module)) and len(module):
             self.modules[target.id] = (module[0], path + ".0")
         elif isinstance(module, nn.ModuleDict) and len(module):
             key = next(iter(module.keys()))
@@ -296,7 +334,14 @@ class Flow:
             return self.modules.get(node.id)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self.self_name:
             module = getattr(self.owner, "_modules", {}).get(node.attr)
-            if isinstance(module, nn.Module):
+            if module is None:  # a plain list of layers (not registered: TL901 says so) runs all the same
+                try:
+                    module = vars(self.owner).get(node.attr)
+                except TypeError:
+                    module = None
+                if not _plain_layers(module):
+                    module = None
+            if isinstance(module, nn.Module) or _plain_layers(module):
                 return module, (self.path + "." + node.attr if self.path else node.attr)
             return None
         if isinstance(node, ast.Attribute):
@@ -313,7 +358,8 @@ class Flow:
                 return None
             container = outer[0]
             try:
-                if isinstance(container, (nn.ModuleList, nn.Sequential)) and isinstance(key, int):
+                if (isinstance(container, (nn.ModuleList, nn.Sequential)) or _plain_layers(container)) \
+                        and isinstance(key, int):
                     return container[key], "%s.%d" % (outer[1], key % len(container))
                 if isinstance(container, nn.ModuleDict) and isinstance(key, str):
                     return container[key], "%s.%s" % (outer[1], key)
@@ -337,6 +383,12 @@ class Flow:
             self.visit(node.test)
             body, orelse = self.visit(node.body), self.visit(node.orelse)
             return body if body is not None else orelse
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            for generator in node.generators:  # [head(x) for head in self.heads]: the first head
+                self.visit(generator.iter)
+                self._loop(generator.target, generator.iter)
+            self.visit(node.elt)
+            return None
         if isinstance(node, ast.NamedExpr):
             carried = self.visit(node.value)
             self.bind(node.target, carried, None)
@@ -559,9 +611,7 @@ def candidate_inputs(model, required, tried=()):
         return []
     three = _unpacks_three(model)
     results, shapes = [], set(tried)
-    for name, layer in model.named_modules():
-        if layer is model:
-            continue
+    for name, layer in all_layers(model):
         need = need_of(layer, name)
         if need is None:
             continue
