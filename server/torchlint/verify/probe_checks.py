@@ -503,7 +503,8 @@ class GradientRun:
         self.steps = 0
         self.no_output = False
         self.failure = None  # a TL905 issue: a step after the first failed
-        self.born = {}  # parameter name -> (step, "created" | "replaced"): parameters that forward made
+        self.born = {}  # parameter name -> ([steps], "created" | "replaced"): parameters that forward made
+        self._previous = None  # ids of the parameters after the last forward
 
     def _hidden_leaves(self, known):
         found, seen = [], set()
@@ -585,7 +586,7 @@ class GradientRun:
         """Parameters that are not the ones the optimizer was built from (by identity), and the
         steps whose forward made them (a parameter replaced on every step shows on each)."""
         ids = {id(p) for p in parameters_before.values()}
-        previous = getattr(self, "_previous", None) or ids
+        previous = self._previous or ids
         current = dict(self.model.named_parameters())
         for name, p in current.items():
             if id(p) in ids:

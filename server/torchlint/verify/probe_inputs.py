@@ -617,8 +617,10 @@ def candidate_inputs(model, required, tried=()):
             continue
         if need.channels is not None:
             options = []
+            # The first convolution is the stem: every size (299: Inception's auxiliary head).
+            table = SPATIAL_SIZES if not any("in_channels" in r[2] for r in results) else CANDIDATE_SPATIAL
             for dims in need.spatial:
-                sizes = [()] if dims == 0 else CANDIDATE_SPATIAL.get(dims, [])
+                sizes = [()] if dims == 0 else table.get(dims, [])
                 options += [((BATCH, need.channels) + size, None) for size in sizes]
         elif need.last is not None and len(need.last) == 1 and three:
             options = need.shapes(3, _lengths(model, need)) + need.shapes(2)
