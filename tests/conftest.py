@@ -1,4 +1,6 @@
-"""Helpers shared by the tests: where the fixtures are, how findings read in failures."""
+"""pytest's set-up for every test: torchlint from the source tree, a cache folder of the tests' own,
+the ``layers`` fixture and the ``editors`` marker. What test files import is in tests/support.py: a
+module imported as ``conftest`` may be tests/verify's, whichever pytest loaded last."""
 from __future__ import annotations
 
 import atexit
@@ -11,7 +13,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-RULE_FIXTURES = ROOT / "tests" / "fixtures" / "rules"
 
 # The tests import torchlint from the source tree even when it is not installed.
 if str(ROOT / "server") not in sys.path:
@@ -39,37 +40,6 @@ def layers():
     yield make
     for layer in made:
         layer.close()
-
-
-def rule_fixture_files():
-    return sorted(RULE_FIXTURES.glob("*.py"))
-
-
-def describe(finding) -> str:
-    return "%d:%d %s %s" % (finding.range.start.line, finding.range.start.column, finding.code, finding.message)
-
-
-def default_sigint() -> None:
-    """``preexec_fn`` for a child that is sent SIGINT: Python turns SIGINT into KeyboardInterrupt
-    only when it starts with SIGINT's default action, and pytest run as a background job (a
-    script's ``cmd &``) passes it on ignored."""
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def run_cli(argv, capsys, cwd=None):
-    """``torchlint.cli.main`` in-process, from ``cwd``: (exit code, stdout, stderr)."""
-    from torchlint import cli
-
-    old = os.getcwd()
-    if cwd is not None:
-        os.chdir(cwd)
-    try:
-        code = cli.main([str(a) for a in argv])
-    finally:
-        os.chdir(old)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # -- the `editors` marker ------------------------------------------------------------------------

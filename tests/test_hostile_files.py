@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import default_sigint
-from conftest import run_cli as run
+from support import default_sigint
+from support import run_cli as run
 from torchlint import cli, files, fixing
 from torchlint.fixing import fix_text
 

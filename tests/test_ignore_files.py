@@ -1,7 +1,7 @@
 """What `torchlint check` walks past: .gitignore files as git reads them (pathspec)."""
 from pathlib import Path
 
-from conftest import run_cli
+from support import run_cli
 from torchlint.files import GitIgnores, discover
 
 

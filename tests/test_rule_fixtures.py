@@ -21,7 +21,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import RULE_FIXTURES, describe, rule_fixture_files
+from support import RULE_FIXTURES, describe, rule_fixture_files
 from expectations import expected_after_fix, expected_counts, expected_findings
 from torchlint import rules
 from torchlint.engine import check_source

@@ -1,0 +1,41 @@
+"""Helpers the test files import (``from support import run_cli``): the CLI run in-process, the rule
+fixtures, how findings read in failures, a child's SIGINT. Not in conftest.py: a test importing
+``conftest`` may get tests/verify's."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RULE_FIXTURES = ROOT / "tests" / "fixtures" / "rules"
+
+
+def rule_fixture_files():
+    return sorted(RULE_FIXTURES.glob("*.py"))
+
+
+def describe(finding) -> str:
+    return "%d:%d %s %s" % (finding.range.start.line, finding.range.start.column, finding.code, finding.message)
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child that is sent SIGINT: Python turns SIGINT into KeyboardInterrupt
+    only when it starts with SIGINT's default action, and pytest run as a background job (a
+    script's ``cmd &``) passes it on ignored."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def run_cli(argv, capsys, cwd=None):
+    """``torchlint.cli.main`` in-process, from ``cwd``: (exit code, stdout, stderr)."""
+    from torchlint import cli
+
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        code = cli.main([str(a) for a in argv])
+    finally:
+        os.chdir(old)
+    out, err = capsys.readouterr()
+    return code, out, err
