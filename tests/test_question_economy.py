@@ -67,3 +67,148 @@ def test_a_name_rebound_after_its_class_is_left_to_jedi(tmp_path, rebinding):
     model = str(tmp_path / "pkg" / "model.py")
     imports = [n for n in ast.walk(ast.parse("from .base import Base\n")) if isinstance(n, ast.ImportFrom)]
     assert layer.base_from_files(model, imports, ast.Name(id="Base"), 1, set()) is None  # files cannot tell
+
+
+# -- parameters jedi infers nothing for --------------------------------------------------------
+SKIPPED = '''
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, config, other=None, *, kw=None):
+        super().__init__()
+        self.a = config.hidden_size
+        self.b = config.sub.make()
+        self.c = getattr(config, "scale", 1.0)
+        self.d = other.weight
+        self.e = kw.bias
+'''
+
+ASKED = '''
+import torch
+import torch.nn as nn
+
+
+class Config:
+    def __init__(self):
+        self.w = torch.zeros(3)
+
+
+def helper(p):
+    """p: anything"""
+    return p.w
+
+
+class Block(nn.Module):
+    def __init__(self, config: Config, other=Config(), *, kw=None):
+        super().__init__()
+        self.a = config.w
+        self.b = other.w
+        self.c = kw.__class__
+        self.d = self.__class__
+
+    @staticmethod
+    def build(p):
+        return p.w
+
+    def forward(self, x, y):
+        for y in x:
+            y.w
+        return [z.w for z in x]
+'''
+
+
+def _inference(tmp_path, text):
+    from torchlint.analysis.context import FileContext
+    from torchlint.analysis.parsing import parse
+    path = tmp_path / "mod.py"
+    path.write_text(text)
+    layer = JediInference(str(tmp_path), share_states=True)
+    tree, _ = parse(text, str(path))
+    ctx = FileContext(text, str(path), tree, layer)
+    return ctx, ctx.inference
+
+
+def _questions(tree, names):
+    """The attribute and call nodes whose text is one of ``names``."""
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.Attribute, ast.Call)) and ast.unparse(n) in names]
+
+
+def test_attributes_of_a_parameter_jedi_cannot_infer_are_not_asked_and_jedi_agrees(tmp_path):
+    ctx, inference = _inference(tmp_path, SKIPPED)
+    nodes = _questions(ctx.tree, {"config.hidden_size", "config.sub.make()", "getattr(config, 'scale', 1.0)",
+                                  "other.weight", "kw.bias"})
+    assert len(nodes) == 5
+    for node in nodes:
+        assert inference._of_an_unknowable_parameter(node), ast.unparse(node)
+        assert inference._classify(node) is None, ast.unparse(node)  # jedi's own answer: unknown
+
+
+def test_parameters_jedi_can_infer_are_asked(tmp_path):
+    ctx, inference = _inference(tmp_path, ASKED)
+    nodes = _questions(ctx.tree, {"config.w", "other.w", "kw.__class__", "self.__class__", "p.w", "y.w", "z.w"})
+    assert len(nodes) == 8  # p.w twice: a docstring naming it, a decorated function
+    for node in nodes:
+        assert not inference._of_an_unknowable_parameter(node), ast.unparse(node)
+    a = next(n for n in nodes if ast.unparse(n) == "config.w")
+    assert inference._classify(a).kind.value == "tensor"  # what a skip there would have lost
+
+
+def test_skipping_those_questions_changes_no_finding(tmp_path, monkeypatch):
+    from torchlint.analysis import inference as inference_module
+    text = SKIPPED + "\n    def forward(self, x):\n        return x * self.a + self.b + self.c + self.d + self.e\n"
+    path = tmp_path / "mod.py"
+    path.write_text(text)
+    skipping = check_source(text, str(path), inference=JediInference(str(tmp_path), share_states=True)).findings
+    monkeypatch.setattr(inference_module.FileInference, "_of_an_unknowable_parameter", lambda self, node: False)
+    asking = check_source(text, str(path), inference=JediInference(str(tmp_path), share_states=True)).findings
+    assert skipping == asking
+
+
+# -- memory ----------------------------------------------------------------------------------------
+def test_a_worker_past_its_memory_limit_drops_jedi_state_and_finds_the_same(tmp_path, monkeypatch):
+    from torchlint.analysis import inference as inference_module
+    text = "import torch\nimport torch.nn as nn\n\n\ndef make():\n    return torch.zeros(3)\n\n\n" \
+           "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.w = make()\n\n" \
+           "    def forward(self, x):\n        return x * self.w\n"
+    paths = []
+    for index in range(3):
+        path = tmp_path / ("m%d.py" % index)
+        path.write_text(text)
+        paths.append(str(path))
+    layer = JediInference(str(tmp_path), share_states=True)
+    monkeypatch.setattr(inference_module, "FILES_BETWEEN_TRIMS", 1)
+    first = check_source(text, paths[0], inference=layer).findings
+    assert [f.code for f in first] == ["TL101"]
+    assert layer._states
+    assert not layer.trim_memory(2 ** 62)  # under the limit: kept
+    assert layer._states
+    assert layer.trim_memory(0)  # past it: dropped
+    assert not layer._states and not layer._file_cache and not layer._warmed.is_set()
+    assert check_source(text, paths[1], inference=layer).findings == first  # a fresh state, the same answer
+    monkeypatch.setattr(inference_module, "FILES_BETWEEN_TRIMS", 64)
+    assert not layer.trim_memory(0)  # too soon after the last trim
+
+
+def test_a_checked_file_leaves_no_tree_in_parsos_cache(tmp_path):
+    import parso.cache
+    text = "import torch\n\n\ndef make():\n    return torch.zeros(3)\n\n\nx = make()\ny = x.cuda()\n"
+    path = tmp_path / "script.py"
+    path.write_text(text)
+    layer = JediInference(str(tmp_path), share_states=True)
+    check_source(text, str(path), inference=layer)
+    assert not any(str(p) == str(path) for cache in parso.cache.parser_cache.values() for p in cache)
+
+
+def test_read_files_are_kept_least_recently_used_first(tmp_path, monkeypatch):
+    from torchlint.analysis import inference as inference_module
+    monkeypatch.setattr(inference_module, "READ_FILES_KEPT", 2)
+    layer = JediInference(str(tmp_path), share_states=True)
+    for name in "abc":
+        (tmp_path / (name + ".py")).write_text("class %s:\n    pass\n" % name.upper())
+    layer._read_file(str(tmp_path / "a.py"))
+    layer._read_file(str(tmp_path / "b.py"))
+    layer._read_file(str(tmp_path / "a.py"))
+    layer._read_file(str(tmp_path / "c.py"))
+    assert list(layer._file_cache) == [str(tmp_path / "a.py"), str(tmp_path / "c.py")]

@@ -73,7 +73,10 @@ _TENSOR_CLASSES = frozenset(["torch.Tensor", "torch._tensor.Tensor", "torch._C.T
 _PLAIN_TYPES = frozenset(["builtins.int", "builtins.float", "builtins.str", "builtins.bool", "builtins.NoneType",
                           "builtins.bytes", "torch.device", "torch.dtype", "torch.Size", "torch._C.device",
                           "torch._C.dtype", "torch.types.Device"])
-SCRIPTS_PER_STATE = 64  # files that share one jedi inference state (JediInference.new_script)
+SCRIPTS_PER_STATE = 256  # files that share one jedi inference state (JediInference.new_script)
+TRIM_PARSED = True  # trim_memory drops the project modules parso keeps parsed too
+FILES_BETWEEN_TRIMS = 64  # the fewest files between two trims (trim_memory)
+READ_FILES_KEPT = 256  # other modules' files kept parsed for base resolution (JediInference._read_file)
 SHARED_STATES = 4  # shared states kept at once, one per jedi sys.path (folders outside packages)
 _MAX_BASE_DEPTH = 12  # classes and re-exports followed from one base (torch's reach 8)
 # Read a user-chosen virtual environment's files rather than run its interpreter: the same
@@ -459,8 +462,9 @@ class JediInference:
         self._return_cache: Dict[Tuple[str, int, int], Tuple[Optional[Value], FrozenSet[str]]] = {}
         self._module_files: Dict[tuple, Optional[str]] = {}
         self._cut_short = False  # a class resolution under way met the depth limit
-        self._file_cache: Dict[str, _ReadFile] = {}  # path -> the file as last read
+        self._file_cache: "collections.OrderedDict[str, _ReadFile]" = collections.OrderedDict()  # path -> the file as last read, most recent last
         self._warmed = threading.Event()
+        self._since_trim = 0  # files since trim_memory last dropped jedi's state
 
     @property
     def failure(self) -> Optional[str]:
@@ -535,6 +539,7 @@ class JediInference:
         cut short, and jedi may have kept a partial answer: the state is not shared any more."""
         if script is None or not self.share_states:
             return
+        _forget_parsed(script.path)  # its tree (jedi's diff parser keeps it by path): not checked again in this run
         state = script._inference_state
         key = next((k for k, (shared, _) in self._states.items() if shared is state), None)
         if key is None:
@@ -553,6 +558,29 @@ class JediInference:
         except Exception:  # jedi's internals moved: this state is not shared any more
             log.debug("cannot clean a shared jedi state", exc_info=True)
             del self._states[key]
+
+    def trim_memory(self, limit: int) -> bool:
+        """Between two files of a run that shares states: when this process holds more than
+        ``limit`` bytes, drop what jedi and this layer keep (the shared states, the parsed trees of
+        the project's modules, the files read for base resolution); the next question starts a
+        fresh state (jedi's trip into torch again, not counted in a file's budget). The caller
+        collects the garbage. Answers kept per process (classes, helpers) stay: they are small.
+        True when something was dropped."""
+        self._since_trim += 1
+        if not self.share_states or self._since_trim < FILES_BETWEEN_TRIMS:
+            return False  # memory freed by the last trim is reused before the process grows again
+        resident = resident_memory()
+        if resident is None or resident <= limit:
+            return False
+        self._since_trim = 0
+        self._states.clear()
+        self._file_cache.clear()
+        if TRIM_PARSED:
+            for grammar_cache in list(_parso_cache.parser_cache.values()):
+                for path in [p for p in grammar_cache if p is None or self.is_project_file(str(p))]:
+                    del grammar_cache[path]
+        self._warmed.clear()
+        return True
 
     def _project_value(self, value) -> bool:
         path = value.py__file__()
@@ -883,6 +911,7 @@ class JediInference:
             return _ReadFile(None, "", None)
         cached = self._file_cache.get(path)
         if cached is not None and cached.mtime == mtime:
+            self._file_cache.move_to_end(path)
             return cached
         try:
             with open(path, "rb") as handle:
@@ -893,6 +922,9 @@ class JediInference:
         except (SyntaxError, ValueError, OSError):
             text, tree = "", None
         self._file_cache[path] = read_file = _ReadFile(mtime, text, tree)
+        self._file_cache.move_to_end(path)
+        while len(self._file_cache) > READ_FILES_KEPT:
+            self._file_cache.popitem(last=False)  # the least recently used
         return read_file
 
 
@@ -1050,6 +1082,7 @@ class FileInference:
         self._units: Optional[_TopLevel] = None  # see _script_for
         self._kept: Optional[Set[int]] = None  # top-level statements the script's text holds (None: all)
         self._kept_before = False  # the kept statements were widened once already
+        self._unknowable: Dict[tuple, str] = {}  # see _of_an_unknowable_parameter
         if project.cache is not None:
             self._cache_key = project.cache.key(project.environment_id, self.path, text)
             self._answers = project.cache.load(self._cache_key) or {}
@@ -1136,7 +1169,8 @@ class FileInference:
             return None  # asked before: jedi could not tell
         if stored is not False and _decode(stored) is not None:
             return _decode(stored)
-        if self.project.failure is not None or self.note is not None or self._never_a_value(node):
+        if self.project.failure is not None or self.note is not None or self._never_a_value(node) \
+                or self._of_an_unknowable_parameter(node):
             return None
         try:
             value = self._ask(lambda: self._classify(node))
@@ -1183,6 +1217,51 @@ class FileInference:
             return len(kinds) == 1 and kinds[0].startswith("import ") \
                 and "%s.%s" % (kinds[0][7:], func.attr) in _NEVER_VALUE_CLASSES
         return False
+
+    def _of_an_unknowable_parameter(self, node: ast.expr) -> bool:
+        """``config.hidden_size``, ``config.get(...)``, ``getattr(config, "x", 0)`` where ``config`` is a
+        parameter jedi infers nothing for, so that it answers "unknown" (None) without being asked.
+        jedi infers a parameter of a function it has not seen called (dynamic_params is off) from
+        its annotation, its docstring, a ``# type:`` comment, pytest's fixtures, its default, or, for
+        a method's first parameter, the class. Here: none of those (a default of ``None`` gives no
+        attribute but dunders), no decorator, and no other binding of the name in the function."""
+        if self._nodes is None:
+            return False
+        func = node.func if isinstance(node, ast.Call) else None
+        root = node
+        getattr_call = isinstance(func, ast.Name) and func.id == "getattr" and 2 <= len(node.args) <= 3 \
+            and not node.keywords and "getattr" not in self._file_bindings() and "*" not in self._file_bindings()
+        if getattr_call:
+            root = node.args[0]  # the builtin: jedi's getattr looks the name up on what it infers the object is
+        attrs = []
+        while True:
+            if isinstance(root, ast.Attribute):
+                attrs.append(root.attr)
+                root = root.value
+            elif isinstance(root, ast.Call):
+                root = root.func
+            elif isinstance(root, ast.Subscript):
+                root = root.value
+            else:
+                break
+        if not isinstance(root, ast.Name) or root is node:
+            return False
+        parents = self._nodes.parent
+        function = parents.get(id(root))
+        while function is not None and not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = parents.get(id(function))
+        if function is None:
+            return False
+        key = (id(function), root.id)
+        cached = self._unknowable.get(key)
+        if cached is None:
+            cached = self._unknowable[key] = _unknowable_parameter(function, root.id, parents, self.source)
+        if cached == "default-none":  # None's attributes are its dunders
+            if getattr_call:
+                name = node.args[1]
+                attrs.append(name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else "__")
+            return not any(a.startswith("__") for a in attrs)
+        return cached == "unknowable"
 
     def finish(self) -> None:
         """The check is over: leave the budget note for the owner, store what jedi was asked
@@ -1493,3 +1572,61 @@ def _last_token(node: ast.expr, text: str, source=None) -> Tuple[Optional[int], 
         return None, 0
     source = source if source is not None else SourceText(text)
     return line, source.column(line, byte_col)
+
+
+def _unknowable_parameter(function, name: str, parents, source) -> str:
+    """Whether jedi can infer nothing for parameter ``name`` of ``function`` inside it: "unknowable",
+    "default-none" (its default is None, which has no attributes but dunders), or "no"."""
+    if function.decorator_list or function.name.startswith("test"):
+        return "no"  # a decorator may wrap it; pytest's plugin infers fixtures for test functions
+    args = function.args
+    positional = args.posonlyargs + args.args
+    param = next((a for a in positional + args.kwonlyargs if a.arg == name), None)
+    if param is None or param.annotation is not None:
+        return "no"
+    if isinstance(parents.get(id(function)), ast.ClassDef) and positional and positional[0] is param:
+        return "no"  # a method's self (or cls): the class's instance
+    if param in positional:
+        index = positional.index(param) - (len(positional) - len(args.defaults))
+        default = args.defaults[index] if index >= 0 else None
+    else:
+        default = args.kw_defaults[args.kwonlyargs.index(param)]
+    if default is not None and not (isinstance(default, ast.Constant) and default.value is None):
+        return "no"
+    doc = ast.get_docstring(function, clean=False)
+    if doc and re.search(r"\b%s\b" % re.escape(name), doc):
+        return "no"  # jedi reads parameter types from docstrings
+    body_line = function.body[0].lineno if function.body else function.lineno
+    if "type:" in "".join(source.line(n) for n in range(function.lineno, body_line + 1)):
+        return "no"  # a type comment
+    for node in ast.walk(function):  # any other binding of the name in the function, nested code too
+        if node is param:
+            continue
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) \
+                or isinstance(node, ast.arg) and node.arg == name \
+                or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name \
+                or isinstance(node, ast.alias) and (node.asname or node.name.split(".", 1)[0]) == name \
+                or isinstance(node, ast.ExceptHandler) and node.name == name \
+                or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return "no"
+        for cls, field in _MATCH_BINDINGS:
+            if isinstance(node, cls) and getattr(node, field, None) == name:
+                return "no"
+    return "default-none" if default is not None else "unknowable"
+
+
+def resident_memory() -> Optional[int]:
+    """This process's resident memory now, in bytes (None where it cannot be read: not Linux)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def _forget_parsed(path) -> None:
+    """Drop the tree parso keeps for ``path`` (jedi's diff parser stores each script's by path)."""
+    if path is None:
+        return
+    for grammar_cache in list(_parso_cache.parser_cache.values()):
+        grammar_cache.pop(path, None)
