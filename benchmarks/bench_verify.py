@@ -93,8 +93,8 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps({"files": rows, "total": total, "inputs_from": origins}, indent=2))
         return 0
-    header = "%-44s %5s %5s %9s %9s %8s %7s" % ("file", "built", "grads", "no inputs", "not built", "findings",
-                                                 "seconds")
+    header = "%-44s %5s %5s %9s %9s %8s %7s" % (
+        "file", "built", "grads", "no inputs", "not built", "findings", "seconds")
     print(header)
     print("-" * len(header))
     for row in rows:

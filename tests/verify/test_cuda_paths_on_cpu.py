@@ -6,8 +6,8 @@ gradient checks still run (``probe.verify_class``, ``probe_checks.check_device(.
 ``replace_held(..., mover(device))``). The CPU run never takes that branch: it stands in
 ``.to(torch.float64)``. Here the real ``verify_class`` runs with ``torch.device("meta")``, a
 device every CPU build of torch has, in one child process; the classes are given no example
-inputs (the child's input_candidates answers none), so TL903/TL904 are skipped (their gradient values cannot be read on meta) and
-everything up to them runs as it would on a GPU.
+inputs (the child's input_candidates answers none), so TL903/TL904 are skipped (their gradient
+values cannot be read on meta) and everything up to them runs as it would on a GPU.
 
 Still covered only on CUDA machines (tests/verify/test_verify_checks.py, test_verify_hostile.py):
 pick_cuda's device name, TL903/TL904 on the moved tensors, the "same device" error

@@ -236,5 +236,6 @@ def test_a_class_without_inputs_of_its_own_gets_those_its_caller_gave_it(reports
     # PlainRotary has no layer to guess from and no call of its own: PlainRotaryLM's attention
     # called it while PlainRotaryLM was verified, and those inputs are used.
     cls = class_report(reports["buggy.py"], "PlainRotary")
-    assert cls.status == "verified" and cls.inputs == "(2, 2, 8, 16) float32 (seen when PlainRotaryLM.forward called it)"
+    assert cls.status == "verified"
+    assert cls.inputs == "(2, 2, 8, 16) float32 (seen when PlainRotaryLM.forward called it)"
     assert check(cls, "TL903").status == "passed"

@@ -251,8 +251,8 @@ def summary_line(report: VerifyReport, with_error: bool = True) -> str:
     if report.outcome == ERROR and not report.classes and not issues:
         if not with_error:
             return "Nothing verified (%.1fs)." % report.duration_s
-        return "Nothing verified: %s (%.1fs)." % ((report.error or "verification could not run").rstrip("."),
-                                                    report.duration_s)
+        reason = (report.error or "verification could not run").rstrip(".")
+        return "Nothing verified: %s (%.1fs)." % (reason, report.duration_s)
     if report.outcome == COMPLETED and report.classes and not report.verified and not issues:
         names = [cls.name for cls in report.skipped]
         needs = [cls for cls in report.skipped if cls.skip_reason and "needs arguments" in cls.skip_reason]
