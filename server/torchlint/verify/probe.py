@@ -302,18 +302,6 @@ def _to_device(value, device, depth=0):
     return value
 
 
-def _describe_arguments(args, kwargs):
-    import torch
-
-    def one(value):
-        if isinstance(value, torch.Tensor):
-            return "%s %s" % (tuple(value.shape), str(value.dtype).replace("torch.", ""))
-        return support.type_name(value)
-
-    parts = [one(a) for a in args] + ["%s=%s" % (k, one(v)) for k, v in kwargs.items()]
-    return ", ".join(parts) or "no arguments"
-
-
 def _accepts_argument(function):
     try:
         parameters = inspect.signature(function).parameters.values()
@@ -341,7 +329,7 @@ def input_candidates(model, user_module, request, built, several_classes, run):
     if shapes:
         args = tuple(torch.randint(0, 2, tuple(s["shape"])) if s["dtype"] == "int64"
                      else torch.randn(*s["shape"], dtype=getattr(torch, s["dtype"])) for s in shapes)
-        return [(args, {}, "%s (from --input-shape)" % _describe_arguments(args, {}), True)]
+        return [(args, {}, "%s (from --input-shape)" % support.describe(args, {}), True)]
     expressions = request.get("input_exprs")
     if expressions:
         namespace = dict(vars(user_module))
@@ -350,21 +338,21 @@ def input_candidates(model, user_module, request, built, several_classes, run):
         args = tuple(run("evaluating the --input expression %s" % text,
                          lambda text=text: eval(compile(text, "<--input>", "eval"), namespace))
                      for text in expressions)
-        return [(args, {}, "%s (from --input)" % _describe_arguments(args, {}), True)]
+        return [(args, {}, "%s (from --input)" % support.describe(args, {}), True)]
     if built.inputs is not None:
         args, kwargs = _as_call_arguments(built.inputs)
-        return [(args, kwargs, "%s (from %s)" % (_describe_arguments(args, kwargs), built.constructed_with["text"]),
+        return [(args, kwargs, "%s (from %s)" % (support.describe(args, kwargs), built.constructed_with["text"]),
                  True)]
     if callable(_class_attribute(type(model), "torchlint_example_inputs")):
         value = run("%s.torchlint_example_inputs()" % class_name, lambda: model.torchlint_example_inputs())
         args, kwargs = _as_call_arguments(value)
         return [(args, kwargs, "%s (from %s.torchlint_example_inputs)" % (
-            _describe_arguments(args, kwargs), class_name), True)]
+            support.describe(args, kwargs), class_name), True)]
     lightning = run("reading %s.example_input_array" % class_name,
                     lambda: getattr(model, "example_input_array", None))
     if isinstance(lightning, (torch.Tensor, tuple, list, dict)):
         args, kwargs = _as_call_arguments(lightning)
-        return [(args, kwargs, "%s (from example_input_array)" % _describe_arguments(args, kwargs), True)]
+        return [(args, kwargs, "%s (from example_input_array)" % support.describe(args, kwargs), True)]
     for name in FACTORY_NAMES:
         factory = vars(user_module).get(name)
         if callable(factory) and not inspect.isclass(factory):
@@ -375,7 +363,7 @@ def input_candidates(model, user_module, request, built, several_classes, run):
             args, kwargs = _as_call_arguments(value)
             # A factory without a parameter cannot know which class it serves.
             trusted = takes_module or not several_classes
-            return [(args, kwargs, "%s (from %s())" % (_describe_arguments(args, kwargs), name), trusted)]
+            return [(args, kwargs, "%s (from %s())" % (support.describe(args, kwargs), name), trusted)]
     inputs = sys.modules.get("torchlint_probe_inputs") or _load_sibling("probe_inputs")
     found = [(args, kwargs, description, matches) for args, kwargs, description, matches in inputs.code_inputs(
         (request.get("input_calls") or {}).get(class_name), built.constructed_with["text"])]
@@ -463,7 +451,7 @@ def verify_class(cls, request, user_module, result, report, baseline, device, se
     candidates = input_candidates(model, user_module, request, built, several_classes, run)
     if again and seen is not None and cls in seen.inputs:
         args, caller = seen.inputs[cls]
-        candidates.insert(0, (args, {}, "%s (seen when %s.forward called it)" % (_describe_arguments(args, {}), caller),
+        candidates.insert(0, (args, {}, "%s (seen when %s.forward called it)" % (support.describe(args, {}), caller),
                               False))
     if not candidates:
         reason = "no example inputs: %s" % HOW_TO_GIVE_INPUTS

@@ -541,16 +541,6 @@ def _lengths(model, need):
     return lengths[:3]
 
 
-def describe(args, kwargs):
-    def one(value):
-        if isinstance(value, torch.Tensor):
-            return "%s %s" % (tuple(value.shape), str(value.dtype).replace("torch.", ""))
-        return support.type_name(value)
-
-    parts = [one(a) for a in args] + ["%s=%s" % (k, one(v)) for k, v in kwargs.items()]
-    return ", ".join(parts) or "no arguments"
-
-
 def dataflow_inputs(model):
     """[(args, kwargs, description)] from the first layer forward applies to each tensor argument."""
     found = first_layers(model)
@@ -578,7 +568,7 @@ def dataflow_inputs(model):
                 args.append(_make(first, shape, kind) if kind != "indices" else torch.randn(*shape))
                 notes.append("%s shaped like %s" % (names[index], names[0]))
         args = tuple(args)
-        results.append((args, {}, "%s (guessed from %s)" % (describe(args, {}), "; ".join(notes))))
+        results.append((args, {}, "%s (guessed from %s)" % (support.describe(args, {}), "; ".join(notes))))
     return results
 
 
@@ -633,7 +623,7 @@ def candidate_inputs(model, required, tried=()):
             shapes.add(key)
             torch.manual_seed(0)
             args = tuple(_make(need, shape, kind) for _ in range(required))
-            results.append((args, {}, "%s (guessed from %s, a candidate)" % (describe(args, {}), need.label)))
+            results.append((args, {}, "%s (guessed from %s, a candidate)" % (support.describe(args, {}), need.label)))
             if len(results) >= MAX_CANDIDATES:
                 return results
     return results
@@ -679,5 +669,6 @@ def code_inputs(entries, built_text):
         kwargs = {key: varied(value) for key, value in kwargs.items()}
         matches = bool(entry.get("built_with")) and entry.get("built_with") == built_text
         note = "; constant float inputs given random values" if replaced[0] else ""
-        results.append((args, kwargs, "%s (from %s%s)" % (describe(args, kwargs), entry.get("origin"), note), matches))
+        described = "%s (from %s%s)" % (support.describe(args, kwargs), entry.get("origin"), note)
+        results.append((args, kwargs, described, matches))
     return results

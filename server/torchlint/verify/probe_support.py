@@ -35,6 +35,19 @@ def type_name(value):
         return "object"
 
 
+def describe(args, kwargs) -> str:
+    """Example inputs as the report names them: ``(2, 16) float32, mask=(2, 16) bool``."""
+    import torch
+
+    def one(value):
+        if isinstance(value, torch.Tensor):
+            return "%s %s" % (tuple(value.shape), str(value.dtype).replace("torch.", ""))
+        return type_name(value)
+
+    parts = [one(a) for a in args] + ["%s=%s" % (k, one(v)) for k, v in kwargs.items()]
+    return ", ".join(parts) or "no arguments"
+
+
 def describe_exception(exc):
     """`KeyError: 'dim'`, `the module's code called sys.exit(3)`, `RecursionError: ...`."""
     try:
