@@ -25,8 +25,8 @@ import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..files import display_path
-from .targets import (MAX_FILE_BYTES, ImportPlan, _absolute, _File, _Finder, _holds, _in_main_block, _past,
-                      bound_value, candidate_files, import_plan)
+from .targets import (ImportPlan, _absolute, _File, _Finder, _holds, _in_main_block, bound_value,
+                      candidate_files, import_plan, scan_sites)
 
 MAX_INPUT_CALLS = 6  # per class
 MAX_DEPTH = 8  # names followed to their values
@@ -368,21 +368,6 @@ def find_input_calls(path: str, class_names: Sequence[str], plan: Optional[Impor
     pattern = re.compile(r"\b(%s)\b" % names)
     if sites is None:
         sites = candidate_files(path, plan, workspace_root, deadline)
-    for site_path, site_module in sites:
-        if _past(deadline) or all(len(c.found) >= MAX_INPUT_CALLS for c in finders.values()):
-            break
-        try:
-            with open(site_path, "rb") as handle:
-                head = handle.read(MAX_FILE_BYTES + 1)
-        except OSError:
-            continue
-        text = head.decode("utf-8", "replace")
-        if len(head) > MAX_FILE_BYTES or "torch" not in text or not pattern.search(text):
-            continue
-        site = _File.load(site_path, site_module)
-        if site is None:
-            continue
-        where = display_path(site_path, base)
-        for finder in finders.values():
-            finder.scan(site, where)
+    scan_sites(sites, pattern, base, finders.values(), deadline, needs="torch",
+               done=lambda: all(len(c.found) >= MAX_INPUT_CALLS for c in finders.values()))
     return {name: finder.found for name, finder in finders.items() if finder.found}

@@ -609,22 +609,7 @@ def find_constructors(path: str, class_names: Sequence[str], plan: Optional[Impo
         pattern = re.compile(r"\b(%s)\b" % "|".join(re.escape(n) for n in finders))
         if sites is None:
             sites = candidate_files(path, plan, workspace_root, deadline)
-        for site_path, site_module in sites:
-            if _past(deadline):
-                break
-            try:
-                with open(site_path, "rb") as handle:
-                    head = handle.read(MAX_FILE_BYTES + 1)
-            except OSError:
-                continue
-            if len(head) > MAX_FILE_BYTES or not pattern.search(head.decode("utf-8", "replace")):
-                continue
-            site = _File.load(site_path, site_module)
-            if site is None:
-                continue
-            where = display_path(site_path, base)
-            for finder in finders.values():
-                finder.scan(site, where)
+        scan_sites(sites, pattern, base, finders.values(), deadline)
     for name, finder in finders.items():
         result[name] = [c.to_dict() for c in finder.candidates]
     return result
@@ -663,3 +648,27 @@ def required_arguments(ctx, info) -> Optional[List[str]]:
             return required[1:] if positional and required and required[0] == positional[0].arg else required
     external = [b for cls in ctx.class_chain(info) for b in cls.bases if b not in ctx.classes]
     return [] if all(b in ("torch.nn.Module", "torch.nn.modules.module.Module") for b in external) else None
+
+
+def scan_sites(sites, pattern, base: str, finders, deadline: Optional[float], needs: str = "",
+               done=lambda: False) -> None:
+    """Hand each project file of ``sites`` that names what ``pattern`` matches (and holds ``needs``)
+    to every finder's ``scan``, until the deadline or until ``done()``; oversized and unreadable
+    files are skipped."""
+    for site_path, site_module in sites:
+        if _past(deadline) or done():
+            break
+        try:
+            with open(site_path, "rb") as handle:
+                head = handle.read(MAX_FILE_BYTES + 1)
+        except OSError:
+            continue
+        text = head.decode("utf-8", "replace")
+        if len(head) > MAX_FILE_BYTES or needs not in text or not pattern.search(text):
+            continue
+        site = _File.load(site_path, site_module)
+        if site is None:
+            continue
+        where = display_path(site_path, base)
+        for finder in finders:
+            finder.scan(site, where)
