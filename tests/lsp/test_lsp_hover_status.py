@@ -3,13 +3,11 @@ and the hover that shows it; a flagged range keeps the finding's card)."""
 from __future__ import annotations
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import CONFIG, VSCODE, initialize, new_uri, open_document, wait_for_publish
+from lsp_helpers import new_uri, open_document, wait_for_publish
 from torchlint.analysis.context import FileContext
-from torchlint.analysis.findings import Position
 from torchlint.analysis.parsing import parse
 from torchlint.analysis.registration import Status, init_registrations, registration_of
 
@@ -91,13 +89,6 @@ def test_inlay_hints_follow_the_assignments_in_init(block):
 
 # -- over LSP ------------------------------------------------------------------------------------------
 pytestmark_lsp = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_lsp.fixture(scope="module", config=CONFIG)
-async def vscode(lsp_client: LanguageClient):
-    lsp_client.init_result = await initialize(lsp_client, VSCODE)
-    yield
-    await lsp_client.shutdown_session()
 
 
 async def hover(client, uri, line: int, text: str, offset: int = 6):

@@ -8,13 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from make_big_model import make_model_source  # noqa: E402
-from lsp_helpers import (CONFIG, EXAMPLES, HELPER_MADE, NEOVIM, VSCODE, apply_text_edits, close_document, codes,
+from lsp_helpers import (CONFIG, EXAMPLES, HELPER_MADE, VSCODE, apply_text_edits, close_document, codes,
                          edits_of, initialize, new_uri, open_document, replace_text, settle,
                          utf16_len, wait_for, wait_for_publish)
 from torchlint.engine import check_source
@@ -40,20 +39,6 @@ MASK_LINE = 8  # 0-based line of `self.mask = ...`
 
 CLEAN = MODEL.replace("        self.mask = torch.tril(torch.ones(dim, dim))\n", "")
 BROKEN = MODEL.replace("def forward(self, x):", "def forward(self, x")
-
-
-@pytest_lsp.fixture(scope="module", config=CONFIG)
-async def vscode(lsp_client: LanguageClient):
-    lsp_client.init_result = await initialize(lsp_client, VSCODE)
-    yield
-    await lsp_client.shutdown_session()
-
-
-@pytest_lsp.fixture(scope="module", config=CONFIG)
-async def neovim(lsp_client: LanguageClient):
-    lsp_client.init_result = await initialize(lsp_client, NEOVIM)
-    yield
-    await lsp_client.shutdown_session()
 
 
 async def opened(client: LanguageClient, tmp_path, text: str):

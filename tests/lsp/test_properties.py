@@ -6,13 +6,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-import pytest_lsp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import (CONFIG, VSCODE, apply_text_edits, close_document, initialize, new_uri,
+from lsp_helpers import (apply_text_edits, close_document, new_uri,
                          open_document, utf16_len, wait_for_publish)
 from torchlint.engine import check_source
 
@@ -91,13 +90,6 @@ def change_for(text: str, edit) -> types.TextDocumentContentChangePartial:
         range=types.Range(start=types.Position(line=line, character=units(start)),
                           end=types.Position(line=line, character=units(stop))),
         text=snippet[: 1 + amount % len(snippet)].rstrip("\r\n"))
-
-
-@pytest_lsp.fixture(scope="module", config=CONFIG)
-async def vscode(lsp_client: LanguageClient):
-    await initialize(lsp_client, VSCODE)
-    yield
-    await lsp_client.shutdown_session()
 
 
 def summary(diagnostics):

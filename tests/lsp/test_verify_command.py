@@ -13,17 +13,10 @@ from pytest_lsp import LanguageClient, client_capabilities
 
 from torchlint.lsp.verification import NVIDIA_DRIVER_FILES
 
-from lsp_helpers import (CONFIG, EXAMPLES, NEOVIM, ROOT, VSCODE, initialize, open_document, record_publishes,
+from lsp_helpers import (CONFIG, EXAMPLES, ROOT, VSCODE, initialize, open_document, record_publishes,
                          replace_text, wait_for, wait_for_publish)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_lsp.fixture(scope="module", config=CONFIG)
-async def vscode(lsp_client: LanguageClient):
-    lsp_client.init_result = await initialize(lsp_client, VSCODE)
-    yield
-    await lsp_client.shutdown_session()
 
 
 async def opened_demo(client, tmp_path):
@@ -172,13 +165,6 @@ async def test_cancelling_the_progress_kills_the_run(vscode: LanguageClient, tmp
     client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
     result = await asyncio.wait_for(running, timeout=180)
     assert result["outcome"] == "cancelled"
-
-
-@pytest_lsp.fixture(scope="module", config=CONFIG)
-async def neovim(lsp_client: LanguageClient):
-    lsp_client.init_result = await initialize(lsp_client, NEOVIM)
-    yield
-    await lsp_client.shutdown_session()
 
 
 async def test_a_pull_client_that_cannot_be_refreshed_gets_them_pushed(neovim: LanguageClient, tmp_path):
