@@ -16,7 +16,7 @@ from torchlint.verify.report import COMPLETED
 from verify_helpers import ROOT, check, class_report, issues, line_of, torch_python
 
 ZOO = ROOT / "tests" / "verify" / "model_zoo"
-FILES = ("resnet.py", "vit.py", "text.py", "moe.py", "distill.py", "seq.py", "heads.py", "buggy.py")
+FILES = ("resnet.py", "vit.py", "text.py", "moe.py", "distill.py", "seq.py", "heads.py", "video.py", "buggy.py")
 HEALTHY = {
     "resnet.py": ["ResNet"],
     "vit.py": ["PatchEmbed", "VisionTransformer"],
@@ -25,6 +25,7 @@ HEALTHY = {
     "distill.py": ["Student", "Distiller"],
     "seq.py": ["MaskedEncoder", "ClsPool", "TokenBlock", "NarrowFirst"],
     "heads.py": ["DoubleScale", "LeafGate", "LazyHeadNet", "DecayedInPlace"],
+    "video.py": ["ClipClassifier"],
 }
 EXPECTED_FAILURES = {"NonLeafGate"}  # its second training step fails: that is the bug it carries
 
@@ -177,6 +178,12 @@ def test_the_first_layer_forward_applies_is_not_the_first_defined(reports):
     cls = class_report(reports["seq.py"], "NarrowFirst")
     assert cls.inputs.startswith("(2, 40) float32 (guessed from embed = Linear(in_features=40), the first layer "
                                  "forward applies to features)"), cls.inputs
+
+
+def test_a_video_model_that_pools_a_fixed_clip_gets_the_full_clip(reports):
+    cls = class_report(reports["video.py"], "ClipClassifier")
+    assert cls.inputs.startswith("(2, 3, 16, 224, 224) float32"), cls.inputs
+    assert check(cls, "TL903").status == "passed", cls
 
 
 def test_gradient_checks_run_on_nearly_every_class_built(reports):

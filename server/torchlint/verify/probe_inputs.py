@@ -32,9 +32,12 @@ SEQUENCE = 8  # a sequence axis's length, when nothing says another
 MAX_FLOW_DEPTH = 4  # submodules and methods followed into
 MAX_OPTIONS = 4  # shapes per requirement
 MAX_CANDIDATES = 12
+# Video models pool down to a fixed clip (torchvision's S3D and MViT: 16 frames of 224 x 224),
+# tried last: it costs seconds and GBs on a CPU.
 SPATIAL_SIZES = {1: [(64,), (256,), (32,)], 2: [(64, 64), (224, 224), (299, 299), (32, 32)],
-                 3: [(8, 8, 8), (16, 16, 16)]}
-CANDIDATE_SPATIAL = {1: [(64,), (256,)], 2: [(64, 64), (224, 224), (32, 32)], 3: [(8, 8, 8), (16, 16, 16)]}
+                 3: [(8, 8, 8), (16, 16, 16), (16, 224, 224)]}
+CANDIDATE_SPATIAL = {1: [(64,), (256,)], 2: [(64, 64), (224, 224), (32, 32)],
+                     3: [(8, 8, 8), (16, 16, 16), (16, 224, 224)]}
 
 # Layers that do not fix the width of what they get: followed through.
 _NEUTRAL_NAMES = frozenset({
