@@ -173,7 +173,7 @@ def _with_newline(edit: Edit, newline: str) -> Edit:
     return Edit(edit.range, _LONE_LF.sub(newline, edit.new_text))
 
 
-class NotWritten(Exception):
+class NotWritten(Exception):  # raised by the write itself, never by a signal handler (those raise BaseExceptions)
     """A fix that was not written; the message says why and what to do (the file is unchanged).
     ``reason``: why, in a few words ("read-only file"); ``advice``: what to do, where ``{flag}``
     stands for the option that asked for the write (see :meth:`says`)."""

@@ -74,7 +74,6 @@ _PLAIN_TYPES = frozenset(["builtins.int", "builtins.float", "builtins.str", "bui
                           "builtins.bytes", "torch.device", "torch.dtype", "torch.Size", "torch._C.device",
                           "torch._C.dtype", "torch.types.Device"])
 SCRIPTS_PER_STATE = 256  # files that share one jedi inference state (JediInference.new_script)
-TRIM_PARSED = True  # trim_memory drops the project modules parso keeps parsed too
 FILES_BETWEEN_TRIMS = 64  # the fewest files between two trims (trim_memory)
 READ_FILES_KEPT = 256  # other modules' files kept parsed for base resolution (JediInference._read_file)
 SHARED_STATES = 4  # shared states kept at once, one per jedi sys.path (folders outside packages)
@@ -437,10 +436,12 @@ class JediInference:
         # torchlint (generated from the pinned torch by tools/make_torch_stubs.py), so that the
         # findings do not depend on torch being installed where torchlint runs.
         self.torch_source: Optional[str] = None
+        self.reads_stubs = False
         if any(os.path.exists(os.path.join(p, "torch", "__init__.py")) for p in self.sys_path):
             self.torch_source = "the environment's torch"
         elif os.path.isfile(os.path.join(TORCH_STUBS, "__init__.pyi")):
             self.torch_source = "torchlint's stubs of torch %s" % _stubs_version()
+            self.reads_stubs = True
             self.project.added_sys_path = [os.path.dirname(TORCH_STUBS)]
             self.sys_path = self.sys_path + [os.path.dirname(TORCH_STUBS)]
         self.torch_available = self.torch_source is not None
@@ -462,7 +463,8 @@ class JediInference:
         self._return_cache: Dict[Tuple[str, int, int], Tuple[Optional[Value], FrozenSet[str]]] = {}
         self._module_files: Dict[tuple, Optional[str]] = {}
         self._cut_short = False  # a class resolution under way met the depth limit
-        self._file_cache: "collections.OrderedDict[str, _ReadFile]" = collections.OrderedDict()  # path -> the file as last read, most recent last
+        # path -> the file as last read, the most recently used last
+        self._file_cache: "collections.OrderedDict[str, _ReadFile]" = collections.OrderedDict()
         self._warmed = threading.Event()
         self._since_trim = 0  # files since trim_memory last dropped jedi's state
 
@@ -575,10 +577,9 @@ class JediInference:
         self._since_trim = 0
         self._states.clear()
         self._file_cache.clear()
-        if TRIM_PARSED:
-            for grammar_cache in list(_parso_cache.parser_cache.values()):
-                for path in [p for p in grammar_cache if p is None or self.is_project_file(str(p))]:
-                    del grammar_cache[path]
+        for grammar_cache in list(_parso_cache.parser_cache.values()):  # the project modules parso keeps
+            for path in [p for p in grammar_cache if p is None or self.is_project_file(str(p))]:
+                del grammar_cache[path]
         self._warmed.clear()
         return True
 
@@ -782,9 +783,10 @@ class JediInference:
         key = (tuple(parts), folders)
         if key not in self._module_files:
             found = None
-            if parts[0] == "torch" and self.torch_source is not None and self.torch_source.startswith("torchlint"):
+            if parts[0] == "torch" and self.reads_stubs:
                 stem = os.path.join(TORCH_STUBS, *parts[1:])
-                found = next((c for c in (stem + ".pyi", os.path.join(stem, "__init__.pyi")) if os.path.isfile(c)), None)
+                stubs = (stem + ".pyi", os.path.join(stem, "__init__.pyi"))
+                found = next((candidate for candidate in stubs if os.path.isfile(candidate)), None)
                 folders = ()  # torch is the stubs', whatever the folders hold
             for folder in folders:
                 stem = os.path.join(folder, *parts)
@@ -1450,6 +1452,7 @@ def _statement_walk(tree: ast.AST):
         node = todo.popleft()
         todo.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, _STATEMENT_LEVELS))
         yield node
+
 
 # Classes whose new instances jedi's answer (_value_of_class) always calls unknown: builtins and
 # standard-library classes that are neither tensors, Modules nor plain values (int, str: OTHER).
