@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
+from contextlib import contextmanager
 from functools import cached_property
 from typing import Dict, List, Optional, Tuple
 
@@ -185,10 +186,28 @@ class FileContext:
         return self.source.segment(node)
 
     # -- findings ----------------------------------------------------------------------------
-    def finding(self, code: str, message: str, node_or_range, severity: Severity,
-                fixes: Tuple[Fix, ...] = (), related: Tuple[Related, ...] = (), deprecated: bool = False) -> Finding:
+    # The rule whose check is running (rules.base.Rule.check): anything with a ``code`` and a
+    # default ``severity``, which every finding made meanwhile takes.
+    running_rule = None
+
+    @contextmanager
+    def running(self, rule):
+        self.running_rule = rule
+        try:
+            yield
+        finally:
+            self.running_rule = None
+
+    def finding(self, message: str, node_or_range, fixes: Tuple[Fix, ...] = (), related: Tuple[Related, ...] = (),
+                *, severity: Optional[Severity] = None, deprecated: bool = False) -> Finding:
+        """A finding of the running rule; ``severity`` only where this one's grade is not the
+        rule's default."""
+        rule = self.running_rule
+        if rule is None:
+            raise RuntimeError("ctx.finding is for a rule's check (Rule.check runs it)")
         rng = node_or_range if isinstance(node_or_range, Range) else self.range(node_or_range)
-        return Finding(code, message, severity, rng, tuple(fixes), tuple(related), deprecated)
+        return Finding(rule.code, message, rule.severity if severity is None else severity, rng, tuple(fixes),
+                       tuple(related), deprecated)
 
     def graded(self, severity: Optional[Severity]) -> Optional[Severity]:
         """A rule's grade for one finding: its severity, or None (quiet: no evidence of harm),

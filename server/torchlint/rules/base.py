@@ -1,11 +1,11 @@
 """What every rule is: a stable code, a name, a one-line summary, a default
-severity, its doc page, and a ``check`` that turns a FileContext into findings."""
+severity, its doc page, and a ``find`` that turns a FileContext into findings."""
 from __future__ import annotations
 
 import functools
 from importlib import metadata
 from pathlib import Path
-from typing import ClassVar, Iterable, Optional
+from typing import ClassVar, Iterable, List, Optional
 
 from ..analysis.findings import Finding, Severity
 
@@ -50,7 +50,14 @@ class Rule:
     # fuzzes the difference).
     reads_script_flow: ClassVar[bool] = True
 
-    def check(self, ctx) -> Iterable[Finding]:  # ctx: analysis.context.FileContext
+    def check(self, ctx) -> List[Finding]:  # ctx: analysis.context.FileContext
+        """This rule's findings in the file: ``find``'s, whose ``ctx.finding`` calls take the
+        rule's code and default severity."""
+        with ctx.running(self):
+            return list(self.find(ctx))
+
+    def find(self, ctx) -> Iterable[Finding]:
+        """What each rule defines: its findings, made with ``ctx.finding`` and ``ctx.fix``."""
         raise NotImplementedError
 
     @classmethod

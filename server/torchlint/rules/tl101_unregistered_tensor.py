@@ -22,7 +22,7 @@ class UnregisteredTensor(Rule):
     summary = "tensor stored as a plain Module attribute: not trained, not saved, not moved by .to()"
     severity = Severity.WARNING
 
-    def check(self, ctx):
+    def find(self, ctx):
         for cls in ctx.module_classes:
             if not cls.attr_assignments or ctx.moves_own_state(cls):
                 continue
@@ -388,7 +388,7 @@ def _finding(ctx, binding, value, branches, uses: Uses, severity, built, other, 
     if not single_target:
         # `self.h0 = self.c0 = <value>`: one finding per target, each starting at its own target.
         where = Range(ctx.range(_target(stmt, self_name, attr) or stmt).start, where.end)
-    return ctx.finding("TL101", message + why_none, where, severity, fixes)
+    return ctx.finding(message + why_none, where, fixes, severity=severity)
 
 
 def _path(binding, branches, other) -> str:

@@ -47,7 +47,7 @@ class UnregisteredContainer(Rule):
     summary = "plain list/tuple/dict of modules or parameters on a Module: invisible to parameters() and .to()"
     severity = Severity.WARNING
 
-    def check(self, ctx):
+    def find(self, ctx):
         for cls in ctx.module_classes:
             init = cls.method_scopes.get("__init__")
             if init is None:
@@ -386,8 +386,8 @@ def _finding(ctx, binding, found: _Found):
     fix, why = _fix(ctx, binding, found)
     if fix is None:
         message += "; no fix: %s" % why
-        return ctx.finding("TL102", message, binding.stmt, Severity.WARNING)
-    return ctx.finding("TL102", message, binding.stmt, Severity.WARNING, [fix])
+        return ctx.finding(message, binding.stmt)
+    return ctx.finding(message, binding.stmt, [fix])
 
 
 def _fix(ctx, binding, found: _Found):

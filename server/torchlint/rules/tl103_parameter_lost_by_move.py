@@ -38,7 +38,7 @@ class ParameterLostByMove(Rule):
     summary = "nn.Parameter(t).cuda() / .to() / .half() returns a plain tensor: the Parameter is lost"
     severity = Severity.ERROR
 
-    def check(self, ctx):
+    def find(self, ctx):
         outer_move: Dict[int, ast.Call] = {}  # id(receiver call) -> the move called on its result
         for call in ctx.index.calls:
             if _is_move(call) and isinstance(call.func.value, ast.Call):
@@ -131,7 +131,7 @@ def _rebound_finding(ctx, binding, chain: List[ast.Call], store):
     fix = ctx.fix("Keep it a Parameter: `%s = %s(%s%s)`" % (binding.name, parameter, shorten(ctx.text(value), 30), extra),
                   ctx.wrap(value, parameter + "(", extra + ")") + [import_edit], safe=True, preferred=True)
     related = (ctx.related(store, "stored here"),)
-    return ctx.finding("TL103", message, first, ParameterLostByMove.severity, (fix,), related)
+    return ctx.finding(message, first, (fix,), related)
 
 
 def _is_move(call: ast.Call) -> bool:
@@ -161,7 +161,7 @@ def _finding(ctx, parameter: ast.Call, chain: List[ast.Call]):
         fixes.append(factory)
     preferred = 1 if factory is not None and factory.is_safe else 0
     fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == preferred)) for i, f in enumerate(fixes)]
-    return ctx.finding("TL103", message, first, ParameterLostByMove.severity, fixes)
+    return ctx.finding(message, first, fixes)
 
 
 def _data_argument(parameter: ast.Call) -> Optional[ast.expr]:

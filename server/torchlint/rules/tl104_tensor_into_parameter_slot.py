@@ -19,7 +19,7 @@ class TensorIntoParameterSlot(Rule):
     summary = "plain tensor assigned to an attribute that holds an nn.Parameter: raises TypeError"
     severity = Severity.ERROR
 
-    def check(self, ctx):
+    def find(self, ctx):
         for target, value, stmt, scope in ctx.index.attribute_stores:
             if _lost_by_move(ctx, value):
                 continue
@@ -54,7 +54,7 @@ def _plain_registrations(ctx):
                    "(only an nn.Parameter or None can be registered)" % ctx.text(call.args[0]))
         fix = ctx.fix("Wrap in `%s(...)`" % parameter, ctx.wrap(value, parameter + "(", ")") + [import_edit],
                       safe=True, preferred=True)
-        yield ctx.finding("TL104", message, call, TensorIntoParameterSlot.severity, (fix,))
+        yield ctx.finding(message, call, (fix,))
 
 
 def _slot(ctx, target: ast.Attribute, stmt, scope):
@@ -235,7 +235,7 @@ def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt, origin: Optional
             message += ("; the value may not have the parameter's shape (indexing, a reshape, or a call torchlint "
                         "cannot size), so the fix makes it a new Parameter rather than copying into the old one")
     fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == 0)) for i, f in enumerate(fixes)]
-    return ctx.finding("TL104", message, stmt, TensorIntoParameterSlot.severity, fixes, related)
+    return ctx.finding(message, stmt, fixes, related)
 
 
 def _mentions(value: ast.expr, target: ast.Attribute) -> bool:

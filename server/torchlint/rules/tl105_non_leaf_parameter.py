@@ -43,7 +43,7 @@ class NonLeafParameter(Rule):
     summary = "a requires_grad=True tensor put through .cuda()/.to()/arithmetic: the result is not a leaf"
     severity = Severity.ERROR
 
-    def check(self, ctx):
+    def find(self, ctx):
         reported = set()
         for value, scope, stmt, sink, sink_node in _sinks(ctx):
             found = _non_leaf(ctx, value, scope, stmt, 0)
@@ -311,7 +311,7 @@ def _finding(ctx, found: _NonLeaf, scope, sink: str, sink_node):
     preferred = len(fixes) - 1 if module_store or last is None else 0
     fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == preferred)) for i, f in enumerate(fixes)]
     related = (ctx.related(sink_node, "used as a weight here"),)
-    return ctx.finding("TL105", message, found.value, NonLeafParameter.severity, fixes, related)
+    return ctx.finding(message, found.value, fixes, related)
 
 
 def _requires_grad_last(ctx, found: _NonLeaf, scope):

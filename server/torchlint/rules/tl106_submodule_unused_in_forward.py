@@ -20,7 +20,7 @@ class SubmoduleUnusedInForward(Rule):
     severity = Severity.INFO
     offers_fixes = False  # deleting a layer changes the checkpoint format: the author decides
 
-    def check(self, ctx):
+    def find(self, ctx):
         subclassed = {base for info in ctx.index.classes for base in info.bases}
         for cls in ctx.module_classes:
             if "forward" not in cls.methods or cls.name in subclassed or _dynamic_class(ctx, cls):
@@ -171,7 +171,7 @@ def _finding(ctx, binding, value):
     stmt = binding.stmt
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
     node = next((t for t in targets if isinstance(t, ast.Attribute) and t.attr == binding.name), stmt)
-    return ctx.finding("TL106", message, node, SubmoduleUnusedInForward.severity)
+    return ctx.finding(message, node)
 
 
 def _short_class(module_class) -> str:

@@ -22,7 +22,7 @@ class AttributeThenRegister(Rule):
     summary = "`self.x = t` then `register_buffer(\"x\", ...)`: KeyError \"attribute 'x' already exists\""
     severity = Severity.ERROR
 
-    def check(self, ctx):
+    def find(self, ctx):
         for cls in ctx.module_classes:
             for scope in cls.method_scopes.values():
                 if scope.self_name is None:
@@ -161,4 +161,4 @@ def _finding(ctx, scope, stmt, call, earlier, name: str):
                                                                            newline))], safe=True))
     fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == 0)) for i, f in enumerate(fixes)]
     related = (ctx.related(earlier, "`%s.%s` becomes a plain attribute here" % (scope.self_name, name)),)
-    return ctx.finding("TL107", message, call, Severity.ERROR, fixes, related)
+    return ctx.finding(message, call, fixes, related)

@@ -36,7 +36,7 @@ class ModuleCreatedInForward(Rule):
                "first batch never updates it")
     severity = Severity.ERROR
 
-    def check(self, ctx):
+    def find(self, ctx):
         seen = set()
         for cls in ctx.module_classes:
             reached = ctx.forward_reach(cls)
@@ -134,8 +134,8 @@ def _finding(ctx, cls, method, scope, stmt, name, node, call, value):
     fix, reason = _move_to_init(ctx, cls, scope, stmt, name, call, value, guard)
     if fix is None:
         message += " (no fix: %s)" % reason
-        return ctx.finding("TL108", message, node, Severity.ERROR)
-    return ctx.finding("TL108", message, node, Severity.ERROR, (fix,))
+        return ctx.finding(message, node)
+    return ctx.finding(message, node, (fix,))
 
 
 def _reads(call: ast.Call) -> Tuple[List[ast.Name], List[ast.Attribute]]:

@@ -18,7 +18,7 @@ class DataAssignment(Rule):
     summary = "`p.data = t` bypasses autograd and the optimizer; copy in place under torch.no_grad()"
     severity = Severity.WARNING
 
-    def check(self, ctx):
+    def find(self, ctx):
         swaps = _Swaps(ctx)
         for target, value, stmt, scope in ctx.index.attribute_stores:
             if target.attr != "data":
@@ -264,7 +264,7 @@ def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt, severity, hazard
                    "the parameters as they are" % (holder, what))
         if hazard:
             message += "; besides, %s" % hazard
-        return ctx.finding("TL201", message, stmt, severity)
+        return ctx.finding(message, stmt, severity=severity)
     if hazard:
         message = "`%s.data = ...` rebinds the tensor's storage behind autograd: %s" % (holder, hazard)
     else:
@@ -286,5 +286,5 @@ def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt, severity, hazard
                        ctx.replace(Range(value_range.end, value_range.end), ")")],
                       safe=False, preferred=True)
     else:
-        return ctx.finding("TL201", message, stmt, severity)
-    return ctx.finding("TL201", message, stmt, severity, (fix,))
+        return ctx.finding(message, stmt, severity=severity)
+    return ctx.finding(message, stmt, (fix,), severity=severity)

@@ -43,7 +43,7 @@ class StaleOptimizer(Rule):
     summary = "submodule or parameter re-bound after the optimizer was built: the new weights are never updated"
     severity = Severity.WARNING
 
-    def check(self, ctx):
+    def find(self, ctx):
         for scope in ctx.index.scopes:
             statements = scope.statements
             reported = set()  # one finding per re-binding, even when two optimizers hold the parameters
@@ -293,7 +293,7 @@ def _finding(ctx, scope, build, stmt, target, text, root, kind):
     fixes = [add_group] + ([rebuild] if rebuild else []) if used_between or not build.direct \
         else [rebuild, add_group] if rebuild else [add_group]
     fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == 0)) for i, f in enumerate(fixes)]
-    return ctx.finding("TL202", message, target, Severity.WARNING, fixes, related=(related,))
+    return ctx.finding(message, target, fixes, (related,))
 
 
 def _last_of_run(ctx, scope, build, stmt):

@@ -15,7 +15,7 @@ class DiscardedMove(Rule):
     summary = "tensor .to()/.cuda()/.float() result thrown away: tensors, unlike Modules, do not move in place"
     severity = Severity.WARNING
 
-    def check(self, ctx):
+    def find(self, ctx):
         for stmt, scope in ctx.index.expr_statements:
             call = stmt.value
             if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
@@ -105,4 +105,4 @@ def _finding(ctx, stmt, call, receiver, scope):
         assign = ctx.replace(Range(start, start), "%s = " % target)
         fixes.append(ctx.fix("Keep the result: `%s = %s`" % (target, shorten(ctx.text(call))), [assign],
                              safe=True, preferred=True))
-    return ctx.finding("TL203", message, call, Severity.WARNING, fixes)
+    return ctx.finding(message, call, fixes)

@@ -84,7 +84,7 @@ class TensorCreatedWithoutDevice(Rule):
     summary = "tensor made in forward without device= and combined with the input: fails on the first GPU run"
     severity = Severity.WARNING
 
-    def check(self, ctx):
+    def find(self, ctx):
         if any(ctx.qualify(call.func) == "torch.set_default_device" for call in ctx.index.calls):
             return  # factories follow the default device the program sets
         for cls in ctx.module_classes:
@@ -483,7 +483,7 @@ class _Method:
                 title += " (also takes `%s`'s dtype)" % meeting.tensor
             fixes.append(ctx.fix(title, [ctx.replace(call.func, "%s.%s" % (meeting.tensor, method))], safe=typed))
         related = () if where == "here" else (ctx.related(meeting.node, "it meets %s here" % meeting.partner),)
-        return ctx.finding("TL204", message, call, TensorCreatedWithoutDevice.severity, fixes, related)
+        return ctx.finding(message, call, fixes, related)
 
 
 def _add_keyword(ctx, call: ast.Call, text: str):

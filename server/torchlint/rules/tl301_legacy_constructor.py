@@ -24,9 +24,9 @@ class LegacyConstructor(Rule):
     code = "TL301"
     name = "legacy-constructor"
     summary = "legacy tensor constructor (torch.FloatTensor, torch.Tensor(...), Variable): deprecated"
-    severity = Severity.HINT  # a warning where the legacy call changes behaviour
+    severity = Severity.HINT  # a deprecation alone; a warning where the legacy call changes behaviour
 
-    def check(self, ctx):
+    def find(self, ctx):
         for call in ctx.index.calls:
             qualified = ctx.qualify(call.func)
             if qualified not in tn.LEGACY_CONSTRUCTORS:
@@ -93,13 +93,11 @@ def _typed(ctx, call, qualified):
     changes = _behaviour_change(ctx, call, qualified, name)
     if changes:
         message = "`%s(...)` %s; use %s%s" % (name, changes, modern, why_none)
-        return ctx.finding("TL301", message, call.func, Severity.WARNING, fixes, deprecated=True)
+        return ctx.finding(message, call.func, fixes, severity=Severity.WARNING, deprecated=True)
     message = "`%s(...)` is a legacy constructor (deprecated): use %s%s" % (name, modern, why_none)
-    return ctx.finding("TL301", message, call.func, DEPRECATION, fixes, deprecated=True)
+    return ctx.finding(message, call.func, fixes, deprecated=True)
 
 
-# A deprecation alone is worth a hint; a legacy call that changes what the code does is a warning.
-DEPRECATION = Severity.HINT
 _FLOAT_CONSTRUCTORS = frozenset(["Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor"])
 
 
@@ -407,7 +405,7 @@ def _variable(ctx, call):
                   and all(kw.arg in ("requires_grad", "volatile") for kw in call.keywords))
     if understood:
         fixes.append(_unwrap_variable(ctx, call, requires_grad))
-    return ctx.finding("TL301", message, call.func, DEPRECATION, fixes, deprecated=True)
+    return ctx.finding(message, call.func, fixes, deprecated=True)
 
 
 def _unwrap_variable(ctx, call, requires_grad):
