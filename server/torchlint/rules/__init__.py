@@ -1,16 +1,19 @@
 """The rules, one per file (``tlNNN_name.py``), found by their file names.
 
 Each file defines one :class:`~torchlint.rules.base.Rule` subclass; its doc page
-is ``torchlint/docs/TLNNN.md``.
+is ``torchlint/docs/TLNNN.md``. ``ALL_CODES`` adds the codes runtime verification reports
+(``verify_codes``): every code torchlint can print, each with its name, default severity,
+summary and page.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
 import re
-from typing import Dict, List
+from typing import Dict, List, Union
 
 from .base import Rule
+from .verify_codes import VERIFY_CODES, VerifyCode
 
 _RULE_FILE = re.compile(r"^tl\d{3}_\w+$")
 
@@ -30,3 +33,4 @@ def _load() -> List[Rule]:
 
 ALL_RULES: List[Rule] = _load()
 RULES_BY_CODE: Dict[str, Rule] = {rule.code: rule for rule in ALL_RULES}
+ALL_CODES: Dict[str, Union[Rule, VerifyCode]] = {**RULES_BY_CODE, **VERIFY_CODES}

@@ -40,6 +40,10 @@ class Rule:
     name: ClassVar[str]
     summary: ClassVar[str]
     severity: ClassVar[Severity] = Severity.WARNING
+    # How a rule that grades its findings (``ctx.finding(..., severity=...)``) grades them, in a
+    # few words for the README's rule table (the page's Severity section says it in full); empty
+    # where every finding has ``severity``.
+    grading: ClassVar[str] = ""
     # False where no edit is right in general (the rule's page says why): its findings come bare.
     offers_fixes: ClassVar[bool] = True
     # What a finding on module-level script code may rest on besides the statement it is on and
@@ -62,7 +66,7 @@ class Rule:
 
     @classmethod
     def doc_path(cls) -> Path:
-        return DOCS_DIR / ("%s.md" % cls.code)
+        return page_path(cls.code)
 
     @classmethod
     def doc(cls) -> str:
@@ -73,8 +77,13 @@ class Rule:
         return page_url(cls.code)
 
 
+def page_path(code: str) -> Path:
+    """The installed page of a code (a rule's, or a verification check's)."""
+    return DOCS_DIR / ("%s.md" % code)
+
+
 def page_url(code: str) -> str:
     """The page of a code (a rule's, or a verification check's): published (``[project.urls]
     "Rule docs"``), else the installed file."""
     published = published_docs_url()
-    return "%s/%s.md" % (published, code) if published else (DOCS_DIR / ("%s.md" % code)).as_uri()
+    return "%s/%s.md" % (published, code) if published else page_path(code).as_uri()

@@ -21,6 +21,8 @@ class UnregisteredTensor(Rule):
     name = "unregistered-tensor"
     summary = "tensor stored as a plain Module attribute: not trained, not saved, not moved by .to()"
     severity = Severity.WARNING
+    grading = ("warning when `forward` computes with it; error when it requires grad; hint when each use moves it "
+               "or it is a 0-dim constant `forward` takes as a number")
 
     def find(self, ctx):
         for cls in ctx.module_classes:

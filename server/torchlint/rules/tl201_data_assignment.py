@@ -17,6 +17,7 @@ class DataAssignment(Rule):
     name = "data-assignment"
     summary = "`p.data = t` bypasses autograd and the optimizer; copy in place under torch.no_grad()"
     severity = Severity.WARNING
+    grading = "warning when it ties two tensors' storage or follows an optimizer; hint otherwise"
 
     def find(self, ctx):
         swaps = _Swaps(ctx)

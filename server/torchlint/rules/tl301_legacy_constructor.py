@@ -24,7 +24,8 @@ class LegacyConstructor(Rule):
     code = "TL301"
     name = "legacy-constructor"
     summary = "legacy tensor constructor (torch.FloatTensor, torch.Tensor(...), Variable): deprecated"
-    severity = Severity.HINT  # a deprecation alone; a warning where the legacy call changes behaviour
+    severity = Severity.HINT
+    grading = "hint (deprecated); warning when the call changes a tensor's dtype or refuses a GPU device"
 
     def find(self, ctx):
         for call in ctx.index.calls:

@@ -10,24 +10,14 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional
 
+from ..rules import verify_codes
+
 CHECK_CODES = ("TL901", "TL902", "TL903", "TL904", "TL906")
 PARTLY = "partly verified"  # a class some of whose checks could not run (no inputs that fit forward)
 
-# The codes verification reports, for `torchlint rule`: (name, one line). Each has its page,
-# docs/TLnnn.md, beside the rules' pages.
-VERIFY_CODES = {
-    "TL901": ("unregistered-at-run-time", "a tensor or a container of modules/parameters held on the built module "
-                                          "but not registered (exact, from the object)"),
-    "TL902": ("left-behind-by-move", "a tensor of the module tree that model.to(device) did not move"),
-    "TL903": ("gradient-outside-parameters", "a tensor that receives a gradient in backward() but is not in "
-                                             "parameters(): never trained"),
-    "TL904": ("never-updated", "a trainable tensor that optimizer steps never change, or a parameter with no "
-                               "gradient on every step"),
-    "TL905": ("verification-failed", "importing, building, moving, forward, backward or a step failed, ended the "
-                                     "process or timed out: the error and its line in your file"),
-    "TL906": ("parameter-created-in-forward", "a parameter created or replaced while forward ran: an optimizer "
-                                              "built before the first batch never updates it"),
-}
+# The codes verification reports, for `torchlint rule`: (name, one line). Declared in the rules
+# layer (rules/verify_codes.py) with their severity and page, beside the rules' codes.
+VERIFY_CODES = {code: (entry.name, entry.summary) for code, entry in verify_codes.VERIFY_CODES.items()}
 
 # Outcomes of the whole run.
 COMPLETED = "completed"  # the probe finished (issues or not)
