@@ -173,17 +173,17 @@ def test_an_impossible_edit_puts_the_document_out_of_sync_until_sent_whole():
 # -- pull result ids --------------------------------------------------------------------------
 def test_the_result_id_follows_the_diagnostics():
     from torchlint.lsp.scheduler import Snapshot
-    from torchlint.lsp.server import result_id
+    from torchlint.lsp.publishing import result_id
 
     convert = Converter(SourceText("x = 1\ny = 2\n"), UTF16)
     first = Finding("TL101", "one", Severity.WARNING, Range.of(1, 0, 1, 1))
     verified = Finding("TL901", "verified", Severity.WARNING, Range.of(2, 0, 2, 1), source="torchlint-verify")
     snap = Snapshot("file:///m.py", 3, "x = 1\ny = 2\n", "/m.py", 0)
-    ids = {result_id(snap, convert.diagnostics(findings, snap.uri))
+    ids = {result_id(snap, convert.lsp_diagnostics(findings, snap.uri))
            for findings in ([], [first], [first, verified], [verified])}
     assert len(ids) == 4  # same version, different diagnostics: never the same id
-    assert result_id(snap, convert.diagnostics([first], snap.uri)) == result_id(
-        snap, convert.diagnostics([first], snap.uri))
+    assert result_id(snap, convert.lsp_diagnostics([first], snap.uri)) == result_id(
+        snap, convert.lsp_diagnostics([first], snap.uri))
 
 
 # -- frames -----------------------------------------------------------------------------------

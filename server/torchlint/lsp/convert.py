@@ -7,11 +7,9 @@ so conversions use the core's :class:`SourceText`, never ``str.splitlines``.
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
 from pygls.workspace.position_codec import PositionCodec
 
 from ..analysis.findings import Edit, Finding, Fix, Position, Range, Severity
@@ -21,7 +19,6 @@ from ..verify.report import VERIFY_CODES
 from ..rules import RULES_BY_CODE
 
 SOURCE = "torchlint"
-SERVER_CANCELLED = -32802  # LSP's ServerCancelled: the client may ask again
 
 SEVERITIES = {
     Severity.ERROR: types.DiagnosticSeverity.Error,
@@ -94,7 +91,7 @@ class Converter:
             data={"code": finding.code, "fixes": [fix_title(fix) for fix in finding.fixes]},
         )
 
-    def diagnostics(self, findings: Iterable[Finding], uri: str) -> List[types.Diagnostic]:
+    def lsp_diagnostics(self, findings: Iterable[Finding], uri: str) -> List[types.Diagnostic]:
         return [self.diagnostic(finding, uri) for finding in findings]
 
 
@@ -149,29 +146,6 @@ def documents_edit(edits: Dict[str, Tuple[Optional[int], List[types.TextEdit]]],
             edits=document_edits) for uri, (version, document_edits) in edits.items()])
     changes: Dict[str, List[types.TextEdit]] = {uri: document_edits for uri, (_, document_edits) in edits.items()}
     return types.WorkspaceEdit(changes=changes)
-
-
-def result_id(snap, diagnostics: List[types.Diagnostic]) -> str:
-    """A pull result id that changes whenever the diagnostics do (whichever layer changed them)."""
-    digest = hashlib.blake2b(repr(diagnostics).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-    return "%s-%s" % (snap.version, digest)
-
-
-def pull_report(pulled: Dict[str, str], uri: str, snap, items: List[types.Diagnostic],
-                previous_result_id: Optional[str]):
-    """A ``textDocument/diagnostic`` answer, remembering in ``pulled`` what ``uri``'s client now
-    holds: "unchanged" when it already held these diagnostics."""
-    identifier = result_id(snap, items)
-    pulled[uri] = identifier
-    if previous_result_id == identifier:
-        return types.UnchangedDocumentDiagnosticReport(result_id=identifier)
-    return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=identifier)
-
-
-def changed_while_analysed(what: str) -> JsonRpcException:
-    """The error for a pull whose document changed under it: the client asks again."""
-    return JsonRpcException("the %s changed while it was analysed" % what, SERVER_CANCELLED,
-                            {"retriggerRequest": True})
 
 
 def shares_a_line(a: Range, b: Range) -> bool:

@@ -21,7 +21,7 @@ import time
 import traceback
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Awaitable, Callable, Dict, Optional, Sequence, Tuple
 
 from ..analysis.findings import CheckResult
 
@@ -41,8 +41,29 @@ class Snapshot:
     generation: int  # settings generation the analysis runs under
 
 
+# Runs a function and its arguments off the event loop (Scheduler.run): what a feature module is
+# given to parse or index a text without holding up every other request.
+OffLoop = Callable[..., Awaitable[Any]]
+
+
 class Stale(Exception):
     """The document changed, closed, or the settings changed while it was analysed."""
+
+
+@dataclass(eq=False)
+class Runs:
+    """The scheduler's part of one open document's record (``lsp/state.py``): dropped with it."""
+
+    pending: Optional[asyncio.Task] = None  # the (debounced) analysis of its last edit
+    last_scheduled: float = float("-inf")  # loop time of its last edit
+    first_wave_cost: float = float("inf")  # CPU seconds of its last first wave
+    newest: Optional[Tuple[Snapshot, int, CheckResult]] = None  # the newest wave's result: (snapshot, wave, result)
+
+    def stop(self) -> None:
+        """The document closed (or lost sync): its pending analysis is cancelled."""
+        if self.pending is not None:
+            self.pending.cancel()
+            self.pending = None
 
 
 class Scheduler:
@@ -51,7 +72,8 @@ class Scheduler:
                  publish: Callable[[Snapshot, CheckResult], None],
                  executor: Executor, waves: Sequence[Any] = (None,),
                  wave_executors: Optional[Dict[int, Executor]] = None,
-                 report: Callable[[str], None] = lambda message: None):
+                 report: Callable[[str], None] = lambda message: None,
+                 runs: Optional[Callable[[str], Optional[Runs]]] = None):
         self._document = snapshot  # uri -> (version, text, path), or None when not open
         self._analyse = analyse  # runs in the executor: must not touch the event loop
         self._publish = publish  # called on the event loop with current results only
@@ -61,11 +83,14 @@ class Scheduler:
         self._wave_executors = dict(wave_executors or {})
         self.waves = tuple(waves)
         self.generation = 0
-        self._pending: Dict[str, asyncio.Task] = {}
-        self._last_scheduled: Dict[str, float] = {}  # uri -> loop time of its last edit
-        self._first_wave_cost: Dict[str, float] = {}  # uri -> CPU seconds of its last first wave
-        self._cache: Dict[str, Tuple[Snapshot, int, CheckResult]] = {}  # uri -> (snapshot, wave, result)
+        # uri -> its Runs, kept in the document's record (None: not open). Without records (a
+        # scheduler on its own) it keeps them itself, one per uri it is asked about.
+        self._runs = runs or self._own_runs
+        self._own: Dict[str, Runs] = {}
         self._running: Dict[Tuple[Snapshot, int], asyncio.Future] = {}  # (snapshot, wave) -> its computation
+
+    def _own_runs(self, uri: str) -> Runs:
+        return self._own.setdefault(uri, Runs())
 
     # -- state -----------------------------------------------------------------------------
     def snapshot(self, uri: str) -> Optional[Snapshot]:
@@ -82,40 +107,37 @@ class Scheduler:
         return document is not None and document[0] == snap.version and document[1] == snap.text
 
     def invalidate(self) -> None:
-        """Settings changed: every cached and running analysis is void."""
+        """Settings changed: every cached and running analysis is void (a result is kept with
+        its snapshot, which names the generation it was computed under: it no longer matches)."""
         self.generation += 1
-        self._cache.clear()
 
-    def forget(self, uri: str) -> None:
-        """The document closed."""
-        self._last_scheduled.pop(uri, None)
-        self._first_wave_cost.pop(uri, None)
-        task = self._pending.pop(uri, None)
-        if task is not None:
-            task.cancel()
-        self._cache.pop(uri, None)
+    def _newest(self, uri: str) -> Optional[Tuple[Snapshot, int, CheckResult]]:
+        runs = self._runs(uri)
+        newest = runs.newest if runs is not None else None
+        return newest if newest is not None and newest[0].generation == self.generation else None
 
     # -- push: debounced, all waves ---------------------------------------------------------
     def schedule(self, uri: str, delay: float = DEBOUNCE_SECONDS) -> None:
         """Analyse soon. The first edit after a pause is analysed at once; edits that follow
         it quickly (typing) wait for a pause of ``delay`` and are analysed together, unless the
         document's first wave is cheap (``CHEAP_SECONDS``)."""
+        runs = self._runs(uri)
+        if runs is None:  # not open
+            return
         loop = asyncio.get_running_loop()
-        task = self._pending.pop(uri, None)
-        if task is not None:
-            task.cancel()
+        runs.stop()
         delay = self.delay_for(uri, loop.time(), delay)
-        self._last_scheduled[uri] = loop.time()
-        self._pending[uri] = loop.create_task(self._run(uri, delay))
+        runs.last_scheduled = loop.time()
+        runs.pending = loop.create_task(self._run(uri, runs, delay))
 
     def delay_for(self, uri: str, now: float, delay: float = DEBOUNCE_SECONDS) -> float:
         """How long an edit made at ``now`` waits before its analysis starts."""
-        if now - self._last_scheduled.get(uri, float("-inf")) >= delay \
-                or self._first_wave_cost.get(uri, float("inf")) < CHEAP_SECONDS:
+        runs = self._runs(uri) or Runs()
+        if now - runs.last_scheduled >= delay or runs.first_wave_cost < CHEAP_SECONDS:
             return 0
         return delay
 
-    async def _run(self, uri: str, delay: float) -> None:
+    async def _run(self, uri: str, runs: Runs, delay: float) -> None:
         try:
             if delay:
                 await asyncio.sleep(delay)
@@ -134,8 +156,8 @@ class Scheduler:
         except Exception:  # never lose a version's diagnostics silently: say why
             self._report("analysis of %s failed: %s" % (uri, traceback.format_exc()))
         finally:
-            if self._pending.get(uri) is asyncio.current_task():
-                del self._pending[uri]
+            if runs.pending is asyncio.current_task():
+                runs.pending = None
 
     # -- pull, hover, code actions: the best result for the current text -------------------
     async def result(self, uri: str, attempts: int = 3, final: bool = False) -> Tuple[Snapshot, CheckResult]:
@@ -154,14 +176,14 @@ class Scheduler:
                 if not self.is_current(snap):
                     break
             else:
-                cached = self._cache.get(uri)
+                cached = self._newest(uri)
                 if cached is not None and cached[0] == snap:
                     return snap, cached[2]
                 return snap, result
         raise Stale(uri)
 
     def newest_wave(self, uri: str) -> Optional[int]:
-        cached = self._cache.get(uri)
+        cached = self._newest(uri)
         return cached[1] if cached is not None else None
 
     async def run(self, function, *args, executor: Optional[Executor] = None):
@@ -170,7 +192,7 @@ class Scheduler:
 
     async def _wave(self, snap: Snapshot, wave: int) -> CheckResult:
         """Wave ``wave`` of ``snap`` (or a later one already cached), computed once."""
-        cached = self._cache.get(snap.uri)
+        cached = self._newest(snap.uri)
         if cached is not None and cached[0] == snap and cached[1] >= wave:
             return cached[2]
         key = (snap, wave)
@@ -182,10 +204,11 @@ class Scheduler:
             running.add_done_callback(lambda future, key=key: self._finished(key, future))
         # Shielded: a caller that gives up (a newer edit) leaves the computation to the others.
         result = await asyncio.shield(running)
-        if self.is_current(snap):
-            cached = self._cache.get(snap.uri)
+        runs = self._runs(snap.uri)
+        if runs is not None and self.is_current(snap):
+            cached = runs.newest
             if cached is None or cached[0] != snap or cached[1] <= wave:
-                self._cache[snap.uri] = (snap, wave, result)
+                runs.newest = (snap, wave, result)
         return result
 
     def _finished(self, key: Tuple[Snapshot, int], future: asyncio.Future) -> None:
@@ -201,5 +224,7 @@ class Scheduler:
             return self._analyse(snap, self.waves[wave])
         started = time.thread_time()
         result = self._analyse(snap, self.waves[wave])
-        self._first_wave_cost[snap.uri] = time.thread_time() - started
+        runs = self._runs(snap.uri)
+        if runs is not None:
+            runs.first_wave_cost = time.thread_time() - started
         return result

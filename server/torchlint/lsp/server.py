@@ -1,16 +1,19 @@
-"""The torchlint language server: thin LSP handlers over the analysis core.
+"""The torchlint language server: short handlers that wire LSP requests to the feature modules.
 
-The server's state lives on one :class:`TorchlintServer`; the handlers are the module-level
-functions marked ``@handles`` below, each taking the server and the request's params, and
-:func:`create_server` registers them (and the notebook notifications, ``lsp/notebooks.py``).
+Each handler is a module-level function marked ``@handles`` below, taking the server and the
+request's params; :func:`create_server` registers them. A handler reads what its feature needs
+from the server (the client's capabilities, the settings, the document's record, the current
+result through a view) and calls the feature's module with exactly that, typed: the modules
+never see the server. What each one does:
 
-Diagnostics go out one way per client, decided at ``initialize``: pulled
-(``textDocument/diagnostic``) when the client can pull, pushed (``publishDiagnostics``)
-otherwise. A pull's result id is the document's version and a digest of the diagnostics,
-so it changes whenever any layer's findings do; when a later wave or a verification
-changes what a client last pulled, the server asks it to pull again
-(``workspace/diagnostic/refresh``). A client that pulls but cannot be asked again gets
-every wave in its answer.
+- ``publishing.py``: what a document shows for a result, pushed or pulled;
+- ``notebooks.py``: a notebook's cells joined, analysed together, shown per cell;
+- ``hover.py``, ``inlay_hints.py``, ``code_actions.py``: those requests, on a view (``views.py``);
+- ``verification.py``: the code lens and the ``torchlint.verifyModule`` command.
+
+What the server keeps about a document lives in its record (``state.py``): opening creates it,
+closing drops it. :class:`TorchlintServer` holds the records and the services (scheduler,
+settings, inference layers, messages to the client).
 
 Every handler survives its own failure: the error is logged to the client
 (``window/logMessage``) and the request gets an empty answer. Problems the user must act
@@ -26,36 +29,37 @@ import logging
 import sys
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.capabilities import get_capability
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..incremental import IncrementalChecker
-from ..analysis.findings import CheckResult, ParseError, Position
-from ..analysis.noqa import noqa_edit
+from ..analysis.findings import CheckResult, Finding, ParseError, Position
 from ..analysis.source import SourceText
-from ..fixing import fix_text
-from .convert import Converter, changed_while_analysed, fix_title, pull_report, result_id, shares_a_line
-from .hover import hover as hover_at, inlay_hints, refresh_inlay_hints
-from .notebooks import SYNC_OPTIONS as NOTEBOOK_SYNC, Notebooks, register as register_notebooks, view_of
+from ..incremental import IncrementalChecker
+from .code_actions import KINDS as CODE_ACTION_KINDS, code_actions
+from .convert import Converter
 from .documents import use_protocol_lines
 from .framing import ResyncingReader
+from .hover import hover as hover_card_at
 from .inference_layers import JEDI_WAVE, InferenceLayers
-from .verification import VERIFY_COMMAND, ProjectScans, VerifiedFindings, code_lenses, verify_module
+from .inlay_hints import inlay_hints
+from .messages import Messages
+from .notebooks import SYNC_OPTIONS as NOTEBOOK_SYNC, JoinedNotebook, Notebooks, cell_diagnostics, cell_view, join, notebook_path
+from .publishing import (Diagnostics, changed_while_analysed, file_diagnostics, ask_to_pull, publish_cells, publish_file,
+                         pull_report)
 from .scheduler import Scheduler, Snapshot, Stale
+from .state import ClientSupport, DocumentState, OpenDocuments, Verification
+from .verification import VERIFY_COMMAND, ProjectScans, VerifyServices, code_lenses, verify_module
 from .views import DocumentView
 from .workspace_settings import SECTION, OptionsResolver, parse_settings, unwrap
 
 log = logging.getLogger("torchlint.lsp")
-
-FIX_ALL_KIND = types.CodeActionKind.SourceFixAll + ".torchlint"
 
 
 class Protocol(LanguageServerProtocol):
@@ -76,90 +80,56 @@ class TorchlintServer(LanguageServer):
         super().__init__("torchlint", __version__,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          notebook_document_sync=NOTEBOOK_SYNC, protocol_cls=Protocol)
-        self.notebooks = Notebooks(self)  # notebook documents: their cells analysed together
+        self.client = ClientSupport()  # what the client can do: set at initialize
+        self.documents = OpenDocuments()  # one record per open document (lsp/state.py)
+        self.notebooks = Notebooks(lambda: self.workspace)  # the open notebooks' cells, as pygls has them
+        self.messages = Messages(self.window_log_message, self.window_show_message)
         self.loop: Optional[asyncio.AbstractEventLoop] = None  # set at initialize
-        self.pull = False  # the client pulls diagnostics; never push to it then
-        self.config_support = False
-        self.refresh_support = False
-        self.document_changes = False
-        self.inlay_hint_refresh = False  # the client can be asked to request inlay hints again
-        self.markdown = True
-        self.resolver = OptionsResolver(self.config_problem)
+        self.resolver = OptionsResolver(self.messages.config_problem)
         self.initial_settings: Dict[str, Any] = {}  # from initializationOptions
-        self.last_good: Dict[str, List[types.Diagnostic]] = {}  # uri -> diagnostics of the last text that parsed
-        self.pulled: Dict[str, str] = {}  # uri -> the result id the client pulled last
-        # (uri, wave) -> its checker (torchlint.incremental): an edit re-checks what it touched
-        self.incremental: Dict[Tuple[str, Any], IncrementalChecker] = {}
-        self.problems: Dict[Hashable, str] = {}  # key -> the message shown for it (see notify_problem)
         self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="torchlint-check")
-        self.verified = VerifiedFindings()  # torchlint.verifyModule results, per document version
-        self.lens_scans = ProjectScans.for_server(self)  # the code lens's search of the project, off the loop
-        self.inference = InferenceLayers(lambda message: self.log_message(message, types.MessageType.Info),
-                                         self.show_warning)
+        # The code lens's search of the project, off the loop; a changed answer refreshes the lenses.
+        self.lens_scans = ProjectScans(self.refresh_code_lenses,
+                                       lambda message: self.messages.log(message, types.MessageType.Warning))
+        self.inference = InferenceLayers(lambda message: self.messages.log(message, types.MessageType.Info),
+                                         self.messages.warn_once)
         # Two waves: names at once, then jedi refines the same snapshot.
         self.inference_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-jedi")
         self.scheduler = Scheduler(self.document_state, self.analyse, self.publish, self.executor,
                                    waves=(None, JEDI_WAVE), wave_executors={1: self.inference_executor},
-                                   report=self.log_error)
-
-    # -- messages to the client ------------------------------------------------------------
-    def log_message(self, message: str, kind: types.MessageType) -> None:
-        """Log to stderr and to the client; safe to call from the analysis threads."""
-        log.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, "%s", message)
-        params = types.LogMessageParams(type=kind, message=message)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # an executor thread: frames are written from the event loop only
-            if self.loop is not None:
-                self.loop.call_soon_threadsafe(self._send_log, params)
-            return
-        self._send_log(params)
-
-    def _send_log(self, params: types.LogMessageParams) -> None:
-        try:
-            self.window_log_message(params)
-        except Exception:  # no connection (yet): stderr has it
-            pass
+                                   report=self.log_error, runs=self.documents.runs)
 
     def log_error(self, message: str) -> None:
-        self.log_message(message, types.MessageType.Error)
-
-    def notify_problem(self, key: Hashable, text: str, kind: types.MessageType = types.MessageType.Warning) -> None:
-        """Show the user a problem they can act on (``window/showMessage``), once: again only
-        when ``text`` changes for the same ``key`` (or after ``clear_problem(key)``), and
-        logged when shown. Safe to call from any thread."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            if self.loop is not None:
-                self.loop.call_soon_threadsafe(self.notify_problem, key, text, kind)
-            else:
-                log.warning("%s", text)
-            return
-        if self.problems.get(key) == text:
-            return
-        self.problems[key] = text
-        self.log_message(text, kind)
-        try:
-            self.window_show_message(types.ShowMessageParams(type=kind, message=text))
-        except Exception:  # no connection (yet): the log has it
-            pass
-
-    def clear_problem(self, key: Hashable) -> None:
-        """The problem is gone: show it again if it comes back. Safe to call from any thread."""
-        self.problems.pop(key, None)
-
-    def config_problem(self, message: str) -> None:
-        """A pyproject.toml the settings cannot be read from (reported by the resolver)."""
-        self.notify_problem(("config", message), "torchlint: %s" % message, types.MessageType.Error)
-
-    def show_warning(self, message: str) -> None:
-        """A warning the user must see (an environment problem): shown once per text."""
-        self.notify_problem(("warning", message), message, types.MessageType.Warning)
+        """An error in the log (``window/logMessage``): a failed handler, a torchlint bug."""
+        self.messages.log_error(message)
 
     def report_server_error(self, error: Exception, source) -> None:
         """Protocol-level failures (a malformed message): logged, not popped up in the editor."""
         self.log_error("%s: %s" % (getattr(source, "__name__", source), error))
+
+    # -- requests to the client (publishing.DiagnosticsOut, and the lens and hint refreshes) ----
+    def push(self, uri: str, version: Optional[int], diagnostics: Diagnostics) -> None:
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
+
+    def ask_to_pull(self) -> None:
+        self.workspace_diagnostic_refresh(None)
+
+    def refresh_code_lenses(self) -> None:
+        """The lens scan's answer changed (its own thread): the client requests lenses again,
+        when it said it can be asked."""
+        def send() -> None:
+            try:
+                self.workspace_code_lens_refresh(None)
+            except Exception:  # noqa: BLE001 - no connection any more: nobody to refresh
+                pass
+
+        if self.loop is not None and self.client.code_lens_refresh:
+            self.loop.call_soon_threadsafe(send)
+
+    def refresh_inlay_hints(self) -> None:
+        if self.client.inlay_hint_refresh:
+            self.workspace_inlay_hint_refresh(None)
 
     # -- documents ---------------------------------------------------------------------------
     def document(self, uri: str):
@@ -173,12 +143,36 @@ class TorchlintServer(LanguageServer):
             return None  # a notebook's cell is analysed with its notebook (lsp/notebooks.py)
         return document
 
+    def open_text(self, uri: str) -> Optional[Tuple[str, Optional[int]]]:
+        """(text, version) of an open document."""
+        document = self.document(uri)
+        return (document.source, document.version) if document is not None else None
+
     def too_large(self, text: str) -> bool:
         return len(text) > self.resolver.settings.max_file_size
 
+    def joined(self, uri: str) -> Optional[JoinedNotebook]:
+        """A notebook's code cells joined, kept in its record until a cell's text changes."""
+        notebook = self.notebooks.notebook(uri)
+        if notebook is None:
+            return None
+        record = self.documents.get(uri)
+        joined = join(uri, self.notebooks.code_cells(notebook), record.joined if record is not None else None)
+        if record is not None:
+            record.joined = joined
+        return joined
+
+    def current_joined(self, snap: Snapshot) -> Optional[JoinedNotebook]:
+        """The notebook's cells joined, if they are still the text ``snap`` analysed."""
+        joined = self.joined(snap.uri)
+        return joined if joined is not None and joined.text == snap.text else None
+
     def document_state(self, uri: str) -> Optional[Tuple[Optional[int], str, str]]:
-        if self.notebooks.notebook(uri) is not None:
-            return self.notebooks.state(uri)
+        """(version, text, path) of a document or notebook, for the scheduler."""
+        notebook = self.notebooks.notebook(uri)
+        if notebook is not None:
+            joined = self.joined(uri)
+            return (notebook.version, joined.text, notebook_path(uri)) if joined is not None else None
         document = self.document(uri)
         if document is None:
             return None
@@ -186,6 +180,18 @@ class TorchlintServer(LanguageServer):
 
     def converter(self, text: str) -> Converter:
         return Converter(SourceText(text), self.workspace.position_codec)
+
+    async def view(self, uri: str) -> Optional[DocumentView]:
+        """What a request on ``uri`` works on: a file's current result, or a cell's notebook's."""
+        notebook = self.notebooks.notebook_of_cell(uri)
+        if notebook is not None:
+            snap, result = await self.scheduler.result(notebook.uri)
+            joined = self.current_joined(snap)
+            return cell_view(uri, snap, result, joined, self.workspace.position_codec) if joined is not None else None
+        if self.document(uri) is None:
+            return None
+        snap, result = await self.scheduler.result(uri)
+        return DocumentView(uri, snap, result, self.converter(snap.text))
 
     # -- analysis (runs in the executor) ----------------------------------------------------
     def analyse(self, snap: Snapshot, inference: Any) -> CheckResult:
@@ -195,10 +201,10 @@ class TorchlintServer(LanguageServer):
         path = snap.path or "untitled.py"
         layer = self.inference_layer(snap.path) if inference == JEDI_WAVE else None
         if layer is None:  # the first wave (or no jedi layer: the first wave's result again)
-            result = self.incremental_check(snap.uri, path, None).check(snap.text, options)
+            result = self.checker(snap.uri, path, None).check(snap.text, options)
         else:
             with self.inference.lock:
-                result = self.incremental_check(snap.uri, path, JEDI_WAVE).check(snap.text, options, layer)
+                result = self.checker(snap.uri, path, JEDI_WAVE).check(snap.text, options, layer)
             # jedi leaves tens of thousands of cyclic objects per edit (parso's trees point back
             # to their parents): collected here, in the wave that has time to spare, rather than
             # whenever the count runs over, often in the middle of the next edit's first wave.
@@ -207,18 +213,11 @@ class TorchlintServer(LanguageServer):
             self.log_error("internal error (a torchlint bug), other rules still ran: %s" % error)
         return result
 
-    def incremental_check(self, uri: str, path: str, wave: Any) -> IncrementalChecker:
-        """The checker of one wave of a document, which keeps what it found between versions."""
-        checker = self.incremental.get((uri, wave))
-        if checker is None or checker.path != path:
-            checker = self.incremental[(uri, wave)] = IncrementalChecker(path)
-        return checker
-
-    def forget_checks(self, uri: Optional[str] = None, jedi_only: bool = False) -> None:
-        """Drop what the checkers of ``uri`` (or of every document) kept between versions."""
-        for key in list(self.incremental):
-            if (uri is None or key[0] == uri) and (key[1] == JEDI_WAVE or not jedi_only):
-                self.incremental.pop(key, None)
+    def checker(self, uri: str, path: str, wave: Any) -> IncrementalChecker:
+        """The document's checker of one wave (kept in its record between versions); a document
+        closed meanwhile gets one of its own, dropped with this check."""
+        record = self.documents.get(uri)
+        return record.checker(wave, path) if record is not None else IncrementalChecker(path)
 
     def inference_layer(self, path: str):
         if not path:
@@ -229,61 +228,135 @@ class TorchlintServer(LanguageServer):
                                             settings.trust_workspace_interpreter)
         return self.inference.layer(str(config.root), interpreter)
 
-    def diagnostics(self, snap: Snapshot, result: CheckResult) -> List[types.Diagnostic]:
-        """Diagnostics for a current result. While the text does not parse (mid-typing),
-        the last findings of the text that did parse stay up, unchanged."""
-        if self.too_large(snap.text):
-            self.notify_problem(("too large", snap.uri), "torchlint: %s is larger than torchlint.maxFileSize "
-                                "(%d characters): not analysed" % (unquote(snap.uri.rsplit("/", 1)[-1]),
-                                                                   self.resolver.settings.max_file_size),
-                                types.MessageType.Info)
-            self.last_good.pop(snap.uri, None)
+    # -- diagnostics (publishing.py, notebooks.py) ------------------------------------------
+    def over_size_limit(self, snap: Snapshot, record: Optional[DocumentState]) -> bool:
+        """Whether the text is too large to analyse (the user is told, once)."""
+        shown = record.problems if record is not None else {}
+        if not self.too_large(snap.text):
+            self.messages.clear_problem("too large", shown)
+            return False
+        self.messages.notify_problem(
+            "too large", "torchlint: %s is larger than torchlint.maxFileSize (%d characters): not analysed"
+            % (unquote(snap.uri.rsplit("/", 1)[-1]), self.resolver.settings.max_file_size), types.MessageType.Info, shown)
+        return True
+
+    def shown_in_file(self, snap: Snapshot, result: CheckResult) -> Diagnostics:
+        """A file's diagnostics for a current result (its record keeps those of the last text that parsed)."""
+        record = self.documents.get(snap.uri)
+        if self.over_size_limit(snap, record):
+            if record is not None:
+                record.last_good = []
             return []
-        self.clear_problem(("too large", snap.uri))
-        if result.parse_error is not None:
-            return self.last_good.get(snap.uri, [])
-        diagnostics = self.converter(snap.text).diagnostics(result.findings, snap.uri)
-        self.last_good[snap.uri] = diagnostics
-        verified = self.verified.in_diagnostics(snap.uri, snap.version)  # a pull client without refresh: pushed
-        return diagnostics + self.converter(snap.text).diagnostics(verified, snap.uri) if verified else diagnostics
+        verified: Sequence[Finding] = []
+        if result.parse_error is None and record is not None:
+            # Read even when they travel apart: reading drops them (and clears them) once the text moved on.
+            verified = self.verified(record, snap.version)
+            if self.client.verification_apart:
+                verified = []
+        shown = file_diagnostics(snap, result, self.converter(snap.text),
+                                 record.last_good if record is not None else [], verified)
+        if record is not None and shown.parsed is not None:
+            record.last_good = shown.parsed
+        return shown.items
+
+    def shown_in_cells(self, snap: Snapshot, result: CheckResult,
+                       notebook: JoinedNotebook) -> Dict[str, Tuple[Optional[int], Diagnostics]]:
+        """cell uri -> (cell version, diagnostics) for a notebook's current result (each cell's
+        record keeps those of its last text that parsed)."""
+        if self.over_size_limit(snap, self.documents.get(snap.uri)):
+            return {cell_uri: (document.version, []) for _, cell_uri, document in notebook.cells}
+        records = {cell_uri: self.documents.get(cell_uri) for _, cell_uri, _ in notebook.cells}
+        per_cell = cell_diagnostics(snap, result, notebook, self.workspace.position_codec,
+                                    {uri: record.last_good for uri, record in records.items() if record is not None})
+        out = {}
+        for cell_uri, (version, shown) in per_cell.items():
+            record = records.get(cell_uri)
+            if record is not None and shown.parsed is not None:
+                record.last_good = shown.parsed
+            out[cell_uri] = (version, shown.items)
+        return out
+
+    def pulled(self, uri: str) -> Optional[str]:
+        record = self.documents.get(uri)
+        return record.pulled if record is not None else None
 
     def publish(self, snap: Snapshot, result: CheckResult) -> None:
-        """A wave is in for the current text: push it, or have a pull client pull it."""
-        if self.notebooks.notebook(snap.uri) is not None:
-            self.notebooks.publish(snap, result)
-        elif not self.pull:
-            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=snap.uri, version=snap.version, diagnostics=self.diagnostics(snap, result)))
-        elif self.scheduler.newest_wave(snap.uri) and snap.uri in self.pulled:
-            # A later wave (the client pulls the first itself) of a document the client has pulled.
-            self.ask_to_pull(snap.uri, result_id(snap, self.diagnostics(snap, result)))
-
-    def ask_to_pull(self, uri: str, current: Optional[str]) -> None:
-        """Ask the client to pull again if what it pulled last for ``uri`` is not ``current``."""
-        if self.refresh_support and uri in self.pulled and self.pulled[uri] != current:
-            self.workspace_diagnostic_refresh(None)
+        """A wave is in for the current text (the scheduler calls this): push it, or have a pull
+        client pull it."""
+        later_wave = bool(self.scheduler.newest_wave(snap.uri))
+        if self.notebooks.notebook(snap.uri) is None:
+            publish_file(snap, self.client, later_wave, self.pulled(snap.uri),
+                         lambda: self.shown_in_file(snap, result), self)
+            return
+        record, notebook = self.documents.get(snap.uri), self.current_joined(snap)
+        if notebook is None or record is None:
+            return
+        per_cell = self.shown_in_cells(snap, result, notebook)
+        record.sent = publish_cells(snap, self.client, later_wave, per_cell,
+                                    {cell_uri: self.pulled(cell_uri) for cell_uri in per_cell}, record.sent, self)
 
     def republish(self, uri: str) -> None:
         """Show a document's diagnostics again (new verification results joined them)."""
-        if self.pull:
-            self.ask_to_pull(uri, None)
+        if self.client.pull:
+            ask_to_pull(self.client, self.pulled(uri), None, self)
         elif self.document(uri) is not None:
             self.scheduler.schedule(uri, delay=0)
 
-    def show_error(self, message: str) -> None:
-        self.log_error(message)
-        try:
-            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
-        except Exception:
-            pass
+    def forget_cell(self, notebook: Optional[DocumentState], uri: str) -> None:
+        """A notebook's cell closed (or the notebook did): its record goes, and what it showed."""
+        self.documents.close(uri)
+        if notebook is not None:
+            notebook.sent.pop(uri, None)
+        if not self.client.pull:
+            self.push(uri, None, [])
+
+    # -- verification (verification.py) ----------------------------------------------------
+    def verified(self, record: DocumentState, version: Optional[int]) -> List[Finding]:
+        """The verification's findings of the document at ``version``: none once its text moved
+        on (the lines may no longer match), and then they are dropped."""
+        verification = record.verification
+        if verification is None:
+            return []
+        if verification.version != version:
+            self.forget_verification(record)
+            return []
+        return verification.findings
+
+    def forget_verification(self, record: DocumentState) -> None:
+        if record.verification is not None and record.verification.pushed_apart:
+            self.push(record.uri, None, [])  # clears what was pushed on its own
+        record.verification = None
+
+    def deliver_verification(self, uri: str, version: Optional[int], text: str, findings: List[Finding]) -> None:
+        """A run's findings of (uri, version): kept in the document's record and shown, with the
+        document's diagnostics (pushed again, or the client asked to pull again), or pushed on
+        their own to a client that pulls but cannot be asked to (ClientSupport.verification_apart).
+        Dropped when the text changed during the run: they would land on the wrong lines."""
+        record = self.documents.get(uri)
+        document = self.document(uri)
+        if document is not None and document.version != version:
+            if record is not None:
+                self.forget_verification(record)
+            return
+        apart = self.client.verification_apart
+        if record is not None:  # replaces an earlier run's (pushed apart: the push below replaces them too)
+            record.verification = Verification(version, findings, pushed_apart=apart)
+        if not apart:
+            self.republish(uri)
+        else:
+            self.push(uri, version, self.converter(text).lsp_diagnostics(findings, uri) if findings else [])
+
+    def verify_services(self) -> VerifyServices:
+        return VerifyServices(log=self.messages.log, show=self.messages.show, warn_once=self.inference.warn_once,
+                              progress=self.work_done_progress, deliver=self.deliver_verification)
 
     def refresh(self) -> None:
         """Settings changed: analyse every open document again."""
         self.scheduler.invalidate()
-        refresh_inlay_hints(self)
-        if self.pull:
-            if self.refresh_support:
-                self.workspace_diagnostic_refresh(None)
+        self.refresh_inlay_hints()
+        if self.client.pull:
+            if self.client.refresh_support:
+                self.ask_to_pull()
             return
         for uri in list(self.workspace.text_documents) + self.notebooks.uris():
             self.scheduler.schedule(uri, delay=0)
@@ -304,9 +377,9 @@ class TorchlintServer(LanguageServer):
         for error in errors:
             self.log_error(error)
         if errors:  # one message for the lot, shown until the settings change
-            self.notify_problem("settings", "Fix these torchlint settings: " + "; ".join(errors))
+            self.messages.notify_problem("settings", "Fix these torchlint settings: " + "; ".join(errors))
         else:
-            self.clear_problem("settings")
+            self.messages.clear_problem("settings")
         if settings == self.resolver.settings:
             return False
         self.resolver.update(settings)
@@ -315,12 +388,13 @@ class TorchlintServer(LanguageServer):
 
     async def fetch_settings(self) -> bool:
         """Ask the client for the ``torchlint`` section; True if the settings changed."""
-        if not self.config_support:
+        if not self.client.config_support:
             return False
         values = await self.workspace_configuration_async(
             types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]))
         # A client that knows no such section answers null: keep what initialize brought.
         return bool(values) and values[0] is not None and self.apply_settings(values[0])
+
 
 
 def guarded(server: TorchlintServer, default: Any = None):
@@ -358,12 +432,6 @@ def guarded(server: TorchlintServer, default: Any = None):
     return decorate
 
 
-def wanted(only: Optional[List[str]], kind: str) -> bool:
-    """Whether ``context.only`` asks for code actions of ``kind``."""
-    if not only:
-        return True
-    return any(o == "" or kind == o or kind.startswith(o + ".") for o in only)
-
 
 # -- the handlers: each takes the server (pygls passes it) and the request's params ----------------
 
@@ -378,19 +446,14 @@ def handles(method: str, options: Any = None, default: Any = None):
     return record
 
 
+# -- lifecycle and settings ------------------------------------------------------------------------
+
 @handles(types.INITIALIZE)
 def initialize(server: TorchlintServer, params: types.InitializeParams) -> None:
-    server.loop = asyncio.get_running_loop()
+    server.loop = server.messages.loop = asyncio.get_running_loop()
     use_protocol_lines(server.workspace)
-    caps = params.capabilities
-    server.pull = get_capability(caps, "text_document.diagnostic", None) is not None
-    server.config_support = bool(get_capability(caps, "workspace.configuration", False))
-    server.refresh_support = bool(get_capability(caps, "workspace.diagnostics.refresh_support", False))
-    server.document_changes = bool(get_capability(caps, "workspace.workspace_edit.document_changes", False))
-    server.inlay_hint_refresh = bool(get_capability(caps, "workspace.inlay_hint.refresh_support", False))
-    formats = get_capability(caps, "text_document.hover.content_format", None)
-    server.markdown = not formats or types.MarkupKind.Markdown in formats
-    if not server.pull:  # advertise pull diagnostics only to clients that pull
+    server.client = ClientSupport.of(params.capabilities)
+    if not server.client.pull:  # advertise pull diagnostics only to clients that pull
         server.protocol.fm.features.pop(types.TEXT_DOCUMENT_DIAGNOSTIC, None)
     # Settings that come with initialize are there before the first didOpen.
     options = unwrap(params.initialization_options)
@@ -411,7 +474,7 @@ async def did_change_configuration(server: TorchlintServer, params: types.DidCha
     settings = params.settings
     if isinstance(settings, dict) and isinstance(settings.get(SECTION), dict):
         server.apply_settings(settings[SECTION])
-    elif server.config_support:
+    elif server.client.config_support:
         await server.fetch_settings()
     elif settings is not None:
         server.apply_settings(settings)
@@ -419,9 +482,18 @@ async def did_change_configuration(server: TorchlintServer, params: types.DidCha
     server.refresh()
 
 
+# -- text documents: pygls has applied the notification to its workspace before these run ---------
+
+def analyses_on_edit(server: TorchlintServer) -> bool:
+    """Whether edits are analysed as they come: not for a client that pulls and cannot be asked
+    to pull again (it asks when it wants them)."""
+    return not server.client.pull or server.client.refresh_support
+
+
 @handles(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(server: TorchlintServer, params: types.DidOpenTextDocumentParams) -> None:
-    if not server.pull or server.refresh_support:
+    server.documents.open(params.text_document.uri)
+    if analyses_on_edit(server):
         server.scheduler.schedule(params.text_document.uri, delay=0)
 
 
@@ -430,8 +502,10 @@ def did_change(server: TorchlintServer, params: types.DidChangeTextDocumentParam
     uri = params.text_document.uri
     if server.document(uri) is None:
         lost_sync(server, uri)
-    elif not server.pull or server.refresh_support:
-        server.clear_problem(("out of sync", uri))
+    elif analyses_on_edit(server):
+        record = server.documents.get(uri)
+        if record is not None:
+            server.messages.clear_problem("out of sync", record.problems)
         server.scheduler.schedule(uri)
 
 
@@ -439,165 +513,171 @@ def lost_sync(server: TorchlintServer, uri: str) -> None:
     """An edit the document could not take: what the server has is not the editor's text,
     so nothing computed from it is shown (or offered as a fix) until it is sent whole."""
     document = server.workspace.text_documents.get(unquote(uri))
-    if document is None or not getattr(document, "out_of_sync", None):
+    record = server.documents.get(uri)
+    if document is None or record is None or not getattr(document, "out_of_sync", None):
         return
-    server.scheduler.forget(uri)
-    server.forget_checks(uri)
-    server.last_good.pop(uri, None)
-    server.verified.forget(uri)
-    server.notify_problem(("out of sync", uri), "torchlint lost track of %s (%s): its copy is out of sync "
-                          "with the editor's, so its diagnostics are cleared. Close and reopen the file."
-                          % (unquote(uri.rsplit("/", 1)[-1]), document.out_of_sync), types.MessageType.Error)
-    if server.pull:
-        server.ask_to_pull(uri, None)
+    record.drop_results()
+    server.forget_verification(record)
+    server.messages.notify_problem(
+        "out of sync", "torchlint lost track of %s (%s): its copy is out of sync with the editor's, so its "
+        "diagnostics are cleared. Close and reopen the file." % (unquote(uri.rsplit("/", 1)[-1]), document.out_of_sync),
+        types.MessageType.Error, record.problems)
+    if server.client.pull:
+        ask_to_pull(server.client, record.pulled, None, server)
     else:
-        server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, version=document.version, diagnostics=[]))
+        server.push(uri, document.version, [])
 
 
 @handles(types.TEXT_DOCUMENT_DID_SAVE)
 def did_save(server: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
     # jedi reads other modules from disk: what it told about any open document may change now.
-    server.forget_checks(jedi_only=True)
+    for record in server.documents:
+        record.checkers.pop(JEDI_WAVE, None)
     if params.text_document.uri.endswith("/pyproject.toml"):
         server.resolver.forget()
         server.refresh()
-    elif not server.pull:
+    elif not server.client.pull:
         server.scheduler.schedule(params.text_document.uri, delay=0)
 
 
 @handles(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(server: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
-    server.scheduler.forget(uri)
-    server.forget_checks(uri)
+    record = server.documents.close(uri)  # everything torchlint kept about it
     server.inference.forget(to_fs_path(uri))  # jedi's parse of its text
-    server.verified.forget(uri)
-    server.last_good.pop(uri, None)
-    server.pulled.pop(uri, None)
-    server.clear_problem(("too large", uri))
-    server.clear_problem(("out of sync", uri))
-    if not server.pull:
-        server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    if record is not None:
+        server.forget_verification(record)
+    if not server.client.pull:
+        server.push(uri, None, [])
 
+
+# -- notebooks (notebooks.py) ----------------------------------------------------------------------
+
+@handles(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+def did_open_notebook(server: TorchlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+    server.documents.open(params.notebook_document.uri)
+    for cell in params.cell_text_documents:
+        server.documents.open(cell.uri)
+    if analyses_on_edit(server):
+        server.scheduler.schedule(params.notebook_document.uri, delay=0)
+
+
+@handles(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+def did_change_notebook(server: TorchlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+    uri = params.notebook_document.uri
+    structure = params.change.cells.structure if params.change.cells is not None else None
+    if structure is not None:
+        for closed in structure.did_close or []:
+            server.forget_cell(server.documents.get(uri), closed.uri)
+        for opened in structure.did_open or []:
+            server.documents.open(opened.uri)
+    if analyses_on_edit(server):
+        server.scheduler.schedule(uri)
+
+
+@handles(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+def did_close_notebook(server: TorchlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+    notebook = server.documents.close(params.notebook_document.uri)
+    for cell in params.cell_text_documents:
+        server.forget_cell(notebook, cell.uri)
+
+
+# -- diagnostics (publishing.py) -------------------------------------------------------------------
 
 @handles(types.TEXT_DOCUMENT_DIAGNOSTIC,
          types.DiagnosticOptions(identifier="torchlint", inter_file_dependencies=False, workspace_diagnostics=False),
          types.RelatedFullDocumentDiagnosticReport(items=[]))
 async def diagnostic(server: TorchlintServer, params: types.DocumentDiagnosticParams):
     uri = params.text_document.uri
-    if server.notebooks.is_cell(uri):
-        return await server.notebooks.pull(params)
-    if server.document(uri) is None:
+    notebook = server.notebooks.notebook_of_cell(uri)
+    if notebook is None and server.document(uri) is None:
         return types.RelatedFullDocumentDiagnosticReport(items=[])
+    what = "document" if notebook is None else "notebook"
     try:
         # A client that cannot be asked to pull again gets every wave now.
-        snap, result = await server.scheduler.result(uri, final=not server.refresh_support)
+        snap, result = await server.scheduler.result(uri if notebook is None else notebook.uri,
+                                                     final=not server.client.refresh_support)
     except Stale:
-        raise changed_while_analysed("document")
-    return pull_report(server.pulled, uri, snap, server.diagnostics(snap, result), params.previous_result_id)
+        raise changed_while_analysed(what)
+    if notebook is None:
+        items = server.shown_in_file(snap, result)
+    else:  # a cell: its part of the notebook's result
+        joined = server.current_joined(snap)
+        if joined is None:
+            raise changed_while_analysed(what)
+        items = next((items for cell_uri, (_, items) in server.shown_in_cells(snap, result, joined).items()
+                      if unquote(cell_uri) == unquote(uri)), [])
+    report, identifier = pull_report(snap, items, params.previous_result_id)
+    record = server.documents.get(uri)
+    if record is not None:
+        record.pulled = identifier
+    return report
 
+
+# -- requests on a position or range: answered from the current result, through a view -------------
 
 @handles(types.TEXT_DOCUMENT_HOVER)
 async def hover(server: TorchlintServer, params: types.HoverParams):
-    return await hover_at(server, params)  # lsp/hover.py: a finding's card, or what self.<name> is
+    view = await server.view(params.text_document.uri)
+    if view is None:
+        return None
+    record = server.documents.get(view.snap.uri)
+    # Verification results belong to files, not to a notebook's cells.
+    verified = server.verified(record, view.snap.version) if record is not None and view.uri == view.snap.uri else []
+    return await hover_card_at(view, params.position, verified, server.client.markdown, server.scheduler.run)
 
 
 @handles(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(), [])
 async def inlay_hint(server: TorchlintServer, params: types.InlayHintParams):
-    return await inlay_hints(server, params)  # lsp/hover.py: what self.<name> is, after __init__'s assignments
-
-
-@handles(types.TEXT_DOCUMENT_CODE_ACTION,
-         types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND]), [])
-async def code_action(server: TorchlintServer, params: types.CodeActionParams):
-    # Findings of the current text (cached per version), never the published ones; a
-    # notebook cell's are its notebook's (lsp/views.py).
-    view = await view_of(server, params.text_document.uri)
-    if view is None or view.result.parse_error is not None:
+    if not server.resolver.settings.inlay_hints:
         return []
-    only = params.context.only
-    actions: List[types.CodeAction] = []
-    if wanted(only, types.CodeActionKind.QuickFix):
-        actions.extend(quick_fixes(server, view, params.range))
-    if wanted(only, FIX_ALL_KIND) and any(fix.is_safe for f in view.result.findings for fix in f.fixes):
-        action = await fix_all(server, view)
-        if action is not None:
-            actions.append(action)
-    return actions
+    view = await server.view(params.text_document.uri)
+    if view is None:
+        return []
+    return await inlay_hints(view, params.range, server.client.markdown, server.scheduler.run)
 
+
+@handles(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=CODE_ACTION_KINDS), [])
+async def code_action(server: TorchlintServer, params: types.CodeActionParams):
+    view = await server.view(params.text_document.uri)
+    if view is None:
+        return []
+    return await code_actions(view, params.range, params.context.only, server.client.document_changes,
+                              server.resolver.options_for(view.snap.path), server.scheduler.run,
+                              server.scheduler.is_current, server.log_error)
+
+
+# -- verification (verification.py) ----------------------------------------------------------------
 
 @handles(types.TEXT_DOCUMENT_CODE_LENS, None, [])
 async def code_lens(server: TorchlintServer, params: types.CodeLensParams):
-    document = server.document(params.text_document.uri)
-    if document is None or server.too_large(document.source):
+    uri = params.text_document.uri
+    document = server.document(uri)
+    settings = server.resolver.settings
+    if document is None or server.too_large(document.source) or not settings.code_lens:
         return []
     # Finding the Module classes parses the text: never on the event loop.
-    return await server.scheduler.run(code_lenses, server, params.text_document.uri)
+    return await server.scheduler.run(code_lenses, uri, document.source, document.path or "", settings.verify_device,
+                                      server.resolver.config_for, server.lens_scans)
 
 
 async def verify(server: TorchlintServer, *args):
     """``torchlint.verifyModule``: not guarded, commands take their arguments spread out."""
     try:
-        return await verify_module(server, *args)
+        return await verify_module(args, server.open_text, server.resolver.settings, server.resolver.config_for,
+                                   server.verify_services())
     except Exception:
         server.log_error("%s failed: %s" % (VERIFY_COMMAND, traceback.format_exc()))
         return {"error": "internal error: see the torchlint log"}
 
 
 def create_server() -> TorchlintServer:
-    """A server with every handler of this module (and the notebook notifications) on it."""
+    """A server with every handler of this module on it."""
     server = TorchlintServer()
     for method, options, handler, default in HANDLERS:
         server.feature(method, options)(guarded(server, default)(handler))
-    register_notebooks(server, guarded)
     server.command(VERIFY_COMMAND)(verify)
     return server
-
-
-def quick_fixes(server: TorchlintServer, view: DocumentView, lsp_range: types.Range) -> List[types.CodeAction]:
-    if not view.result.findings:
-        return []
-    wanted_range = view.core_range(lsp_range)
-    actions: List[types.CodeAction] = []
-    silenced = set()
-    for finding in view.result.findings:
-        if not shares_a_line(finding.range, wanted_range):
-            continue
-        diagnostic = view.diagnostic(finding)
-        if diagnostic is None:
-            continue
-        # shown: the titles as the user's lines are numbered (a notebook's cells)
-        for fix, shown in zip(finding.fixes, view.relabel(finding).fixes):
-            edit = view.workspace_edit(list(fix.edits), server.document_changes)
-            if edit is not None:  # None: a notebook fix that would cross cells
-                actions.append(types.CodeAction(
-                    title=fix_title(shown), kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
-                    is_preferred=fix.preferred or None, edit=edit))
-        key = (finding.noqa_line, finding.code)
-        noqa = noqa_edit(view.source, finding.noqa_line, finding.code) if key not in silenced else None
-        edit = view.workspace_edit([noqa], server.document_changes) if noqa is not None else None
-        if edit is not None:
-            silenced.add(key)
-            actions.append(types.CodeAction(
-                title="Disable %s for this line" % finding.code, kind=types.CodeActionKind.QuickFix,
-                diagnostics=[diagnostic], edit=edit))
-    return actions
-
-
-async def fix_all(server: TorchlintServer, view: DocumentView) -> Optional[types.CodeAction]:
-    """The document (a notebook: its cells) with every safe fix applied, pass after pass like ``--fix``."""
-    snap = view.snap
-    options = server.resolver.options_for(snap.path)
-    outcome = await server.scheduler.run(fix_text, snap.text, snap.path or "untitled.py", options)
-    for error in outcome.errors:
-        server.log_error(error)
-    if outcome.text == snap.text or not server.scheduler.is_current(snap):
-        return None
-    edit = view.whole_edit(outcome.text, server.document_changes)
-    if edit is None:
-        return None
-    return types.CodeAction(title="Fix all safe torchlint problems", kind=FIX_ALL_KIND, edit=edit)
 
 
 def main(argv=None) -> int:

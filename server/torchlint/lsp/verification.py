@@ -14,6 +14,11 @@ command's argument: VS Code asks for them; other editors pass ``initKwargs``. Me
 project scan the run does (call sites and factories in the package's other files, tests
 folders, other files' ``__main__`` blocks) runs on a thread of its own (:class:`ProjectScans`);
 when it finds the arguments, the lens says "Verify" and the client is asked to refresh lenses.
+
+Nothing here holds the server: a lens is computed from the document's text and settings
+(:func:`code_lenses`), and a run (:func:`verify_module`) gets what it reads as arguments and
+what it needs of the server as :class:`VerifyServices`; its findings go back through
+``VerifyServices.deliver``, which keeps them in the document's record (``lsp/state.py``).
 """
 from __future__ import annotations
 
@@ -30,12 +35,13 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tup
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
-from pygls.capabilities import get_capability
 
 from ..analysis.context import FileContext
 from ..analysis.parsing import parse
 from ..analysis.environments import SERVER_HINT
 from ..analysis.findings import Finding
+from ..config import Config
+from ..settings import Settings
 from ..verify.findings import report_to_findings
 from ..verify.report import ERROR, render_json, summary_line
 from ..verify.targets import candidate_files, find_constructors, import_plan, required_arguments
@@ -106,7 +112,8 @@ class ProjectScans:
     classes, and reused until a file it read changes size or modification time, or a file
     appears or goes (each request queues a cheap check of that: a walk and a stat per file;
     a new scan only when they differ). ``on_change`` is called, from that thread, when an
-    answer differs from what the lens showed before it."""
+    answer differs from what the lens showed before it (the server then asks the client to
+    request lenses again, when it can be asked)."""
 
     def __init__(self, on_change: Callable[[], None], report: Callable[[str], None] = lambda message: None,
                  seconds: float = LENS_SCAN_SECONDS):
@@ -117,22 +124,6 @@ class ProjectScans:
         self._lock = threading.Lock()  # lenses are computed on several threads
         self._answers: "OrderedDict[tuple, _ScanAnswer]" = OrderedDict()
         self._queued: set = set()
-
-    @classmethod
-    def for_server(cls, server) -> "ProjectScans":
-        """Wired to ``server``: a changed answer asks the client to request lenses again, when
-        it said it can be asked (``workspace.codeLens.refreshSupport``)."""
-        def send() -> None:
-            try:
-                server.workspace_code_lens_refresh(None)
-            except Exception:  # noqa: BLE001 - no connection any more: nobody to refresh
-                pass
-
-        def refresh() -> None:
-            if server.loop is not None and get_capability(
-                    server.client_capabilities, "workspace.code_lens.refresh_support", False):
-                server.loop.call_soon_threadsafe(send)
-        return cls(refresh, lambda message: server.log_message(message, types.MessageType.Warning))
 
     def close(self) -> None:
         """Drop the checks not started; the one under way ends within its time limit."""
@@ -212,28 +203,30 @@ def _needing_arguments(classes, path: str, config, scans: Optional[ProjectScans]
     return waiting
 
 
-def code_lenses(server, uri: str) -> List[types.CodeLens]:
-    document = server.document(uri)
-    if document is None or not server.resolver.settings.code_lens:
-        return []
-    cuda = lens_device(server.resolver.settings.verify_device)
+def code_lenses(uri: str, text: str, path: str, verify_device: str, config_for: Callable[[str], Config],
+                scans: Optional[ProjectScans]) -> List[types.CodeLens]:
+    """A lens above each Module class of the document (``text``, at ``path`` on disk or ""):
+    ``verify_device`` is the setting, ``config_for`` the configuration of a path. Off the loop:
+    it parses the text."""
+    cuda = lens_device(verify_device)
     title = "Verify on %s" % cuda if cuda else "Verify"
-    path = document.path or ""
-    classes = _classes(document.source, path)
-    waiting = _needing_arguments(classes, path, server.resolver.config_for(path),
-                                 server.lens_scans) if classes else {}
-    lenses = []
-    for name, line, column, _ in classes:
-        position = types.Position(line=line - 1, character=column)
-        argument: Dict[str, Any] = {"uri": uri, "className": name}
-        text = title
-        if name in waiting:
-            argument["needsArguments"] = waiting[name]
-            text = "%s (needs %s)" % (title, ", ".join(waiting[name]))
-        lenses.append(types.CodeLens(
-            range=types.Range(start=position, end=types.Position(line=line - 1, character=column + len(name))),
-            command=types.Command(title=text, command=VERIFY_COMMAND, arguments=[argument])))
-    return lenses
+    classes = _classes(text, path)
+    waiting = _needing_arguments(classes, path, config_for(path), scans) if classes else {}
+    return [_lens(uri, title, name, line, column, waiting.get(name)) for name, line, column, _ in classes]
+
+
+def _lens(uri: str, title: str, name: str, line: int, column: int, needs: Optional[List[str]]) -> types.CodeLens:
+    """The lens of one class (1-based ``line``), on its name: ``needs``, the ``__init__`` arguments
+    nothing supplies, which the command's argument carries for the editor to ask for."""
+    position = types.Position(line=line - 1, character=column)
+    argument: Dict[str, Any] = {"uri": uri, "className": name}
+    text = title
+    if needs:
+        argument["needsArguments"] = needs
+        text = "%s (needs %s)" % (title, ", ".join(needs))
+    return types.CodeLens(
+        range=types.Range(start=position, end=types.Position(line=line - 1, character=column + len(name))),
+        command=types.Command(title=text, command=VERIFY_COMMAND, arguments=[argument]))
 
 
 def parse_arguments(args: Tuple[Any, ...]) -> Dict[str, Any]:
@@ -271,122 +264,55 @@ def path_of(uri: str) -> Optional[str]:
     return unquote(parsed.path) if parsed.scheme == "file" else None
 
 
-class VerifiedFindings:
-    """Verification findings per document, valid for the version they were computed on.
+@dataclass(frozen=True)
+class VerifyServices:
+    """What a run needs of the server."""
 
-    They join the document's diagnostics (pushed, or in pull answers), except for a client that
-    pulls but cannot be asked to pull again (no ``workspace.diagnostics.refreshSupport``: Neovim
-    0.11 has no handler for ``workspace/diagnostic/refresh``): it would see them only after its
-    next pull, which comes with an edit that makes them stale. Those clients get them pushed on
-    their own (``publishDiagnostics`` with only the verification's findings, which the client
-    shows beside what it pulled), and an empty push clears them once the text moves on
-    (``separate``: how to push; set by :func:`deliver`)."""
-
-    def __init__(self):
-        self._by_uri: Dict[str, Tuple[Optional[int], List[Finding]]] = {}
-        # Part of pull diagnostics' result ids: a verification changes a document's
-        # diagnostics without changing its version.
-        self.stamp = 0
-        self.separate: Optional[Callable[[str, Optional[int], List[Finding], Optional[str]], None]] = None
-        self._pushed: set = set()  # uris whose findings were pushed on their own
-
-    def put(self, uri: str, version: Optional[int], findings: List[Finding]) -> None:
-        self._by_uri[uri] = (version, findings)
-        self.stamp += 1
-
-    def get(self, uri: str, version: Optional[int]) -> List[Finding]:
-        entry = self._by_uri.get(uri)
-        if entry is None:
-            return []
-        if entry[0] != version:  # the text moved on: the lines may no longer match
-            del self._by_uri[uri]
-            self._clear_pushed(uri)
-            return []
-        return entry[1]
-
-    def in_diagnostics(self, uri: str, version: Optional[int]) -> List[Finding]:
-        """The findings that join the document's own diagnostics: none when they travel apart."""
-        found = self.get(uri, version)
-        return [] if self.separate is not None else found
-
-    def forget(self, uri: str) -> None:
-        self._by_uri.pop(uri, None)
-        self._clear_pushed(uri)
-
-    def pushed(self, uri: str) -> None:
-        self._pushed.add(uri)
-
-    def _clear_pushed(self, uri: str) -> None:
-        if uri in self._pushed:
-            self._pushed.discard(uri)
-            if self.separate is not None:
-                self.separate(uri, None, [], None)
+    log: Callable[[str, types.MessageType], None]  # window/logMessage
+    show: Callable[[str, types.MessageType], None]  # window/showMessage, and logged
+    warn_once: Callable[[str], None]  # a warning the user sees once per text
+    progress: Any  # pygls' work-done progress (create_async, begin, end, tokens)
+    # Shows a run's findings of (uri, version, text) with the document's diagnostics and keeps
+    # them for that version (dropped as stale when the document is no longer at it).
+    deliver: Callable[[str, Optional[int], str, List[Finding]], None]
 
 
-def deliver(server, uri: str, version: Optional[int], text: str, findings: List[Finding]) -> str:
-    """Show a verification's findings in the client: "pushed" with the document's diagnostics to a
-    push client, "refresh" (``workspace/diagnostic/refresh``) to a pull client that can be asked to
-    pull again, "pushed apart" to a pull client that cannot; "stale" when the text changed
-    during the run (they would land on the wrong lines)."""
-    document = server.document(uri)
-    if document is not None and document.version != version:
-        return "stale"
-    if not server.pull or server.refresh_support:
-        server.republish(uri)
-        return "refresh" if server.pull else "pushed"
-    if server.verified.separate is None:
-        def push(target: str, at: Optional[int], found: List[Finding], source: Optional[str]) -> None:
-            diagnostics = server.converter(source).diagnostics(found, target) if found else []
-            params = types.PublishDiagnosticsParams(uri=target, version=at, diagnostics=diagnostics)
-
-            def send() -> None:
-                try:
-                    server.text_document_publish_diagnostics(params)
-                except Exception:  # noqa: BLE001 - no connection any more: nobody to show them to
-                    pass
-            if server.loop is not None:
-                server.loop.call_soon_threadsafe(send)
-            else:
-                send()
-        server.verified.separate = push
-    server.verified.pushed(uri)
-    server.verified.separate(uri, version, findings, text)
-    return "pushed apart"
-
-
-async def verify_module(server, *args) -> Dict[str, Any]:
-    """Run the verification; answers the report as JSON-ready data (or {"error": ...})."""
+async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Optional[Tuple[str, Optional[int]]]],
+                        settings: Settings, config_for: Callable[[str], Config],
+                        services: VerifyServices) -> Dict[str, Any]:
+    """Run the verification the command's ``args`` ask for; answers the report as JSON-ready data
+    (or {"error": ...}). ``open_text``: (text, version) of an open document, None for one that is
+    not open (its file is read)."""
     try:
         request = parse_arguments(args)
     except ValueError as err:  # shown: the user may have typed it (the arguments prompt)
-        server.show_error("torchlint verify: %s" % err)
+        services.show("torchlint verify: %s" % err, types.MessageType.Error)
         return {"error": str(err)}
     uri = request["uri"]
     path = path_of(uri)
-    document = server.document(uri)
+    opened = open_text(uri)
     if path is None or not os.path.isfile(path):
         message = "%s: %s is not a file on disk (save it first)" % (VERIFY_COMMAND, uri)
-        server.log_error(message)
+        services.log(message, types.MessageType.Error)
         return {"error": message}
-    if document is not None:
-        text, version = document.source, document.version
+    if opened is not None:
+        text, version = opened
     else:
         with open(path, "rb") as handle:
             text, version = handle.read().decode("utf-8", "replace"), None
-    settings = server.resolver.settings
-    config = server.resolver.config_for(path)
+    config = config_for(path)
     device = request["device"] or settings.verify_device
     target = request["class_name"] or os.path.basename(path)
 
     token = str(uuid.uuid4())
     cancel = threading.Event()
-    progress = server.work_done_progress
+    progress = services.progress
     try:  # a repository-named interpreter runs only with the user's trustWorkspaceInterpreter
         python = resolve_python(settings.interpreter, config.python, config.path,
                                 settings.trust_workspace_interpreter, SERVER_HINT,
-                                warn=lambda message: server.inference.warn_once("torchlint verify: %s" % message))
+                                warn=lambda message: services.warn_once("torchlint verify: %s" % message))
     except VerifyError as err:
-        server.show_error("torchlint verify: %s" % err)
+        services.show("torchlint verify: %s" % err, types.MessageType.Error)
         return {"error": str(err)}
     try:
         await progress.create_async(token)
@@ -408,33 +334,27 @@ async def verify_module(server, *args) -> Dict[str, Any]:
     except VerifyError as err:
         if token is not None:
             progress.end(token, types.WorkDoneProgressEnd(message=str(err)))
-        server.show_error("torchlint verify: %s" % err)
+        services.show("torchlint verify: %s" % err, types.MessageType.Error)
         return {"error": str(err)}
     summary = summary_line(report)
     if token is not None:
         progress.end(token, types.WorkDoneProgressEnd(message=summary))
-    findings = report_to_findings(report, text, path)
-    server.verified.put(uri, version, findings)
-    deliver(server, uri, version, text, findings)
-    server.log_message("torchlint verify %s: %s" % (target, summary), types.MessageType.Info)
-    _tell_what_to_do(server, report, python)
+    services.deliver(uri, version, text, report_to_findings(report, text, path))
+    services.log("torchlint verify %s: %s" % (target, summary), types.MessageType.Info)
+    _tell_what_to_do(services, report, python)
     return json.loads(render_json(report))
 
 
-def _tell_what_to_do(server, report, python: str) -> None:
+def _tell_what_to_do(services: VerifyServices, report, python: str) -> None:
     """What the user can act on, as a visible message (a log line goes unseen)."""
     if report.outcome == ERROR and report.error_kind == "no_torch":
-        server.show_error("torchlint verify: %s has no torch, so it cannot run your module. Pick an interpreter "
+        services.show("torchlint verify: %s has no torch, so it cannot run your module. Pick an interpreter "
                           "that has torch: the \"torchlint.interpreter\" setting (in VS Code also the Python "
                           "extension's \"Python: Select Interpreter\"), or install torch there (%s -m pip "
-                          "install torch)." % (python, python))
+                          "install torch)." % (python, python), types.MessageType.Error)
         return
     skipped = [cls for cls in report.skipped if cls.skip_reason and "argument" in cls.skip_reason]
     if skipped:
         names = ", ".join(cls.name for cls in skipped)
         message = "torchlint verify: %s not built: %s (%s)." % (names, skipped[0].skip_reason, EDITOR_WAY)
-        server.log_message(message, types.MessageType.Warning)
-        try:
-            server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
-        except Exception:  # noqa: BLE001 - a closed connection: the log has it
-            pass
+        services.show(message, types.MessageType.Warning)
