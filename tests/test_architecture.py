@@ -10,7 +10,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "server" / "torchlint"
 
 # Lowest first. A module may import its own layer and the layers before it, never a later one.
 LAYERS = (
-    ("analysis", ("torchlint", "torchlint.analysis", "torchlint.files", "torchlint.exit_codes")),
+    ("analysis", ("torchlint", "torchlint.analysis", "torchlint.files", "torchlint.exit_codes",
+                  "torchlint.processes")),
     ("rules", ("torchlint.rules", "torchlint.config", "torchlint.settings", "torchlint.engine",
                "torchlint.incremental")),
     ("fixing / verify", ("torchlint.fixing", "torchlint.verify")),

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import FrozenSet, Iterator, List, Optional, Sequence, TextIO, Tuple
 
-from . import __version__
+from . import __version__, processes
 from .adoption import GitError, changes_against
 from .engine import CheckOptions, check_source
 from .exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
@@ -524,12 +524,11 @@ def _size(path: str) -> int:
 
 
 def stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Kill the workers now rather than wait for the files they are on."""
+    """End the workers now rather than wait for the files they are on (the main process writes
+    every fixed file: a worker ended midway leaves nothing half done)."""
     workers = list((getattr(pool, "_processes", None) or {}).values())
     manager = getattr(pool, "_executor_manager_thread", None)
-    for worker in workers:
-        with contextlib.suppress(Exception):
-            worker.kill()
+    processes.end_workers(workers)
     pool.shutdown(wait=False)
     if manager is not None:
         manager.join(timeout=10)  # it marks the unfinished work as failed, then ends
@@ -545,6 +544,7 @@ def start_worker(verbose: bool, main_pid: int) -> None:
     _COLLECTED["worker"], _COLLECTED["peak"] = True, _peak_memory() or 0
     gc.disable()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process stops the pool itself
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the main process's handler (a fork inherits it): end at once
     parent = os.getppid()
     if sys.platform.startswith("linux"):
         try:

@@ -37,7 +37,6 @@ import logging
 import os
 import queue
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -59,6 +58,7 @@ from jedi.inference.compiled.subprocess import CompiledSubprocess, InferenceStat
 from jedi.inference.compiled.subprocess import functions as _jedi_functions
 from jedi.inference import syntax_tree as _jedi_syntax_tree
 
+from .. import processes
 from . import torch_names as tn
 from .environments import TIMEOUT_ENV, Interpreter, choose_interpreter, interpreter_timeout, own_interpreter
 from .imports import collect_imports
@@ -180,23 +180,8 @@ def _within_deadline(seconds: Optional[float]):
         _DEADLINE.at = outer
 
 
-def _kill_group(process: subprocess.Popen) -> None:
-    """The interpreter and whatever it started (a shell script's `sleep` holds the pipes too)."""
-    try:
-        if os.name == "posix":
-            os.killpg(process.pid, signal.SIGKILL)
-        else:
-            process.kill()
-    except (OSError, ProcessLookupError):  # already gone
-        pass
-
-
 def _end_process(process: subprocess.Popen, reader: threading.Thread) -> None:
-    _kill_group(process)
-    try:
-        process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
+    processes.end(process)  # its whole group: a shell script's `sleep` holds the pipes too
     reader.join(timeout=1)
     for stream in (process.stdin, process.stdout, process.stderr):
         try:
@@ -246,7 +231,7 @@ class _Watchdog:
                 return  # the interpreter is gone (jedi dropped it): nothing left to watch
             if started is not None and process is not None and time.monotonic() - started > self.timeout:
                 self.expired = True
-                _kill_group(process)
+                processes.end(process)
                 if self.on_expire is not None:
                     try:
                         self.on_expire(_timeout_message(process.args[0], self.timeout))
@@ -266,10 +251,8 @@ class _WatchedSubprocess(CompiledSubprocess):
         if self._process is None:
             args = (self._executable, _JEDI_MAIN, os.path.dirname(os.path.dirname(parso.__file__)),
                     "%d.%d.%d" % sys.version_info[:3])
-            extra = {"start_new_session": True} if os.name == "posix" else {
-                "creationflags": getattr(subprocess, "CREATE_NO_WINDOW", 0)}
-            process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                       close_fds=True, **extra)
+            process = processes.start(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      close_fds=True)
             self._stderr_queue = queue.Queue()  # jedi's _send reads it into its debug log
             reader = threading.Thread(target=_drain, args=(process.stderr, self._stderr_queue), daemon=True)
             reader.start()
@@ -611,9 +594,7 @@ class JediInference:
         process = getattr(current, "_process", None)
         if current is not None and process is not None:
             current.is_crashed = True  # a later question starts a fresh one
-            _kill_group(process)
-            with contextlib.suppress(subprocess.TimeoutExpired, OSError):
-                process.wait(timeout=5)
+            processes.end(process)
 
     @property
     def environment_id(self) -> str:
