@@ -117,7 +117,7 @@ def test_command_line_overrides_the_file(tmp_path):
     assert config.with_overrides(select=["TL101"]).options_for(tmp_path / "a.py").enabled == {"TL101"}
     assert "TL101" not in config.with_overrides(ignore=["tl101"]).options_for(tmp_path / "a.py").enabled
     with pytest.raises(ConfigError, match="--select: unknown rule code or prefix 'TL9'"):
-        config.with_overrides(select=["TL9"], label="--%s")
+        config.with_overrides(select=["TL9"])
 
 
 def test_per_file_ignores(tmp_path):
@@ -143,11 +143,11 @@ def test_grading_keys(tmp_path):
     assert config.fail_on is Severity.INFO and config.show_hints is True
     assert [s for s in Severity if config.fails_on(s)] == [Severity.ERROR, Severity.WARNING, Severity.INFO]
     # The command line's flags come on top; a bad value names the flag.
-    overridden = config.with_overrides(fail_on="error", show_hints=False, label="--%s")
+    overridden = config.with_overrides(fail_on="error", show_hints=False)
     assert [s for s in Severity if overridden.fails_on(s)] == [Severity.ERROR] and overridden.show_hints is False
     assert config.with_overrides().fail_on is Severity.INFO
     with pytest.raises(ConfigError, match="--fail-on: expected one of error, warning, info, hint, got 'all'"):
-        config.with_overrides(fail_on="all", label="--%s")
+        config.with_overrides(fail_on="all")
 
 
 def test_python_is_stored(tmp_path):

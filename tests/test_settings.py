@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 from torchlint import config as config_module
-from torchlint.cli import build_parser
-from torchlint.config import Config, ConfigError, parse_table
-from torchlint.lsp.workspace_settings import parse_settings
-from torchlint.settings import (DEFAULT_SETTINGS, DEVICES, IMPORT_STRATEGIES, SEVERITIES, editor_specs,
-                                pyproject_keys, specs, vscode_schema)
+from typing import Optional
+
+from torchlint.cli import build_parser, load_settings
+from torchlint.config import ClassRecipe, Config, ConfigError, parse_table
+from torchlint.lsp.workspace_settings import OptionsResolver, parse_settings
+from torchlint.settings import (DEFAULT_SETTINGS, DEVICES, IMPORT_STRATEGIES, SEVERITIES, editor_specs, given_flags,
+                                is_codes, merged, pyproject_keys, specs, vscode_schema)
 from torchlint.verify import probe
 from torchlint.verify.runner import VerifyError, verify_file
 
@@ -36,12 +38,16 @@ def test_package_json_entry_matches_the_schema(name):
     assert not extra, "%s: package.json says %s, which the schema does not declare" % (name, sorted(extra))
 
 
-def test_the_extension_sends_the_server_every_setting_vscode_offers():
+def test_the_extension_forwards_the_whole_section_without_listing_settings():
+    # A new setting must reach the server with no change to the extension: settings.ts names
+    # only the settings it treats specially (the server's interpreter, the lens in untrusted
+    # workspaces, the trust it never forwards, the ones that restart the server).
     source = (ROOT / "client-vscode" / "src" / "settings.ts").read_text(encoding="utf-8")
-    sent = set(re.findall(r"config\.get<unknown>\('([\w.]+)'\)", source))
-    for spec in editor_specs(server_only=True):
-        if spec.where.vscode and spec.name != "interpreter":  # interpreter: the one the server runs on
-            assert spec.where.editor in sent, "client-vscode/src/settings.ts does not send %s" % spec.where.editor
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", source, flags=re.S)
+    special = {"interpreter", "codeLens", "trustWorkspaceInterpreter", "enable", "importStrategy"}
+    named = {spec.where.editor for spec in editor_specs() if re.search(r"\b%s\b" % re.escape(spec.where.editor), code)}
+    assert named <= special, "client-vscode/src/settings.ts lists %s" % sorted(named - special)
+    assert "JSON.stringify(section)" in source
 
 
 def test_the_server_reads_every_editor_setting_it_declares():
@@ -118,7 +124,7 @@ def test_every_severity_is_a_fail_on_value_of_pyproject_and_the_flag(severity, t
     assert parse_table({"fail-on": severity}, tmp_path / "pyproject.toml").fail_on.value == severity
     check = next(a for a in build_parser()._actions if a.dest == "command").choices["check"]
     assert check.parse_args(["--fail-on", severity]).fail_on == severity
-    assert Config().with_overrides(fail_on=severity, label="--%s").fail_on.value == severity
+    assert Config().with_overrides(fail_on=severity).fail_on.value == severity
 
 
 def test_the_command_line_grading_is_not_an_editor_setting():
@@ -151,11 +157,126 @@ def test_pyproject_keys_come_from_the_schema(tmp_path):
 
 
 def test_declared_flags_exist_on_the_command_line():
-    parser = build_parser()
-    subcommands = next(a for a in parser._actions if a.dest == "command").choices
-    flags = {option for name in ("check", "verify") for action in subcommands[name]._actions
-             for option in action.option_strings}
-    declared = {spec.where.flag for spec in specs() if spec.where.flag}
-    assert declared and declared <= flags, declared - flags
-    verify = subcommands["verify"].parse_args(["m.py"])
-    assert (verify.device, verify.timeout) == (DEFAULT_SETTINGS.verify_device, DEFAULT_SETTINGS.verify_timeout)
+    subcommands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    for spec in specs():
+        for flag in spec.where.cli:
+            (action,) = [a for a in subcommands[flag.command]._actions if spec.where.flag in a.option_strings]
+            assert action.help and action.metavar == flag.metavar
+    assert all(spec.where.cli for spec in specs() if spec.where.flag)  # a flag on no command is no flag
+    verify = merged([given_flags(subcommands["verify"].parse_args(["m.py"]), "verify")])
+    assert verify == DEFAULT_SETTINGS  # flags left out leave every setting at its default
+
+
+# -- every setting arrives from each source it declares ------------------------------------------
+
+def sample(spec):
+    """A value other than the default: (as a source writes it, as the resolved settings hold it)."""
+    special = {
+        "severity": ({"TL101": "hint"}, (("TL101", "hint"),)),
+        "per_file_ignores": ({"tests/*": ["TL101"]}, (("tests/*", ("TL101",)),)),
+        "verify_classes": ({"Net": {"factory": "pkg.models:make"}},
+                           (("Net", ClassRecipe(factory="pkg.models:make")),)),
+    }
+    if spec.name in special:
+        return special[spec.name]
+    if spec.where.enum:
+        value = next(v for v in spec.where.enum if v != spec.default)
+        return value, value
+    if is_codes(spec.type):
+        return ["TL101"], ("TL101",)
+    kind = {Optional[str]: str}.get(spec.type, spec.type)
+    value = {bool: not spec.default, int: (spec.default or 0) + 1, float: (spec.default or 0) + 1.5,
+             str: "some/python"}[kind]
+    return value, value
+
+
+def nested(dotted, value):
+    *parents, last = dotted.split(".")
+    table = top = {}
+    for parent in parents:
+        table = table.setdefault(parent, {})
+    table[last] = value
+    return top
+
+
+@pytest.mark.parametrize("spec", [s for s in specs() if s.where.pyproject], ids=lambda s: s.name)
+def test_every_pyproject_setting_arrives(spec, tmp_path):
+    raw, expected = sample(spec)
+    if spec.where.relative_paths:
+        raw, expected = ["src"], (str(tmp_path / "src"),)
+    config = parse_table(nested(spec.where.pyproject, raw), tmp_path / "pyproject.toml")
+    assert getattr(config.settings, spec.name) == expected != spec.default
+
+
+def flag_argv(spec):
+    raw, expected = sample(spec)
+    if spec.type is bool:
+        return [spec.where.flag], expected
+    return [spec.where.flag, ",".join(raw) if isinstance(raw, list) else str(raw)], expected
+
+
+@pytest.mark.parametrize("spec, command", [(s, f.command) for s in specs() for f in s.where.cli],
+                         ids=lambda value: getattr(value, "name", value))
+def test_every_flag_arrives(spec, command, tmp_path):
+    argv, expected = flag_argv(spec)
+    subcommand = next(a for a in build_parser()._actions if a.dest == "command").choices[command]
+    if command == "check":  # the settings a check runs with: pyproject.toml's, the flags over them
+        args = subcommand.parse_args(argv + [str(tmp_path)])
+        settings = load_settings(args).settings
+    else:  # verify reads its settings from the flags alone
+        settings = merged([given_flags(subcommand.parse_args(argv + ["m.py"]), command)])
+    assert getattr(settings, spec.name) == expected != spec.default
+
+
+def check_command():
+    return next(a for a in build_parser()._actions if a.dest == "command").choices["check"]
+
+
+def over_pyproject(tmp_path, specs_given):
+    """A pyproject.toml giving each of these settings a value other than the top source's sample."""
+    lines = []
+    for spec in specs_given:
+        # A switch only turns on what the file leaves off: the file gives the default.
+        value = json.dumps(["TL2"] if is_codes(spec.type) else spec.default)
+        lines.append("%s = %s" % (spec.where.pyproject, '{TL2 = "error"}' if spec.name == "severity" else value))
+    path = tmp_path / "pyproject.toml"
+    path.write_text("[tool.torchlint]\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_flags_go_over_pyproject(tmp_path):
+    both = [s for s in specs() if s.where.pyproject and any(f.command == "check" for f in s.where.cli)]
+    assert both
+    over_pyproject(tmp_path, both)
+    argv = [arg for spec in both for arg in flag_argv(spec)[0]]
+    settings = load_settings(check_command().parse_args(argv + [str(tmp_path)])).settings
+    for spec in both:
+        assert getattr(settings, spec.name) == flag_argv(spec)[1], spec.name
+
+
+def test_the_editor_goes_over_pyproject(tmp_path):
+    both = [s for s in editor_specs(server_only=True) if s.where.pyproject]
+    assert both
+    over_pyproject(tmp_path, both)
+    raw = {}
+    for spec in both:
+        raw.update(nested(spec.where.editor, sample(spec)[0]))
+    settings, errors = parse_settings(raw)
+    resolver = OptionsResolver(errors.append)
+    resolver.update(settings)
+    resolved = resolver.config_for(str(tmp_path / "m.py")).settings
+    assert errors == []
+    for spec in both:
+        assert getattr(resolved, spec.name) == sample(spec)[1], spec.name
+
+
+@pytest.mark.parametrize("spec", editor_specs(server_only=True), ids=lambda s: s.name)
+def test_every_editor_setting_arrives(spec, tmp_path):
+    raw, expected = sample(spec)
+    settings, errors = parse_settings(nested(spec.where.editor, raw))
+    assert errors == [] and getattr(settings, spec.name) == expected != spec.default
+    # ... and in the settings a document is checked with (over its pyproject.toml's).
+    resolver = OptionsResolver(errors.append)
+    resolver.update(settings)
+    assert getattr(resolver.config_for(str(tmp_path / "m.py")).settings, spec.name) == expected
+    assert errors == []

@@ -42,7 +42,7 @@ from .output import json_format
 from .output.text import render_statistics
 from .rules import ALL_RULES
 from .rules.base import DOCS_DIR
-from .settings import DEFAULT_SETTINGS, SEVERITIES
+from .settings import DEFAULT_SETTINGS, SettingError, add_flags, given_flags
 from .verify import cli_command as verify_command
 from .verify.report import VERIFY_CODES
 
@@ -569,38 +569,24 @@ def _exit_when_orphaned(parent: int) -> None:
 
 # -- the commands --------------------------------------------------------------------------------
 
-def _codes(values: Optional[List[str]], flag: str) -> Optional[List[str]]:
-    """Comma lists from repeated flags (`--select TL101,TL102 --select TL2`); a flag given no
-    code at all (`--select ""`) is an error rather than "no rules"."""
-    if values is None:
-        return None
-    codes = []
-    for value in values:
-        given = [code.strip() for code in value.split(",") if code.strip()]
-        if not given:
-            raise ConfigError("%s: no rule code in %r (give codes or prefixes, e.g. %s TL1,TL301)"
-                              % (flag, value, flag))
-        codes.extend(given)
-    return codes
-
-
 def _error(message: str) -> int:
     print("torchlint: error: %s" % message, file=sys.stderr)
     return EXIT_ERROR
 
 
 def load_settings(args) -> Config:
+    """The settings of the run: the project's pyproject.toml, the flags over it."""
     if args.config:
         config = load_config(args.config)
     elif args.paths == ["-"]:  # standard input: the settings of the file it stands for
         config = find_config(os.path.abspath(args.stdin_filename or "."))
     else:
         config = find_config(os.path.commonpath([os.path.abspath(p) for p in args.paths]))
-    return config.with_overrides(select=_codes(args.select, "--select"),
-                                 extend_select=_codes(args.extend_select, "--extend-select") or (),
-                                 ignore=_codes(args.ignore, "--ignore") or (), label="--%s",
-                                 show_all=True if args.show_all else None, fail_on=args.fail_on,
-                                 show_hints=True if args.show_hints else None)
+    try:
+        flags = given_flags(args, "check")
+    except SettingError as err:
+        raise ConfigError(str(err)) from None
+    return config.over(flags)
 
 
 def hints_printed(config: Config) -> bool:
@@ -733,11 +719,12 @@ def _check(args) -> int:
             for path, why in named_and_excluded(args.paths, found.files, config):
                 print("torchlint: note: skipped %s: %s" % (display_path(str(path), cwd), why), file=sys.stderr)
     python = None
-    budget = None if args.infer_budget == 0 else args.infer_budget
-    cache_dir = None if args.no_infer or args.no_cache else str(default_cache_dir())
+    settings = config.settings
+    budget = settings.infer_budget or None  # 0: no limit
+    cache_dir = str(default_cache_dir()) if settings.inference_cache and not args.no_infer else None
     if not args.no_infer:
-        choice = choose_interpreter(explicit=args.python, configured=config.python, config_file=config.path,
-                                    trust_workspace=args.trust_workspace)
+        choice = choose_interpreter(explicit=settings.interpreter, configured=config.python, config_file=config.path,
+                                    trust_workspace=settings.trust_workspace_interpreter)
         for warning in choice.warnings:
             _say(warning)
         python = choice.interpreter
@@ -983,16 +970,6 @@ def command_rule(args) -> int:
     return EXIT_CLEAN
 
 
-def _seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 0 or seconds == float("inf"):
-        raise argparse.ArgumentTypeError("not a number of seconds (0 or more): %r" % value)
-    return seconds
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="torchlint", description="Find the PyTorch bugs PyTorch stays silent about.")
     parser.add_argument("--version", action="version", version="torchlint %s" % __version__)
@@ -1006,30 +983,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--fix", action="store_true", help="apply safe fixes to the files")
     check.add_argument("--unsafe-fixes", action="store_true", help="also apply fixes that may change behaviour")
     check.add_argument("--diff", action="store_true", help="print what --fix would change; write nothing")
-    check.add_argument("--select", action="append", metavar="CODES",
-                       help="rules to run: codes or prefixes, comma-separated")
-    check.add_argument("--extend-select", action="append", metavar="CODES", help="rules to run in addition")
-    check.add_argument("--ignore", action="append", metavar="CODES", help="rules not to run")
     check.add_argument("--no-infer", action="store_true", help="syntactic layer only (no type inference)")
-    check.add_argument("--no-cache", action="store_true",
-                       help="neither read nor write type-inference answers on disk (default: kept in "
-                            "$TORCHLINT_CACHE_DIR, else $XDG_CACHE_HOME/torchlint or ~/.cache/torchlint)")
-    check.add_argument("--infer-budget", type=_seconds, default=DEFAULT_INFER_BUDGET, metavar="SECONDS",
-                       help="type inference time per file; past it the rest of the file is checked by names "
-                            "alone (default: %g; 0: no limit)" % DEFAULT_INFER_BUDGET)
-    check.add_argument("--show-all", action="store_true",
-                       help="also report findings graded quiet (no evidence of harm), as hints (printed)")
-    check.add_argument("--show-hints", action="store_true",
-                       help="print hints too (default: counted in the summary line only; config: show-hints)")
-    check.add_argument("--fail-on", choices=SEVERITIES, metavar="SEVERITY",
-                       help="exit 1 on findings of this severity or worse: %s (default: config fail-on, "
-                            "else %s)" % (", ".join(SEVERITIES), DEFAULT_SETTINGS.fail_on))
-    check.add_argument("--python", metavar="PATH",
-                       help="the interpreter whose packages the code uses, for type inference (default: "
-                            "$TORCHLINT_PYTHON, config `python`, the active virtualenv, else this Python)")
-    check.add_argument("--trust-workspace", action="store_true",
-                       help="run the interpreter the project's config names (without it, only a virtual "
-                            "environment's files are read; also: TORCHLINT_TRUST_WORKSPACE=1)")
+    add_flags(check, "check")  # the settings' flags: --select, --no-cache, --fail-on... (torchlint.settings)
     check.add_argument("--config", metavar="PATH", help="pyproject.toml to read [tool.torchlint] from")
     check.add_argument("--force-exclude", action="store_true",
                        help="apply the excludes to files named on the command line too (for pre-commit)")

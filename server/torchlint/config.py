@@ -15,13 +15,15 @@ import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from functools import cached_property
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from .engine import CheckOptions
 from .analysis.findings import Severity
 from .files import GlobPattern, display_path, relative_to_root
 from .rules import RULES_BY_CODE
-from .settings import DEFAULT_SETTINGS, SEVERITIES, SettingError, check_value, pyproject_keys, pyproject_spec
+from .settings import (SEVERITIES, Partial, SettingError, Settings, Spec, check_value, flag_name, lookup, merged,
+                       pyproject_keys, specs)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,6 +32,8 @@ else:  # pragma: no cover - Python 3.10, where tomli is a dependency (pyproject.
 
 SECTION = "[tool.torchlint]"
 KEYS = pyproject_keys()  # declared in torchlint.settings
+SUB_TABLES = tuple(sorted({spec.where.pyproject.split(".")[0] for spec in specs()
+                          if spec.where.pyproject and "." in spec.where.pyproject}))
 SEVERITY_NAMES = SEVERITIES
 _SELECTOR = re.compile(r"^(ALL|TL\d{0,3})$")
 
@@ -64,24 +68,71 @@ class RuleSelection:
 
 @dataclass(frozen=True)
 class Config:
+    """The settings of one project: pyproject.toml's ``[tool.torchlint]`` (the lowest source),
+    then the command line's or the editor's, each a Partial of what that source gave."""
+
     path: Optional[Path] = None  # the pyproject.toml the settings came from (None: defaults)
     root: Path = field(default_factory=Path.cwd)  # anchored globs are relative to it
-    selections: Tuple[RuleSelection, ...] = ()  # applied in order: file, then overrides
-    per_file_ignores: Tuple[Tuple[GlobPattern, FrozenSet[str]], ...] = ()
-    exclude: Tuple[str, ...] = ()
-    extend_exclude: Tuple[str, ...] = ()
-    severities: Tuple[Tuple[str, Severity], ...] = ()  # (selector, severity), later entries win
-    # Findings are graded by the evidence for harm; quiet ones (e.g. a tensor attribute never
-    # read) are left out unless this is on, and then shown as hints.
-    show_all: bool = DEFAULT_SETTINGS.show_all
-    # The command line's grading: the least severe finding that fails a run, and whether the
-    # text output prints hints (it counts them either way). The editor shows every finding.
-    fail_on: Severity = Severity(DEFAULT_SETTINGS.fail_on)
-    show_hints: bool = DEFAULT_SETTINGS.show_hints
-    # The interpreter whose packages the jedi layer analyses, as the file names it: the
-    # repository's choice, so analysis.environments decides whether it may run.
-    python: Optional[str] = None
-    verify: "VerifyConfig" = field(default_factory=lambda: VerifyConfig())  # [tool.torchlint.verify]
+    sources: Tuple[Partial, ...] = ()  # checked values, lowest first
+
+    @cached_property
+    def settings(self) -> Settings:
+        """Every setting: where sources disagree, the later one's value (see torchlint.settings)."""
+        return merged(self.sources)
+
+    # Rule selection and severities are not replaced by a later source but applied after the
+    # earlier ones: a flag's `--ignore TL101` turns off TL101 among what pyproject.toml selects.
+    @cached_property
+    def selections(self) -> Tuple[RuleSelection, ...]:
+        """One layer of rule selection per source that selects rules, applied in order."""
+        return tuple(RuleSelection(given.get("select"), given.get("extend_select", ()), given.get("ignore", ()))
+                     for given in self.sources if any(name in given for name in _SELECTION))
+
+    @cached_property
+    def severities(self) -> Tuple[Tuple[str, Severity], ...]:
+        """(selector, severity) of every source, lowest first: later entries win."""
+        return tuple((selector, Severity(severity)) for given in self.sources
+                     for selector, severity in given.get("severity", ()))
+
+    @cached_property
+    def per_file_ignores(self) -> Tuple[Tuple[GlobPattern, FrozenSet[str]], ...]:
+        return tuple((GlobPattern(glob), expand(codes)) for glob, codes in self.settings.per_file_ignores)
+
+    @property
+    def exclude(self) -> Tuple[str, ...]:
+        return self.settings.exclude
+
+    @property
+    def extend_exclude(self) -> Tuple[str, ...]:
+        return self.settings.extend_exclude
+
+    @property
+    def show_all(self) -> bool:
+        """Findings are graded by the evidence for harm; quiet ones (e.g. a tensor attribute never
+        read) are left out unless this is on, and then shown as hints."""
+        return self.settings.show_all
+
+    @property
+    def fail_on(self) -> Severity:
+        """The command line's grading: the least severe finding that fails a run (the editor shows
+        every finding)."""
+        return Severity(self.settings.fail_on)
+
+    @property
+    def show_hints(self) -> bool:
+        """Whether the command line's text output prints hints (it counts them either way)."""
+        return self.settings.show_hints
+
+    @property
+    def python(self) -> Optional[str]:
+        """The interpreter whose packages the jedi layer analyses, as the file names it: the
+        repository's choice, so analysis.environments decides whether it may run."""
+        return self.settings.python
+
+    @cached_property
+    def verify(self) -> "VerifyConfig":  # [tool.torchlint.verify]
+        settings = self.settings
+        return VerifyConfig(settings.verify_import_roots, settings.verify_extra_paths, settings.verify_classes)
 
     @property
     def exclude_patterns(self) -> List[GlobPattern]:
@@ -115,28 +166,17 @@ class Config:
                 enabled = enabled - codes
         return CheckOptions(enabled=enabled, severities=self.severity_overrides(), show_all=self.show_all)
 
-    def with_overrides(self, select: Optional[Sequence[str]] = None, extend_select: Sequence[str] = (),
-                       ignore: Sequence[str] = (), severities: Optional[Dict[str, str]] = None,
-                       label: str = "%s", show_all: Optional[bool] = None, fail_on: Optional[str] = None,
-                       show_hints: Optional[bool] = None) -> "Config":
-        """The settings with a higher-priority layer on top (command-line flags, editor settings).
-        ``label`` turns a setting's name into what errors call it (``"--%s"``, ``"torchlint.%s"``)."""
-        selection = RuleSelection(
-            None if select is None else tuple(_selectors(select, label % "select", empty=_NO_RULE)),
-            tuple(_selectors(extend_select, label % "extend-select")),
-            tuple(_selectors(ignore, label % "ignore")),
-        )
-        extra = tuple(_severities(severities or {}, label % "severity"))
-        if show_all is not None and not isinstance(show_all, bool):
-            raise ConfigError("%s: expected true or false, got %r" % (label % "show-all", show_all))
-        if show_hints is not None:
-            show_hints = _declared("show-hints", show_hints, label % "show-hints")
-        if fail_on is not None:
-            fail_on = Severity(_declared("fail-on", fail_on, label % "fail-on"))
-        return replace(self, selections=self.selections + (selection,), severities=self.severities + extra,
-                       show_all=self.show_all if show_all is None else show_all,
-                       fail_on=self.fail_on if fail_on is None else fail_on,
-                       show_hints=self.show_hints if show_hints is None else show_hints)
+    def over(self, given: Partial, name: Callable[[Spec], str] = flag_name) -> "Config":
+        """These settings with a higher source on top (the command line's, the editor's): its
+        values as it gave them, checked here; ``name`` says what errors call a setting."""
+        return replace(self, sources=self.sources + (checked(given, name),))
+
+    def with_overrides(self, name: Callable[[Spec], str] = flag_name, **given) -> "Config":
+        """:meth:`over` with the settings as keywords: ``with_overrides(select=["TL1"])``."""
+        return self.over(Partial.of(given), name)
+
+
+_SELECTION = ("select", "extend_select", "ignore")
 
 
 # -- selectors ---------------------------------------------------------------------------------
@@ -196,12 +236,31 @@ def _severities(table, where: str) -> List[Tuple[str, Severity]]:
     return result
 
 
-def _declared(key: str, value, where: str):
-    """``value`` checked against the declaration of [tool.torchlint]'s ``key`` (torchlint.settings)."""
+def _declared(spec: Spec, value, where: str):
+    """``value`` checked against the setting's declaration (torchlint.settings)."""
     try:
-        return check_value(pyproject_spec(key), value)
+        return check_value(spec, value)
     except SettingError as err:
         raise ConfigError("%s: %s" % (where, err)) from None
+
+
+def _severity_table(table, where: str) -> Tuple[Tuple[str, str], ...]:
+    """(selector, severity) pairs, least specific first; an editor's table comes as pairs already."""
+    return tuple((selector, severity.value)
+                 for selector, severity in _severities(dict(table) if isinstance(table, tuple) else table, where))
+
+
+def _per_file_ignores(table, where: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    if not isinstance(table, dict):
+        raise ConfigError("%s: expected a table of glob = [codes], got %r" % (where, table))
+    return tuple((glob, tuple(_selectors(codes, '%s."%s"' % (where, glob), empty="give the codes these files ignore")))
+                 for glob, codes in table.items())
+
+
+def _interpreter_path(value, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError("%s: expected the path of a Python interpreter, got %r" % (where, value))
+    return value
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -229,42 +288,25 @@ def parse_table(table: dict, path: Path, root: Optional[Path] = None) -> Config:
             close = difflib.get_close_matches(key, KEYS, n=1)
             hint = " (did you mean %r?)" % close[0] if close else ""
             raise ConfigError("%s unknown key %r%s" % (where, key, hint))
-
-    def key(name):
-        return "%s %s" % (where, name)
-
-    select = table.get("select")
-    selection = RuleSelection(
-        None if select is None else tuple(_selectors(select, key("select"), empty=_NO_RULE)),
-        tuple(_selectors(table.get("extend-select", []), key("extend-select"))),
-        tuple(_selectors(table.get("ignore", []), key("ignore"))),
-    )
-    per_file = table.get("per-file-ignores", {})
-    if not isinstance(per_file, dict):
-        raise ConfigError("%s: expected a table of glob = [codes], got %r" % (key("per-file-ignores"), per_file))
-    per_file_ignores = tuple(
-        (GlobPattern(glob), expand(_selectors(codes, '%s."%s"' % (key("per-file-ignores"), glob),
-                                              empty="give the codes these files ignore")))
-        for glob, codes in per_file.items()
-    )
-    python = table.get("python")
-    if python is not None and (not isinstance(python, str) or not python.strip()):
-        raise ConfigError("%s: expected the path of a Python interpreter, got %r" % (key("python"), python))
-    show_all = _declared("show-all", table.get("show-all", DEFAULT_SETTINGS.show_all), key("show-all"))
-    return Config(
-        path=path,
-        show_all=show_all,
-        fail_on=Severity(_declared("fail-on", table.get("fail-on", DEFAULT_SETTINGS.fail_on), key("fail-on"))),
-        show_hints=_declared("show-hints", table.get("show-hints", DEFAULT_SETTINGS.show_hints), key("show-hints")),
-        root=root or path.parent,
-        selections=(selection,),
-        per_file_ignores=per_file_ignores,
-        exclude=_declared("exclude", table.get("exclude", []), key("exclude")),
-        extend_exclude=_declared("extend-exclude", table.get("extend-exclude", []), key("extend-exclude")),
-        severities=tuple(_severities(table.get("severity", {}), key("severity"))),
-        python=python,
-        verify=parse_verify_table(table.get("verify", {}), key("verify"), path.parent),
-    )
+    for sub_table in SUB_TABLES:
+        at = "%s %s" % (where, sub_table)
+        value = table.get(sub_table, {})
+        if not isinstance(value, dict):
+            raise ConfigError("%s: expected a table, got %r" % (at, value))
+        for key in value:
+            if key not in pyproject_keys(sub_table):
+                raise _unknown_key(key, pyproject_keys(sub_table), at)
+    given = {}
+    for spec in specs():
+        found, value = lookup(table, spec.where.pyproject) if spec.where.pyproject else (False, None)
+        if found:
+            given[spec.name] = value
+    values = dict(checked(Partial.of(given), lambda spec: "%s %s" % (where, spec.where.pyproject)).values)
+    for spec in specs():
+        if spec.where.relative_paths and spec.name in values:
+            values[spec.name] = tuple(os.path.normpath(os.path.join(str(path.parent), folder))
+                                      for folder in values[spec.name])
+    return Config(path=path, root=root or path.parent, sources=(Partial.of(values),))
 
 
 # -- [tool.torchlint.verify] -------------------------------------------------------------------
@@ -302,25 +344,14 @@ def _unknown_key(key: str, known: Sequence[str], where: str) -> ConfigError:
         where, key, " (did you mean %r?)" % close[0] if close else "", ", ".join(known)))
 
 
-def parse_verify_table(table, where: str, base: Path) -> VerifyConfig:
-    """Validate ``[tool.torchlint.verify]``; paths are relative to the pyproject.toml's folder."""
-    if not isinstance(table, dict):
-        raise ConfigError("%s: expected a table, got %r" % (where, table))
-    for name in table:
-        if name not in VERIFY_KEYS:
-            raise _unknown_key(name, VERIFY_KEYS, where)
-
-    def folders(name):
-        return tuple(os.path.normpath(os.path.join(str(base), value))
-                     for value in _declared("verify." + name, table.get(name, []), "%s.%s" % (where, name)))
-
-    classes = table.get("classes", {})
+def _class_recipes(classes, where: str) -> Tuple[Tuple[str, ClassRecipe], ...]:
+    """``[tool.torchlint.verify.classes]``: how each named class is built."""
     if not isinstance(classes, dict):
-        raise ConfigError("%s.classes: expected a table of class name = {kwargs = {...}} or {factory = "
+        raise ConfigError("%s: expected a table of class name = {kwargs = {...}} or {factory = "
                           "\"pkg.mod:function\"}, got %r" % (where, classes))
     recipes = []
     for class_name, entry in classes.items():
-        at = "%s.classes.%s" % (where, class_name)
+        at = "%s.%s" % (where, class_name)
         if not class_name.isidentifier():
             raise ConfigError("%s: %r is not a class name" % (at, class_name))
         if not isinstance(entry, dict):
@@ -347,7 +378,32 @@ def parse_verify_table(table, where: str, base: Path) -> VerifyConfig:
                 raise ConfigError("%s.kwargs: values must be numbers, strings, booleans, arrays or tables (%s)"
                                   % (at, err)) from None
             recipes.append((class_name, ClassRecipe(kwargs_json=text)))
-    return VerifyConfig(folders("import-roots"), folders("extra-paths"), tuple(recipes))
+    return tuple(recipes)
+
+
+# What a setting's declared type cannot say: that its rule codes exist, and so on. Every other
+# setting is checked against its declaration alone.
+_CHECKS: Dict[str, Callable[[object, str], object]] = {
+    "select": lambda value, where: tuple(_selectors(value, where, empty=_NO_RULE)),
+    "extend_select": lambda value, where: tuple(_selectors(value, where)),
+    "ignore": lambda value, where: tuple(_selectors(value, where)),
+    "severity": _severity_table,
+    "per_file_ignores": _per_file_ignores,
+    "python": _interpreter_path,
+    "verify_classes": _class_recipes,
+}
+
+
+def checked(given: Partial, name: Callable[[Spec], str]) -> Partial:
+    """The values of ``given`` (as its source gave them) checked and made the settings' types;
+    a bad one raises ConfigError naming the setting as ``name(spec)`` does."""
+    declared = {spec.name: spec for spec in specs()}
+    values = {}
+    for setting, value in given.values:
+        spec = declared[setting]
+        check = _CHECKS.get(setting)
+        values[setting] = check(value, name(spec)) if check else _declared(spec, value, name(spec))
+    return Partial.of(values)
 
 
 def load_config(path) -> Config:

@@ -3,20 +3,27 @@
 :class:`Settings` is that declaration. Each field says where the setting can be given:
 the editor (``torchlint.<editor>`` in VS Code's ``package.json``, ``initializationOptions``,
 ``workspace/configuration``), ``[tool.torchlint]`` in pyproject.toml (``pyproject``) and the
-command line (``flag``). The language server reads the editor's JSON with :func:`parse_editor`;
-``config.py`` takes its keys from :func:`pyproject_keys`; ``tests/test_settings.py`` checks
-package.json's ``contributes.configuration`` against :func:`vscode_schema`, and that every
-allowed value is accepted by the code that reads it.
+command line (``flag``, on the subcommands its ``cli`` entries name, with their help text).
+
+Each source is read from this declaration into a :class:`Partial` (only what that source gave):
+the editor's JSON by :func:`parse_editor`, the flags by :func:`given_flags` (which
+:func:`add_flags` made), ``[tool.torchlint]`` by ``config.parse_table``. ``config.Config`` puts
+them over the defaults in one place, lowest first: pyproject.toml, then the command line or the
+editor. ``tests/test_settings.py`` checks package.json's ``contributes.configuration`` against
+:func:`vscode_schema`, that every allowed value is accepted by the code that reads it, and that
+every setting arrives from each source it declares.
 
 Adding a setting: a field here (and its entry in package.json when the editor offers it),
 then the code that uses it.
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import functools
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import cattrs
 
@@ -31,6 +38,28 @@ Codes = Tuple[str, ...]  # rule codes or prefixes, in the order given
 SeverityTable = Tuple[Tuple[str, str], ...]  # (code or prefix, severity), sorted: a JSON object
 
 
+def seconds(text: str) -> float:
+    """A flag's number of seconds: 0 or more, finite."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("not a number of seconds (0 or more): %r" % text)
+    return value
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A setting's flag (``Where.flag``) on one subcommand, and what that command's --help says."""
+
+    command: str  # "check", "verify"
+    help: str  # "{default}" and "{enum}" stand for the declared default and allowed values
+    metavar: Optional[str] = None
+    type: Optional[Callable[[str], Any]] = None  # argparse's conversion of the text (None: kept as text)
+    choices: bool = True  # False: the flag takes more than the declared values (cuda:N)
+
+
 @dataclass(frozen=True)
 class Where:
     """A setting's names and the constraints its type alone does not say."""
@@ -38,7 +67,9 @@ class Where:
     description: str
     editor: Optional[str] = None  # torchlint.<editor>; dotted names are nested objects in the JSON
     pyproject: Optional[str] = None  # key of [tool.torchlint]; dotted: a sub-table
-    flag: Optional[str] = None  # the command-line flag that sets it
+    flag: Optional[str] = None  # the command-line flag that sets it; a bool flag sets the opposite of the default
+    cli: Tuple[Flag, ...] = ()  # the subcommands that take ``flag``
+    relative_paths: bool = False  # folders; those pyproject.toml gives are relative to its folder
     enum: Tuple[str, ...] = ()  # allowed values (of the values, for a table)
     enum_descriptions: Tuple[str, ...] = ()
     minimum: Optional[float] = None
@@ -53,7 +84,8 @@ def setting(default: Any, description: str, **where: Any) -> Any:
 
 @dataclass(frozen=True)
 class Settings:
-    """The settings as one value: the language server holds the editor's (over the defaults)."""
+    """The settings as one value: the language server holds the editor's (over the defaults).
+    The order of the fields is the order of the flags in --help."""
 
     enable: bool = setting(
         True, "Run torchlint on Python files. Turning it off stops the language server.",
@@ -65,27 +97,17 @@ class Settings:
         editor="importStrategy", enum=IMPORT_STRATEGIES, server=False,
         enum_descriptions=("The server bundled with the extension.",
                            "The torchlint package installed in the selected interpreter's environment."))
-    interpreter: str = setting(
-        "", "Path of the Python interpreter that runs the torchlint server and the runtime verification "
-        "(give the one that has torch). Empty: the Python extension's active environment when that "
-        "extension is installed, else `python3`. Ignored at workspace level in an untrusted workspace.",
-        editor="interpreter", flag="--python", scope="machine-overridable")
-    trust_workspace_interpreter: bool = setting(
-        False, "Allow the interpreter that the workspace's `[tool.torchlint] python` names to be run "
-        "(without it, only a virtual environment's files are read). A user setting: a workspace cannot "
-        "give itself this trust.",
-        # VS Code always sends the interpreter it started the server with, which comes first.
-        editor="trustWorkspaceInterpreter", flag="--trust-workspace", vscode=False)
     select: Optional[Codes] = setting(
         None, "Rule codes or prefixes to enable (for example `[\"TL1\", \"TL301\"]`). Null: what "
         "`[tool.torchlint]` in pyproject.toml selects, else every rule.",
-        editor="select", pyproject="select", flag="--select")
+        editor="select", pyproject="select", flag="--select",
+        cli=(Flag("check", "rules to run: codes or prefixes, comma-separated", "CODES"),))
     extend_select: Codes = setting(
         (), "Rule codes or prefixes to enable on top of `select`.",
-        pyproject="extend-select", flag="--extend-select")
+        pyproject="extend-select", flag="--extend-select", cli=(Flag("check", "rules to run in addition", "CODES"),))
     ignore: Codes = setting(
         (), "Rule codes or prefixes to turn off, on top of pyproject.toml's `ignore`.",
-        editor="ignore", pyproject="ignore", flag="--ignore")
+        editor="ignore", pyproject="ignore", flag="--ignore", cli=(Flag("check", "rules not to run", "CODES"),))
     per_file_ignores: Tuple[Tuple[str, Codes], ...] = setting(
         (), "Pattern (a .gitignore line) = rule codes that files matching it do not report; a "
         "pattern starting with `!` applies to the files it does not match.", pyproject="per-file-ignores")
@@ -98,29 +120,33 @@ class Settings:
     severity: SeverityTable = setting(
         (), "Severity per rule code or prefix, for example `{\"TL301\": \"hint\", \"TL1\": \"error\"}`.",
         editor="severity", pyproject="severity", enum=SEVERITIES)
-    show_all: bool = setting(
-        False, "Also report what the rules grade quiet (no evidence of harm), as hints.",
-        pyproject="show-all", flag="--show-all")
-    show_hints: bool = setting(
-        False, "Print hints in `torchlint check`'s text output (hidden by default, counted in the summary "
-        "line; JSON, SARIF and GitHub output always carry them).",
-        pyproject="show-hints", flag="--show-hints")
-    fail_on: str = setting(
-        "warning", "The least severe finding that makes `torchlint check` exit 1: `error`, `warning`, "
-        "`info` or `hint` (a file that does not parse always does).",
-        pyproject="fail-on", flag="--fail-on", enum=SEVERITIES)
-    python: Optional[str] = setting(
-        None, "The interpreter whose packages the jedi layer analyses, relative to the pyproject.toml: "
-        "a virtual environment is read, and never run unless the user trusts the workspace.",
-        pyproject="python")
     inference_cache: bool = setting(
         True, "Keep the type-inference (jedi) answers on disk, in `$TORCHLINT_CACHE_DIR` (else "
         "`$XDG_CACHE_HOME/torchlint`, else `~/.cache/torchlint`), so that a restart or a second run "
         "asks jedi nothing it already answered for the same text. Off: that folder is neither read "
-        "nor written.", editor="inferenceCache", flag="--no-cache")
+        "nor written.", editor="inferenceCache", flag="--no-cache",
+        cli=(Flag("check", "neither read nor write type-inference answers on disk (default: kept in "
+                           "$TORCHLINT_CACHE_DIR, else $XDG_CACHE_HOME/torchlint or ~/.cache/torchlint)"),))
     infer_budget: float = setting(
         10.0, "Seconds of type inference (jedi) per file and check; past them the rest of the file is "
-        "checked by names alone. 0: no limit.", editor="inferBudget", flag="--infer-budget", minimum=0)
+        "checked by names alone. 0: no limit.", editor="inferBudget", flag="--infer-budget", minimum=0,
+        cli=(Flag("check", "type inference time per file; past it the rest of the file is checked by names "
+                           "alone (default: {default:g}; 0: no limit)", "SECONDS", seconds),))
+    show_all: bool = setting(
+        False, "Also report what the rules grade quiet (no evidence of harm), as hints.",
+        pyproject="show-all", flag="--show-all",
+        cli=(Flag("check", "also report findings graded quiet (no evidence of harm), as hints (printed)"),))
+    show_hints: bool = setting(
+        False, "Print hints in `torchlint check`'s text output (hidden by default, counted in the summary "
+        "line; JSON, SARIF and GitHub output always carry them).",
+        pyproject="show-hints", flag="--show-hints",
+        cli=(Flag("check", "print hints too (default: counted in the summary line only; config: show-hints)"),))
+    fail_on: str = setting(
+        "warning", "The least severe finding that makes `torchlint check` exit 1: `error`, `warning`, "
+        "`info` or `hint` (a file that does not parse always does).",
+        pyproject="fail-on", flag="--fail-on", enum=SEVERITIES,
+        cli=(Flag("check", "exit 1 on findings of this severity or worse: {enum} (default: config fail-on, "
+                           "else {default})", "SEVERITY"),))
     code_lens: bool = setting(
         True, "Show a \"Verify\" code lens above each nn.Module class (\"Verify on cuda\" when the run "
         "will use CUDA; never in an untrusted workspace).", editor="codeLens")
@@ -133,16 +159,43 @@ class Settings:
         enum_descriptions=("CUDA when the interpreter's torch sees a GPU, else the CPU",
                            "The first CUDA device (fails when there is none)",
                            "The CPU",
-                           "Apple's Metal backend (fails when torch.backends.mps is not available)"))
+                           "Apple's Metal backend (fails when torch.backends.mps is not available)"),
+        cli=(Flag("verify", "where to run: auto = CUDA when available, else CPU (default: {default}); cuda:N "
+                            "works too", "|".join(DEVICES), choices=False),))
     verify_timeout: float = setting(
         120.0, "Seconds a runtime verification may take before its process tree is killed.",
-        editor="verify.timeout", flag="--timeout", minimum=1)
+        editor="verify.timeout", flag="--timeout", minimum=1,
+        cli=(Flag("verify", "kill the run and everything it started after S seconds (default: {default:g})",
+                  "S", float),))
     verify_import_roots: Codes = setting(
-        (), "Folders to import model files from as package modules.", pyproject="verify.import-roots")
+        (), "Folders to import model files from as package modules.", pyproject="verify.import-roots",
+        relative_paths=True)
     verify_extra_paths: Codes = setting(
-        (), "Folders appended to sys.path in the verification child.", pyproject="verify.extra-paths")
+        (), "Folders appended to sys.path in the verification child.", pyproject="verify.extra-paths",
+        relative_paths=True)
     verify_classes: Tuple[Tuple[str, Any], ...] = setting(
         (), "Per class: `kwargs = {...}` or `factory = \"pkg.mod:function\"`.", pyproject="verify.classes")
+    interpreter: str = setting(
+        "", "Path of the Python interpreter that runs the torchlint server and the runtime verification "
+        "(give the one that has torch). Empty: the Python extension's active environment when that "
+        "extension is installed, else `python3`. Ignored at workspace level in an untrusted workspace.",
+        editor="interpreter", flag="--python", scope="machine-overridable",
+        cli=(Flag("check", "the interpreter whose packages the code uses, for type inference (default: "
+                           "$TORCHLINT_PYTHON, config `python`, the active virtualenv, else this Python)", "PATH"),
+             Flag("verify", "the interpreter to run with (default: $TORCHLINT_PYTHON, the active virtualenv, "
+                            "else this Python)", "PATH")))
+    trust_workspace_interpreter: bool = setting(
+        False, "Allow the interpreter that the workspace's `[tool.torchlint] python` names to be run "
+        "(without it, only a virtual environment's files are read). A user setting: a workspace cannot "
+        "give itself this trust.",
+        # VS Code always sends the interpreter it started the server with, which comes first.
+        editor="trustWorkspaceInterpreter", flag="--trust-workspace", vscode=False,
+        cli=(Flag("check", "run the interpreter the project's config names (without it, only a virtual "
+                           "environment's files are read; also: TORCHLINT_TRUST_WORKSPACE=1)"),))
+    python: Optional[str] = setting(
+        None, "The interpreter whose packages the jedi layer analyses, relative to the pyproject.toml: "
+        "a virtual environment is read, and never run unless the user trusts the workspace.",
+        pyproject="python")
     max_file_size: int = setting(
         1_000_000, "Documents with more characters than this are not analysed (parsing them would hold up "
         "every answer); torchlint says so once per document.", editor="maxFileSize", minimum=1)
@@ -164,9 +217,10 @@ class Spec:
     where: Where
 
 
-def specs() -> List[Spec]:
+@functools.lru_cache(maxsize=None)
+def specs() -> Tuple[Spec, ...]:
     hints = typing.get_type_hints(Settings)
-    return [Spec(f.name, hints[f.name], f.default, f.metadata["where"]) for f in dataclasses.fields(Settings)]
+    return tuple(Spec(f.name, hints[f.name], f.default, f.metadata["where"]) for f in dataclasses.fields(Settings))
 
 
 def editor_specs(server_only: bool = False) -> List[Spec]:
@@ -187,15 +241,114 @@ def pyproject_keys(table: str = "") -> Tuple[str, ...]:
     return tuple(keys)
 
 
-def pyproject_spec(key: str) -> Spec:
-    """The declaration of a [tool.torchlint] key (dotted for a sub-table's: ``verify.extra-paths``)."""
-    (spec,) = [s for s in specs() if s.where.pyproject == key]
-    return spec
-
-
 def is_device(value: str) -> bool:
     """A device verification runs on: one of DEVICES, or cuda:N."""
     return value in DEVICES or (value.startswith("cuda:") and value[5:].isdigit())
+
+
+def is_codes(kind: Any) -> bool:
+    """A list of rule codes or patterns (None allowed for ``select``: unset)."""
+    return kind == Codes or kind == Optional[Codes]
+
+
+# -- one source's settings, and the sources together --------------------------------------------
+
+@dataclass(frozen=True)
+class Partial:
+    """What one source gave, as (field name, value) pairs in declaration order; a setting the
+    source left unset is not there. Hashable, so that a Config made of partials is."""
+
+    values: Tuple[Tuple[str, Any], ...] = ()
+
+    @staticmethod
+    def of(values: Mapping[str, Any]) -> "Partial":
+        names = [spec.name for spec in specs()]
+        unknown = sorted(set(values) - set(names))
+        if unknown:
+            raise TypeError("not settings: %s" % ", ".join(unknown))
+        return Partial(tuple((name, values[name]) for name in names if name in values))
+
+    def __contains__(self, name: object) -> bool:
+        return any(given == name for given, _ in self.values)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return next((value for given, value in self.values if given == name), default)
+
+
+def merged(partials: Iterable[Partial]) -> Settings:
+    """The defaults with each partial over the ones before it: where two sources give a setting,
+    the later one's value is the setting's."""
+    values: Dict[str, Any] = {}
+    for partial in partials:
+        values.update(partial.values)
+    return Settings(**values)
+
+
+def editor_given(settings: Settings) -> Partial:
+    """The editor's settings that differ from the defaults. VS Code sends every setting, unset
+    ones at their defaults, so a default value is taken as unset: what pyproject.toml says stands."""
+    return Partial.of({spec.name: getattr(settings, spec.name) for spec in editor_specs(server_only=True)
+                       if getattr(settings, spec.name) != spec.default})
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+def command_flags(command: str) -> List[Tuple[Spec, Flag]]:
+    """The settings ``torchlint <command>`` takes as flags, in declaration order."""
+    return [(spec, flag) for spec in specs() for flag in spec.where.cli if flag.command == command]
+
+
+def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
+    """The flags of ``torchlint <command>``'s settings, made from the declaration. A flag not
+    given parses as None (False for a switch), so that it leaves the setting to the other sources."""
+    for spec, flag in command_flags(command):
+        text = flag.help.format(default=spec.default, enum=", ".join(spec.where.enum))
+        if spec.type is bool:
+            parser.add_argument(spec.where.flag, action="store_true", help=text)
+        elif is_codes(spec.type):
+            parser.add_argument(spec.where.flag, action="append", metavar=flag.metavar, help=text)
+        else:
+            choices = spec.where.enum if flag.choices and spec.where.enum else None
+            parser.add_argument(spec.where.flag, type=flag.type, choices=choices, metavar=flag.metavar, help=text)
+
+
+def given_flags(args: argparse.Namespace, command: str) -> Partial:
+    """The settings the command line gave. A switch gives the opposite of the default
+    (``--no-cache``: inference_cache off); rule codes come comma-separated, the flag repeated or not."""
+    values: Dict[str, Any] = {}
+    for spec, _flag in command_flags(command):
+        value = getattr(args, spec.where.flag.lstrip("-").replace("-", "_"))
+        if value is None or value is False:
+            continue
+        if spec.type is bool:
+            value = not spec.default
+        elif is_codes(spec.type):
+            value = _comma_codes(value, spec.where.flag)
+        values[spec.name] = value
+    return Partial.of(values)
+
+
+def _comma_codes(values: List[str], flag: str) -> Codes:
+    """Codes from repeated flags (`--select TL101,TL102 --select TL2`); a flag given no code at
+    all (`--select ""`) is an error rather than "no rules"."""
+    codes: List[str] = []
+    for value in values:
+        given = [code.strip() for code in value.split(",") if code.strip()]
+        if not given:
+            raise SettingError("%s: no rule code in %r (give codes or prefixes, e.g. %s TL1,TL301)"
+                               % (flag, value, flag))
+        codes.extend(given)
+    return tuple(codes)
+
+
+def flag_name(spec: Spec) -> str:
+    """How an error names a setting that came from the command line (or from code)."""
+    return spec.where.flag or spec.name
+
+
+def editor_name(spec: Spec) -> str:
+    """How an error names a setting that came from the editor."""
+    return "torchlint.%s" % (spec.where.editor or spec.name)
 
 
 # -- the editor's JSON -------------------------------------------------------------------------
@@ -258,8 +411,8 @@ def check_value(spec: Spec, value: Any) -> Any:
     return value
 
 
-def _lookup(raw: Mapping[str, Any], dotted: str) -> Tuple[bool, Any]:
-    """(found, value) of a dotted editor name in the nested JSON."""
+def lookup(raw: Mapping[str, Any], dotted: str) -> Tuple[bool, Any]:
+    """(found, value) of a dotted name (an editor's, a pyproject key) in the nested JSON or TOML."""
     *parents, last = dotted.split(".")
     for parent in parents:
         raw = raw.get(parent)
@@ -268,23 +421,23 @@ def _lookup(raw: Mapping[str, Any], dotted: str) -> Tuple[bool, Any]:
     return last in raw, raw.get(last)
 
 
-def parse_editor(raw: Mapping[str, Any], label: str = "torchlint.%s") -> Tuple[Settings, List[str]]:
-    """The editor's settings (the ``torchlint`` section as a dict) over the defaults, and one
-    message per value that was rejected (that setting keeps its default). Null means unset."""
+def parse_editor(raw: Mapping[str, Any], label: str = "torchlint.%s") -> Tuple[Partial, List[str]]:
+    """The settings the editor gave (the ``torchlint`` section as a dict), and one message per
+    value that was rejected (that setting is left unset). Null means unset."""
     values: Dict[str, Any] = {}
     errors: List[str] = []
     for parent in sorted({s.where.editor.split(".")[0] for s in editor_specs(True) if "." in s.where.editor}):
         if raw.get(parent) is not None and not isinstance(raw[parent], dict):
             errors.append("%s: expected an object, got %r; using the defaults" % (label % parent, raw[parent]))
     for spec in editor_specs(server_only=True):
-        found, value = _lookup(raw, spec.where.editor)
+        found, value = lookup(raw, spec.where.editor)
         if not found or value is None:
             continue
         try:
             values[spec.name] = check_value(spec, value)
         except SettingError as err:
             errors.append("%s: %s; using the default" % (label % spec.where.editor, err))
-    return Settings(**values), errors
+    return Partial.of(values), errors
 
 
 # -- package.json ------------------------------------------------------------------------------

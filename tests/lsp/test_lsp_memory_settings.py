@@ -148,9 +148,11 @@ def test_the_server_trims_the_cache_folder_as_it_writes(monkeypatch, tmp_path):
 
 def test_the_command_line_takes_its_budget_default_from_the_settings():
     from torchlint.cli import DEFAULT_INFER_BUDGET, build_parser
+    from torchlint.settings import given_flags, merged
     check = next(a for a in build_parser()._actions if a.dest == "command").choices["check"]
-    assert check.parse_args([]).infer_budget == DEFAULT_INFER_BUDGET == DEFAULT_SETTINGS.infer_budget
-    assert check.parse_args(["--no-cache"]).no_cache is True
+    given = merged([given_flags(check.parse_args([]), "check")])
+    assert given.infer_budget == DEFAULT_INFER_BUDGET == DEFAULT_SETTINGS.infer_budget
+    assert merged([given_flags(check.parse_args(["--no-cache"]), "check")]).inference_cache is False
 
 
 # -- memory -----------------------------------------------------------------------------------

@@ -8,13 +8,12 @@ A bad value is reported and that key keeps its default; nothing here raises.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 from ..engine import CheckOptions
 from ..config import Config, ConfigError, find_config
-from ..settings import DEFAULT_SETTINGS, Settings, parse_editor
+from ..settings import DEFAULT_SETTINGS, Partial, Settings, editor_given, editor_name, merged, parse_editor
 
 SECTION = "torchlint"
 LABEL = SECTION + ".%s"  # how errors name a setting: torchlint.select
@@ -31,27 +30,22 @@ def unwrap(raw: Any) -> Any:
 
 def parse_settings(raw: Any) -> Tuple[Settings, List[str]]:
     """Settings from the client's JSON, and one message per value that was rejected: by the
-    schema (torchlint.settings), or as a rule code or prefix that does not exist."""
+    schema (torchlint.settings), or by what the type cannot say (a rule code that does not exist)."""
     raw = unwrap(raw)
     if raw is None:
         return DEFAULT_SETTINGS, []
     if not isinstance(raw, dict):
         return DEFAULT_SETTINGS, ["torchlint settings: expected an object, got %r" % (raw,)]
-    settings, errors = parse_editor(raw, LABEL)
-    probe = Config()
-    checks = (("select", lambda v: probe.with_overrides(select=v, label=LABEL)),
-              ("ignore", lambda v: probe.with_overrides(ignore=v, label=LABEL)),
-              ("severity", lambda v: probe.with_overrides(severities=dict(v), label=LABEL)))
-    for name, check in checks:
-        value = getattr(settings, name)
-        if value == getattr(DEFAULT_SETTINGS, name):
-            continue
+    given, errors = parse_editor(raw, LABEL)
+    accepted = {}
+    for name, value in given.values:
         try:
-            check(value)
+            Config().over(Partial.of({name: value}), editor_name)
         except ConfigError as err:  # already names the key
             errors.append("%s; using the default" % (err,))
-            settings = replace(settings, **{name: getattr(DEFAULT_SETTINGS, name)})
-    return settings, errors
+        else:
+            accepted[name] = value
+    return merged([Partial.of(accepted)]), errors
 
 
 class OptionsResolver:
@@ -74,6 +68,7 @@ class OptionsResolver:
         self._configs.clear()
 
     def config_for(self, path: str) -> Config:
+        """The document's project settings: its pyproject.toml's, the editor's over them."""
         directory = Path(path).resolve().parent if path else Path.cwd()
         config = self._configs.get(directory)
         if config is None:
@@ -87,12 +82,10 @@ class OptionsResolver:
         return config
 
     def _with_editor_settings(self, config: Config) -> Config:
-        settings = self.settings
         try:
-            return config.with_overrides(select=settings.select, ignore=settings.ignore,
-                                         severities=dict(settings.severity), label=LABEL)
+            return config.over(editor_given(self.settings), editor_name)
         except ConfigError as err:  # already validated one by one; kept as a last guard
-            self._report_error("%s; ignoring the editor's rule settings" % (err,))
+            self._report_error("%s; ignoring the editor's settings" % (err,))
             return config
 
     def options_for(self, path: str) -> CheckOptions:

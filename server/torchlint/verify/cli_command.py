@@ -19,9 +19,9 @@ import sys
 from ..config import ConfigError, find_config
 from ..exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from ..files import display_path
-from ..settings import DEVICES
+from ..settings import add_flags, given_flags, merged
 from .report import COMPLETED, ERROR, render_json, render_text
-from .runner import DEFAULT_TIMEOUT, VerifyError, split_target, verify_file
+from .runner import VerifyError, split_target, verify_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,10 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="FILE[::Class]", nargs="+",
                         help="the file, optionally ::ClassName (default: every nn.Module subclass it defines); "
                              "one file per run")
-    parser.add_argument("--device", default="auto", metavar="|".join(DEVICES),
-                        help="where to run: auto = CUDA when available, else CPU (default: auto); cuda:N works too")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
-                        help="kill the run and everything it started after S seconds (default: %g)" % DEFAULT_TIMEOUT)
+    add_flags(parser, "verify")  # the settings' flags: --device, --timeout, --python (torchlint.settings)
     parser.add_argument("--init-kwargs", metavar="JSON",
                         help="constructor arguments as a JSON object, e.g. '{\"dim\": 16}', or as Python "
                              "keyword arguments of literals, e.g. 'dim=16, depth=2' (default: the class's "
@@ -48,9 +45,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", action="append", metavar="EXPR", dest="input_exprs",
                         help="a forward() input as a Python expression, evaluated in the file's module with torch "
                              "bound, e.g. 'torch.randint(0, 100, (2, 16))'; repeat for several inputs")
-    parser.add_argument("--python", metavar="PATH",
-                        help="the interpreter to run with (default: $TORCHLINT_PYTHON, the active virtualenv, "
-                             "else this Python)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
 
 
@@ -69,9 +63,11 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as err:
         print("torchlint: error: %s" % err, file=sys.stderr)
         return EXIT_ERROR
+    settings = merged([given_flags(args, "verify")])
     try:
-        report = verify_file(path, class_name=class_name, device=args.device, timeout=args.timeout,
-                             init_kwargs=args.init_kwargs, input_shapes=shapes, python=args.python,
+        report = verify_file(path, class_name=class_name, device=settings.verify_device,
+                             timeout=settings.verify_timeout, init_kwargs=args.init_kwargs, input_shapes=shapes,
+                             python=settings.interpreter or None,
                              input_exprs=getattr(args, "input_exprs", None), workspace_root=str(config.root),
                              verify_config=config.verify)
     except VerifyError as err:
