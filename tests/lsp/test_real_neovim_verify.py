@@ -2,7 +2,7 @@
 
 Neovim 0.11 pulls diagnostics but neither declares nor handles `workspace/diagnostic/refresh`,
 and pulls again only after an edit: the server pushes the verification's findings to it on
-their own (lsp/verification.py ``deliver``). Here the command runs from Neovim itself
+their own (lsp/server.py ``deliver_verification``). Here the command runs from Neovim itself
 (`workspace/executeCommand`), and the script waits for diagnostics whose source is
 `torchlint-verify` to appear in the buffer, with no edit in between."""
 from __future__ import annotations

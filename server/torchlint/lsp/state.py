@@ -12,16 +12,18 @@ of a closed document stays behind. Feature modules never see a record: the handl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
 from ..analysis.findings import Finding
-from ..analysis.notebook import JoinedCells
 from ..incremental import IncrementalChecker
 from .scheduler import Runs
+
+if TYPE_CHECKING:  # notebooks.py imports this module (through publishing.py)
+    from .notebooks import JoinedNotebook
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,9 @@ class DocumentState:
     pulled: Optional[str] = None  # the result id the client pulled last
     verification: Optional[Verification] = None
     problems: Dict[str, str] = field(default_factory=dict)  # kind ("too large"...) -> the message shown
-    # A notebook's: its code cells joined (key, joined, cells), computed once per set of cell texts,
-    # and per cell uri the diagnostics pushed last.
-    joined: Optional[Tuple[tuple, JoinedCells, list]] = None
+    # A notebook's: its code cells joined, computed once per set of cell texts, and per cell uri
+    # the diagnostics pushed last.
+    joined: Optional["JoinedNotebook"] = None
     sent: Dict[str, List[types.Diagnostic]] = field(default_factory=dict)
 
     def checker(self, wave: Any, path: str) -> IncrementalChecker:
