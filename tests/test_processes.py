@@ -138,6 +138,8 @@ def test_wait_says_how_it_ended(tmp_path):
     finally:
         processes.end(sleeper, grace=0)
     assert sleeper.returncode is not None  # reaped
+    if os.name == "posix":
+        assert sleeper.returncode == -signal.SIGKILL  # no grace: no SIGTERM either
 
 
 def _ignore_sigterm(ready) -> None:

@@ -111,13 +111,15 @@ def wait(process: subprocess.Popen, deadline: float, cancelled: Optional[Callabl
 def end(process: subprocess.Popen, grace: float = GRACE_S, tag: Optional[Tag] = None) -> None:
     """End a child started by :func:`start` and its whole process group (and, with ``tag``,
     every tagged process), then reap it. Also for a child that already exited: what it left
-    running in its group goes too."""
+    running in its group goes too. ``grace`` 0: SIGKILL at once, no SIGTERM (code that must not
+    run on, such as the user's SIGTERM handler in a hung verification)."""
     if os.name == "posix":
-        _signal_group(process.pid, signal.SIGTERM)
-        _signal_group(process.pid, signal.SIGCONT)
-        deadline = time.monotonic() + grace
-        while (process.poll() is None or _group_alive(process.pid)) and time.monotonic() < deadline:
-            time.sleep(POLL_S / 5)
+        if grace > 0:
+            _signal_group(process.pid, signal.SIGTERM)
+            _signal_group(process.pid, signal.SIGCONT)
+            deadline = time.monotonic() + grace
+            while (process.poll() is None or _group_alive(process.pid)) and time.monotonic() < deadline:
+                time.sleep(POLL_S / 5)
         _signal_group(process.pid, signal.SIGKILL)
     else:
         try:
