@@ -90,8 +90,8 @@ out = {}
 for cls in (user_module.LeftBehind, user_module.AllRegistered):
     report = {"name": cls.__name__, "status": "verified", "skip_reason": None, "inputs": None,
               "constructed_with": None, "checks": [], "issues": []}
-    probe.verify_class(cls, {"path": models_path}, user_module, probe.Result(result_path), report, baseline,
-                       device, True)
+    request = probe.protocol.ProbeRequest(path=models_path, result_path=result_path, stack_path="", deadline=0)
+    probe.verify_class(cls, request, user_module, probe.Result(result_path), report, baseline, device, True)
     model, ids_before = built[cls.__name__][0].model, built[cls.__name__][1]
     state = checks.State(model, baseline, cls, models_path)
     facts = {"report": report,

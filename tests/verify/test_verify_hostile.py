@@ -214,6 +214,39 @@ def test_infinite_loop_is_killed_with_its_children(tmp_path):
         assert marker.stat().st_mtime == before
 
 
+@posix_only
+def test_a_hung_module_s_sigterm_handler_never_runs(tmp_path):
+    # A training script's graceful-shutdown handler: given a SIGTERM, it would end the hang and
+    # let the probe carry on and rewrite the result. A hung probe is killed outright.
+    marker = tmp_path / "handler-ran"
+    path = write_module(tmp_path, "graceful.py", '''
+        import signal
+        import sys
+        import torch.nn as nn
+
+
+        def stop(signum, frame):
+            open(%r, "w").close()
+            sys.exit(0)
+
+
+        signal.signal(signal.SIGTERM, stop)
+
+
+        class Hangs(nn.Module):
+            def __init__(self):
+                super().__init__()
+                while True:
+                    pass
+    ''' % str(marker))
+    report = verify_file(str(path), python=torch_python(), timeout=20)
+    assert report.outcome == TIMEOUT
+    (issue,) = report.issues
+    assert "while constructing Hangs" in issue.message  # the handler was in place when the kill came
+    time.sleep(0.3)
+    assert not marker.exists()
+
+
 def test_cancellation_kills_the_run(tmp_path):
     path = write_module(tmp_path, "spins.py", textwrap.dedent('''
         while True:

@@ -6,21 +6,12 @@ It is run by path (``python probe.py REQUEST.json``) with the workspace's
 interpreter, where torchlint itself may not be installed, so it loads its siblings
 by path and uses nothing but the standard library and torch.
 
-The request (JSON, written by runner.py):
-  path, class_name, device, init_kwargs, input_shapes, deadline, result_path, stack_path;
-  import: {"root", "module"} or null: import ``module`` with ``root`` first on sys.path
-    (relative imports and package side effects work); null: load the file by path;
-  extra_paths: folders appended to sys.path;
-  constructors: {"Class": [{"expression" | "factory", "origin", "before_defaults"?}, ...]}:
-    ways to build a class that needs arguments, tried in order after the user's init_kwargs
-    and the class's defaults (``before_defaults``: the user's configuration, tried first);
-  input_exprs: Python expressions (the module's namespace, ``torch`` bound) for forward's
-    positional inputs, or null.
-The result goes to result_path, never to stdout (the user's code may print anything
-there). It is rewritten after every phase with ``finished: false``, so that when the
-user's code ends the process (``os._exit``, ``os.abort``, a segfault) or hangs until
-the parent kills it, the parent still knows how far verification got. Python-level
-tracebacks of hangs and fatal signals go to ``stack_path`` through faulthandler.
+The request (a ``protocol.ProbeRequest``, written by runner.py) says what to verify and
+how; the result (a ``protocol.ProbeResult``) goes to its result_path, never to stdout (the
+user's code may print anything there). It is rewritten after every phase with ``finished``
+false, so that when the user's code ends the process (``os._exit``, ``os.abort``, a
+segfault) or hangs until the parent kills it, the parent still knows how far verification
+got. Python-level tracebacks of hangs and fatal signals go to ``stack_path`` through faulthandler.
 Every issue carries "class" (the verified class), "attribute" (the dotted path from
 it), "owner_class"/"owner_attribute"/"owner_file"/"owner_line" (the class whose
 `self.<attr> = ...` stored it) and "line" (in the verified file; the parent may refine it).
@@ -29,7 +20,6 @@ import faulthandler
 import importlib
 import importlib.util
 import inspect
-import json
 import os
 import signal
 import sys
@@ -38,7 +28,6 @@ import traceback
 
 # Bound before any user code runs: user code may monkeypatch the modules.
 _replace = os.replace
-_dumps = json.dumps
 _exit = os._exit
 _open = open
 _RECURSION_LIMIT = sys.getrecursionlimit()
@@ -69,39 +58,32 @@ def _load_sibling(name):
 
 
 support = _load_sibling("probe_support")
+protocol = _load_sibling("protocol")
 UserError, run_user, failure_issue = support.UserError, support.run_user, support.failure_issue
 
 
 # -- the result file ---------------------------------------------------------------------------
 
 class Result:
+    """The result file: ``data`` (a protocol.ProbeResult), written whole and renamed into place."""
+
     def __init__(self, path):
         self.path = path
-        self.data = {
-            "finished": False,
-            "phase": "start",
-            "current_class": None,
-            "python": sys.version.split()[0],
-            "executable": sys.executable,
-            "torch_version": None,
-            "device": None,
-            "device_name": None,
-            "device_note": "",
-            "imported_as": None,  # the module name, or "path" (loaded by path)
-            "error": None,  # {"kind", "message"}: verification could not run at all
-            "file_issues": [],  # TL905 for the import
-            "classes": [],
-        }
+        self.data = protocol.ProbeResult(python=sys.version.split()[0], executable=sys.executable)
 
     def phase(self, phase, class_name=None):
-        self.data["phase"] = phase
-        self.data["current_class"] = class_name
+        self.data.phase = phase
+        self.data.current_class = class_name
         self.save()
+
+    def fail(self, kind, message):
+        """Verification cannot run at all."""
+        self.data.error = protocol.ProbeFailure(kind, message)
 
     def save(self):
         temporary = self.path + ".tmp"
         with _open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(_dumps(self.data, default=support.safe_text))
+            handle.write(self.data.to_json(default=support.safe_text))
         _replace(temporary, self.path)
 
 
@@ -109,14 +91,13 @@ class Result:
 
 def load_user_module(request):
     """(module, how): as a module of its package when the request says how, else by path."""
-    path = request["path"]
-    for folder in request.get("extra_paths") or []:
-        if isinstance(folder, str) and folder not in sys.path:
+    path = request.path
+    for folder in request.extra_paths:
+        if folder not in sys.path:
             sys.path.append(folder)
-    plan = request.get("import") or {}
-    name = plan.get("module")
-    if name:
-        root = plan.get("root")
+    target = request.import_target
+    if target is not None:
+        name, root = target.module, target.root
         if root:
             sys.path[:] = [root] + [p for p in sys.path if p != root]
         module = importlib.import_module(name)
@@ -162,9 +143,9 @@ def construct(cls, request, user_module):
     import torch
 
     name = cls.__name__
-    user_path = request["path"]
-    init_kwargs = request.get("init_kwargs")
-    candidates = [c for c in (request.get("constructors") or {}).get(name) or [] if isinstance(c, dict)]
+    user_path = request.path
+    init_kwargs = request.init_kwargs
+    candidates = request.constructors.get(name) or []
     if init_kwargs:
         try:
             inspect.signature(cls).bind(**init_kwargs)
@@ -175,11 +156,11 @@ def construct(cls, request, user_module):
         text = "%s(%s)" % (name, _kwargs_text(init_kwargs))
         torch.manual_seed(0)
         return Built(run_user("constructing " + text, name, user_path, cls, **init_kwargs), "--init-kwargs", text)
-    configured = next((c for c in candidates if c.get("before_defaults")), None)
+    configured = next((c for c in candidates if c.before_defaults), None)
     if configured is not None:
         built, _ = build_candidate(configured, cls, user_module, user_path)  # the user's own: failures are TL905
-        return built if isinstance(built, Built) else "%s (from %s)" % (built, configured.get("origin"))
-    guesses = [c for c in candidates if not c.get("before_defaults")]
+        return built if isinstance(built, Built) else "%s (from %s)" % (built, configured.origin)
+    guesses = [c for c in candidates if not c.before_defaults]
     default_failure = None
     if _binds_without_arguments(cls):
         torch.manual_seed(0)
@@ -194,12 +175,12 @@ def construct(cls, request, user_module):
         try:
             built, text = build_candidate(candidate, cls, user_module, user_path)
         except UserError as failure:
-            tried.append("%s (%s) failed: %s" % (candidate.get("expression") or candidate.get("factory"),
-                                                 candidate.get("origin"), failure.error))
+            tried.append("%s (%s) failed: %s" % (candidate.expression or candidate.factory, candidate.origin,
+                                                 failure.error))
             continue
         if isinstance(built, Built):
             return built
-        tried.append("%s (%s): %s" % (text, candidate.get("origin"), built))
+        tried.append("%s (%s): %s" % (text, candidate.origin, built))
     if default_failure is not None:
         raise default_failure
     required = _required(cls)
@@ -214,17 +195,17 @@ def build_candidate(candidate, cls, user_module, user_path):
     """(Built or the reason it is not usable, the text shown for it)."""
     import torch
 
-    origin = candidate.get("origin") or "the request"
+    origin = candidate.origin
     torch.manual_seed(0)
-    if candidate.get("factory"):
-        text = candidate["factory"]
+    if candidate.factory:
+        text = candidate.factory
         value = run_user("building %s with %s (from %s)" % (cls.__name__, text, origin), cls.__name__, user_path,
                          _call_factory, text)
         model, inputs = _unpack_factory(value)
         if not isinstance(model, torch.nn.Module):
             return "%s returned %s, not an nn.Module" % (text, support.type_name(model)), text
         return Built(model, origin, text, inputs), text
-    text = candidate.get("expression") or ""
+    text = candidate.expression or ""
     namespace = dict(vars(user_module))
     value = run_user("constructing %s (from %s)" % (text, origin), cls.__name__, user_path,
                      lambda: eval(compile(text, "<constructor from %s>" % origin, "eval"), namespace))
@@ -325,12 +306,12 @@ def input_candidates(model, user_module, request, built, several_classes, run):
     import torch
 
     class_name = type(model).__name__
-    shapes = request.get("input_shapes")
+    shapes = request.input_shapes
     if shapes:
-        args = tuple(torch.randint(0, 2, tuple(s["shape"])) if s["dtype"] == "int64"
-                     else torch.randn(*s["shape"], dtype=getattr(torch, s["dtype"])) for s in shapes)
+        args = tuple(torch.randint(0, 2, tuple(s.shape)) if s.dtype == "int64"
+                     else torch.randn(*s.shape, dtype=getattr(torch, s.dtype)) for s in shapes)
         return [(args, {}, "%s (from --input-shape)" % support.describe(args, {}), True)]
-    expressions = request.get("input_exprs")
+    expressions = request.input_exprs
     if expressions:
         namespace = dict(vars(user_module))
         namespace.setdefault("torch", torch)
@@ -366,7 +347,7 @@ def input_candidates(model, user_module, request, built, several_classes, run):
             return [(args, kwargs, "%s (from %s())" % (support.describe(args, kwargs), name), trusted)]
     inputs = sys.modules.get("torchlint_probe_inputs") or _load_sibling("probe_inputs")
     found = [(args, kwargs, description, matches) for args, kwargs, description, matches in inputs.code_inputs(
-        (request.get("input_calls") or {}).get(class_name), built.constructed_with["text"])]
+        request.input_calls.get(class_name), built.constructed_with["text"])]
     # Both read forward's source and the built layers (no user code runs); what they cannot
     # read is a limit of torchlint's, never the module's bug.
     try:
@@ -407,7 +388,7 @@ def verify_class(cls, request, user_module, result, report, baseline, device, se
 
     checks = sys.modules["torchlint_probe_checks"]
     name = cls.__name__
-    user_path = request["path"]
+    user_path = request.path
     issues = report["issues"]
     forward = "%s.forward" % name
 
@@ -526,17 +507,17 @@ def pick_cuda(torch, requested):
 
 def main(request_path):
     with open(request_path, encoding="utf-8") as handle:
-        request = json.load(handle)
-    result = Result(request["result_path"])
+        request = protocol.ProbeRequest.from_json(handle.read())
+    result = Result(request.result_path)
     result.save()
-    stack_file = open(request["stack_path"], "w")
+    stack_file = open(request.stack_path, "w")
     faulthandler.enable(file=stack_file, all_threads=True)  # os.abort, segfaults: where it was
     # A hang: the parent sends SIGUSR1 just before the kill, and faulthandler writes where it
     # is stuck. Where there are no such signals (Windows), a timer does it shortly before the deadline.
     if hasattr(faulthandler, "register") and hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
     else:
-        remaining = request["deadline"] - time.time()
+        remaining = request.deadline - time.time()
         margin = min(1.0, max(0.25, 0.1 * remaining))
         if remaining > margin:
             faulthandler.dump_traceback_later(remaining - margin, file=stack_file)
@@ -545,38 +526,36 @@ def main(request_path):
     try:
         import torch
     except ImportError as err:
-        result.data["error"] = {"kind": "no_torch", "message": "torch cannot be imported by %s (%s)" % (
-            sys.executable, err)}
+        result.fail("no_torch", "torch cannot be imported by %s (%s)" % (sys.executable, err))
         return result
-    result.data["torch_version"] = torch.__version__
+    result.data.torch_version = torch.__version__
     try:
-        device, device_name, note = pick_device(torch, request["device"])
+        device, device_name, note = pick_device(torch, request.device)
     except RuntimeError as err:
-        result.data["error"] = {"kind": "no_cuda", "message": str(err)}
+        result.fail("no_cuda", str(err))
         return result
-    result.data.update(device=str(device), device_name=device_name, device_note=note)
+    result.data.device, result.data.device_name, result.data.device_note = str(device), device_name, note
     _load_sibling("probe_checks")
     _load_sibling("probe_inputs")
 
-    path = request["path"]
+    path = request.path
     result.phase("import")
-    plan = request.get("import") or {}
-    what = plan.get("module") or os.path.basename(path)
+    what = request.import_target.module if request.import_target is not None else os.path.basename(path)
     try:
         user_module, how = run_user("importing %s" % what, None, path, load_user_module, request)
     except UserError as failure:
-        result.data["file_issues"].append(failure.issue)
+        result.data.file_issues.append(failure.issue)
         return result
-    result.data["imported_as"] = how
+    result.data.imported_as = how
 
-    class_name = request.get("class_name")
+    class_name = request.class_name
     if class_name:
         cls = vars(user_module).get(class_name)
         if not (inspect.isclass(cls) and issubclass(cls, torch.nn.Module)):
             what = "no class %s" % class_name if cls is None else "%s is not an nn.Module subclass" % class_name
             names = [c.__name__ for c in module_classes(user_module, torch)]
             hint = ": its nn.Module classes are %s" % ", ".join(names) if names else ""
-            result.data["error"] = {"kind": "no_class", "message": "%s in %s%s" % (what, os.path.basename(path), hint)}
+            result.fail("no_class", "%s in %s%s" % (what, os.path.basename(path), hint))
             return result
         classes = [cls]
     else:
@@ -584,10 +563,10 @@ def main(request_path):
         if not classes:
             defined = [value.__name__ for value in list(vars(user_module).values())
                        if inspect.isclass(value) and getattr(value, "__module__", None) == user_module.__name__]
-            result.data["error"] = {"kind": "no_module_class", "message": (
+            result.fail("no_module_class", (
                 "%s defines no nn.Module subclass%s, so there is nothing to verify: give the file that defines "
                 "your model, or name an imported one with FILE::Class" % (
-                    os.path.basename(path), " (its classes: %s)" % ", ".join(defined) if defined else ""))}
+                    os.path.basename(path), " (its classes: %s)" % ", ".join(defined) if defined else "")))
             return result
     baseline = set(vars(torch.nn.Module()))
     seen = Seen(torch, classes)
@@ -603,7 +582,7 @@ def main(request_path):
             if again["status"] != PARTLY or again["issues"]:
                 reports[index] = again
             else:
-                result.data["classes"][result.data["classes"].index(again)] = report
+                result.data.classes[result.data.classes.index(again)] = report
     return result
 
 
@@ -664,11 +643,11 @@ class Seen:
 
 def verify_one(cls, request, user_module, result, baseline, device, several_classes, seen, replace=None):
     """Verify one class into a new report (in place of ``replace`` in the result, if given)."""
-    path = request["path"]
+    path = request.path
     sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))  # user code may have lowered it
     report = {"name": cls.__name__, "status": "verified", "skip_reason": None, "partial_reason": None,
               "inputs": None, "constructed_with": None, "checks": [], "issues": []}
-    classes = result.data["classes"]
+    classes = result.data.classes
     if replace is not None:
         classes[classes.index(replace)] = report
     else:
@@ -694,9 +673,9 @@ def verify_one(cls, request, user_module, result, baseline, device, several_clas
 
 def run_probe(request_path):
     result = main(request_path)
-    result.data["finished"] = True
-    result.data["phase"] = "done"
-    result.data["current_class"] = None
+    result.data.finished = True
+    result.data.phase = "done"
+    result.data.current_class = None
     result.save()
 
 

@@ -259,7 +259,7 @@ def run_user(doing, verified, user_path, function, *args, **kwargs):
 # -- issues --------------------------------------------------------------------------------------------
 
 def new_issue(code, severity, message, verified, paths=(), owner=None, line=None):
-    """One issue dict as the parent reads it (see the request/result interface in probe.py).
+    """One issue dict as the parent reads it (an entry of protocol.ProbeResult; report.Issue.from_dict).
 
     ``owner``: a dict with owner_class, owner_attribute, owner_file, owner_line."""
     owner = owner or {}

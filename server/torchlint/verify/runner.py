@@ -1,10 +1,11 @@
 """The parent side of ``torchlint verify``: start the probe, watch it, kill it, read it.
 
 The probe runs in a child process of the workspace's interpreter, in its own
-session (process group), with a unique token in its environment. A timeout or a
-cancellation kills the process group and, on Linux, every process whose environment
-carries the token, so what the user's code started goes too, even after ``setsid()``
-or a double fork. The result comes back through a file in a private temporary folder,
+session (process group), with a unique token in its environment (torchlint.processes).
+A timeout or a cancellation ends the process group and, on Linux, every process whose
+environment carries the token, so what the user's code started goes too, even after
+``setsid()`` or a double fork. The request (protocol.ProbeRequest) goes to the probe and
+the result (protocol.ProbeResult) comes back through files in a private temporary folder,
 never through stdout, which the user's code may flood; stdout and stderr go to files
 in that folder (only their tails are kept), so nothing ever waits for a pipe to close.
 This module never imports torch.
@@ -25,6 +26,7 @@ import uuid
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+from .. import processes
 from ..analysis.context import FileContext
 from ..analysis.parsing import parse
 from ..analysis.environments import CLI_HINT, RUN, choose_interpreter
@@ -32,6 +34,7 @@ from ..config import VerifyConfig
 from ..files import display_path
 from ..settings import DEFAULT_SETTINGS, DEVICES, is_device
 from .findings import place_issues
+from .protocol import Constructor, ImportTarget, InputShape, ProbeRequest, ProbeResult
 from .report import CANCELLED, COMPLETED, ENDED, ERROR, TIMEOUT, ClassReport, Issue, VerifyReport
 from .inputs import find_input_calls
 from .targets import ImportPlan, candidate_files, find_constructors, import_plan, top_level_names
@@ -40,8 +43,6 @@ PROBE = Path(__file__).resolve().with_name("probe.py")
 DEFAULT_TIMEOUT = DEFAULT_SETTINGS.verify_timeout  # one default for the editor and the command line
 TAIL_BYTES = 16 * 1024
 OUTPUT_CAP = 8 * 1024 * 1024  # bytes of stdout/stderr on disk before the file is emptied (its tail kept)
-POLL_S = 0.05
-KILL_ROUNDS = 20  # scans for tagged processes until none is left
 TOKEN_VARIABLE = "TORCHLINT_VERIFY_TOKEN"
 PROBE_FAILED = 70  # the probe's own exit status for a torchlint bug
 STACK_WAIT_S = 0.5  # how long a hung child gets to write its stack before the kill
@@ -64,14 +65,17 @@ PHASES = {
 }
 
 
+WAIT_OUTCOMES = {processes.EXITED: COMPLETED, processes.TIMED_OUT: TIMEOUT, processes.CANCELLED: CANCELLED}
+
+
 class VerifyError(ValueError):
     """Bad arguments to verify_file (shown to the user as a usage error)."""
 
 
 # -- arguments ---------------------------------------------------------------------------------------
 
-def parse_input_shapes(value: Union[None, str, Sequence]) -> Optional[List[dict]]:
-    """``"2,16;2,3,32,32"`` / ``["2,16", "2,8:long"]`` / ``[(2, 16)]`` -> [{"shape", "dtype"}]."""
+def parse_input_shapes(value: Union[None, str, Sequence]) -> Optional[List[InputShape]]:
+    """``"2,16;2,3,32,32"`` / ``["2,16", "2,8:long"]`` / ``[(2, 16)]`` -> [InputShape]."""
     if value is None:
         return None
     items: list = [part for part in value.split(";")] if isinstance(value, str) else list(value)
@@ -92,7 +96,7 @@ def parse_input_shapes(value: Union[None, str, Sequence]) -> Optional[List[dict]
             raise VerifyError("an input shape is a list of sizes like 2,16 (got %r)" % (item,)) from None
         if not shape or any(size < 0 for size in shape):
             raise VerifyError("an input shape is a list of sizes like 2,16 (got %r)" % (item,))
-        shapes.append({"shape": shape, "dtype": dtype})
+        shapes.append(InputShape(shape, dtype))
     return shapes or None
 
 
@@ -221,71 +225,6 @@ class _Output:
         self.handle.close()
 
 
-def _start(command: List[str], cwd: Optional[str], env: Dict[str, str], stdout: _Output,
-           stderr: _Output) -> subprocess.Popen:
-    options: dict = {}
-    if os.name == "posix":
-        options["start_new_session"] = True  # its own session and process group: killpg reaches what stays in it
-    else:
-        options["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
-    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stdout.handle, stderr=stderr.handle,
-                            cwd=cwd, env=env, **options)
-
-
-def tagged_processes(token: str) -> List[int]:
-    """Processes whose environment carries ``TOKEN_VARIABLE=token`` (Linux /proc): everything
-    the child started, also what left its session with setsid() or was orphaned by a double fork."""
-    needle = ("%s=%s" % (TOKEN_VARIABLE, token)).encode()
-    found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    me = os.getpid()
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            with open("/proc/%s/environ" % entry, "rb") as handle:
-                environ = handle.read()
-        except OSError:  # gone, or not ours
-            continue
-        if needle in environ.split(b"\0"):
-            found.append(int(entry))
-    return found
-
-
-def kill_tree(process: subprocess.Popen, token: Optional[str] = None) -> None:
-    """Kill the child, its process group, and (Linux) every process carrying its token.
-
-    Tagged processes are stopped before they are killed, and the scan repeats until it finds
-    none, so a process forking as fast as it can cannot slip a new child past the kill."""
-    if os.name == "posix":
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    else:
-        subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, check=False)
-    try:
-        process.kill()
-    except OSError:
-        pass
-    if token is None or not os.path.isdir("/proc"):
-        return
-    for _ in range(KILL_ROUNDS):
-        pids = tagged_processes(token)
-        if not pids:
-            return
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for pid in pids:
-                try:
-                    os.kill(pid, sig)
-                except (ProcessLookupError, PermissionError):
-                    pass
-
-
 def _ask_for_stack(process: subprocess.Popen, stack_path: str) -> None:
     """Have the hung child's faulthandler write its Python stack (SIGUSR1), and give it a moment."""
     if not hasattr(signal, "SIGUSR1"):
@@ -307,12 +246,11 @@ def _ask_for_stack(process: subprocess.Popen, stack_path: str) -> None:
         size = current
 
 
-def _child_env(token: str) -> Dict[str, str]:
+def _child_env() -> Dict[str, str]:
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"  # the stdout tail is complete even when the process is killed
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no __pycache__ in the user's project
     env.setdefault("PYTHONIOENCODING", "utf-8")
-    env[TOKEN_VARIABLE] = token  # inherited by everything the child starts: how the kill finds it all
     return env
 
 
@@ -330,7 +268,7 @@ def _class_names(path: str, class_name: Optional[str]) -> List[str]:
 
 
 def _from_the_code(path: str, class_name: Optional[str], plan: ImportPlan, workspace_root: Optional[str],
-                   verify_config: Optional[VerifyConfig]) -> Tuple[Dict[str, List[dict]], Dict[str, List[dict]]]:
+                   verify_config: Optional[VerifyConfig]) -> Tuple[Dict[str, List[Constructor]], Dict[str, List[dict]]]:
     """(constructors, input calls) per class, read from the project's code: one scan for both."""
     names = _class_names(path, class_name)
     try:
@@ -345,7 +283,7 @@ def _from_the_code(path: str, class_name: Optional[str], plan: ImportPlan, works
         calls = find_input_calls(path, names, plan, workspace_root, sites=sites)
     except Exception:  # noqa: BLE001 - the child still works inputs out from the module
         calls = {}
-    return constructors, calls
+    return {name: [Constructor.from_dict(c) for c in found] for name, found in constructors.items()}, calls
 
 
 # -- what can be said before torch starts -------------------------------------------------------------
@@ -442,8 +380,8 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
     """
     started = time.monotonic()
     path = os.path.abspath(path)
-    arguments = {"init_kwargs": parse_init_kwargs(init_kwargs), "input_shapes": parse_input_shapes(input_shapes),
-                 "input_exprs": parse_input_exprs(input_exprs)}  # usage errors first
+    init_kwargs, input_shapes = parse_init_kwargs(init_kwargs), parse_input_shapes(input_shapes)  # usage errors first
+    input_exprs = parse_input_exprs(input_exprs)
     if not isinstance(device, str) or not is_device(device):
         raise VerifyError("unknown device %r (use %s or cuda:N)" % (device, ", ".join(DEVICES)))
     if not timeout or timeout <= 0:
@@ -457,44 +395,40 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
     workspace_root = workspace_root or cwd
     plan = import_plan(path, workspace_root, verify_config.import_roots, verify_config.extra_paths)
     constructors, input_calls = _from_the_code(path, class_name, plan, workspace_root, verify_config)
-    request = {
-        "path": path,
-        "class_name": class_name,
-        "device": device,
-        "init_kwargs": arguments["init_kwargs"],
-        "input_shapes": arguments["input_shapes"],
-        "input_exprs": arguments["input_exprs"],
-        "import": plan.request(),
-        "extra_paths": list(plan.extra_paths),
-        "constructors": constructors,
-        "input_calls": input_calls,
-    }
     report = VerifyReport(path=path, python=python)
     folder = tempfile.mkdtemp(prefix="torchlint-verify-")
-    token = uuid.uuid4().hex
+    tag = processes.Tag(TOKEN_VARIABLE, uuid.uuid4().hex)  # inherited by everything the child starts
     try:
-        request["deadline"] = time.time() + max(timeout - (time.monotonic() - started), 0.1)
-        request["result_path"] = os.path.join(folder, "result.json")
-        request["stack_path"] = os.path.join(folder, "stack.txt")
+        request = ProbeRequest(
+            path=path, result_path=os.path.join(folder, "result.json"), stack_path=os.path.join(folder, "stack.txt"),
+            deadline=time.time() + max(timeout - (time.monotonic() - started), 0.1), class_name=class_name,
+            device=device, init_kwargs=init_kwargs, input_shapes=input_shapes, input_exprs=input_exprs,
+            import_target=ImportTarget(plan.module, plan.root) if plan.module else None,
+            extra_paths=list(plan.extra_paths), constructors=constructors, input_calls=input_calls)
         request_path = os.path.join(folder, "request.json")
         with open(request_path, "w", encoding="utf-8") as handle:
-            json.dump(request, handle)
+            handle.write(request.to_json())
         stdout, stderr = _Output(os.path.join(folder, "stdout")), _Output(os.path.join(folder, "stderr"))
         try:
             try:
-                process = _start([python, str(PROBE), request_path], cwd, _child_env(token), stdout, stderr)
+                process = processes.start([python, str(PROBE), request_path], env=_child_env(), tag=tag, cwd=cwd,
+                                          stdin=subprocess.DEVNULL, stdout=stdout.handle, stderr=stderr.handle)
             except OSError as err:
                 report.outcome, report.error = ERROR, "cannot run %s: %s" % (python, err.strerror or err)
                 return report
+            outcome = None
             try:
-                outcome = _wait(process, started + timeout, cancel_event, (stdout, stderr))
+                outcome = WAIT_OUTCOMES[processes.wait(
+                    process, started + timeout, cancelled=cancel_event.is_set if cancel_event is not None else None,
+                    every=lambda: (stdout.trim(), stderr.trim()))]
                 if outcome == TIMEOUT:
-                    _ask_for_stack(process, request["stack_path"])
+                    _ask_for_stack(process, request.stack_path)
             finally:
                 # Also on Ctrl-C in the parent: the child has its own session, so the terminal's
-                # SIGINT never reaches it. Also after a normal exit: what it left running goes too.
-                kill_tree(process, token)
-                process.wait()
+                # SIGINT never reaches it. Also after a normal exit: what it left running goes too,
+                # with the grace. A hung or cancelled probe gets none: the user's SIGTERM handler
+                # would run on and rewrite the result.
+                processes.end(process, grace=processes.GRACE_S if outcome == COMPLETED else 0, tag=tag)
         finally:
             stdout.close()
             stderr.close()
@@ -511,35 +445,15 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
     return report
 
 
-def _wait(process: subprocess.Popen, deadline: float, cancel_event: Optional[threading.Event],
-          outputs: Sequence[_Output]) -> str:
-    while True:
-        try:
-            process.wait(timeout=POLL_S)
-            return COMPLETED
-        except subprocess.TimeoutExpired:
-            pass
-        for output in outputs:
-            output.trim()
-        if cancel_event is not None and cancel_event.is_set():
-            return CANCELLED
-        if time.monotonic() >= deadline:
-            return TIMEOUT
-
-
 # -- reading what the child left ------------------------------------------------------------------
 
-def _load(path: str) -> Optional[dict]:
+def _load(path: str) -> Optional[ProbeResult]:
+    """What the probe last wrote; None when it wrote nothing usable."""
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-        return data if isinstance(data, dict) else None
+            return ProbeResult.from_json(handle.read())
     except (OSError, ValueError, RecursionError):
         return None
-
-
-def _optional_text(value) -> Optional[str]:
-    return None if value is None else value if isinstance(value, str) else str(value)
 
 
 def _garbage(report: VerifyReport, message: str) -> None:
@@ -547,31 +461,23 @@ def _garbage(report: VerifyReport, message: str) -> None:
     report.classes, report.file_issues = [], []
 
 
-def _read_result(report: VerifyReport, request: dict, outcome: str, timeout: float) -> None:
-    data = _load(request["result_path"])
-    if data is not None:
-        report.torch_version = _optional_text(data.get("torch_version"))
-        report.device = _optional_text(data.get("device"))
-        report.device_name = _optional_text(data.get("device_name"))
-        report.device_note = _optional_text(data.get("device_note")) or ""
-        classes, file_issues = data.get("classes"), data.get("file_issues")
-        report.classes = [ClassReport.from_dict(c) for c in classes if isinstance(c, dict)] \
-            if isinstance(classes, list) else []
-        report.file_issues = [Issue.from_dict(i) for i in file_issues if isinstance(i, dict)] \
-            if isinstance(file_issues, list) else []
-        error = data.get("error")
-        if error:
-            kind = error.get("kind") if isinstance(error, dict) else None
-            report.outcome, report.error_kind = ERROR, _optional_text(kind)
-            report.error = _optional_text(error.get("message") if isinstance(error, dict) else error) or "failed"
-            if kind == "no_torch":
+def _read_result(report: VerifyReport, request: ProbeRequest, outcome: str, timeout: float) -> None:
+    result = _load(request.result_path)
+    if result is not None:
+        report.torch_version, report.device = result.torch_version, result.device
+        report.device_name, report.device_note = result.device_name, result.device_note
+        report.classes = [ClassReport.from_dict(c) for c in result.classes]
+        report.file_issues = [Issue.from_dict(i) for i in result.file_issues]
+        if result.error is not None:
+            report.outcome, report.error_kind, report.error = ERROR, result.error.kind, result.error.message
+            if result.error.kind == "no_torch":
                 report.error += "; install torch there, or pick the interpreter with --python"
             return
-    if outcome == COMPLETED and data is not None and data.get("finished") is True:
+    if outcome == COMPLETED and result is not None and result.finished:
         return
 
-    phase = _optional_text((data or {}).get("phase")) or "start"
-    current = _optional_text((data or {}).get("current_class"))
+    phase = result.phase if result is not None else "start"
+    current = result.current_class if result is not None else None
     doing = PHASES.get(phase, phase)
     doing = doing % current if "%s" in doing else doing
     if outcome == COMPLETED and report.exit_code == PROBE_FAILED:
@@ -584,7 +490,7 @@ def _read_result(report: VerifyReport, request: dict, outcome: str, timeout: flo
     if outcome == CANCELLED:
         report.outcome, report.error = CANCELLED, "cancelled while %s; the process tree was killed" % doing
         return
-    if data is None or phase in ("start", "torch"):
+    if result is None or phase in ("start", "torch"):
         # The module's code never ran: the interpreter or torch itself failed.
         report.outcome = TIMEOUT if outcome == TIMEOUT else ERROR
         report.error = ("%s timed out after %gs" % (doing, timeout) if outcome == TIMEOUT else
@@ -598,7 +504,7 @@ def _read_result(report: VerifyReport, request: dict, outcome: str, timeout: flo
         report.outcome = ENDED
         message = "the module's code ended the process (%s) before verification finished, while %s" % (
             _exit_text(report.exit_code), doing)
-    line, function = _stack_line(request["stack_path"], request["path"])
+    line, function = _stack_line(request.stack_path, request.path)
     if line:
         message += " (line %d%s)" % (line, ", in %s" % function if function and function != "<module>" else "")
     issue = Issue("TL905", message, "error", class_name=current, line=line)
