@@ -3,8 +3,9 @@
 A file is analysed as it is. A notebook cell is analysed with the other cells of its notebook
 (``analysis.notebook`` joins them), under the notebook's uri: its view converts between the
 cell's own positions and the joined text's, and says where in which cell an edit lands. The
-hover and code-action handlers work in the analysed text's positions through a view, the same
-way for both.
+hover, inlay-hint and code-action modules work in the analysed text's positions through a
+view, the same way for both. A view is read-only (frozen): what those modules get instead of
+the server.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from .convert import Converter, documents_edit
 from .scheduler import Snapshot
 
 
-@dataclass
+@dataclass(frozen=True)
 class DocumentView:
     """A file: the analysed text is the document's text."""
 
@@ -68,7 +69,7 @@ class DocumentView:
         return documents_edit({self.uri: (self.snap.version, [edit])}, document_changes)
 
 
-@dataclass
+@dataclass(frozen=True)
 class CellView(DocumentView):
     """A notebook cell: the analysed text is its notebook's joined cells."""
 
