@@ -49,8 +49,8 @@ def _markdown(text: str) -> str:
 
 
 def _severity(entry) -> str:
-    words = getattr(entry, "grading", "") or SEVERITY_WORDS[entry.severity]
-    return words if getattr(entry, "offers_fixes", True) else words + " (no fix)"
+    words = entry.grading or SEVERITY_WORDS[entry.severity]
+    return words if getattr(entry, "offers_fixes", True) else words + " (no fix)"  # only rules have fixes to offer
 
 
 def _table(entries: Iterable) -> str:
