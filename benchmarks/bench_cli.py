@@ -1,11 +1,14 @@
 """CLI throughput of torchlint next to other Python linters, on the same corpus, in one run.
 
     .venv/bin/python benchmarks/make_corpus.py
-    .venv/bin/python benchmarks/bench_cli.py [--runs 3] [--skip-pylint] [--pylint-files N] [--skip-scaling]
+    .venv/bin/python benchmarks/bench_cli.py [--runs 3] [--skip-pylint] [--pylint-files N] [--skip-scaling] [--skip-torch-compare] [--corpus DIR]
 
 torchlint's default mode is timed twice: cold (an empty inference cache, as on a first run)
-and warm (the cache a previous run left). After the corpus table a scaling table times one
-generated model file of 1k to 200k lines and folders of 10 to 1,000 such files.
+and warm (the cache a previous run left), then cold with torch in the analysed environment
+(``--python`` this interpreter) and without (``--python`` a bare virtual environment the script
+makes: torchlint reads its shipped torch stubs), whose findings must be equal. After the corpus
+table a scaling table times one generated model file of 1k to 200k lines and folders of 10 to
+1,000 such files.
 
 Every row is wall-clock seconds, best of N runs. Subprocess rows also give the CPU
 seconds (user + sys, all processes of the tool) and the peak RSS of the tool's largest
@@ -21,9 +24,11 @@ from __future__ import annotations
 
 import argparse
 import ast
+import atexit
 import collections
 import datetime
 import importlib.metadata
+import importlib.util
 import json
 import os
 import platform
@@ -33,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import venv
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,8 +154,10 @@ def torchlint_command() -> List[str]:
 
 
 def cold_cache() -> Dict[str, str]:
-    """An empty inference cache folder for one run (as on a first run)."""
-    return {"TORCHLINT_CACHE_DIR": tempfile.mkdtemp(prefix="torchlint-bench-cold-")}
+    """An empty inference cache folder for one run (as on a first run), removed when the script ends."""
+    folder = tempfile.mkdtemp(prefix="torchlint-bench-cold-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return {"TORCHLINT_CACHE_DIR": folder}
 
 
 def torchfix_command() -> List[str]:
@@ -214,6 +222,45 @@ def corpus_files(corpus: Path) -> List[Path]:
         part.startswith(".") or part == "__pycache__" for part in p.relative_to(corpus).parts[:-1]))
 
 
+# What `torchlint check -v` says it reads torch's API from (the jedi layer's describe()).
+FROM_ENVIRONMENT = "torch's API from the environment's torch"
+FROM_STUBS = "torch's API from torchlint's stubs"
+
+
+def reads_torch_from(source: str) -> Callable[[Outcome], str]:
+    """A validation: the run printed JSON and read torch's API from ``source``."""
+    def problem(outcome: Outcome) -> str:
+        if source not in outcome.stderr.decode("utf-8", "replace"):
+            return "torchlint -v did not say %r" % source
+        return json_problem(outcome)
+    return problem
+
+
+def bare_virtualenv(folder: Path) -> Path:
+    """A virtual environment with no packages (no pip either): its interpreter."""
+    venv.create(folder, with_pip=False, symlinks=os.name != "nt")
+    return folder / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def compare_torch_environments(bench: "Bench", torchlint: List[str], count: int
+                               ) -> Optional[Tuple[Outcome, Outcome]]:
+    """The default mode, cold, with torch in the analysed environment (this interpreter's) and
+    without it (a bare virtual environment made here, so that jedi reads the torch stubs shipped
+    with torchlint). Both with --show-all --show-hints, so that quiet findings and hints are
+    compared too; the findings must be equal."""
+    if importlib.util.find_spec("torch") is None:
+        bench.notes.append("no torch in %s: the rows with and without torch are left out" % PYTHON)
+        return None
+    command = torchlint + ["check", "--format", "json", "--show-all", "--show-hints", "-v"]
+    with tempfile.TemporaryDirectory(prefix="torchlint-bench-notorch-") as scratch:
+        bare = bare_virtualenv(Path(scratch) / "venv")
+        with_torch = bench.subprocess_row(WITH_TORCH, command + ["--python", PYTHON, "."], count,
+                                          validate=reads_torch_from(FROM_ENVIRONMENT), env=cold_cache)
+        without = bench.subprocess_row(WITHOUT_TORCH, command + ["--python", str(bare), "."], count,
+                                       validate=reads_torch_from(FROM_STUBS), env=cold_cache)
+    return with_torch, without
+
+
 def finding_keys(outcome: Outcome) -> Optional[collections.Counter]:
     """A run's findings as (file, line, column, code, severity, message), or None without JSON."""
     try:
@@ -225,6 +272,18 @@ def finding_keys(outcome: Outcome) -> Optional[collections.Counter]:
                                 f.get("message")) for f in findings)
 
 
+def print_difference(first: str, a: collections.Counter, second: str, b: collections.Counter,
+                     shown: int = 10) -> None:
+    """How two runs' findings differ: counts, then the first few only in one of them."""
+    added, removed = b - a, a - b
+    print("  %s vs %s: %d and %d findings, %d only in the second, %d only in the first%s" % (
+        first, second, sum(a.values()), sum(b.values()), sum(added.values()), sum(removed.values()),
+        "" if added or removed else " (equal)"))
+    for sign, diff in (("+", added), ("-", removed)):
+        for key in sorted(diff, key=str)[:shown]:
+            print("    %s %s:%s:%s: %s %s" % (sign, Path(key[0] or "?").name, key[1], key[3], key[4], key[5]))
+
+
 def print_findings_difference(outcomes: Sequence[Tuple[str, Outcome]], shown: int = 10) -> None:
     """How the findings of each mode differ from the first's (--no-infer): what the inference
     layer adds or takes away, and whether the cold and warm runs agree."""
@@ -233,14 +292,19 @@ def print_findings_difference(outcomes: Sequence[Tuple[str, Outcome]], shown: in
         print("\nfindings between modes: not compared (a run printed no JSON)")
         return
     print("\nfindings between modes:")
-    for (first, a), (label, b) in [(keys[0], other) for other in keys[1:]] + (
+    for (first, a), (second, b) in [(keys[0], other) for other in keys[1:]] + (
             [(keys[1], keys[2])] if len(keys) > 2 else []):
-        added, removed = b - a, a - b
-        print("  %s vs %s: %d and %d findings, %d only in the second, %d only in the first" % (
-            first, label, sum(a.values()), sum(b.values()), sum(added.values()), sum(removed.values())))
-        for sign, diff in (("+", added), ("-", removed)):
-            for key in sorted(diff, key=str)[:shown]:
-                print("    %s %s:%s:%s: %s %s" % (sign, Path(key[0] or "?").name, key[1], key[3], key[4], key[5]))
+        print_difference(first, a, second, b, shown)
+
+
+def print_torch_difference(with_torch: Outcome, without: Outcome, shown: int = 10) -> None:
+    a, b = finding_keys(with_torch), finding_keys(without)
+    if a is None or b is None:
+        print("\nfindings with and without torch: not compared (a run printed no JSON)")
+        return
+    print("\nfindings with and without torch in the analysed environment (default mode, --show-all --show-hints): %s"
+          % ("equal" if a == b else "DIFFERENT"))
+    print_difference("torch", a, "no torch (stubs)", b, shown)
 
 
 def exit_column(row: Row) -> str:
@@ -322,6 +386,8 @@ def main(argv=None) -> int:
     parser.add_argument("--skip-ruff", action="store_true")
     parser.add_argument("--other-runs", type=int, default=1,
                         help="best of this many runs for flake8 and TorchFix (default 1: they take minutes)")
+    parser.add_argument("--skip-torch-compare", action="store_true",
+                        help="leave out the default mode with and without torch in the analysed environment")
     parser.add_argument("--list-findings", action="store_true",
                         help="print every torchlint finding (file:line:code: message)")
     parser.add_argument("--skip-scaling", action="store_true", help="leave out the scaling table")
@@ -361,7 +427,7 @@ def main(argv=None) -> int:
     warm_env = cold_cache()
     run_once(default, corpus, warm_env)  # fills the cache, untimed
     warm = bench.subprocess_row(WARM, default, count, validate=json_problem, env=lambda: warm_env)
-    shutil.rmtree(warm_env["TORCHLINT_CACHE_DIR"], ignore_errors=True)
+    torch_outcomes = None if args.skip_torch_compare else compare_torch_environments(bench, torchlint, count)
 
     ruff = BIN / "ruff"
     if not args.skip_ruff and ruff.exists():
@@ -425,6 +491,8 @@ def main(argv=None) -> int:
         print("\nnote: " + note)
 
     print_findings_difference([("--no-infer", no_infer), ("cold", cold), ("warm", warm)])
+    if torch_outcomes is not None:
+        print_torch_difference(*torch_outcomes)
     cli_findings = summarize_findings(no_infer, args.list_findings)
     if cli_findings is not None and in_process_findings and cli_findings != in_process_findings[-1]:
         print("\nwarning: the CLI reported %d findings, check_source %d on the same files "
@@ -438,6 +506,8 @@ def main(argv=None) -> int:
 
 COLD = "torchlint check (default, cold cache)"
 WARM = "torchlint check (default, warm cache)"
+WITH_TORCH = "default, cold, torch in the env"
+WITHOUT_TORCH = "default, cold, no torch (stubs)"
 FILE_LINES = 300  # lines of each file in the many-files rows
 
 
