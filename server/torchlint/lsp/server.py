@@ -396,7 +396,6 @@ class TorchlintServer(LanguageServer):
         return bool(values) and values[0] is not None and self.apply_settings(values[0])
 
 
-
 def guarded(server: TorchlintServer, default: Any = None):
     """A handler that logs its own failure and answers ``default`` instead of dying."""
 
