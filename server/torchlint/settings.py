@@ -247,7 +247,7 @@ def is_device(value: str) -> bool:
 
 
 def is_codes(kind: Any) -> bool:
-    """A list of rule codes or patterns (None allowed for ``select``: unset)."""
+    """A list of strings: rule codes, patterns, folders (``select``'s may be None: unset)."""
     return kind == Codes or kind == Optional[Codes]
 
 
