@@ -69,3 +69,50 @@ def test_without_the_stubs_the_layer_sees_less(no_torch_python, monkeypatch, tmp
     bare = layers(project, interpreter=str(no_torch_python))
     assert not bare.torch_available and "tensor inference is off" in bare.describe()
     assert jedi_findings(bare) < jedi_findings(with_stubs)
+
+
+# A helper whose tensor comes back through an overload typed with torch.types' private aliases
+# (`Tensor.type(dtype: str | _dtype) -> Tensor`, `type(dtype: None = None) -> str`).
+CAST_IN_A_HELPER = '''\
+import torch
+from torch import nn
+
+
+def sincos(n, dim, dtype=torch.float32):
+    omega = torch.arange(dim) / dim
+    angles = torch.arange(n)[:, None] * omega[None, :]
+    return torch.cat((angles.sin(), angles.cos()), dim=1).type(dtype)
+
+
+class Encoder(nn.Module):
+    def __init__(self, n, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.positions = sincos(n, dim)
+
+    def forward(self, x):
+        return self.proj(x) + self.positions.to(x.device)
+'''
+
+
+def test_private_names_torch_imports_from_its_py_modules_resolve_in_the_stubs(no_torch_python, tmp_path, layers):
+    # jedi imports no name with a leading underscore from a .pyi; torch's own stubs import them from
+    # its .py modules (`from torch.types import _dtype`), so the generator rewrites those imports.
+    # Without that, `.type(dtype)` matched neither overload: "str or Tensor", and TL101 went quiet.
+    from torch.types import _dtype  # noqa: F401  (still private in torch, still imported by its stubs)
+    from torchlint.engine import CheckOptions, check_source
+
+    path = tmp_path / "encoder.py"
+    path.write_text(CAST_IN_A_HELPER)
+
+    def findings(layer):
+        result = check_source(CAST_IN_A_HELPER, str(path), CheckOptions(show_all=True), inference=layer)
+        return [(f.range.start.line, f.code, f.severity) for f in result.findings]
+
+    with_torch = layers(tmp_path)
+    without = layers(tmp_path, interpreter=str(no_torch_python))
+    assert not with_torch.reads_stubs and without.reads_stubs
+    assert [code for _, code, _ in findings(with_torch)] == ["TL101"]
+    assert findings(without) == findings(with_torch)
+    stub = (Path(inference.TORCH_STUBS) / "_C" / "_nn.pyi").read_text()
+    assert "from torch import dtype as _dtype" in stub and "from torch.types import _" not in stub

@@ -19,7 +19,20 @@ from torch.distributed.tensor.placement_types import Placement as Placement
 from torch.fx.node import Node as FxNode
 from torch.package import PackageExporter as PackageExporter
 from torch.storage import TypedStorage as TypedStorage, UntypedStorage as UntypedStorage
-from torch.types import _bool as _bool, _bytes as _bytes, _complex as _complex, _device as _device, _dispatchkey as _dispatchkey, _dtype as _dtype, _float as _float, _int as _int, _layout as _layout, _qscheme as _qscheme, _size as _size, _str as _str, _symsize as _symsize, Device as Device, IntLikeType as IntLikeType, Number as Number, Storage as Storage
+from torch.types import Device as Device, IntLikeType as IntLikeType, Number as Number, Storage as Storage
+from builtins import bool as _bool
+from builtins import bytes as _bytes
+from builtins import complex as _complex
+from torch import device as _device
+_dispatchkey: TypeAlias = str | DispatchKey
+from torch import dtype as _dtype
+from builtins import float as _float
+from builtins import int as _int
+from torch import layout as _layout
+from torch import qscheme as _qscheme
+_size: TypeAlias = Size | list[int] | tuple[int, ...]
+from builtins import str as _str
+_symsize: TypeAlias = Size | Sequence[int | SymInt]
 from torch.utils._python_dispatch import TorchDispatchMode as TorchDispatchMode
 from torch.utils.checkpoint import GraphExecGroup as GraphExecGroup
 from torch.xpu import _POOL_HANDLE as XPU_POOL_HANDLE

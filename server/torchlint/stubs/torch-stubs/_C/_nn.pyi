@@ -2,7 +2,13 @@
 from collections.abc import Sequence as Sequence
 from typing import Literal as Literal, overload as overload
 from torch import memory_format as memory_format, Tensor as Tensor
-from torch.types import _bool as _bool, _device as _device, _dtype as _dtype, _int as _int, _size as _size
+from builtins import bool as _bool
+from torch import device as _device
+from torch import dtype as _dtype
+from builtins import int as _int
+from torch.types import TypeAlias as _torch_stub_TypeAlias
+from torch.types import Size as _torch_stub_Size
+_size: _torch_stub_TypeAlias = _torch_stub_Size | list[int] | tuple[int, ...]
 
 def adaptive_avg_pool2d(input: Tensor, output_size: _int | _size) -> Tensor:
     ...

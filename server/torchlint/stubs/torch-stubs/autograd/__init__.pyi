@@ -5,7 +5,13 @@ from typing import cast as cast, overload as overload
 import torch
 from torch import _vmap_internals as _vmap_internals
 from torch.overrides import handle_torch_function as handle_torch_function, has_torch_function as has_torch_function, is_tensor_like as is_tensor_like
-from torch.types import _size as _size, _TensorOrOptionalTensors as _TensorOrOptionalTensors, _TensorOrTensorsOrGradEdge as _TensorOrTensorsOrGradEdge
+from torch.types import TypeAlias as _torch_stub_TypeAlias
+from torch.types import Size as _torch_stub_Size
+_size: _torch_stub_TypeAlias = _torch_stub_Size | list[int] | tuple[int, ...]
+from torch.types import Tensor as _torch_stub_Tensor
+_TensorOrOptionalTensors: _torch_stub_TypeAlias = _torch_stub_Tensor | Sequence[_torch_stub_Tensor | None]
+from torch.types import Union as _torch_stub_Union
+_TensorOrTensorsOrGradEdge: _torch_stub_TypeAlias = _torch_stub_Union[_torch_stub_Tensor, Sequence[_torch_stub_Tensor], 'GradientEdge', Sequence['GradientEdge']]
 from . import forward_ad as forward_ad, functional as functional, graph as graph
 from .anomaly_mode import detect_anomaly as detect_anomaly, set_detect_anomaly as set_detect_anomaly
 from .function import Function as Function, NestedIOFunction as NestedIOFunction

@@ -3,7 +3,10 @@ from collections.abc import Callable as Callable, Sequence as Sequence
 from enum import Enum as Enum
 from typing import Any as Any, Literal as Literal, overload as overload, TypeAlias as TypeAlias
 from torch import Tensor as Tensor
-from torch.types import _dtype as _dtype, _int as _int, _size as _size
+from torch import dtype as _dtype
+from builtins import int as _int
+from torch.types import Size as _torch_stub_Size
+_size: TypeAlias = _torch_stub_Size | list[int] | tuple[int, ...]
 from .common_types import _ratio_any_t as _ratio_any_t, _size_1_t as _size_1_t, _size_2_opt_t as _size_2_opt_t, _size_2_t as _size_2_t, _size_3_opt_t as _size_3_opt_t, _size_3_t as _size_3_t, _size_any_t as _size_any_t
 from torch.nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions as LinearCrossEntropyOptions
 __all__ = ['GRID_SAMPLE_INTERPOLATION_MODES', 'GRID_SAMPLE_PADDING_MODES']
