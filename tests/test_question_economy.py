@@ -212,3 +212,26 @@ def test_read_files_are_kept_least_recently_used_first(tmp_path, monkeypatch):
     layer._read_file(str(tmp_path / "a.py"))
     layer._read_file(str(tmp_path / "c.py"))
     assert list(layer._file_cache) == [str(tmp_path / "a.py"), str(tmp_path / "c.py")]
+
+
+def test_parso_keeps_only_the_most_recently_used_project_modules(tmp_path, monkeypatch):
+    """A run over many files imports many project modules: jedi's parser keeps the trees of the
+    last PROJECT_TREES_KEPT of them, and the answers do not change once one was evicted."""
+    import parso.cache
+    from torchlint.analysis import inference as inference_module
+    monkeypatch.setattr(inference_module, "PROJECT_TREES_KEPT", 2)
+    for index in range(4):
+        (tmp_path / ("helpers%d.py" % index)).write_text("import torch\n\n\ndef make():\n    return torch.zeros(3)\n")
+    layer = JediInference(str(tmp_path), share_states=True)
+    codes = []
+    for index in list(range(4)) + [0]:
+        text = ("import torch.nn as nn\nfrom helpers%d import make\n\n\nclass M(nn.Module):\n"
+                "    def __init__(self):\n        super().__init__()\n        self.w = make()\n\n"
+                "    def forward(self, x):\n        return x * self.w\n") % index
+        path = tmp_path / ("model%d.py" % index)
+        path.write_text(text)
+        codes.append([f.code for f in check_source(text, str(path), inference=layer).findings])
+        kept = [p for cache in parso.cache.parser_cache.values() for p in cache
+                if p is not None and str(p).startswith(str(tmp_path))]
+        assert len(kept) <= 2, kept
+    assert codes == [["TL101"]] * 5

@@ -73,9 +73,10 @@ _TENSOR_CLASSES = frozenset(["torch.Tensor", "torch._tensor.Tensor", "torch._C.T
 _PLAIN_TYPES = frozenset(["builtins.int", "builtins.float", "builtins.str", "builtins.bool", "builtins.NoneType",
                           "builtins.bytes", "torch.device", "torch.dtype", "torch.Size", "torch._C.device",
                           "torch._C.dtype", "torch.types.Device"])
-SCRIPTS_PER_STATE = 256  # files that share one jedi inference state (JediInference.new_script)
+SCRIPTS_PER_STATE = 128  # files that share one jedi inference state (JediInference.new_script)
 FILES_BETWEEN_TRIMS = 64  # the fewest files between two trims (trim_memory)
-READ_FILES_KEPT = 256  # other modules' files kept parsed for base resolution (JediInference._read_file)
+READ_FILES_KEPT = 32  # other modules' files kept parsed for base resolution (JediInference._read_file)
+PROJECT_TREES_KEPT = 64  # the project's modules parso keeps parsed (JediInference.done_with)
 SHARED_STATES = 4  # shared states kept at once, one per jedi sys.path (folders outside packages)
 _MAX_BASE_DEPTH = 12  # classes and re-exports followed from one base (torch's reach 8)
 # Read a user-chosen virtual environment's files rather than run its interpreter: the same
@@ -525,6 +526,7 @@ class JediInference:
         if script is None or not self.share_states:
             return
         _forget_parsed(script.path)  # its tree (jedi's diff parser keeps it by path): not checked again in this run
+        self._bound_parsed()
         state = script._inference_state
         key = next((k for k, (shared, _) in self._states.items() if shared is state), None)
         if key is None:
@@ -543,6 +545,16 @@ class JediInference:
         except Exception:  # jedi's internals moved: this state is not shared any more
             log.debug("cannot clean a shared jedi state", exc_info=True)
             del self._states[key]
+
+    def _bound_parsed(self) -> None:
+        """Keep the parsed trees of at most PROJECT_TREES_KEPT of the project's modules, the most
+        recently used: a run over many files would otherwise keep every module any of them imports."""
+        for grammar_cache in list(_parso_cache.parser_cache.values()):
+            project = [(item.last_used, path) for path, item in grammar_cache.items()
+                       if path is not None and self.is_project_file(str(path))]
+            if len(project) > PROJECT_TREES_KEPT:
+                for _, path in sorted(project, key=lambda entry: entry[0])[:len(project) - PROJECT_TREES_KEPT]:
+                    del grammar_cache[path]
 
     def trim_memory(self, limit: int) -> bool:
         """Between two files of a run that shares states: when this process holds more than
