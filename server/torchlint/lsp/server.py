@@ -55,7 +55,7 @@ from .publishing import (Diagnostics, changed_while_analysed, file_diagnostics, 
                          pull_report)
 from .scheduler import Scheduler, Snapshot, Stale
 from .state import ClientSupport, DocumentState, OpenDocuments, Verification
-from .verification import VERIFY_COMMAND, ProjectScans, VerifyServices, code_lenses, verify_module
+from .verification import VERIFY_COMMAND, ProjectScans, VerifyServices, code_lenses, still_wanting, verify_module
 from .views import DocumentView
 from .workspace_settings import SECTION, OptionsResolver, parse_settings, unwrap
 
@@ -346,9 +346,20 @@ class TorchlintServer(LanguageServer):
         else:
             self.push(uri, version, self.converter(text).lsp_diagnostics(findings, uri) if findings else [])
 
+    def note_inputs(self, uri: str, wanted: Dict[str, bool]) -> None:
+        """Which classes of the document the lens asks inputs for, after a run (verification.py)."""
+        record = self.documents.get(uri)
+        if record is None:
+            return
+        needing = still_wanting(record.needing_inputs, wanted)
+        if needing != record.needing_inputs:
+            record.needing_inputs = needing
+            self.refresh_code_lenses()
+
     def verify_services(self) -> VerifyServices:
         return VerifyServices(log=self.messages.log, show=self.messages.show, warn_once=self.inference.warn_once,
-                              progress=self.work_done_progress, deliver=self.deliver_verification)
+                              progress=self.work_done_progress, deliver=self.deliver_verification,
+                              note_inputs=self.note_inputs)
 
     def refresh(self) -> None:
         """Settings changed: analyse every open document again."""
@@ -655,9 +666,11 @@ async def code_lens(server: TorchlintServer, params: types.CodeLensParams):
     settings = server.resolver.settings
     if document is None or server.too_large(document.source) or not settings.code_lens:
         return []
+    record = server.documents.get(uri)
+    needing_inputs = record.needing_inputs if record is not None else frozenset()
     # Finding the Module classes parses the text: never on the event loop.
     return await server.scheduler.run(code_lenses, uri, document.source, document.path or "", settings.verify_device,
-                                      server.resolver.config_for, server.lens_scans)
+                                      server.resolver.config_for, server.lens_scans, needing_inputs)
 
 
 async def verify(server: TorchlintServer, *args):

@@ -12,7 +12,7 @@ of a closed document stays behind. Feature modules never see a record: the handl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterator, List, Optional
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -79,6 +79,9 @@ class DocumentState:
     last_good: List[types.Diagnostic] = field(default_factory=list)  # of the last text that parsed
     pulled: Optional[str] = None  # the result id the client pulled last
     verification: Optional[Verification] = None
+    # The classes whose last run wanted example inputs (their lens asks for them): unlike the
+    # findings, kept across edits, until a run of the class says otherwise.
+    needing_inputs: FrozenSet[str] = frozenset()
     problems: Dict[str, str] = field(default_factory=dict)  # kind ("too large"...) -> the message shown
     # A notebook's: its code cells joined, computed once per set of cell texts, and per cell uri
     # the diagnostics pushed last.

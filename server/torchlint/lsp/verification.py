@@ -15,6 +15,17 @@ project scan the run does (call sites and factories in the package's other files
 folders, other files' ``__main__`` blocks) runs on a thread of its own (:class:`ProjectScans`);
 when it finds the arguments, the lens says "Verify" and the client is asked to refresh lenses.
 
+A class whose last run in the editor skipped the gradient checks for want of example inputs
+("partly verified") gets "Verify (needs inputs)" with ``needsInputs`` (the inputs forward
+requires, by name) in the argument: VS Code asks for their shapes; other editors pass
+``inputShapes`` or ``inputs``, which reach the runner as the command line's ``--input-shape``
+and ``--input``. Only a run says so: whether the probe's guesses (the first layer forward
+applies, every layer's stated size, the project's calls, hooks, factories, the inputs another
+class of the file passes it) fit forward depends on the built module, which this process
+never imports; a guess made from the text alone would ask for inputs the run does not need.
+The document's record keeps those classes across edits (its next run of a class says again),
+until it closes.
+
 Nothing here holds the server: a lens is computed from the document's text and settings
 (:func:`code_lenses`), and a run (:func:`verify_module`) gets what it reads as arguments and
 what it needs of the server as :class:`VerifyServices`; its findings go back through
@@ -22,6 +33,7 @@ what it needs of the server as :class:`VerifyServices`; its findings go back thr
 """
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import os
@@ -43,9 +55,10 @@ from ..analysis.findings import Finding
 from ..config import Config
 from ..settings import Settings
 from ..verify.findings import report_to_findings
-from ..verify.report import ERROR, render_json, summary_line
+from ..verify.report import ERROR, PARTLY, VerifyReport, render_json, summary_line
 from ..verify.targets import candidate_files, find_constructors, import_plan, required_arguments
-from ..verify.runner import VerifyError, parse_init_kwargs, resolve_python, verify_file
+from ..verify.runner import (VerifyError, parse_init_kwargs, parse_input_exprs, parse_input_shapes, resolve_python,
+                             verify_file)
 
 VERIFY_COMMAND = "torchlint.verifyModule"
 
@@ -54,15 +67,19 @@ NVIDIA_DRIVER_FILES = ("/proc/driver/nvidia", "/dev/nvidiactl")
 EDITOR_WAY = ("in VS Code the lens \"Verify (needs ...)\" asks for them; other editors pass initKwargs "
               "(\"dim=64, depth=2\") in the torchlint.verifyModule argument; on the command line, "
               "--init-kwargs 'dim=64, depth=2'")
+INPUTS_WAY = ("in VS Code the lens \"Verify (needs inputs)\" asks for their shapes; other editors pass inputShapes "
+              "([\"2,16\"], one per input of forward) or inputs ([\"torch.randn(2, 16)\"]) in the "
+              "torchlint.verifyModule argument; on the command line, --input-shape 2,16 or --input 'torch.randn(2, 16)'")
 
 
 def module_classes(text: str, path: str) -> List[Tuple[str, int, int]]:
     """(name, 1-based line, column of the name) of every nn.Module class the file defines."""
-    return [(name, line, column) for name, line, column, _ in _classes(text, path)]
+    return [(name, line, column) for name, line, column, _, _ in _classes(text, path)]
 
 
 def _classes(text: str, path: str):
-    """(name, line, column, required __init__ arguments or None when unknown) per Module class."""
+    """(name, line, column, required __init__ arguments or None when unknown, forward's inputs)
+    per Module class."""
     tree, _ = parse(text, path or "untitled.py")
     if tree is None:
         return []
@@ -71,8 +88,21 @@ def _classes(text: str, path: str):
     for info in ctx.module_classes:
         line = info.node.lineno
         column = max(ctx.source.line(line).find(info.name), 0)
-        classes.append((info.name, line, column, required_arguments(ctx, info)))
+        classes.append((info.name, line, column, required_arguments(ctx, info), forward_inputs(info.node)))
     return classes
+
+
+def forward_inputs(node: ast.ClassDef) -> List[str]:
+    """The names of the inputs the class's own ``forward`` requires (positional, without a
+    default), one box each for the editor to ask; ``["input"]`` when nothing names them
+    (``forward(self, *args)``, an inherited forward)."""
+    for statement in node.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == "forward":
+            positional = statement.args.posonlyargs + statement.args.args
+            required = positional[:len(positional) - len(statement.args.defaults)]
+            names = [argument.arg for argument in required[1:]]  # after self
+            return names or ["input"]
+    return ["input"]
 
 
 def lens_device(device: str) -> Optional[str]:
@@ -185,7 +215,7 @@ class ProjectScans:
 def _needing_arguments(classes, path: str, config, scans: Optional[ProjectScans] = None) -> Dict[str, List[str]]:
     """Class -> the arguments it still needs: required, and nothing in its own file, the
     configuration or (once ``scans`` has answered) the rest of the project supplies them."""
-    waiting = {name: required for name, _, _, required in classes if required}
+    waiting = {name: required for name, _, _, required, _ in classes if required}
     if not waiting or not path or not os.path.isfile(path):
         return waiting
     verify_config = config.verify
@@ -204,41 +234,53 @@ def _needing_arguments(classes, path: str, config, scans: Optional[ProjectScans]
 
 
 def code_lenses(uri: str, text: str, path: str, verify_device: str, config_for: Callable[[str], Config],
-                scans: Optional[ProjectScans]) -> List[types.CodeLens]:
+                scans: Optional[ProjectScans], needing_inputs: FrozenSet[str] = frozenset()) -> List[types.CodeLens]:
     """A lens above each Module class of the document (``text``, at ``path`` on disk or ""):
-    ``verify_device`` is the setting, ``config_for`` the configuration of a path. Off the loop:
-    it parses the text."""
+    ``verify_device`` is the setting, ``config_for`` the configuration of a path,
+    ``needing_inputs`` the classes whose last run wanted example inputs (the document's record).
+    Off the loop: it parses the text."""
     cuda = lens_device(verify_device)
     title = "Verify on %s" % cuda if cuda else "Verify"
     classes = _classes(text, path)
     waiting = _needing_arguments(classes, path, config_for(path), scans) if classes else {}
-    return [_lens(uri, title, name, line, column, waiting.get(name)) for name, line, column, _ in classes]
+    return [_lens(uri, title, name, line, column, waiting.get(name), inputs if name in needing_inputs else None)
+            for name, line, column, _, inputs in classes]
 
 
-def _lens(uri: str, title: str, name: str, line: int, column: int, needs: Optional[List[str]]) -> types.CodeLens:
+def _lens(uri: str, title: str, name: str, line: int, column: int, needs: Optional[List[str]],
+          inputs: Optional[List[str]] = None) -> types.CodeLens:
     """The lens of one class (1-based ``line``), on its name: ``needs``, the ``__init__`` arguments
-    nothing supplies, which the command's argument carries for the editor to ask for."""
+    nothing supplies, and ``inputs``, forward's inputs when the last run found none that fit;
+    the command's argument carries them for the editor to ask for."""
     position = types.Position(line=line - 1, character=column)
     argument: Dict[str, Any] = {"uri": uri, "className": name}
-    text = title
+    wanted = list(needs or [])
     if needs:
         argument["needsArguments"] = needs
-        text = "%s (needs %s)" % (title, ", ".join(needs))
+    if inputs:
+        argument["needsInputs"] = inputs
+        wanted.append("inputs")
+    text = "%s (needs %s)" % (title, ", ".join(wanted)) if wanted else title
     return types.CodeLens(
         range=types.Range(start=position, end=types.Position(line=line - 1, character=column + len(name))),
         command=types.Command(title=text, command=VERIFY_COMMAND, arguments=[argument]))
 
 
 def parse_arguments(args: Tuple[Any, ...]) -> Dict[str, Any]:
-    """`{uri, className?, device?, initKwargs?}` (or uri, className, device positionally);
-    ValueError says what is wrong. ``initKwargs``: an object, or Python keyword arguments of
-    literals as text (``"dim=64, depth=2"``, read with ast.literal_eval, never evaluated)."""
+    """`{uri, className?, device?, initKwargs?, inputShapes?, inputs?}` (or uri, className, device
+    positionally); ValueError says what is wrong. ``initKwargs``: an object, or Python keyword
+    arguments of literals as text (``"dim=64, depth=2"``, read with ast.literal_eval, never
+    evaluated). forward's inputs, as the command line's flags take them: ``inputShapes``, one
+    shape per input (``["2,3,32,32", "2,8:long"]``, or one text with ``;`` between them:
+    --input-shape), or ``inputs``, one Python expression per input (``["torch.randn(2, 16)"]``:
+    --input; checked for syntax here, evaluated in the child only)."""
     if len(args) == 1 and isinstance(args[0], dict):
         raw = args[0]
     elif args and all(isinstance(a, (str, type(None))) for a in args) and len(args) <= 3:
         raw = dict(zip(("uri", "className", "device"), args))
     else:
-        raise ValueError("expected one argument {uri, className?, device?, initKwargs?}, got %r" % (args,))
+        raise ValueError("expected one argument {uri, className?, device?, initKwargs?, inputShapes?, inputs?}, "
+                         "got %r" % (args,))
     uri, class_name, device = raw.get("uri"), raw.get("className"), raw.get("device")
     if not isinstance(uri, str) or not uri:
         raise ValueError("`uri` must be a document uri")
@@ -256,7 +298,32 @@ def parse_arguments(args: Tuple[Any, ...]) -> Dict[str, Any]:
             init_kwargs = parse_init_kwargs(init_kwargs)
         except VerifyError as err:
             raise ValueError("`initKwargs`: %s" % err) from None
-    return {"uri": uri, "class_name": class_name, "device": device, "init_kwargs": init_kwargs}
+    shapes, expressions = raw.get("inputShapes"), raw.get("inputs")
+    if shapes is not None and expressions is not None:
+        raise ValueError("give `inputShapes` or `inputs`, not both (an input's shape can be written as "
+                         "an expression: torch.randn(2, 16))")
+    if shapes is not None:
+        if not (isinstance(shapes, str) or _texts(shapes)):
+            raise ValueError("`inputShapes` must be a list of shapes, one per input of forward, like [\"2,16\"]")
+        try:
+            parse_input_shapes(shapes)  # checked here; the runner reads them
+        except VerifyError as err:
+            raise ValueError("`inputShapes`: %s" % err) from None
+    if expressions is not None:
+        if not _texts(expressions):
+            raise ValueError("`inputs` must be a list of Python expressions, one per input of forward, "
+                             "like [\"torch.randn(2, 16)\"]")
+        try:
+            expressions = parse_input_exprs(expressions)
+        except VerifyError as err:
+            raise ValueError("`inputs`: %s" % err) from None
+    return {"uri": uri, "class_name": class_name, "device": device, "init_kwargs": init_kwargs,
+            "input_shapes": shapes, "input_exprs": expressions}
+
+
+def _texts(value: Any) -> bool:
+    """A non-empty list of strings."""
+    return isinstance(value, list) and bool(value) and all(isinstance(item, str) for item in value)
 
 
 def path_of(uri: str) -> Optional[str]:
@@ -275,6 +342,9 @@ class VerifyServices:
     # Shows a run's findings of (uri, version, text) with the document's diagnostics and keeps
     # them for that version (dropped as stale when the document is no longer at it).
     deliver: Callable[[str, Optional[int], str, List[Finding]], None]
+    # Keeps, for the lens of the document at uri, which of a run's classes want example inputs
+    # (class -> True) and which got them (False).
+    note_inputs: Callable[[str, Dict[str, bool]], None] = lambda uri, wanted: None
 
 
 async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Optional[Tuple[str, Optional[int]]]],
@@ -329,7 +399,8 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
     try:
         report = await loop.run_in_executor(None, lambda: verify_file(
             path, request["class_name"], device, settings.verify_timeout, init_kwargs=request["init_kwargs"],
-            python=python, cancel_event=cancel, cwd=str(config.root), workspace_root=str(config.root),
+            input_shapes=request["input_shapes"], input_exprs=request["input_exprs"], python=python,
+            cancel_event=cancel, cwd=str(config.root), workspace_root=str(config.root),
             verify_config=config.verify))
     except VerifyError as err:
         if token is not None:
@@ -340,6 +411,7 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
     if token is not None:
         progress.end(token, types.WorkDoneProgressEnd(message=summary))
     services.deliver(uri, version, text, report_to_findings(report, text, path))
+    services.note_inputs(uri, inputs_wanted(report))
     services.log("torchlint verify %s: %s" % (target, summary), types.MessageType.Info)
     _tell_what_to_do(services, report, python)
     return json.loads(render_json(report))
@@ -358,3 +430,20 @@ def _tell_what_to_do(services: VerifyServices, report, python: str) -> None:
         names = ", ".join(cls.name for cls in skipped)
         message = "torchlint verify: %s not built: %s (%s)." % (names, skipped[0].skip_reason, EDITOR_WAY)
         services.show(message, types.MessageType.Warning)
+    partly = report.partly_verified
+    if partly:
+        names = ", ".join(cls.name for cls in partly)
+        message = "torchlint verify: %s partly verified: %s; give forward's inputs to run them (%s)." % (
+            names, partly[0].partial_reason or "gradients skipped", INPUTS_WAY)
+        services.show(message, types.MessageType.Warning)
+
+
+def inputs_wanted(report: VerifyReport) -> Dict[str, bool]:
+    """Class -> whether its gradient checks were skipped for want of inputs that fit forward
+    (only the classes the run built: one it could not build says nothing of its inputs)."""
+    return {cls.name: cls.status == PARTLY for cls in report.verified}
+
+
+def still_wanting(before: FrozenSet[str], wanted: Dict[str, bool]) -> FrozenSet[str]:
+    """The classes that want inputs after a run: ``before``, updated with what the run said."""
+    return frozenset(name for name in set(before) | set(wanted) if wanted.get(name, name in before))
