@@ -153,3 +153,29 @@ def test_the_budget_applies_in_a_thread_that_is_not_the_main_one(tmp_path, layer
     worker.join(TIMEOUT)
     value, inference = answers[-1]
     assert value is not None and inference.note is None
+
+
+# A run stopped by a signal while a thread that Python's exit would join is still waiting (the
+# process pool's manager thread, stuck on a pipe no worker reads any more, is such a thread).
+STOPPED_WITH_A_THREAD_LEFT = '''
+import sys, threading
+from torchlint import cli
+
+threading.Thread(target=threading.Event().wait, name="never-ends").start()
+
+
+def stopped(args):
+    raise cli.Terminated()
+
+
+cli._check = stopped
+sys.argv = ["torchlint", "check", "."]
+cli.console_main()
+'''
+
+
+def test_the_command_stopped_by_a_signal_ends_without_waiting_for_threads(tmp_path):
+    done = subprocess.run([sys.executable, "-c", STOPPED_WITH_A_THREAD_LEFT], cwd=str(tmp_path),
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    assert "torchlint: terminated" in done.stderr

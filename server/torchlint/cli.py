@@ -1030,6 +1030,23 @@ def command_serve(args) -> int:
     return serve_lsp()
 
 
+_STOPPED_BY_SIGNAL: List[int] = []  # main() ended on SIGINT or SIGTERM (see console_main)
+
+
+def console_main() -> None:
+    """The ``torchlint`` command and ``python -m torchlint``. After a stopping signal the run has
+    ended its workers itself; Python's own exit would then join the process pool's manager thread
+    with no time limit, and that thread can wait forever on a pipe no worker reads any more. So
+    such a run ends at once, output flushed, without waiting for threads."""
+    status = main()
+    if _STOPPED_BY_SIGNAL:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(status)
+    sys.exit(status)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     try:
@@ -1042,9 +1059,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return args.handler(args)
     except KeyboardInterrupt:
+        _STOPPED_BY_SIGNAL.append(signal.SIGINT)
         print("torchlint: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
     except Terminated:
+        _STOPPED_BY_SIGNAL.append(signal.SIGTERM)
         print("torchlint: terminated", file=sys.stderr)
         return 128 + signal.SIGTERM
     except BrokenPipeError:  # `torchlint check | head`: stop quietly, as other tools do
