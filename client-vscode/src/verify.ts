@@ -9,11 +9,12 @@
 import * as vscode from 'vscode';
 import { ExecuteCommandRequest, LanguageClient } from 'vscode-languageclient/node';
 import {
-  classAt, initialKwargs, kwargsProblem, ModuleClass, rememberedKey, serverArguments, summaryOf, VERIFY_COMMAND,
-  verifyArguments, VerifyArguments,
+  classAt, initialKwargs, inputArguments, inputProblem, kwargsProblem, ModuleClass, rememberedInputs, rememberedKey,
+  serverArguments, summaryOf, VERIFY_COMMAND, verifyArguments, VerifyArguments,
 } from './verifyRequest';
 
 export { VERIFY_COMMAND };
+export const FORGET_COMMAND = 'torchlint.forgetVerifyInputs';
 
 const WHOLE_FILE = 'All Module classes in the file';
 
@@ -41,8 +42,10 @@ async function moduleClasses(document: vscode.TextDocument): Promise<ModuleClass
     const argument = lens.command?.command === VERIFY_COMMAND ? lens.command.arguments?.[0] : undefined;
     const name = (argument as { className?: unknown } | undefined)?.className;
     if (typeof name === 'string' && !classes.some((known) => known.name === name)) {
-      const needs = verifyArguments([argument], undefined)?.needsArguments;
-      classes.push({ name, line: lens.range.start.line, ...(needs ? { needsArguments: needs } : {}) });
+      const hints = verifyArguments([argument], undefined);
+      classes.push({ name, line: lens.range.start.line,
+                     ...(hints?.needsArguments ? { needsArguments: hints.needsArguments } : {}),
+                     ...(hints?.needsInputs ? { needsInputs: hints.needsInputs } : {}) });
     }
   }
   return classes.sort((a, b) => a.line - b.line);
@@ -73,6 +76,57 @@ async function askForArguments(request: VerifyArguments, state: vscode.Memento |
   return true;
 }
 
+/** forward's inputs for a class: those remembered for it in this workspace, without asking;
+ *  else, when its lens says the last run found none that fit, one box per input (a shape or a
+ *  Python expression), remembered. False when the user dismissed a box. */
+async function provideInputs(request: VerifyArguments, state: vscode.Memento | undefined,
+                             output: vscode.OutputChannel): Promise<boolean> {
+  if (request.className === undefined || request.inputShapes !== undefined || request.inputs !== undefined) {
+    return true;
+  }
+  const key = rememberedKey(request.uri, request.className);
+  const remembered = state?.get<Record<string, unknown>>(REMEMBERED_INPUTS, {}) ?? {};
+  const reused = rememberedInputs(remembered, key, request.needsInputs);
+  if (reused !== undefined) {
+    output.appendLine(`[verify] ${request.className}: the inputs remembered for this workspace: ${reused.join('; ')} ` +
+      '(the command "torchlint: Forget remembered verify inputs" forgets them)');
+    Object.assign(request, inputArguments(reused));
+    return true;
+  }
+  const needs = request.needsInputs ?? [];
+  const values: string[] = [];
+  for (const [index, name] of needs.entries()) {
+    const value = await vscode.window.showInputBox({
+      title: `torchlint: input ${index + 1} of ${needs.length} to ${request.className}.forward: ${name}`,
+      prompt: `The shape of ${name}, for example 2, 3, 224, 224, or a Python expression, for example ` +
+        'torch.randint(0, 100, (2, 16)). Remembered for this workspace.',
+      ignoreFocusOut: true,
+      validateInput: inputProblem,
+    });
+    if (value === undefined) {
+      return false;
+    }
+    values.push(value.trim());
+  }
+  if (values.length > 0) {
+    Object.assign(request, inputArguments(values));
+    await state?.update(REMEMBERED_INPUTS, { ...remembered, [key]: values });
+  }
+  return true;
+}
+
+/** Forgets, for this workspace, the inputs and constructor arguments given for every class. */
+async function forget(state: vscode.Memento | undefined): Promise<void> {
+  const counted = Object.keys(state?.get<Record<string, unknown>>(REMEMBERED_INPUTS, {}) ?? {}).length +
+    Object.keys(state?.get<Record<string, unknown>>(REMEMBERED, {}) ?? {}).length;
+  await state?.update(REMEMBERED_INPUTS, undefined);
+  await state?.update(REMEMBERED, undefined);
+  void vscode.window.showInformationMessage(counted === 0
+    ? 'torchlint: no verify inputs or constructor arguments were remembered in this workspace.'
+    : 'torchlint: forgot the verify inputs and constructor arguments remembered in this workspace; ' +
+      'the next run asks again.');
+}
+
 /** From the palette: the class under the cursor, the only class, or the user's pick.
  *  Null when the user dismissed the pick; undefined means every class of the file. */
 async function chooseClass(document: vscode.TextDocument): Promise<ModuleClass | undefined | null> {
@@ -97,7 +151,8 @@ async function chooseClass(document: vscode.TextDocument): Promise<ModuleClass |
   return picked.label === WHOLE_FILE ? undefined : classes.find((c) => c.name === picked.label);
 }
 
-const REMEMBERED = 'torchlint.verify.initKwargs';
+const REMEMBERED = 'torchlint.verify.initKwargs';  // rememberedKey -> the text given
+const REMEMBERED_INPUTS = 'torchlint.verify.inputs';  // rememberedKey -> one text per input of forward
 
 async function verify(args: unknown[], client: () => LanguageClient | undefined,
                       output: vscode.OutputChannel, state: vscode.Memento | undefined): Promise<unknown> {
@@ -125,9 +180,12 @@ async function verify(args: unknown[], client: () => LanguageClient | undefined,
       if (chosen.needsArguments !== undefined) {
         request.needsArguments = chosen.needsArguments;
       }
+      if (chosen.needsInputs !== undefined) {
+        request.needsInputs = chosen.needsInputs;
+      }
     }
   }
-  if (!await askForArguments(request, state)) {
+  if (!await askForArguments(request, state) || !await provideInputs(request, state, output)) {
     return undefined;
   }
   // The server imports the file from disk, as `python file.py` would: save it first
@@ -161,17 +219,20 @@ async function verify(args: unknown[], client: () => LanguageClient | undefined,
   return result;
 }
 
-/** Registers torchlint.verifyModule for the extension's life; `client` is the server of the moment;
- *  `state` (the workspace's) remembers the constructor arguments given per class. */
+/** Registers torchlint.verifyModule, and torchlint.forgetVerifyInputs, for the extension's life;
+ *  `client` is the server of the moment; `state` (the workspace's) remembers the constructor
+ *  arguments and the inputs given per class. */
 export function registerVerifyCommand(client: () => LanguageClient | undefined,
                                       output: vscode.OutputChannel, state?: vscode.Memento): vscode.Disposable {
-  return vscode.commands.registerCommand(VERIFY_COMMAND, async (...args: unknown[]) => {
-    try {
-      return await verify(args, client, output, state);
-    } catch (error) {
-      output.appendLine(`[verify] failed: ${error instanceof Error && error.stack ? error.stack : String(error)}`);
-      void vscode.window.showErrorMessage(`torchlint: verification failed: ${String(error)}`);
-      return undefined;
-    }
-  });
+  return vscode.Disposable.from(
+    vscode.commands.registerCommand(VERIFY_COMMAND, async (...args: unknown[]) => {
+      try {
+        return await verify(args, client, output, state);
+      } catch (error) {
+        output.appendLine(`[verify] failed: ${error instanceof Error && error.stack ? error.stack : String(error)}`);
+        void vscode.window.showErrorMessage(`torchlint: verification failed: ${String(error)}`);
+        return undefined;
+      }
+    }),
+    vscode.commands.registerCommand(FORGET_COMMAND, () => forget(state)));
 }

@@ -12,6 +12,14 @@ export interface VerifyArguments {
   initKwargs?: string;
   /** From the server's lens: the `__init__` arguments nothing in the project supplies. Not sent. */
   needsArguments?: string[];
+  /** forward's inputs as shapes, one per input (`2,3,224,224`): the command line's --input-shape. */
+  inputShapes?: string[];
+  /** forward's inputs as Python expressions, one per input (`torch.randn(2, 16)`): --input.
+   *  The server checks their syntax; the verification's child process evaluates them. */
+  inputs?: string[];
+  /** From the server's lens, after a run found no inputs that fit forward: forward's inputs by
+   *  name, one box each. Not sent. */
+  needsInputs?: string[];
 }
 
 /** An nn.Module class of the file: its name and the 0-based line of its `class` statement. */
@@ -19,6 +27,12 @@ export interface ModuleClass {
   name: string;
   line: number;
   needsArguments?: string[];
+  needsInputs?: string[];
+}
+
+function texts(value: unknown): string[] | undefined {
+  return Array.isArray(value) && value.length > 0 && value.every((item) => typeof item === 'string')
+    ? value as string[] : undefined;
 }
 
 /** The request's argument from however the command was invoked: a code lens passes
@@ -28,7 +42,8 @@ export function verifyArguments(args: unknown[], activeUri: string | undefined):
   const first = args[0];
   if (typeof first === 'object' && first !== null && typeof (first as { uri?: unknown }).uri === 'string') {
     const given = first as { uri: string; className?: unknown; device?: unknown; initKwargs?: unknown;
-                             needsArguments?: unknown };
+                             needsArguments?: unknown; inputShapes?: unknown; inputs?: unknown;
+                             needsInputs?: unknown };
     const result: VerifyArguments = { uri: given.uri };
     if (typeof given.className === 'string' && given.className !== '') {
       result.className = given.className;
@@ -39,9 +54,21 @@ export function verifyArguments(args: unknown[], activeUri: string | undefined):
     if (typeof given.initKwargs === 'string') {
       result.initKwargs = given.initKwargs;
     }
-    const needs = given.needsArguments;
-    if (Array.isArray(needs) && needs.length > 0 && needs.every((n) => typeof n === 'string')) {
-      result.needsArguments = needs as string[];
+    const needs = texts(given.needsArguments);
+    if (needs !== undefined) {
+      result.needsArguments = needs;
+    }
+    const shapes = texts(given.inputShapes);
+    if (shapes !== undefined) {
+      result.inputShapes = shapes;
+    }
+    const inputs = texts(given.inputs);
+    if (inputs !== undefined) {
+      result.inputs = inputs;
+    }
+    const needsInputs = texts(given.needsInputs);
+    if (needsInputs !== undefined) {
+      result.needsInputs = needsInputs;
     }
     return result;
   }
@@ -55,12 +82,12 @@ export function verifyArguments(args: unknown[], activeUri: string | undefined):
 }
 
 /** What the server is sent: the arguments without the lens's own hints. */
-export function serverArguments(request: VerifyArguments): Omit<VerifyArguments, 'needsArguments'> {
-  const { needsArguments: _hint, ...sent } = request;
+export function serverArguments(request: VerifyArguments): Omit<VerifyArguments, 'needsArguments' | 'needsInputs'> {
+  const { needsArguments: _arguments, needsInputs: _inputs, ...sent } = request;
   return sent;
 }
 
-/** The workspaceState key under which a class's constructor arguments are remembered. */
+/** The workspaceState key under which a class's constructor arguments, and its inputs, are remembered. */
 export function rememberedKey(uri: string, className: string): string {
   return `${uri}::${className}`;
 }
@@ -73,12 +100,14 @@ export function initialKwargs(remembered: string | undefined, needs: readonly st
   return needs.map((name) => `${name}=`).join(', ');
 }
 
-/** Splits at the commas that are not inside brackets or quotes. */
-function topLevelParts(text: string): string[] {
+/** Splits at the commas that are not inside brackets or quotes; `balanced`: every bracket
+ *  and quote is closed, in order. */
+function topLevelParts(text: string): { parts: string[]; balanced: boolean } {
   const parts: string[] = [];
   let depth = 0;
   let quote = '';
   let current = '';
+  let balanced = true;
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
     if (quote !== '') {
@@ -96,6 +125,7 @@ function topLevelParts(text: string): string[] {
       depth++;
     } else if (')]}'.includes(c)) {
       depth--;
+      balanced = balanced && depth >= 0;
     } else if (c === ',' && depth === 0) {
       parts.push(current);
       current = '';
@@ -104,7 +134,7 @@ function topLevelParts(text: string): string[] {
     current += c;
   }
   parts.push(current);
-  return parts;
+  return { parts, balanced: balanced && depth === 0 && quote === '' };
 }
 
 /** Undefined when `text` looks like keyword arguments (`dim=64, depth=2`), else what is wrong.
@@ -114,7 +144,7 @@ export function kwargsProblem(text: string, needs: readonly string[] = []): stri
     return needs.length > 0 ? `give ${needs.join(', ')} as name=value, separated by commas` : undefined;
   }
   const names: string[] = [];
-  for (const part of topLevelParts(text)) {
+  for (const part of topLevelParts(text).parts) {
     if (part.trim() === '' ) {
       continue;
     }
@@ -129,6 +159,56 @@ export function kwargsProblem(text: string, needs: readonly string[] = []): stri
   }
   const missing = needs.filter((name) => !names.includes(name));
   return missing.length > 0 ? `${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} still needed` : undefined;
+}
+
+const SHAPE = /^\s*[([]?\s*\d+(\s*,\s*\d+)*\s*,?\s*[)\]]?\s*$/;
+
+/** The sizes of a shape typed as `2, 3, 224, 224` (or `(2, 16)`), else undefined. */
+function shapeSizes(text: string): number[] | undefined {
+  return SHAPE.test(text) ? text.replace(/[()[\]\s]/g, '').split(',').filter((s) => s !== '').map(Number) : undefined;
+}
+
+/** Undefined when `text` is an input of forward as a shape (positive whole numbers separated by
+ *  commas: `2, 3, 224, 224`) or as a Python expression (`torch.randn(2, 16)`), else what is
+ *  wrong. An expression's brackets and quotes are checked here, its syntax by the server. */
+export function inputProblem(text: string): string | undefined {
+  const trimmed = text.trim();
+  if (trimmed === '') {
+    return 'give a shape, like 2, 3, 224, 224, or a Python expression, like torch.randn(2, 16)';
+  }
+  if (/^[\d\s,()[\]+.-]*$/.test(trimmed)) {  // numbers only: meant as a shape
+    const sizes = shapeSizes(trimmed);
+    if (sizes === undefined || sizes.some((size) => !Number.isSafeInteger(size) || size < 1)) {
+      return 'a shape is positive whole numbers separated by commas, like 2, 3, 224, 224';
+    }
+    return undefined;
+  }
+  if (!topLevelParts(trimmed).balanced) {
+    return `"${trimmed}" is not a Python expression: its brackets or quotes do not match`;
+  }
+  return undefined;
+}
+
+/** What the server is sent for forward's inputs, one text per input: all shapes go as
+ *  `inputShapes` (`2,3,224,224`); otherwise every input goes as an expression (`inputs`), a
+ *  shape written as `torch.randn(2, 16)`. */
+export function inputArguments(values: readonly string[]): Pick<VerifyArguments, 'inputShapes' | 'inputs'> {
+  const shapes = values.map((value) => shapeSizes(value.trim()));
+  if (shapes.every((sizes) => sizes !== undefined)) {
+    return { inputShapes: shapes.map((sizes) => sizes!.join(',')) };
+  }
+  return { inputs: values.map((value, i) => shapes[i] !== undefined ? `torch.randn(${shapes[i]!.join(', ')})` : value.trim()) };
+}
+
+/** The inputs remembered for a class when they still fit what its lens asks (as many as
+ *  forward's inputs; any number when the lens does not say), else undefined. */
+export function rememberedInputs(remembered: Record<string, unknown>, key: string,
+                                 needs: readonly string[] | undefined): string[] | undefined {
+  const values = texts(remembered[key]);
+  if (values === undefined || values.some((value) => inputProblem(value) !== undefined)) {
+    return undefined;
+  }
+  return needs === undefined || needs.length === values.length ? values : undefined;
 }
 
 function indentOf(line: string): number {
@@ -165,6 +245,7 @@ interface ReportClass {
   name?: unknown;
   status?: unknown;
   skip_reason?: unknown;
+  partial_reason?: unknown;
 }
 
 /** A short line for the notification, from the server's answer: the JSON report
@@ -192,7 +273,10 @@ export function summaryOf(result: unknown): string {
   const verified = classes.filter((c) => c.status !== 'skipped').map((c) => String(c.name));
   const skipped = classes.filter((c) => c.status === 'skipped')
     .map((c) => `${String(c.name)} skipped: ${String(c.skip_reason ?? 'not built')}`);
+  const partly = classes.filter((c) => c.status === 'partly verified')
+    .map((c) => `${String(c.name)} partly verified: ${String(c.partial_reason ?? 'gradients skipped')}`);
   const found = problems === 0 ? 'no problems' : `${problems} problem${problems === 1 ? '' : 's'} (in the Problems panel)`;
-  const parts = [verified.length > 0 ? `${found} in ${verified.join(', ')}${on}` : `nothing verified${on}`, ...skipped];
+  const parts = [verified.length > 0 ? `${found} in ${verified.join(', ')}${on}` : `nothing verified${on}`, ...partly,
+                 ...skipped];
   return parts.join('; ');
 }

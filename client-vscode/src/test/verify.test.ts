@@ -3,7 +3,8 @@ import { test } from 'node:test';
 
 import { EXECUTE_COMMAND_METHOD, leavingOut } from '../serverCommands';
 import {
-  classAt, initialKwargs, kwargsProblem, rememberedKey, serverArguments, summaryOf, verifyArguments,
+  classAt, initialKwargs, inputArguments, inputProblem, kwargsProblem, rememberedInputs, rememberedKey, serverArguments,
+  summaryOf, verifyArguments,
 } from '../verifyRequest';
 
 test('verify arguments from a code lens, a Uri, a string, or the active editor', () => {
@@ -120,4 +121,52 @@ test('the arguments box: remembered text first, else a template; its shape check
   assert.match(kwargsProblem('dim == 3') ?? '', /is not name=value/);
   assert.match(kwargsProblem('', ['dim']) ?? '', /give dim/);
   assert.equal(kwargsProblem(''), undefined);
+});
+
+test('a lens for a class that needs inputs, and what reaches the server', () => {
+  const request = verifyArguments([{ uri: 'file:///m.py', className: 'Picky', needsInputs: ['x', 'mask'] }], undefined);
+  assert.deepEqual(request, { uri: 'file:///m.py', className: 'Picky', needsInputs: ['x', 'mask'] });
+  assert.deepEqual(serverArguments({ ...request!, inputShapes: ['2,37', '2,37'] }),
+    { uri: 'file:///m.py', className: 'Picky', inputShapes: ['2,37', '2,37'] });
+  assert.deepEqual(verifyArguments([{ uri: 'file:///m.py', inputs: ['torch.randn(2)'], inputShapes: [] }], undefined),
+    { uri: 'file:///m.py', inputs: ['torch.randn(2)'] });
+  assert.deepEqual(verifyArguments([{ uri: 'file:///m.py', needsInputs: 'x', inputShapes: [2] }], undefined),
+    { uri: 'file:///m.py' });
+});
+
+test('an input box takes a shape of positive whole numbers or a Python expression', () => {
+  for (const good of ['2, 3, 224, 224', '2,16', ' (2, 16) ', '[4]', '16', 'torch.randint(0, 100, (2, 16))',
+                      "torch.tensor([1, 2], dtype=torch.long)", 'True', "make('a)b')"]) {
+    assert.equal(inputProblem(good), undefined, good);
+  }
+  assert.match(inputProblem('') ?? '', /give a shape/);
+  for (const badShape of ['2, 0', '2, -3', '2.5, 3', '2,,3', '2 3']) {
+    assert.match(inputProblem(badShape) ?? '', /positive whole numbers/, badShape);
+  }
+  assert.match(inputProblem('torch.randn(2, 16') ?? '', /brackets or quotes/);
+  assert.match(inputProblem("torch.ones(2)) + (1") ?? '', /brackets or quotes/);
+  assert.match(inputProblem("f('a)") ?? '', /brackets or quotes/);
+});
+
+test('shapes go as inputShapes; a mix goes as expressions', () => {
+  assert.deepEqual(inputArguments(['2, 3, 224, 224', '(2, 16)']), { inputShapes: ['2,3,224,224', '2,16'] });
+  assert.deepEqual(inputArguments(['2, 16', ' torch.ones(2, 16, dtype=torch.bool) ']),
+    { inputs: ['torch.randn(2, 16)', 'torch.ones(2, 16, dtype=torch.bool)'] });
+});
+
+test('remembered inputs are reused when they still fit what the lens asks', () => {
+  const key = rememberedKey('file:///m.py', 'Picky');
+  const remembered: Record<string, unknown> = { [key]: ['2, 37'], 'file:///m.py::Bad': ['2, 0'], 'file:///m.py::Odd': 3 };
+  assert.deepEqual(rememberedInputs(remembered, key, ['x']), ['2, 37']);
+  assert.deepEqual(rememberedInputs(remembered, key, undefined), ['2, 37']);  // the lens no longer asks: still used
+  assert.equal(rememberedInputs(remembered, key, ['x', 'mask']), undefined);  // forward changed: ask again
+  assert.equal(rememberedInputs(remembered, 'file:///m.py::Other', ['x']), undefined);
+  assert.equal(rememberedInputs(remembered, 'file:///m.py::Bad', ['x']), undefined);
+  assert.equal(rememberedInputs(remembered, 'file:///m.py::Odd', ['x']), undefined);
+});
+
+test('the summary names a partly verified class and why', () => {
+  const summary = summaryOf({ issues_total: 0, device: 'cpu', classes: [
+    { name: 'Picky', status: 'partly verified', partial_reason: 'gradients skipped: no example inputs' }] });
+  assert.equal(summary, 'no problems in Picky on cpu; Picky partly verified: gradients skipped: no example inputs');
 });
