@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple, cast
 
+from .context import FileContext
 from .forward import method_table
-from .scopes import ClassInfo, Index, Scope
+from .scopes import ClassInfo, FunctionDefinition, Index, Scope
+
+# The base ``__init__`` a class's own runs: its class and its scope.
+BaseInit = Tuple[ClassInfo, Scope]
 
 _TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
 
@@ -38,7 +42,7 @@ class Construction:
     def __contains__(self, scope: Scope) -> bool:
         return id(scope) in self.scopes
 
-    def runs_early(self, scope: Scope, stmt: ast.stmt) -> bool:
+    def runs_early(self, scope: Scope, stmt: ast.AST) -> bool:
         """``stmt`` (a statement of ``scope``, one of the construction's) may run before
         ``nn.Module.__init__`` has: it precedes the method's own ``super().__init__()`` call (or the
         method has none) in a method that may itself start before it."""
@@ -64,7 +68,7 @@ class Construction:
         return positions.get(id(node), len(root.body))
 
 
-def construction(ctx, cls: ClassInfo) -> Optional[Construction]:
+def construction(ctx: FileContext, cls: ClassInfo) -> Optional[Construction]:
     """The methods that building ``cls`` runs, or None when no ``__init__`` is in the file."""
     table = method_table(ctx, cls)
     if "__init__" not in table:
@@ -100,7 +104,7 @@ def construction(ctx, cls: ClassInfo) -> Optional[Construction]:
                 if name not in table or name == "__init__":
                     continue
                 helper = table[name][1]
-                if id(helper) in result.scopes or helper.self_name is None or helper.node.decorator_list:
+                if id(helper) in result.scopes or helper.self_name is None or cast(FunctionDefinition, helper.node).decorator_list:
                     continue  # static and class methods, properties and other decorated methods are left out
                 if any(id(s) not in result.scopes for s, _ in refs.get(name, ())) \
                         or name in through_instances or ctx.attribute_read_outside(cls.node, name):
@@ -122,13 +126,13 @@ def construction(ctx, cls: ClassInfo) -> Optional[Construction]:
     return result
 
 
-def _self_attributes(ctx, scope: Scope) -> List[Tuple[str, ast.Attribute]]:
+def _self_attributes(ctx: FileContext, scope: Scope) -> List[Tuple[str, ast.Attribute]]:
     if scope.self_name is None:
         return []
     return [(node.attr, node) for node in ctx.nodes.under(scope.node, ast.Attribute) if scope.is_self(node.value)]
 
 
-def _references(ctx, chain: List[ClassInfo], table) -> Dict[str, List[Tuple[Scope, ast.Attribute]]]:
+def _references(ctx: FileContext, chain: List[ClassInfo], table: Dict[str, BaseInit]) -> Dict[str, List[Tuple[Scope, ast.Attribute]]]:
     """``self.<method>`` in every method of the class chain, by method name."""
     refs: Dict[str, List[Tuple[Scope, ast.Attribute]]] = {}
     for info in chain:
@@ -139,7 +143,7 @@ def _references(ctx, chain: List[ClassInfo], table) -> Dict[str, List[Tuple[Scop
     return refs
 
 
-def _module_init(ctx, scope: Scope, info: ClassInfo):
+def _module_init(ctx: FileContext, scope: Scope, info: ClassInfo) -> Tuple[Optional[int], Optional[BaseInit]]:
     """The index in ``scope``'s body of its ``super().__init__(...)`` (or ``Base.__init__(self)``)
     statement (None when it has none at its top), and the in-file base ``__init__`` that call runs,
     as (class, scope), or None when it is torch's (or a class outside the file)."""
@@ -155,7 +159,7 @@ def _module_init(ctx, scope: Scope, info: ClassInfo):
     return None, None
 
 
-def _first_init(ctx, bases: List[str]):
+def _first_init(ctx: FileContext, bases: List[str]) -> Optional[BaseInit]:
     """The ``__init__`` that runs for a class of these bases (the first in the file), or None."""
     for base in bases:
         if base in ctx.classes:
@@ -179,10 +183,11 @@ def block_of(index: Index, scope: Scope, stmt: ast.stmt) -> List[ast.stmt]:
 
 def _block(owner: ast.stmt, name: str) -> List[ast.stmt]:
     if name.startswith("handler"):
-        return owner.handlers[int(name[7:])].body
+        return cast(ast.Try, owner).handlers[int(name[7:])].body  # (or an ast.TryStar)
     if name.startswith("case"):
-        return owner.cases[int(name[4:])].body
-    return getattr(owner, name)
+        return cast(ast.Match, owner).cases[int(name[4:])].body
+    block: List[ast.stmt] = getattr(owner, name)
+    return block
 
 
 def exclusive(index: Index, a: ast.stmt, b: ast.stmt) -> bool:
@@ -225,7 +230,7 @@ def always_before(index: Index, scope: Scope, stmt: ast.stmt, marks: Callable[[a
     return _always(index, scope, stmt, marks, after=False)
 
 
-def _always(index, scope, stmt, marks, after: bool) -> bool:
+def _always(index: Index, scope: Scope, stmt: ast.stmt, marks: Callable[[ast.stmt], bool], after: bool) -> bool:
     current = stmt
     while True:
         block = block_of(index, scope, current)
@@ -242,7 +247,7 @@ def _always(index, scope, stmt, marks, after: bool) -> bool:
         current = owner
 
 
-def _covers(stmt: ast.stmt, marks, after: bool) -> bool:
+def _covers(stmt: ast.stmt, marks: Callable[[ast.stmt], bool], after: bool) -> bool:
     """Running ``stmt`` runs a marked statement (or, looking forward, raises) on every path."""
     if marks(stmt):
         return True
@@ -260,5 +265,5 @@ def _covers(stmt: ast.stmt, marks, after: bool) -> bool:
     return False  # loops may run no turn; match statements may match no case
 
 
-def _covers_block(block: List[ast.stmt], marks, after: bool) -> bool:
+def _covers_block(block: List[ast.stmt], marks: Callable[[ast.stmt], bool], after: bool) -> bool:
     return any(_covers(s, marks, after) for s in block)

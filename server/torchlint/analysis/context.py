@@ -5,20 +5,33 @@ import ast
 from collections import Counter
 from contextlib import contextmanager
 from functools import cached_property
-from typing import Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Protocol, Set, Tuple, Union
 
 from .findings import Applicability, Edit, Finding, Fix, Position, Range, Related, Severity
 from .imports import ImportMap, collect_imports
 from .modules import moves_own_state, resolve_modules
-from .forward import Reach, reach
+from .forward import Reach, SelfUse, reach
 from .scopes import ClassInfo, Index, NodeTable, Scope, block_chain, build_index, class_chain, release
-from .source import SourceText, statement_start
+from .source import Located, SourceText, statement_start
 from .values import Classifier, Value
+
+if TYPE_CHECKING:  # imported lazily: the syntactic layer works without jedi
+    from .inference import FileInference, JediInference
+
+
+class RunningRule(Protocol):
+    """What a finding takes from the rule whose check is running (rules.base.Rule)."""
+
+    @property
+    def code(self) -> str: ...
+
+    @property
+    def severity(self) -> Severity: ...
 
 
 class FileContext:
-    def __init__(self, text: str, path: str, tree: ast.Module, inference=None, show_all: bool = False,
-                 file_attribute_names: Optional[Counter] = None, source: Optional[SourceText] = None):
+    def __init__(self, text: str, path: str, tree: ast.Module, inference: Optional[JediInference] = None,
+                 show_all: bool = False, file_attribute_names: Optional[Counter[str]] = None, source: Optional[SourceText] = None) -> None:
         self.path = path
         self.show_all = show_all  # report quiet findings too (as hints)
         self.source = source if source is not None else SourceText(text)
@@ -29,7 +42,7 @@ class FileContext:
         self.index: Index = build_index(tree, NodeTable(tree))
         self.imports: ImportMap = collect_imports(tree, self.index.imports)
         # The jedi layer (analysis.inference.JediInference), or None: names only.
-        self.inference = inference.for_file(text, path, self.source, tree, self.index.nodes) if inference is not None else None
+        self.inference: Optional[FileInference] = inference.for_file(text, path, self.source, tree, self.index.nodes) if inference is not None else None
         external = self.inference.is_module_base if self.inference is not None else None
         self.classes: Dict[str, ClassInfo] = resolve_modules(self.index.classes, self.imports, external)
         self.classifier = Classifier(self.imports, self.classes,
@@ -67,9 +80,9 @@ class FileContext:
         """The class and its bases defined in this file."""
         return class_chain(info, self.classes)
 
-    def registered_names(self, info: ClassInfo) -> set:
+    def registered_names(self, info: ClassInfo) -> Set[str]:
         """Names registered or unregistered by hand anywhere in the class chain."""
-        names = set()
+        names: Set[str] = set()
         for cls in self.class_chain(info):
             names.update(cls.registered)
             names.update(cls.unregistered)
@@ -141,7 +154,9 @@ class FileContext:
     def nodes(self) -> NodeTable:
         """Every node of the file from the index's one walk: parents, and the nodes of each class
         under a function or class, so rules read slices instead of walking again."""
-        return self.index.nodes
+        nodes = self.index.nodes
+        assert nodes is not None  # (dropped only by release, once the check is over)
+        return nodes
 
     def forward_reach(self, cls: ClassInfo) -> Optional[Reach]:
         """What ``cls.forward`` runs (analysis.forward.reach), once per class however many rules ask."""
@@ -155,7 +170,7 @@ class FileContext:
         return {}
 
     @cached_property
-    def _self_uses(self) -> Dict[int, list]:
+    def _self_uses(self) -> Dict[int, List[SelfUse]]:
         return {}
 
     def attribute_read_outside(self, node: ast.AST, attr: str) -> bool:
@@ -167,38 +182,38 @@ class FileContext:
         return self._file_attribute_names[attr] > counts[attr]
 
     @cached_property
-    def _file_attribute_names(self) -> Counter:
+    def _file_attribute_names(self) -> Counter[str]:
         if self._given_attribute_names is not None:
             return self._given_attribute_names
         return _count_attribute_names(self.nodes.of_type(ast.Attribute))
 
     @cached_property
-    def _outside_counts(self) -> Dict[int, Counter]:
+    def _outside_counts(self) -> Dict[int, Counter[str]]:
         return {}
 
     def moves_own_state(self, info: ClassInfo) -> bool:
         return moves_own_state(info, self.classes)
 
-    def range(self, node: ast.AST) -> Range:
+    def range(self, node: Located) -> Range:
         return self.source.node_range(node)
 
-    def text(self, node: ast.AST) -> str:
+    def text(self, node: Located) -> str:
         return self.source.segment(node)
 
     # -- findings ----------------------------------------------------------------------------
     # The rule whose check is running (rules.base.Rule.check): anything with a ``code`` and a
     # default ``severity``, which every finding made meanwhile takes.
-    running_rule = None
+    running_rule: Optional[RunningRule] = None
 
     @contextmanager
-    def running(self, rule):
+    def running(self, rule: RunningRule) -> Iterator[None]:
         self.running_rule = rule
         try:
             yield
         finally:
             self.running_rule = None
 
-    def finding(self, message: str, node_or_range, fixes: Tuple[Fix, ...] = (), related: Tuple[Related, ...] = (),
+    def finding(self, message: str, node_or_range: Union[Located, Range], fixes: Tuple[Fix, ...] = (), related: Tuple[Related, ...] = (),
                 *, severity: Optional[Severity] = None, deprecated: bool = False) -> Finding:
         """A finding of the running rule; ``severity`` only where this one's grade is not the
         rule's default."""
@@ -216,11 +231,11 @@ class FileContext:
             return Severity.HINT if self.show_all else None
         return severity
 
-    def related(self, node: ast.AST, message: str) -> Related:
+    def related(self, node: Located, message: str) -> Related:
         return Related(self.range(node), message)
 
     @staticmethod
-    def fix(title: str, edits, safe: bool, preferred: bool = False) -> Fix:
+    def fix(title: str, edits: Iterable[Optional[Edit]], safe: bool, preferred: bool = False) -> Fix:
         return Fix(title, Applicability.SAFE if safe else Applicability.UNSAFE, tuple(e for e in edits if e),
                    preferred)
 
@@ -246,11 +261,11 @@ class FileContext:
             return stmt.lineno
         return self.source.line_count
 
-    def replace(self, node_or_range, new_text: str) -> Edit:
+    def replace(self, node_or_range: Union[Located, Range], new_text: str) -> Edit:
         rng = node_or_range if isinstance(node_or_range, Range) else self.range(node_or_range)
         return Edit(rng, new_text)
 
-    def wrap(self, node: ast.AST, before: str, after: str) -> List[Edit]:
+    def wrap(self, node: Located, before: str, after: str) -> List[Edit]:
         """Two insertions around a node: whatever is inside (comments too) stays as it is."""
         rng = self.range(node)
         return [Edit(Range(rng.start, rng.start), before), Edit(Range(rng.end, rng.end), after)]
@@ -285,7 +300,7 @@ class FileContext:
         return text, import_edit
 
 
-def _count_attribute_names(attributes) -> Counter:
+def _count_attribute_names(attributes: Iterable[ast.Attribute]) -> Counter[str]:
     """How often each ``<expr>.name`` occurs among these attribute nodes, ``self.name`` left out."""
     return Counter(node.attr for node in attributes if not is_self_attribute(node))
 

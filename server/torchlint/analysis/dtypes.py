@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from .context import FileContext
 from .scopes import Scope
 
 FLOAT, INTEGRAL = "float", "integral"
@@ -42,7 +43,7 @@ _ZERO_DIM_FACTORIES = frozenset("torch." + n for n in "zeros ones empty rand ran
 _SCALAR_CONSTANTS = frozenset(["math.pi", "math.e", "math.tau", "math.inf", "numpy.pi", "numpy.e"])
 
 
-def dtype_family(ctx, node: Optional[ast.expr], scope: Optional[Scope], depth: int = 0) -> Optional[str]:
+def dtype_family(ctx: FileContext, node: Optional[ast.expr], scope: Optional[Scope], depth: int = 0) -> Optional[str]:
     """FLOAT or INTEGRAL (integers and booleans) when the expression says which, else None.
     ``torch.arange(n)`` with no float argument counts as integral (the way torch infers it)."""
     if node is None or depth > 8:
@@ -132,12 +133,12 @@ def _literal_family(node: Optional[ast.expr]) -> Optional[str]:
     return None
 
 
-def _dtype_argument(ctx, call: ast.Call) -> Optional[str]:
+def _dtype_argument(ctx: FileContext, call: ast.Call) -> Optional[str]:
     value = _keyword(call, "dtype")
     return _named_dtype(ctx, value) if value is not None else None
 
 
-def _named_dtype(ctx, node: ast.expr) -> Optional[str]:
+def _named_dtype(ctx: FileContext, node: ast.expr) -> Optional[str]:
     qualified = ctx.qualify(node) or ""
     if qualified in _INTEGRAL_DTYPES:
         return INTEGRAL
@@ -150,7 +151,7 @@ def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
     return next((k.value for k in call.keywords if k.arg == name), None)
 
 
-def is_zero_dim(ctx, node: Optional[ast.expr], scope: Optional[Scope]) -> bool:
+def is_zero_dim(ctx: FileContext, node: Optional[ast.expr], scope: Optional[Scope]) -> bool:
     """A 0-dim tensor made from one number: ``torch.tensor(2.0)``, ``torch.tensor(-1)``,
     ``torch.tensor(w)`` for a parameter ``w: float`` (or with a number as its default),
     ``torch.scalar_tensor(x)``, ``torch.zeros(())``; casts and moves of one keep it so."""
@@ -172,7 +173,7 @@ def is_zero_dim(ctx, node: Optional[ast.expr], scope: Optional[Scope]) -> bool:
     return False
 
 
-def _scalar(ctx, node: ast.expr, scope: Optional[Scope], depth: int = 0) -> bool:
+def _scalar(ctx: FileContext, node: ast.expr, scope: Optional[Scope], depth: int = 0) -> bool:
     """A Python number, as far as the code says."""
     if depth > 4:
         return False

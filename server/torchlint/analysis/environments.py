@@ -92,7 +92,7 @@ def interpreter_timeout(environ: Optional[Mapping[str, str]] = None) -> float:
 
 
 def choose_interpreter(explicit: Optional[str] = None, explicit_source: str = "--python",
-                       configured: Optional[str] = None, config_file: Optional[os.PathLike] = None,
+                       configured: Optional[str] = None, config_file: Optional[os.PathLike[str]] = None,
                        trust_workspace: bool = False, purpose: str = INFERENCE, hint: str = CLI_HINT,
                        environ: Optional[Mapping[str, str]] = None) -> Choice:
     """The interpreter for ``purpose``, first of: ``explicit`` (a flag or an editor setting),
@@ -110,8 +110,8 @@ def choose_interpreter(explicit: Optional[str] = None, explicit_source: str = "-
         source = "%s [tool.torchlint] python" % (display_path(where) if where else "pyproject.toml")
         candidates.append((configured, source, trust_workspace, where.parent if where else None))
     if environ.get("VIRTUAL_ENV"):
-        venv = Path(environ["VIRTUAL_ENV"])
-        found = next((c for c in (venv / "bin" / "python", venv / "Scripts" / "python.exe") if c.exists()), None)
+        active = Path(environ["VIRTUAL_ENV"])
+        found = next((c for c in (active / "bin" / "python", active / "Scripts" / "python.exe") if c.exists()), None)
         if found is not None:
             candidates.append((str(found), "VIRTUAL_ENV", True, None))
 
@@ -228,8 +228,8 @@ def _stdlib(base: Optional[Path], version: Optional[str]) -> List[str]:
     if found:
         return found
     # The base Python is not on this machine: torchlint's own standard library stands in.
-    stdlib = sysconfig.get_path("stdlib")
-    return [p for p in (stdlib, os.path.join(stdlib, "lib-dynload")) if os.path.isdir(p)]
+    own_stdlib = sysconfig.get_path("stdlib")
+    return [p for p in (own_stdlib, os.path.join(own_stdlib, "lib-dynload")) if os.path.isdir(p)]
 
 
 def _site_dirs(root: Path, version: Optional[str]) -> List[Path]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 
 class Severity(enum.Enum):
@@ -107,6 +107,6 @@ class ParseError:
 
 @dataclass
 class CheckResult:
-    findings: list = field(default_factory=list)
+    findings: List[Finding] = field(default_factory=list)
     parse_error: Optional[ParseError] = None
-    internal_errors: list = field(default_factory=list)  # rules that crashed (a torchlint bug)
+    internal_errors: List[str] = field(default_factory=list)  # rules that crashed (a torchlint bug)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left, bisect_right
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from .scopes import Binding, Index, NodeTable, Scope, block_chain
 
@@ -18,12 +18,13 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
 def enclosing_statement(node: ast.AST, parent_of: Dict[int, ast.AST]) -> Optional[ast.stmt]:
-    while node is not None and not isinstance(node, ast.stmt):
-        node = parent_of.get(id(node))
-    return node
+    walked: Optional[ast.AST] = node
+    while walked is not None and not isinstance(walked, ast.stmt):
+        walked = parent_of.get(id(walked))
+    return walked
 
 
-def _position(stmt: ast.stmt) -> tuple:
+def _position(stmt: ast.stmt) -> Tuple[int, int]:
     return (stmt.lineno, stmt.col_offset)
 
 
@@ -69,7 +70,7 @@ def _is_parameter(binding: Binding) -> bool:
 
 def _enclosing_loops(index: Index, stmt: ast.stmt, stop: Optional[ast.stmt]) -> List[ast.stmt]:
     """Loops around ``stmt`` that do not also hold ``stop`` (loops entered after ``stop`` ran)."""
-    loops = []
+    loops: List[ast.stmt] = []
     entry = index.blocks.get(id(stmt))
     while entry is not None:
         owner, _ = entry
@@ -89,7 +90,7 @@ def loads_of(nodes: NodeTable, scope: Scope, name: str) -> List[ast.Name]:
     return nodes.own_loads(scope.node, name)
 
 
-def device_or_dtype(node: ast.expr, qualify) -> Optional[str]:
+def device_or_dtype(node: ast.expr, qualify: Callable[[ast.AST], Optional[str]]) -> Optional[str]:
     """Whether an argument of ``.to()`` names a device or a dtype, when its spelling says so:
     "device", "dtype" or None. ``qualify`` is the file's import resolver."""
     qualified = qualify(node) or ""

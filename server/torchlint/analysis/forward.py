@@ -9,10 +9,17 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Set, Tuple, cast
 
 from .scopes import ClassInfo, Scope
 from .values import Kind
+
+if TYPE_CHECKING:  # (context imports this module)
+    from .context import FileContext
+
+# A use of `self` in a method: (attribute name, called, None), or (None, False, why it can reach
+# any attribute).
+SelfUse = Tuple[Optional[str], bool, Optional[str]]
 
 # Module methods that reach every submodule or parameter by iterating them.
 _ITERATING_METHODS = frozenset("""
@@ -43,7 +50,7 @@ class Reach:
     attributes: Set[str] = field(default_factory=set)  # self.<name> read (or named in a string) by them
 
 
-def method_table(ctx, cls: ClassInfo) -> Dict[str, Tuple[ClassInfo, Scope]]:
+def method_table(ctx: FileContext, cls: ClassInfo) -> Dict[str, Tuple[ClassInfo, Scope]]:
     """Each method name -> the class that defines it and its scope: the class first, then its
     bases of this file, depth first (Python's order for the usual single-inheritance chains)."""
     table: Dict[str, Tuple[ClassInfo, Scope]] = {}
@@ -53,7 +60,7 @@ def method_table(ctx, cls: ClassInfo) -> Dict[str, Tuple[ClassInfo, Scope]]:
     return table
 
 
-def external_bases(ctx, cls: ClassInfo) -> bool:
+def external_bases(ctx: FileContext, cls: ClassInfo) -> bool:
     """A base in the chain is neither nn.Module nor a class of this file: it may define methods."""
     for info in ctx.class_chain(cls):
         for base in info.bases:
@@ -62,7 +69,8 @@ def external_bases(ctx, cls: ClassInfo) -> bool:
     return False
 
 
-def reach(ctx, cls: ClassInfo, entry: str = "forward", self_uses: Optional[dict] = None) -> Optional[Reach]:
+def reach(ctx: FileContext, cls: ClassInfo, entry: str = "forward",
+          self_uses: Optional[Dict[int, List[SelfUse]]] = None) -> Optional[Reach]:
     """The methods ``entry`` runs, or None when the class has no ``entry`` of its own in this file.
     ``self_uses``: a table id(method scope) -> its uses of `self`, kept across classes (a base's
     methods are read once however many subclasses reach them)."""
@@ -87,7 +95,7 @@ def reach(ctx, cls: ClassInfo, entry: str = "forward", self_uses: Optional[dict]
             if self_uses is not None:
                 self_uses[id(scope)] = uses
         for used, called, dynamic in uses:
-            if dynamic is not None:
+            if used is None:  # (then ``dynamic`` says why)
                 result.dynamic = result.dynamic or dynamic
             elif used in table:
                 todo.append(used)
@@ -99,7 +107,7 @@ def reach(ctx, cls: ClassInfo, entry: str = "forward", self_uses: Optional[dict]
     return result
 
 
-def _self_uses(ctx, scope: Scope):
+def _self_uses(ctx: FileContext, scope: Scope) -> Iterator[SelfUse]:
     """(attribute name, called, None) for each `self.<name>` in the method, or (None, False, reason)
     for a use of `self` that can reach any attribute; in the order `ast.walk` meets them (the
     order decides which methods are followed first). Read from the file's node table."""
@@ -107,7 +115,8 @@ def _self_uses(ctx, scope: Scope):
     if self_name is None:
         return
     table = ctx.nodes
-    nodes, parent_of = table.nodes, table.parent
+    # Any: each loop reads the nodes of the class it asked positions_under for.
+    nodes, parent_of = cast(List[Any], table.nodes), table.parent
     root = scope.node
     positions = []
     for position in table.positions_under(root, ast.Attribute):
@@ -131,14 +140,15 @@ def _self_uses(ctx, scope: Scope):
                 parent = parent_of.get(id(node))
                 yield node.attr, isinstance(parent, ast.Call) and parent.func is node, None
         elif isinstance(node, ast.Call):
-            if node.func.id == "super":
+            func = cast(ast.Name, node.func)  # (the calls of names only were kept above)
+            if func.id == "super":
                 yield None, False, "it calls `super()`"
-            elif node.func.id in _DYNAMIC_BUILTINS and node.args and _is_name(node.args[0], self_name):
+            elif func.id in _DYNAMIC_BUILTINS and node.args and _is_name(node.args[0], self_name):
                 attr = node.args[1] if len(node.args) > 1 else None
                 if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
                     yield attr.value, False, None
                 else:
-                    yield None, False, "it calls `%s(%s, ...)`" % (node.func.id, self_name)
+                    yield None, False, "it calls `%s(%s, ...)`" % (func.id, self_name)
         else:
             yield None, False, "it hands `%s` to other code" % self_name
 
@@ -147,7 +157,7 @@ def _is_name(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
 
 
-def may_hold_parameters(ctx, module_class: Optional[str], seen: Optional[set] = None) -> bool:
+def may_hold_parameters(ctx: FileContext, module_class: Optional[str], seen: Optional[Set[str]] = None) -> bool:
     """Whether a Module of this class can hold parameters: torch layers by name, classes of this
     file by what their methods assign. False when it cannot tell (an imported class)."""
     if not module_class:

@@ -7,7 +7,7 @@ turns ``T.nn.Linear`` or ``tnn.Linear`` into ``torch.nn.Linear``.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional
+from typing import Dict, Iterable, Optional
 
 from .scopes import dotted_name
 from .torch_names import canonical
@@ -46,7 +46,7 @@ class ImportMap:
         return best
 
 
-def collect_imports(tree: ast.Module, import_nodes) -> ImportMap:
+def collect_imports(tree: ast.Module, import_nodes: Iterable[ast.stmt]) -> ImportMap:
     """``import_nodes``: every Import/ImportFrom of the file, in source order."""
     imports = ImportMap()
     top_level = {id(stmt) for stmt in tree.body}

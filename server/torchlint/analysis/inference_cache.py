@@ -19,7 +19,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .. import __version__
 
@@ -31,7 +31,7 @@ _MAX_ENTRY_BYTES = 4 << 20  # an entry bigger than this is not ours (or is damag
 Dependency = Tuple[str, int, int]  # (path, st_mtime_ns, st_size)
 
 
-def default_cache_dir(environ=None) -> Path:
+def default_cache_dir(environ: Optional[Mapping[str, str]] = None) -> Path:
     """``$TORCHLINT_CACHE_DIR``, else ``$XDG_CACHE_HOME/torchlint``, else ``~/.cache/torchlint``."""
     environ = os.environ if environ is None else environ
     if environ.get(CACHE_DIR_ENV):
@@ -49,7 +49,7 @@ def dependency(path: str) -> Optional[Dependency]:
     return (path, st.st_mtime_ns, st.st_size)
 
 
-def fingerprint(*parts) -> str:
+def fingerprint(*parts: object) -> str:
     """A stable hex digest of plain data (strings, numbers, lists of them)."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8", "surrogatepass")
                           ).hexdigest()
@@ -58,7 +58,7 @@ def fingerprint(*parts) -> str:
 class InferenceCache:
     """A folder of entries; ``load`` and ``store`` never raise for a bad folder or a bad file."""
 
-    def __init__(self, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES):
+    def __init__(self, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.directory = Path(directory) / ("v%d" % _FORMAT)
         self.max_bytes = max_bytes
 
@@ -75,7 +75,8 @@ class InferenceCache:
         try:
             with open(target, "rb") as handle:
                 data = handle.read(_MAX_ENTRY_BYTES + 1)
-            entry = json.loads(data) if len(data) <= _MAX_ENTRY_BYTES else None
+            # None past the limit, and any JSON value: a wrong shape raises one of the errors below.
+            entry: Any = json.loads(data) if len(data) <= _MAX_ENTRY_BYTES else None
             answers, dependencies = entry["answers"], entry["dependencies"]
             if not isinstance(answers, dict) or not isinstance(dependencies, list):
                 return None

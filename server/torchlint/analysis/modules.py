@@ -37,10 +37,10 @@ def resolve_modules(classes: List[ClassInfo], imports: ImportMap,
         for info in classes:
             if info.is_module:
                 continue
-            for base in info.bases:
-                local = by_name.get(base)
+            for base_name in info.bases:
+                local = by_name.get(base_name)
                 if (local is not None and local is not info and local.is_module) or (
-                        local is None and (base in tn.MODULE_BASES or tn.is_module_class(base))):
+                        local is None and (base_name in tn.MODULE_BASES or tn.is_module_class(base_name))):
                     info.is_module = True
                     changed = True
                     break
@@ -59,7 +59,7 @@ def resolve_modules(classes: List[ClassInfo], imports: ImportMap,
     return by_name
 
 
-def _unresolved(base: ast.expr, info: ClassInfo, by_name, imports: ImportMap) -> bool:
+def _unresolved(base: ast.expr, info: ClassInfo, by_name: Dict[str, ClassInfo], imports: ImportMap) -> bool:
     """A base that names cannot settle: not a class of this file, not a builtin, not a known torch name."""
     if isinstance(base, ast.Name) and (base.id in by_name or base.id in _BUILTIN_NAMES):
         return False

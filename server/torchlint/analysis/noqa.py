@@ -19,7 +19,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple
+from typing import Any, Container, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from .findings import Edit, Finding, Position, Range
 from .source import SourceText, apply_edits
@@ -32,7 +32,7 @@ _FILE = re.compile(r"^\s*#\s*torchlint\s*:\s*noqa(?::\s*" + _CODES + r")?", re.I
 ALL = frozenset(["*"])
 
 
-def _codes(match: "re.Match") -> FrozenSet[str]:
+def _codes(match: "re.Match[str]") -> FrozenSet[str]:
     codes = match.group("codes")
     if not codes:
         return ALL
@@ -61,7 +61,7 @@ def parse_directives(source: SourceText, tree: Optional[ast.AST] = None) -> Dire
     candidates = _lines_mentioning_noqa(source)
     if not candidates:
         return directives
-    file_codes = set()
+    file_codes: Set[str] = set()
     for lineno, (column, comment) in sorted(comments_on(source, candidates, tree).items()):
         whole_file = _FILE.match(comment) if not source.line(lineno)[:column].strip() else None
         if whole_file:
@@ -84,7 +84,7 @@ def _lines_mentioning_noqa(source: SourceText) -> List[int]:
         return []
     if len(lowered) != len(source.text):  # lower() changed the length (rare letters): offsets differ
         return sorted({source.position(match.start()).line for match in _MENTION.finditer(source.text)})
-    lines = []
+    lines: List[int] = []
     offset = lowered.find("noqa")
     while offset >= 0:
         line = source.position(offset).line
@@ -151,7 +151,9 @@ def _comments_without_strings(lines: List[str], offsets: List[int], first: int) 
     every ``#`` starts a comment); None when there is a quote: the tokenizer must decide."""
     comments: Dict[int, Tuple[int, str]] = {}
     for index, line in enumerate(lines):
-        end = _UNQUOTED.match(line).end()
+        unquoted = _UNQUOTED.match(line)
+        assert unquoted is not None  # (it matches the empty string too)
+        end = unquoted.end()
         if line[end] == "#":
             comments[first + index] = (offsets[index] + end, line[end:].rstrip("\n"))
         elif line[end] != "\n":
@@ -165,9 +167,9 @@ _BLOCKS = ("body", "handlers", "orelse", "finalbody", "cases")
 class _StatementStarts:
     """Where statements start, to begin tokenizing near a line rather than at the top of the file."""
 
-    def __init__(self, tree: ast.AST):
+    def __init__(self, tree: ast.AST) -> None:
         self.tree = tree
-        self._members: Dict[int, Tuple[List[Tuple[int, int]], list]] = {}  # id(node) -> (starts, members)
+        self._members: Dict[int, Tuple[List[Tuple[int, int]], List[ast.AST]]] = {}  # id(node) -> (starts, members)
         self._before: Dict[int, Tuple[int, int]] = {}
 
     def before(self, lineno: int) -> Tuple[int, int]:
@@ -193,7 +195,7 @@ class _StatementStarts:
                 return (end + 1, 0)
             node = member
 
-    def _block_members(self, node):
+    def _block_members(self, node: ast.AST) -> Tuple[List[Tuple[int, int]], List[ast.AST]]:
         cached = self._members.get(id(node))
         if cached is None:
             pairs = [(begin, child) for name in _BLOCKS for child in getattr(node, name, None) or ()
@@ -203,7 +205,7 @@ class _StatementStarts:
         return cached
 
 
-def _begin(node) -> Optional[Tuple[int, int]]:
+def _begin(node: Any) -> Optional[Tuple[int, int]]:  # Any: a statement, handler or ``case``
     """Where a block member starts, as (line, byte column); for a ``case``, its pattern."""
     decorators = getattr(node, "decorator_list", None)
     if decorators:
@@ -215,8 +217,8 @@ def _begin(node) -> Optional[Tuple[int, int]]:
     return (node.lineno, node.col_offset)
 
 
-def _end_line(node) -> int:
-    end = getattr(node, "end_lineno", None)
+def _end_line(node: ast.AST) -> int:
+    end: Optional[int] = getattr(node, "end_lineno", None)
     if end is None:  # a ``case``: it ends with its body
         end = max((_end_line(child) for child in getattr(node, "body", ())), default=0)
     return end
@@ -233,6 +235,7 @@ def noqa_edit(source: SourceText, line: int, code: str, tree: Optional[ast.AST] 
         codes = _codes(match)
         if code in codes:
             return None
+        assert comment is not None  # (``match`` is in it)
         end = comment[0] + match.end("codes")
         return Edit(Range(Position(line, end), Position(line, end)), ", " + code)
     end = len(text)
@@ -261,7 +264,7 @@ class AddedNoqa:
         return len(self.lines)
 
 
-def noqa_line_for(finding: Finding, commentable) -> Optional[int]:
+def noqa_line_for(finding: Finding, commentable: Container[int]) -> Optional[int]:
     """The line whose ``# noqa`` silences ``finding`` (its first line, else its last, as
     :meth:`Directives.suppresses` reads them) among the lines a comment can end; None if neither can."""
     for line in (finding.range.start.line, finding.range.end.line):
@@ -282,7 +285,7 @@ def add_noqa(text: str, findings: Iterable[Finding]) -> AddedNoqa:
     Raises SyntaxError (from the tokenizer) when the text does not tokenize."""
     source = SourceText(text)
     commentable, comments = _line_ends(source)
-    wanted: Dict[int, set] = {}
+    wanted: Dict[int, Set[str]] = {}
     result = AddedNoqa(text)
     for finding in findings:
         line = noqa_line_for(finding, commentable)
@@ -301,7 +304,7 @@ def add_noqa(text: str, findings: Iterable[Finding]) -> AddedNoqa:
     return result
 
 
-def _line_ends(source: SourceText) -> Tuple[set, Dict[int, Tuple[int, str]]]:
+def _line_ends(source: SourceText) -> Tuple[Set[int], Dict[int, Tuple[int, str]]]:
     """The lines that end outside any string and without a backslash continuation (a comment
     may end them), and line -> (column, text) of each comment. The lines are SourceText's."""
     lines = [source.line(n) + "\n" for n in range(1, source.line_count + 1)]

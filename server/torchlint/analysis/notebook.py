@@ -29,10 +29,13 @@ import json
 import re
 import warnings
 from dataclasses import dataclass, replace
-from json.decoder import scanstring
-from typing import Dict, List, Optional, Sequence, Tuple
+from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined]  # (not in typeshed)
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .parsing import PARSE_LOCK
+
+# json's own string scanner (C where built): (the string's value, the index after its closing quote).
+scanstring: Callable[[str, int], Tuple[str, int]] = _scanstring
 from .findings import Finding, ParseError, Position
 
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -128,7 +131,7 @@ class CellMap:
     def name_lines(self, text: str, here: Optional[int] = None) -> str:
         """A message or fix title with its "line N" (joined-text lines) said as the cell's line:
         "line 4" in cell ``here``, "cell 2, line 4" in another."""
-        def name(match) -> str:
+        def name(match: "re.Match[str]") -> str:
             number, pos = self.locate(Position(int(match.group(1)), 0))
             return "line %d" % pos.line if number == here else "cell %d, line %d" % (number, pos.line)
         return _LINE_REFERENCE.sub(name, text) if self.spans else text
@@ -164,6 +167,8 @@ def join_cells(cells: Sequence[CodeCell], path: str = "<notebook>") -> JoinedCel
     skipped: List[Tuple[int, str]] = []
     separator = _unique_separator(cells)
     line = 1
+    ipython: Tuple[str, ...]  # each cell's IPython lines and their numbers (below)
+    placeholders: Tuple[int, ...]
     for cell in cells:
         if pieces:
             pieces.append(separator + "\n")
@@ -273,7 +278,8 @@ def _separator_of(joined: JoinedCells) -> str:
 
 def _split_lines(text: str, separator: str) -> List[str]:
     """The text between separator lines (newlines kept), one part per cell."""
-    parts, current = [], []
+    parts: List[str] = []
+    current: List[str] = []
     for line_text in text.splitlines(keepends=True):
         if line_text.rstrip("\r\n") == separator:
             parts.append("".join(current))
@@ -309,7 +315,7 @@ def read_notebook(data: bytes) -> NotebookFile:
         raise NotebookError("not a notebook: JSON nested too deeply")
     if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
         raise NotebookError("not a notebook: no \"cells\" list (torchlint reads nbformat 4 notebooks)")
-    metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
+    metadata: Dict[str, Any] = document["metadata"] if isinstance(document.get("metadata"), dict) else {}
     language = _language(metadata)
     cells = []
     for index, cell in enumerate(document["cells"]):
@@ -331,15 +337,16 @@ def read_notebook(data: bytes) -> NotebookFile:
     return NotebookFile(text, tuple(cells), spans, language)
 
 
-def _language(metadata: dict) -> str:
+def _language(metadata: Dict[str, Any]) -> str:
     for key, field in (("kernelspec", "language"), ("language_info", "name")):
         value = metadata.get(key)
         if isinstance(value, dict) and isinstance(value.get(field), str):
-            return value[field].lower()
+            name: str = value[field]
+            return name.lower()
     return "python"
 
 
-def _python_cell(cell: dict) -> bool:
+def _python_cell(cell: Dict[str, Any]) -> bool:
     """VS Code marks cells of another language in a Python notebook (metadata.vscode.languageId)."""
     vscode = cell.get("metadata", {}).get("vscode") if isinstance(cell.get("metadata"), dict) else None
     language = vscode.get("languageId") if isinstance(vscode, dict) else None
@@ -375,7 +382,9 @@ def _encode_source(text: str, start: int, end: int, source: str, newline: str, a
     if "\n" not in old:
         return "[" + ", ".join(lines) + "]"
     line_start = text.rfind("\n", 0, start) + 1
-    key_indent = re.match(r"[ \t]*", text[line_start:]).group(0)
+    indent = re.match(r"[ \t]*", text[line_start:])
+    assert indent is not None  # (it matches the empty string too)
+    key_indent = indent.group(0)
     item = re.match(r"\[\s*?\n([ \t]*)\S", old)
     closing = re.search(r"\n([ \t]*)\]$", old)
     item_indent = item.group(1) if item else key_indent + " "
@@ -406,10 +415,12 @@ def _source_spans(text: str, start: int) -> Dict[int, Tuple[int, int]]:
 
 
 def _skip_ws(text: str, index: int) -> int:
-    return _WHITESPACE.match(text, index).end()
+    match = _WHITESPACE.match(text, index)
+    assert match is not None  # (it matches the empty string too)
+    return match.end()
 
 
-def _members(text: str, index: int):
+def _members(text: str, index: int) -> Iterator[Tuple[str, int, int]]:
     """(key, value start, value end) of the object starting at ``index``."""
     index = _skip_ws(text, index + 1)
     if text[index] == "}":
@@ -425,7 +436,7 @@ def _members(text: str, index: int):
         index = _skip_ws(text, index + 1)  # past the comma
 
 
-def _elements(text: str, index: int):
+def _elements(text: str, index: int) -> Iterator[Tuple[int, int]]:
     """(start, end) of each element of the array starting at ``index``."""
     index = _skip_ws(text, index + 1)
     if text[index] == "]":

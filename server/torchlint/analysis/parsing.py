@@ -11,7 +11,12 @@ import threading
 import warnings
 from collections import OrderedDict
 
+from typing import Iterator, Optional, Tuple
+
 from .findings import ParseError, Position
+
+# A text's syntax tree and None, or None and why it does not parse.
+Parsed = Tuple[Optional[ast.Module], Optional[ParseError]]
 
 # CPython 3.11's AST builder is not safe in two threads at once ("AST constructor recursion
 # depth mismatch"), and the language server analyses in threads: one parse at a time.
@@ -19,12 +24,12 @@ PARSE_LOCK = threading.Lock()
 # The last few trees: the server's waves, hovers and code actions parse the same text again.
 # Bounded by their texts' size too: a tree takes about 60 bytes per character of text (8 MB for
 # a 3,000-line file), and the older versions of a file being edited are not asked for again.
-_RECENT_TREES: "OrderedDict[tuple, tuple]" = OrderedDict()
+_RECENT_TREES: "OrderedDict[Tuple[str, str], Parsed]" = OrderedDict()  # (path, text) -> its parse
 _RECENT_LIMIT = 8
 _RECENT_CHARS = 300_000  # characters of the texts kept; the newest tree stays whatever its size
 
 
-def parse(text: str, path: str):
+def parse(text: str, path: str) -> Parsed:
     """The syntax tree, or a ParseError saying where and why it does not parse."""
     key = (path, text)
     with PARSE_LOCK:
@@ -39,14 +44,14 @@ def parse(text: str, path: str):
     return cached
 
 
-def parse_fresh(text: str, path: str):
+def parse_fresh(text: str, path: str) -> Parsed:
     """Like :func:`parse`, for a text parsed once (a piece of a file, a reduced copy of one):
     kept out of the recent trees, so it never pushes out the tree of a whole file."""
     with PARSE_LOCK:
         return _parse(text, path)
 
 
-def _parse(text: str, path: str):
+def _parse(text: str, path: str) -> Parsed:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences and the like are not ours to report
@@ -66,7 +71,7 @@ _RESUME_GC = False  # whether the GC was on when the first of them paused it
 
 
 @contextlib.contextmanager
-def gc_paused():
+def gc_paused() -> Iterator[None]:
     """Keep the cyclic garbage collector off while a file is parsed and analysed.
 
     An analysis allocates millions of AST nodes and index entries that all stay alive until it

@@ -11,12 +11,13 @@ from __future__ import annotations
 import ast
 import enum
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Iterable, List, Optional, Tuple, cast
 
 from .context import FileContext
 from .findings import Position, Range
 from .parsing import parse
 from .scopes import Binding, ClassInfo, Scope
+from .source import first_line, last_line
 from .values import Kind, Value, keyword
 
 MODULE_CONTAINERS = frozenset(["torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential"])
@@ -51,8 +52,14 @@ class Registration:
         if self.status is Status.BUFFER and self.persistent is False:
             return "buffer (not saved)"
         if self.status in (Status.PLAIN_TENSOR, Status.PLAIN_CONTAINER):
-            return self.status.value + ", not registered"
-        return self.status.value
+            return self.words + ", not registered"
+        return self.words
+
+    @property
+    def words(self) -> str:
+        """The status's own words."""
+        words: str = self.status.value
+        return words
 
     def describe(self, where: Callable[[int], str] = "line {}".format) -> str:
         """One sentence: what it is and where that was decided (``where`` names a line: in a
@@ -130,6 +137,7 @@ def registration_of(ctx: FileContext, cls: ClassInfo, name: str) -> Registration
                             persistent=_persistent(buffer[0].value), registered_by="assigning an nn.Buffer")
     if overall.kind is Kind.TENSOR or {v.kind for _, v in values} <= {Kind.TENSOR, Kind.MOVED_PARAMETER}:
         tensor = _first(values, lambda v: v.kind in (Kind.TENSOR, Kind.MOVED_PARAMETER))
+        assert tensor is not None  # (an overall TENSOR is one every value agrees on)
         return Registration(name, cls.name, Status.PLAIN_TENSOR, _line(tensor[0].stmt))
     containers = _first(values, lambda v: v.kind in (Kind.MODULE_LIST, Kind.MODULE_DICT, Kind.PARAMETER_LIST,
                                                         Kind.PARAMETER_DICT))
@@ -149,6 +157,7 @@ def registration_at(ctx: FileContext, pos: Position) -> Optional[Tuple[Range, Re
         if isinstance(node, ast.Attribute) and scope.is_self(node.value):
             rng = ctx.range(node)
             if rng.start <= pos <= rng.end:
+                assert scope.cls is not None  # (a method's scope)
                 return rng, registration_of(ctx, scope.cls, node.attr)
     return None
 
@@ -189,13 +198,13 @@ def init_registrations(ctx: FileContext) -> List[Tuple[Position, Registration]]:
 
 def _method_scope_at(ctx: FileContext, line: int) -> Optional[Scope]:
     """The innermost method of a Module class holding ``line`` (a nested function's ``self`` is its method's)."""
-    best = None
+    best, best_line = None, 0
     for scope in ctx.index.scopes:
         node = scope.node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.lineno <= line <= node.end_lineno:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.lineno <= line <= last_line(node):
             continue
-        if best is None or node.lineno >= best.node.lineno:
-            best = scope
+        if best is None or node.lineno >= best_line:
+            best, best_line = scope, node.lineno
     while best is not None and not (best.cls is not None and best.self_name and best.cls.is_module):
         best = best.parent
     return best
@@ -203,14 +212,15 @@ def _method_scope_at(ctx: FileContext, line: int) -> Optional[Scope]:
 
 def _target_of(binding: Binding) -> Optional[ast.Attribute]:
     stmt = binding.stmt
-    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [cast(ast.AnnAssign, stmt).target]
     for target in targets:
         if isinstance(target, ast.Attribute) and target.attr == binding.name and binding.scope.is_self(target.value):
             return target
     return None
 
 
-def _first(values, predicate):
+def _first(values: Iterable[Tuple[Binding, Value]], predicate: Callable[[Value], bool]
+           ) -> Optional[Tuple[Binding, Value]]:
     return next(((binding, value) for binding, value in values if predicate(value)), None)
 
 
@@ -240,7 +250,7 @@ def _registered_module_value(ctx: FileContext, node: ast.AST, info: ClassInfo) -
     """The module given to add_module()/register_module(), classified in its method."""
     if isinstance(node, ast.Call) and len(node.args) >= 2:
         scope = next((s for s in info.method_scopes.values()
-                      if s.node.lineno <= node.lineno <= s.node.end_lineno), None)
+                      if first_line(s.node) <= node.lineno <= last_line(s.node)), None)
         return ctx.classify(node.args[1], scope)
     return Value(Kind.MODULE)
 

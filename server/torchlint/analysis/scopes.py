@@ -13,9 +13,11 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple, Type, TypeVar, Union, cast
 
 FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
+FunctionDefinition = Union[ast.FunctionDef, ast.AsyncFunctionDef]  # (the type of FunctionNode's)
+ScopeNode = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]  # what has a Scope
 # Statements that hold blocks of statements (besides functions and classes).
 _COMPOUND = frozenset(cls for cls in vars(ast).values() if isinstance(cls, type) and issubclass(cls, ast.stmt)
                       and any(f in cls._fields for f in ("body", "orelse", "finalbody", "handlers", "cases"))
@@ -37,7 +39,7 @@ class Binding:
 
 @dataclass
 class Scope:
-    node: ast.AST  # ast.Module, a function or a class body
+    node: ScopeNode
     parent: Optional["Scope"]
     cls: Optional["ClassInfo"] = None  # the class whose method this is
     self_name: Optional[str] = None  # first parameter of a method
@@ -46,7 +48,7 @@ class Scope:
     calls: List[ast.Call] = field(default_factory=list)  # calls in this scope's own code, in walk order
     statements: List[ast.stmt] = field(default_factory=list)  # simple statements, in order
     # name -> (positions, bindings) of its rebinding assignments sorted by position (flow.py)
-    ordered_locals: Dict[str, tuple] = field(default_factory=dict, repr=False, compare=False)
+    ordered_locals: Dict[str, Tuple[List[Tuple[int, int]], List[Binding]]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -60,13 +62,13 @@ class Scope:
 class ClassInfo:
     node: ast.ClassDef
     scope: Optional[Scope]  # scope the class is defined in
-    methods: Dict[str, ast.AST] = field(default_factory=dict)
+    methods: Dict[str, FunctionDefinition] = field(default_factory=dict)
     method_scopes: Dict[str, Scope] = field(default_factory=dict)
     attr_assignments: List[Binding] = field(default_factory=list)  # self.<attr> = value, all methods
     registered: Dict[str, ast.AST] = field(default_factory=dict)  # register_buffer/parameter("name")
     registered_parameters: Dict[str, ast.AST] = field(default_factory=dict)
     registered_buffers: Dict[str, ast.AST] = field(default_factory=dict)
-    unregistered: set = field(default_factory=set)  # del self._parameters["x"] and friends
+    unregistered: Set[str] = field(default_factory=set)  # del self._parameters["x"] and friends
     bases: List[str] = field(default_factory=list)  # qualified, or local class names
     is_module: bool = False
     # attr_assignments by name, built at the first question once they are all in (assignments_of)
@@ -87,7 +89,7 @@ class ClassInfo:
         return self._by_name[1].get(attr, [])
 
 
-def block_chain(index: "Index", stmt: ast.stmt) -> List[tuple]:
+def block_chain(index: "Index", stmt: ast.stmt) -> List[Tuple[int, str]]:
     """The nested blocks holding a statement, innermost first, as (owner id, block name)."""
     chain = []
     entry = index.blocks.get(id(stmt))
@@ -127,13 +129,13 @@ class Index:
     classes: List[ClassInfo]
     calls: List[ast.Call]
     call_scopes: Dict[int, Scope]  # id(call) -> scope
-    expr_statements: List[tuple]  # (ast.Expr, Scope)
-    attribute_stores: List[tuple]  # (target ast.Attribute, value, stmt, Scope)
+    expr_statements: List[Tuple[ast.Expr, Scope]]
+    attribute_stores: List[Tuple[ast.Attribute, ast.expr, ast.stmt, Scope]]  # (target, value, stmt, scope)
     imports: List[ast.stmt]
-    blocks: Dict[int, tuple] = field(default_factory=dict)  # id(stmt) -> (owner stmt, block name)
+    blocks: Dict[int, Tuple[ast.stmt, str]] = field(default_factory=dict)  # id(stmt) -> (owner stmt, block name)
     # Statements that never run: (first, last) of the rest of a block after a `raise`, `return`,
     # `continue` or `break` in it (blocks of the module's own body left out: see _walk_body).
-    unreachable: List[tuple] = field(default_factory=list)
+    unreachable: List[Tuple[ast.stmt, ast.stmt]] = field(default_factory=list)
     nodes: Optional["NodeTable"] = None  # every node of the tree (the walk the index reads its calls from)
 
 
@@ -171,10 +173,14 @@ def build_index(tree: ast.Module, nodes: Optional["NodeTable"] = None) -> Index:
     return index
 
 
+NodeT = TypeVar("NodeT", bound=ast.AST)
+# The nodes NodeTable.expression_events yields: the calls and `name := value` of a statement.
+ExpressionEvent = Union[ast.Call, ast.NamedExpr]
+
 _TERMINATORS = frozenset([ast.Raise, ast.Return, ast.Continue, ast.Break])
 
 
-def _walk_body(body, scope: Scope, index: Index, cls: Optional[ClassInfo]) -> None:
+def _walk_body(body: List[ast.stmt], scope: Scope, index: Index, cls: Optional[ClassInfo]) -> None:
     for position, stmt in enumerate(body):
         _walk_stmt(stmt, scope, index, cls)
         if stmt.__class__ in _TERMINATORS and position + 1 < len(body):
@@ -187,8 +193,10 @@ def _walk_body(body, scope: Scope, index: Index, cls: Optional[ClassInfo]) -> No
 
 
 def _walk_stmt(stmt: ast.stmt, scope: Scope, index: Index, cls: Optional[ClassInfo]) -> None:
+    nodes = index.nodes
+    assert nodes is not None  # set by build_index (release drops it once the check is over)
     if isinstance(stmt, FunctionNode):
-        _visit_exprs(index.nodes.expression_events(stmt), stmt, scope, index)
+        _visit_exprs(nodes.expression_events(stmt), stmt, scope, index)
         # A method's names resolve in the scope around its class, past the class body.
         inner = Scope(stmt, scope.parent if isinstance(scope.node, ast.ClassDef) else scope)
         if cls is not None:
@@ -205,7 +213,7 @@ def _walk_stmt(stmt: ast.stmt, scope: Scope, index: Index, cls: Optional[ClassIn
         _walk_body(stmt.body, inner, index, None)
         return
     if isinstance(stmt, ast.ClassDef):
-        _visit_exprs(index.nodes.expression_events(stmt), stmt, scope, index)
+        _visit_exprs(nodes.expression_events(stmt), stmt, scope, index)
         info = ClassInfo(stmt, scope)
         index.classes.append(info)
         body = Scope(stmt, scope)
@@ -237,7 +245,7 @@ def _walk_stmt(stmt: ast.stmt, scope: Scope, index: Index, cls: Optional[ClassIn
                 _record_target(item.optional_vars, None, stmt, scope, index, None)
 
     # Expressions of this statement (not its nested blocks).
-    _visit_exprs(index.nodes.expression_events(stmt), stmt, scope, index)
+    _visit_exprs(nodes.expression_events(stmt), stmt, scope, index)
     if stmt.__class__ not in _COMPOUND:
         return  # no nested blocks (most statements)
     blocks = [(getattr(stmt, name, None) or [], name) for name in ("body", "orelse", "finalbody")]
@@ -249,11 +257,11 @@ def _walk_stmt(stmt: ast.stmt, scope: Scope, index: Index, cls: Optional[ClassIn
         _walk_body(children, scope, index, cls)
 
 
-def _visit_exprs(events, stmt, scope: Scope, index: Index) -> None:
+def _visit_exprs(events: List[ExpressionEvent], stmt: ast.stmt, scope: Scope, index: Index) -> None:
     """Record the calls and ``name := value`` bindings of a statement's expressions, in the order
     of ``NodeTable.expression_events``."""
     for node in events:
-        if node.__class__ is ast.Call:
+        if isinstance(node, ast.Call):
             index.calls.append(node)
             index.call_scopes[id(node)] = scope
             scope.calls.append(node)
@@ -267,8 +275,9 @@ def _visit_exprs(events, stmt, scope: Scope, index: Index) -> None:
             scope.locals.setdefault(node.target.id, []).append(Binding(node.target.id, node.value, stmt, scope))
 
 
-def _record_target(target, value, stmt, scope: Scope, index: Index, annotation, iter_of=None,
-                   unpack_index=None) -> None:
+def _record_target(target: ast.expr, value: Optional[ast.expr], stmt: ast.stmt, scope: Scope, index: Index,
+                   annotation: Optional[ast.expr], iter_of: Optional[ast.expr] = None,
+                   unpack_index: Optional[int] = None) -> None:
     if isinstance(target, ast.Name):
         scope.locals.setdefault(target.id, []).append(
             Binding(target.id, value, stmt, scope, annotation, iter_of, unpack_index))
@@ -365,10 +374,10 @@ def _string(node: ast.AST) -> Optional[str]:
 _NOT_CHILDREN = frozenset("""
 ctx op ops id attr arg name module level kind type_comment is_async conversion simple tag
 """.split())
-_child_fields: Dict[type, Tuple[str, ...]] = {}
+_child_fields: Dict[Type[ast.AST], Tuple[str, ...]] = {}
 
 
-def child_fields(cls: type) -> Tuple[str, ...]:
+def child_fields(cls: Type[ast.AST]) -> Tuple[str, ...]:
     """The fields of a node class that may hold child nodes, in ``_fields`` order (the order
     ``ast.iter_child_nodes`` yields them), once per class."""
     fields = _child_fields.get(cls)
@@ -425,19 +434,20 @@ class NodeTable:
     shared by the whole tree, so no node is their one parent.
     """
 
-    def __init__(self, tree: ast.Module):
+    def __init__(self, tree: ast.Module) -> None:
         nodes: List[ast.AST] = []
         depths: List[int] = []
         owners: List[Optional[ast.AST]] = []
         parent: Dict[int, ast.AST] = {}
         by_type: Dict[type, List[int]] = {}
         spans: Dict[int, Tuple[int, int]] = {}  # id(module, function, class, lambda) -> its subtree
-        open_spans: List[tuple] = []  # (depth, start, node) of those whose subtree is being walked
+        open_spans: List[Tuple[int, int, ast.AST]] = []  # (depth, start, node) of those whose subtree is being walked
         # id(statement) -> lists that collect the calls and `:=` of its expressions, in the order
         # the index records them; `slot` below is the list a node's calls go to (None: not recorded).
-        events: Dict[int, List[list]] = {}
+        events: Dict[int, List[List[ExpressionEvent]]] = {}
         fields_of, kinds = _child_fields, _node_kinds
-        stack: List[tuple] = [(tree, 0, tree, None)]
+        # (node, depth, owner, slot); a slot is a list, None, or a function's (defaults, kw_defaults)
+        stack: List[Tuple[ast.AST, int, Optional[ast.AST], Any]] = [(tree, 0, tree, None)]
         pop, push = stack.pop, stack.append
         call, named = ast.Call, ast.NamedExpr
         while stack:
@@ -483,7 +493,7 @@ class NodeTable:
                 for name in fields:
                     value = getattr(node, name, None)
                     if name in _BLOCK_FIELDS:
-                        child_slot = None
+                        child_slot: Optional[List[ExpressionEvent]] = None
                     elif value is None:
                         continue
                     else:
@@ -498,17 +508,19 @@ class NodeTable:
                         parent[id(value)] = node
                         push((value, depth, owner, child_slot))
                 continue
-            slots: Dict[str, Optional[list]] = {}
+            slots: Dict[str, Any] = {}  # field -> its slot
             if kind in (_MODULE, _FUNCTION, _CLASS, _LAMBDA):
                 open_spans.append((depth - 1, position, node))
             if kind == _FUNCTION:
                 # Its decorators and defaults, read by the index as one list: keyword-only
                 # defaults, then defaults, then decorators, each last first.
-                decorators, defaults, kw_defaults = [], [], []
+                decorators: List[ExpressionEvent] = []
+                defaults: List[ExpressionEvent] = []
+                kw_defaults: List[ExpressionEvent] = []
                 events[id(node)] = [kw_defaults, defaults, decorators]
                 slots = {"decorator_list": decorators, "args": (defaults, kw_defaults)}
             elif kind == _CLASS:
-                shared: list = []  # decorators, keywords, bases: one list, last first
+                shared: List[ExpressionEvent] = []  # decorators, keywords, bases: one list, last first
                 events[id(node)] = [shared]
                 slots = {"decorator_list": shared, "keywords": shared, "bases": shared}
             elif kind == _ARGUMENTS and slot is not None:
@@ -542,7 +554,7 @@ class NodeTable:
         self._own_loads: Dict[int, Dict[str, List[ast.Name]]] = {}
         self._attributes_by_name: Dict[int, Dict[str, List[int]]] = {}  # id(root) -> attr -> positions
 
-    def expression_events(self, stmt: ast.stmt) -> List[ast.AST]:
+    def expression_events(self, stmt: ast.stmt) -> List[ExpressionEvent]:
         """The calls and ``name := value`` in a statement's own expressions (not its nested blocks,
         lambdas, annotations of its parameters, ``except`` types or ``case`` patterns), in the
         order the index records them: its fields in turn, each from its last node to its first;
@@ -568,17 +580,17 @@ class NodeTable:
             table = self._attributes_by_name[id(root)] = {}
             nodes = self.nodes
             for position in self.positions_under(root, ast.Attribute):
-                table.setdefault(nodes[position].attr, []).append(position)
+                table.setdefault(cast(ast.Attribute, nodes[position]).attr, []).append(position)
         return table.get(attr, [])
 
     def positions_of(self, cls: type) -> List[int]:
         """The positions of every ``cls`` node of the file, in the walk's order."""
         return self._by_type.get(cls, [])
 
-    def under(self, root: ast.AST, cls: type) -> List[ast.AST]:
+    def under(self, root: ast.AST, cls: Type[NodeT]) -> List[NodeT]:
         """The nodes of class ``cls`` in ``root``'s subtree, in the walk's order: the ones
         ``ast.walk(root)`` yields, in another order."""
-        nodes = self.nodes
+        nodes = cast(List[NodeT], self.nodes)  # those at these positions are of class ``cls``
         return [nodes[i] for i in self.positions_under(root, cls)]
 
     def in_walk_order(self, positions: Iterable[int]) -> List[ast.AST]:
@@ -587,16 +599,16 @@ class NodeTable:
         depths, nodes = self.depths, self.nodes
         return [nodes[i] for i in sorted(positions, key=lambda i: (depths[i], -i))]
 
-    def own(self, scope_node: ast.AST, cls: type) -> List[ast.AST]:
+    def own(self, scope_node: ast.AST, cls: Type[NodeT]) -> List[NodeT]:
         """The nodes of class ``cls`` in the own code of a function, class or module (its body,
         not the functions, classes and lambdas inside it), in the order a stack walk of its body
         meets them (the walk's order)."""
-        owners, nodes = self.owners, self.nodes
+        owners, nodes = self.owners, cast(List[NodeT], self.nodes)  # (as in ``under``)
         return [nodes[i] for i in self.positions_under(scope_node, cls) if owners[i] is scope_node]
 
-    def of_type(self, cls: type) -> List[ast.AST]:
+    def of_type(self, cls: Type[NodeT]) -> List[NodeT]:
         """Every node of class ``cls`` in the file, in the walk's order."""
-        nodes = self.nodes
+        nodes = cast(List[NodeT], self.nodes)  # (as in ``under``)
         return [nodes[i] for i in self._by_type.get(cls, [])]
 
     def own_loads(self, scope_node: ast.AST, name: str) -> List[ast.Name]:

@@ -9,15 +9,24 @@ from __future__ import annotations
 import ast
 import itertools
 import re
-from typing import Iterable, List, Sequence
+from typing import Iterable, List, Optional, Protocol, Sequence, Union, cast
 
 from .findings import Edit, Position, Range
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
+class Located(Protocol):
+    """A node with a place in the text: an ``ast.expr``, ``ast.stmt``, ``ast.arg``, ..."""
+
+    lineno: int
+    col_offset: int
+    end_lineno: Optional[int]  # None only in a tree built by hand, never in a parsed one
+    end_col_offset: Optional[int]
+
+
 class SourceText:
-    def __init__(self, text: str):
+    def __init__(self, text: str) -> None:
         self.text = text
         starts = [0]
         if "\r" in text:
@@ -60,13 +69,15 @@ class SourceText:
             return byte_col
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
-    def node_range(self, node: ast.AST) -> Range:
+    def node_range(self, node: Located) -> Range:
+        end_lineno, end_col_offset = node.end_lineno, node.end_col_offset
+        assert end_lineno is not None and end_col_offset is not None  # (a parsed tree's node)
         return Range(
             Position(node.lineno, self.column(node.lineno, node.col_offset)),
-            Position(node.end_lineno, self.column(node.end_lineno, node.end_col_offset)),
+            Position(end_lineno, self.column(end_lineno, end_col_offset)),
         )
 
-    def segment(self, node_or_range) -> str:
+    def segment(self, node_or_range: Union[Located, Range]) -> str:
         rng = node_or_range if isinstance(node_or_range, Range) else self.node_range(node_or_range)
         return self.text[self.offset(rng.start):self.offset(rng.end)]
 
@@ -92,9 +103,22 @@ def apply_edits(text: str, edits: Iterable[Edit]) -> str:
     return "".join(out)
 
 
+def first_line(node: ast.AST) -> int:
+    """The line a node of a parsed tree starts on (the node of a function's or a class's scope)."""
+    return cast(Located, node).lineno
+
+
+def last_line(node: ast.AST) -> int:
+    """The line a node of a parsed tree ends on (``end_lineno``, which only hand-built nodes lack)."""
+    end_lineno = cast(Located, node).end_lineno
+    assert end_lineno is not None
+    return end_lineno
+
+
 def statement_start(stmt: ast.stmt) -> int:
     """The line a statement starts on, its decorators included."""
-    return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+    decorators: List[ast.expr] = getattr(stmt, "decorator_list", [])
+    return min([stmt.lineno] + [d.lineno for d in decorators])
 
 
 def line_groups(body: Sequence[ast.stmt]) -> List[List[ast.stmt]]:

@@ -10,7 +10,7 @@ import ast
 import enum
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 from . import torch_names as tn
 from .imports import ImportMap
@@ -65,20 +65,21 @@ class Classifier:
     """Classifies expressions of one file. ``local_classes`` maps class names to ClassInfo."""
 
     def __init__(self, imports: ImportMap, local_classes: Dict[str, ClassInfo],
-                 extra: Optional[Callable[[ast.expr, Optional[Scope]], Optional[Value]]] = None):
+                 extra: Optional[Callable[[ast.expr, Optional[Scope]], Optional[Value]]] = None) -> None:
         self.imports = imports
         self.local_classes = local_classes
         self.extra = extra  # the jedi layer's hook for what names cannot tell
         self._depth = 0
         self._binding_cache: Dict[int, Value] = {}  # id(binding) -> value; UNKNOWN while in progress
-        self._attribute_cache: Dict[tuple, Value] = {}
-        self._names_only_caches = ({}, {})  # the same, for answers given without the hook
+        self._attribute_cache: Dict[Tuple[int, str], Value] = {}  # (id(class), attr) -> value
+        # The same, for answers given without the hook.
+        self._names_only_caches: Tuple[Dict[int, Value], Dict[Tuple[int, str], Value]] = ({}, {})
         # id(node) -> (node, its qualified name): every rule qualifies the same calls. The node is
         # kept so that its id is never another node's (rules build a few nodes of their own).
-        self._qualified: Dict[int, tuple] = {}
+        self._qualified: Dict[int, Tuple[ast.AST, Optional[str]]] = {}
 
     @contextmanager
-    def names_only(self):
+    def names_only(self) -> Iterator[Classifier]:
         """Answer from names alone for a while (a cheap first look before asking the slow layer)."""
         saved = self.extra, self._binding_cache, self._attribute_cache
         self.extra = None
@@ -157,7 +158,8 @@ class Classifier:
             return UNKNOWN
         return UNKNOWN
 
-    def _sequence(self, elts, scope, dict_like: bool, literal: bool) -> Value:
+    def _sequence(self, elts: Sequence[ast.expr], scope: Optional[Scope], dict_like: bool,
+                  literal: bool) -> Value:
         if not elts:
             return Value(Kind.OTHER, empty=literal)
         kinds = set()
@@ -227,7 +229,7 @@ class Classifier:
         return value if value.kind is Kind.MODULE else None
 
     @staticmethod
-    def _is_local(name: str, scope: Scope) -> bool:
+    def _is_local(name: str, scope: Optional[Scope]) -> bool:
         while scope is not None:
             if name in scope.locals:
                 return True
@@ -245,7 +247,7 @@ class Classifier:
             return Value(Kind.TENSOR)
         return UNKNOWN
 
-    def _qualified_call(self, qualified: str, call: ast.Call, scope) -> Value:
+    def _qualified_call(self, qualified: str, call: ast.Call, scope: Optional[Scope]) -> Value:
         if qualified in ("torch.nn.Parameter", "torch.nn.UninitializedParameter"):
             return Value(Kind.PARAMETER, requires_grad=True)
         if qualified == "torch.nn.Buffer":
@@ -277,7 +279,7 @@ class Classifier:
             scope = scope.parent
         return UNKNOWN
 
-    def _from_bindings(self, name: str, bindings, scope: Scope) -> Value:
+    def _from_bindings(self, name: str, bindings: Sequence[Binding], scope: Scope) -> Value:
         """A local name is known when every binding of it agrees."""
         # `x += y` on a tensor updates it in place: it stays a tensor.
         plain = [b for b in bindings if not isinstance(b.stmt, ast.AugAssign)]
@@ -339,14 +341,15 @@ class Classifier:
     def _self_attribute(self, node: ast.Attribute, scope: Optional[Scope]) -> Value:
         """``self.x`` in a Module method, or ``obj.x`` where obj is an instance of a Module class of this file."""
         if scope is not None and scope.is_self(node.value) and scope.cls is not None and scope.cls.is_module:
-            cls = scope.cls
+            cls: ClassInfo = scope.cls
         else:
             owner = self.classify(node.value, scope)
             if owner.kind is Kind.MODULE and node.attr in tn.LAYER_PARAMETERS.get(owner.module_class or "", ()):
                 return Value(Kind.PARAMETER)  # nn.Linear(...).weight and friends
-            cls = self.local_classes.get(owner.module_class or "") if owner.kind is Kind.MODULE else None
-            if cls is None:
+            local = self.local_classes.get(owner.module_class or "") if owner.kind is Kind.MODULE else None
+            if local is None:
                 return UNKNOWN
+            cls = local
         key = (id(cls), node.attr)
         cached = self._attribute_cache.get(key)
         if cached is None:
@@ -380,7 +383,7 @@ class Classifier:
             return Value(Kind.TENSOR)  # a registered buffer holds a tensor
         return UNKNOWN
 
-    def class_attribute_bindings(self, cls: ClassInfo, attr: str):
+    def class_attribute_bindings(self, cls: ClassInfo, attr: str) -> Iterator[Binding]:
         """Assignments to self.<attr> in this class and its in-file bases."""
         for info in class_chain(cls, self.local_classes):
             yield from info.assignments_of(attr)
