@@ -22,8 +22,11 @@
 // are skipped): from the code lens above LayerScaleBlock (its TL901-TL904 come into the
 // Problems panel), from the Command Palette with the cursor outside any class (a quick pick
 // offers the classes; FixedLayerScaleBlock is clean), and with the cursor inside
-// LayerScaleBlock (no question asked). The checks hold on the CPU and on CUDA. In
-// Restricted Mode the verify command and its lenses are absent.
+// LayerScaleBlock (no question asked). Then picky_inputs.py (written into the workspace): its
+// class is only partly verified (no guessed input fits forward), its lens then says "Verify
+// (needs inputs)" and asks for the input's shape, the answer verifies it and is used again
+// without asking; "Forget remembered verify inputs" forgets it. The checks hold on the CPU
+// and on CUDA. In Restricted Mode the verify command and its lenses are absent.
 //
 // Screenshots go to $TORCHLINT_E2E_ARTIFACTS (default: the temp folder); with
 // --update-screenshot the one with the quick-fix menu open also replaces
@@ -389,6 +392,61 @@ async function trustedSession(ctx, page, port) {
   if (!rows.some((row) => row.includes('TL903') && row.includes('gamma_1'))) {
     fail(`no TL903 about gamma_1 among the verification findings: ${rows.join(' | ')}`);
   }
+  await verifyWithInputs(page);
+}
+
+// A class whose forward takes a width no layer states: nothing the verification guesses fits.
+const PICKY = 'picky_inputs.py';
+const PICKY_TEXT = `import torch
+import torch.nn as nn
+
+
+class Picky(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(37, 5))
+
+    def forward(self, x):
+        return x @ self.weight
+`;
+
+async function verifyWithInputs(page) {
+  step(`inputs: the "Verify" lens above Picky in ${PICKY}`);
+  await runCommand(page, 'Notifications: Clear All Notifications');
+  await openInEditor(page, PICKY);
+  const lenses = page.locator('.editor-instance .codelens-decoration a', { hasText: 'Verify' }).filter({ visible: true });
+  const needsInputs = lenses.filter({ hasText: 'needs inputs' });
+  await lenses.first().waitFor({ timeout: TIMEOUT });
+  await lenses.first().click();
+  step(`notification: ${await verificationSummary(page, 'Picky partly verified')}`);
+  await needsInputs.first().waitFor({ timeout: TIMEOUT });
+  step(`the lens after the run: "${await needsInputs.first().innerText()}"`);
+
+  await runCommand(page, 'Notifications: Clear All Notifications');
+  await needsInputs.first().click();
+  const box = page.locator('.quick-input-widget', { hasText: 'Picky.forward: x' });
+  await box.waitFor({ timeout: TIMEOUT });
+  await page.keyboard.type('2, 0');  // checked as you type
+  await page.locator('.quick-input-widget', { hasText: 'positive whole numbers' }).waitFor({ timeout: TIMEOUT });
+  await page.keyboard.press('Backspace');
+  await page.keyboard.type('37');
+  await page.keyboard.press('Enter');
+  let summary = await verificationSummary(page, 'no problems in Picky');
+  if (summary.includes('partly')) fail(`given the input's shape, Picky is still partly verified: ${summary}`);
+  step(`asked for x's shape, answered 2, 37: ${summary}`);
+  await waitUntil('the lens to say "Verify" again', async () => (await needsInputs.count()) === 0, TIMEOUT);
+
+  await runCommand(page, 'Notifications: Clear All Notifications');
+  await lenses.first().click();
+  summary = await verificationSummary(page, 'no problems in Picky');  // a box would wait for an answer
+  if (summary.includes('partly')) fail(`the remembered input was not used: ${summary}`);
+  step(`the remembered shape was used without asking: ${summary}`);
+
+  await runCommand(page, 'Notifications: Clear All Notifications');
+  await runCommand(page, 'torchlint: Forget remembered verify inputs');
+  await page.locator('.notification-toast', { hasText: 'forgot the verify inputs' }).first()
+    .waitFor({ timeout: TIMEOUT });
+  step('command "torchlint: Forget remembered verify inputs": forgotten');
 }
 
 // The extension's notification at the end of a run: the server's answer, summed up.
@@ -478,9 +536,11 @@ function chromium() {
   return require(path.join(CACHE, 'driver', 'node_modules', 'playwright-core')).chromium;
 }
 
-// examples/, with tests/fixtures/jedi_project as a sub-folder (findings only jedi can make).
+// examples/, with tests/fixtures/jedi_project as a sub-folder (findings only jedi can make), and
+// picky_inputs.py.
 function copyWorkspace(workspace) {
   fs.cpSync(path.join(REPO, 'examples'), workspace, { recursive: true });
+  fs.writeFileSync(path.join(workspace, PICKY), PICKY_TEXT);
   fs.cpSync(path.join(REPO, 'tests', 'fixtures', 'jedi_project'), path.join(workspace, 'jedi_project'),
     { recursive: true });
 }
