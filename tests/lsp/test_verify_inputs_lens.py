@@ -119,6 +119,13 @@ async def test_a_run_without_inputs_brings_the_lens_and_given_inputs_verify(vsco
     assert statuses(result) == {"Picky": "verified"}, result
     assert "--input" in result["classes"][0]["inputs"]
 
+    # Inputs that do not fit forward are the user's: a failure (TL905), and a message on how to ask again.
+    result = await verify(client, {"uri": uri, "className": "Picky", "inputShapes": ["2, 36"]})
+    assert statuses(result) == {"Picky": "failed"}, result
+    await wait_for(lambda: any("failed with the inputs given" in m.message for m in client.messages), BOUND,
+                   "the failure with the given inputs shown")
+    assert "needsInputs" not in (await lenses(client, uri))["Picky"].arguments[0]
+
 
 @in_server_loop
 async def test_a_run_whose_inputs_were_guessed_keeps_the_plain_lens(vscode: LanguageClient, tmp_path):

@@ -413,12 +413,13 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
     services.deliver(uri, version, text, report_to_findings(report, text, path))
     services.note_inputs(uri, inputs_wanted(report))
     services.log("torchlint verify %s: %s" % (target, summary), types.MessageType.Info)
-    _tell_what_to_do(services, report, python)
+    _tell_what_to_do(services, report, python, given_inputs=bool(request["input_shapes"] or request["input_exprs"]))
     return json.loads(render_json(report))
 
 
-def _tell_what_to_do(services: VerifyServices, report, python: str) -> None:
-    """What the user can act on, as a visible message (a log line goes unseen)."""
+def _tell_what_to_do(services: VerifyServices, report, python: str, given_inputs: bool = False) -> None:
+    """What the user can act on, as a visible message (a log line goes unseen). ``given_inputs``:
+    the command carried forward's inputs (VS Code sends the remembered ones without asking)."""
     if report.outcome == ERROR and report.error_kind == "no_torch":
         services.show("torchlint verify: %s has no torch, so it cannot run your module. Pick an interpreter "
                           "that has torch: the \"torchlint.interpreter\" setting (in VS Code also the Python "
@@ -435,6 +436,12 @@ def _tell_what_to_do(services: VerifyServices, report, python: str) -> None:
         names = ", ".join(cls.name for cls in partly)
         message = "torchlint verify: %s partly verified: %s; give forward's inputs to run them (%s)." % (
             names, partly[0].partial_reason or "gradients skipped", INPUTS_WAY)
+        services.show(message, types.MessageType.Warning)
+    failed = [cls for cls in report.classes if cls.status == "failed" and cls.inputs]
+    if given_inputs and failed:
+        message = "torchlint verify: %s failed with the inputs given: %s (in VS Code, \"torchlint: Forget " \
+                  "remembered verify inputs\" makes the lens ask for them again)." % (
+                      ", ".join(cls.name for cls in failed), failed[0].inputs)
         services.show(message, types.MessageType.Warning)
 
 
