@@ -273,11 +273,12 @@ def test_a_question_outside_what_is_kept_widens_the_text(tmp_path, layers, monke
 IN_PROCESS_PROBE = '''
 import ast, json, sys
 from pathlib import Path
-from torchlint.analysis.inference import JediInference, _SameProcessEnvironment
+from torchlint.analysis.inference import JediInference
+from torchlint.analysis.jedi_access import SameProcessEnvironment
 from torchlint.analysis.source import SourceText
 root = Path(sys.argv[1])
 layer = JediInference(str(root), share_states=True)
-assert isinstance(layer.environment, _SameProcessEnvironment)
+assert isinstance(layer.environment, SameProcessEnvironment)
 answers = []
 for name in ("a.py", "b.py", "uses_stdlib.py", "uses_readline.py"):
     text = (root / name).read_text()

@@ -118,10 +118,6 @@ def test_private_names_torch_imports_from_its_py_modules_resolve_in_the_stubs(no
     assert "from torch import dtype as _dtype" in stub and "from torch.types import _" not in stub
 
 
-@pytest.mark.xfail(strict=True, reason="inference.py: _environment_folders leaves the stubs' folder out when the "
-                   "project root holds it (a check run inside torchlint's own checkout); done_with then drops "
-                   "torch's stub modules from jedi's shared state after each file, and `from torch import Tensor` "
-                   "stops resolving in later files (the benchmark corpus: a TL201 hint lost without torch)")
 def test_the_shipped_stubs_are_never_the_projects_files(no_torch_python, layers):
     layer = layers(ROOT, interpreter=str(no_torch_python))  # the root holds server/torchlint/stubs
     assert layer.reads_stubs

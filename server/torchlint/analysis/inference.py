@@ -30,37 +30,23 @@ import ast
 import bisect
 import builtins
 import collections
-import contextlib
 import gc
 import importlib.machinery
 import logging
 import os
-import queue
 import re
-import subprocess
 import sys
 import threading
 import time
-import weakref
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 import jedi  # callers import this module lazily: the syntactic layer works without jedi
-import parso
-import parso.cache as _parso_cache
-from jedi.api.environment import Environment, InterpreterEnvironment, InvalidPythonEnvironment
-# jedi's own pieces of its subprocess protocol: the script the subprocess runs, the function
-# that reports the interpreter's version, the version tuple (jedi>=0.19).
-from jedi.api.environment import _get_info as _jedi_environment_info
-from jedi.api.environment import _VersionInfo as _JediVersion
-from jedi.inference.compiled.subprocess import _MAIN_PATH as _JEDI_MAIN
-from jedi.inference.compiled.subprocess import CompiledSubprocess, InferenceStateSameProcess
-from jedi.inference.compiled.subprocess import functions as _jedi_functions
-from jedi.inference import syntax_tree as _jedi_syntax_tree
-
-from .. import processes
+from . import jedi_access
 from . import torch_names as tn
-from .environments import TIMEOUT_ENV, Interpreter, choose_interpreter, interpreter_timeout, own_interpreter
+from .jedi_access import (JEDI_MAIN, STDLIB, BudgetSpent, InterpreterTimeout, InvalidPythonEnvironment,
+                          SameProcessEnvironment, WatchedEnvironment, own_sys_path, timeout_message, within_deadline)
+from .environments import Interpreter, choose_interpreter, interpreter_timeout, own_interpreter
 from .imports import collect_imports
 from .inference_cache import InferenceCache, dependency, fingerprint
 from .scopes import dotted_name
@@ -82,27 +68,6 @@ _MAX_BASE_DEPTH = 12  # classes and re-exports followed from one base (torch's r
 # Read a user-chosen virtual environment's files rather than run its interpreter: the same
 # findings on the fixtures either way (benchmarks/README.md), and no interpreter to wait for.
 READ_TRUSTED_VENVS = True
-
-
-class _RestoringCollector:
-    """Stands for the ``gc`` module in parso's cache, which turns the collector off to load a
-    pickled tree and then always on again: here it comes back as it was, so a check that paused
-    it (analysis.parsing.gc_paused) is not scanned through by full collections in mid-question."""
-
-    def __init__(self):
-        self._states = threading.local()
-
-    def disable(self) -> None:
-        self._states.__dict__.setdefault("stack", []).append(gc.isenabled())
-        gc.disable()
-
-    def enable(self) -> None:
-        stack = self._states.__dict__.setdefault("stack", [])
-        if not stack or stack.pop():
-            gc.enable()
-
-
-_parso_cache.gc = _RestoringCollector()
 
 
 def _freeze_long_lived() -> None:
@@ -128,234 +93,6 @@ def _stubs_version() -> str:
 def _readable_source(path: str) -> bool:
     """A file whose classes the layer reads itself: Python source, or torchlint's torch stubs."""
     return path.endswith(".py") or path.endswith(".pyi") and path.startswith(os.path.join(TORCH_STUBS, ""))
-
-
-class InterpreterTimeout(Exception):
-    """An interpreter did not answer one call within the timeout; it was killed."""
-
-
-class BudgetSpent(BaseException):
-    """Raised by jedi's own code (:func:`_within_deadline`) when a file's inference budget runs
-    out in the middle of a question. A BaseException, so that jedi's ``except Exception`` blocks
-    let it through."""
-
-
-_DEADLINE = threading.local()  # ``at``: the monotonic time this thread's question must end by
-
-
-def _past_deadline() -> None:
-    """jedi's checkpoint: raise BudgetSpent once this thread's question is past its deadline.
-    It runs only inside jedi's inference (never in a signal handler, a ``__del__`` or a collector
-    callback, where Python would swallow the exception), in any thread, and raises at every
-    later checkpoint too until the question ends."""
-    at = getattr(_DEADLINE, "at", None)
-    if at is not None and time.monotonic() > at:
-        raise BudgetSpent()
-
-
-def _checked_infer_node(infer_node):
-    def infer_node_within_deadline(context, element):
-        _past_deadline()
-        return infer_node(context, element)
-    infer_node_within_deadline.__wrapped__ = infer_node
-    return infer_node_within_deadline
-
-
-# Every inference step goes through syntax_tree.infer_node (Context.infer_node looks it up at
-# each call), so a question past its deadline stops at its next step.
-if not hasattr(_jedi_syntax_tree.infer_node, "__wrapped__"):
-    _jedi_syntax_tree.infer_node = _checked_infer_node(_jedi_syntax_tree.infer_node)
-
-
-@contextlib.contextmanager
-def _within_deadline(seconds: Optional[float]):
-    """Within the block, this thread's jedi inference stops with BudgetSpent after ``seconds``."""
-    if seconds is None:
-        yield
-        return
-    outer = getattr(_DEADLINE, "at", None)
-    _DEADLINE.at = time.monotonic() + seconds if outer is None else min(outer, time.monotonic() + seconds)
-    try:
-        yield
-    finally:
-        _DEADLINE.at = outer
-
-
-def _end_process(process: subprocess.Popen, reader: threading.Thread) -> None:
-    processes.end(process)  # its whole group: a shell script's `sleep` holds the pipes too
-    reader.join(timeout=1)
-    for stream in (process.stdin, process.stdout, process.stderr):
-        try:
-            stream.close()
-        except OSError:
-            pass
-
-
-def _drain(stream, lines: queue.Queue) -> None:
-    for line in iter(stream.readline, b""):
-        lines.put(line)
-
-
-class _Watchdog:
-    """Kills an interpreter's process group when one call into it runs past ``timeout``.
-
-    One polling thread per interpreter: jedi makes thousands of small calls, too many to
-    start a timer for each.
-    """
-
-    def __init__(self, timeout: float):
-        self.timeout = timeout
-        self.expired = False
-        self.on_expire: Optional[Callable[[str], None]] = None  # told once, from the watchdog's thread
-        self._started: Optional[float] = None  # when the call in flight began
-        self._process: Optional[subprocess.Popen] = None
-        self._thread: Optional[threading.Thread] = None
-
-    def watch(self, process: subprocess.Popen) -> None:
-        self._process = process
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._run, name="torchlint-interpreter-watchdog", daemon=True)
-            self._thread.start()
-
-    def __enter__(self):
-        self._started = time.monotonic()
-
-    def __exit__(self, *exc_info):
-        self._started = None
-
-    def _run(self) -> None:
-        poll = min(0.25, self.timeout / 4)
-        while not self.expired:
-            time.sleep(poll)
-            started, process = self._started, self._process
-            if process is None or process.poll() is not None:
-                return  # the interpreter is gone (jedi dropped it): nothing left to watch
-            if started is not None and process is not None and time.monotonic() - started > self.timeout:
-                self.expired = True
-                processes.end(process)
-                if self.on_expire is not None:
-                    try:
-                        self.on_expire(_timeout_message(process.args[0], self.timeout))
-                    except Exception:
-                        log.debug("on_expire failed", exc_info=True)
-
-
-class _WatchedSubprocess(CompiledSubprocess):
-    """jedi's compiled-object subprocess, in its own process group, every call under the watchdog."""
-
-    def __init__(self, executable: str, watchdog: _Watchdog):
-        super().__init__(executable)
-        self._watchdog = watchdog
-        self._process: Optional[subprocess.Popen] = None
-
-    def _get_process(self):
-        if self._process is None:
-            args = (self._executable, _JEDI_MAIN, os.path.dirname(os.path.dirname(parso.__file__)),
-                    "%d.%d.%d" % sys.version_info[:3])
-            process = processes.start(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      close_fds=True)
-            self._stderr_queue = queue.Queue()  # jedi's _send reads it into its debug log
-            reader = threading.Thread(target=_drain, args=(process.stderr, self._stderr_queue), daemon=True)
-            reader.start()
-            self._cleanup_callable = weakref.finalize(self, _end_process, process, reader)
-            self._watchdog.watch(process)
-            self._process = process
-        return self._process
-
-    def _send(self, inference_state_id, function=None, args=(), kwargs={}):
-        if function is _jedi_functions.load_module and not _may_import(kwargs.get("dotted_name") or ""):
-            return None  # jedi then reads the package's stubs, as for a module that fails to import
-        if self._watchdog.expired:
-            raise InterpreterTimeout(_timeout_message(self._executable, self._watchdog.timeout))
-        with self._watchdog:
-            try:
-                return super()._send(inference_state_id, function, args, kwargs)
-            except Exception:
-                if self._watchdog.expired:
-                    raise InterpreterTimeout(_timeout_message(self._executable, self._watchdog.timeout)) from None
-                raise
-
-
-def _may_import(dotted_name: str) -> bool:
-    """Whether jedi's interpreter may import a compiled module to look into it: the standard
-    library's only. A package's extension (torch._C) would run the package's own code first
-    (``import torch``: a second and 200 MB per interpreter); its stubs (.pyi) answer instead."""
-    return dotted_name.split(".", 1)[0] in _STDLIB
-
-
-class _WatchedEnvironment(Environment):
-    """A jedi Environment whose interpreter calls time out; one that timed out is never restarted."""
-
-    def __init__(self, executable: str, timeout: float):
-        self.watchdog = _Watchdog(timeout)
-        super().__init__(executable)  # starts the interpreter (under the watchdog)
-
-    def _get_subprocess(self):
-        current = self._subprocess
-        if current is not None and not current.is_crashed:
-            return current
-        if self.watchdog.expired:
-            raise InterpreterTimeout(_timeout_message(self._start_executable, self.watchdog.timeout))
-        started = _WatchedSubprocess(self._start_executable, self.watchdog)
-        try:
-            executable, prefix, version = started._send(None, _jedi_environment_info)
-        except InterpreterTimeout:
-            raise
-        except Exception as err:
-            raise InvalidPythonEnvironment("%s did not start as a Python interpreter (%s)"
-                                           % (self._start_executable, err)) from None
-        self._subprocess = started
-        self.executable, self.path = executable, prefix
-        self.version_info = _JediVersion(*version)
-        return started
-
-
-class _SameProcessEnvironment(InterpreterEnvironment):
-    """jedi's compiled-object access in this process, for a run that analyses with torchlint's own
-    Python or reads a virtual environment (the CLI): what jedi's interpreter would do (find
-    modules, evaluate literals, look into builtin objects) without starting it in every worker
-    and without a pipe round trip per access. As there, only the standard library's extensions
-    may be imported (_may_import), and none that touches the terminal."""
-
-    def __init__(self, sys_path: List[str], timeout: float):
-        super().__init__()
-        self._sys_path = list(sys_path)
-        self.watchdog = _Watchdog(timeout)  # nothing to watch: no interpreter to wait for
-
-    def get_sys_path(self) -> List[str]:
-        return list(self._sys_path)
-
-    def get_inference_state_subprocess(self, inference_state):
-        return _SameProcessAccess(inference_state)
-
-
-class _SameProcessAccess(InferenceStateSameProcess):
-    def __getattr__(self, name):
-        function = super().__getattr__(name)
-        if name != "load_module":
-            return function
-
-        def load_module(**kwargs):
-            dotted = kwargs.get("dotted_name") or ""
-            if not _may_import(dotted) or dotted.split(".", 1)[0] in _NOT_IN_PROCESS:
-                return None  # jedi then reads the module's stubs
-            return function(**kwargs)
-        return load_module
-
-
-# Standard-library extensions that set up the terminal or a GUI when imported: never in this process.
-_NOT_IN_PROCESS = frozenset(["readline", "_curses", "_curses_panel", "curses", "_tkinter", "tkinter", "_gdbm"])
-
-
-def _own_sys_path() -> List[str]:
-    """The module search path a fresh start of this interpreter has: this process's, without the
-    folder of the script or module that started it (jedi adds the project's folder itself)."""
-    first = 0 if getattr(sys.flags, "safe_path", False) else 1  # python -P: no such folder in front
-    return [p for p in sys.path[first:] if p]
-
-
-def _timeout_message(executable: str, timeout: float) -> str:
-    return "%s did not answer within %g s (%s)" % (executable, timeout, TIMEOUT_ENV)
 
 
 class JediInference:
@@ -389,17 +126,17 @@ class JediInference:
         self.interpreter, self.read_only = interpreter, False
         if interpreter.venv is not None and not interpreter.is_own and (READ_TRUSTED_VENVS or not interpreter.trusted):
             sys_path = list(interpreter.venv.sys_path)
-            self.environment = _SameProcessEnvironment(sys_path, self.timeout) if share_states \
-                else _WatchedEnvironment(sys.executable, self.timeout)
+            self.environment = SameProcessEnvironment(sys_path, self.timeout) if share_states \
+                else WatchedEnvironment(sys.executable, self.timeout)
             self.project = jedi.Project(self.root, sys_path=sys_path)
             self.read_only = True
         elif share_states and interpreter.is_own:
-            sys_path = _own_sys_path()
-            self.environment = _SameProcessEnvironment(sys_path, self.timeout)
+            sys_path = own_sys_path()
+            self.environment = SameProcessEnvironment(sys_path, self.timeout)
             self.project = jedi.Project(self.root)
         else:
             try:
-                self.environment = _WatchedEnvironment(interpreter.path, self.timeout)
+                self.environment = WatchedEnvironment(interpreter.path, self.timeout)
                 sys_path = self.environment.get_sys_path()
             except (InterpreterTimeout, InvalidPythonEnvironment, OSError) as err:
                 if interpreter.is_own:
@@ -408,14 +145,14 @@ class JediInference:
                                      % (interpreter.path, interpreter.source, err, sys.executable))
                 log.debug("%s", self.warnings[-1])
                 self.interpreter = own_interpreter()
-                self.environment = _WatchedEnvironment(sys.executable, self.timeout)
+                self.environment = WatchedEnvironment(sys.executable, self.timeout)
                 sys_path = self.environment.get_sys_path()
             self.project = jedi.Project(self.root)
         self.python = self.interpreter.path
         self.environment.watchdog.on_expire = on_timeout  # after start-up, which self.warnings reports
         # Not the folder of jedi's interpreter script, first on that interpreter's path: the same
         # path (and environment_id) whichever way jedi looks into the environment.
-        self.sys_path = [p for p in sys_path if p and p != os.path.dirname(_JEDI_MAIN)]
+        self.sys_path = [p for p in sys_path if p and p != os.path.dirname(JEDI_MAIN)]
         # Where jedi learns torch's API: the environment's own torch, else the stubs shipped with
         # torchlint (generated from the pinned torch by tools/make_torch_stubs.py), so that the
         # findings do not depend on torch being installed where torchlint runs.
@@ -456,7 +193,7 @@ class JediInference:
     def failure(self) -> Optional[str]:
         """Why this layer stopped answering (an interpreter call timed out), or None."""
         if self.environment.watchdog.expired:
-            return _timeout_message(self.environment._start_executable, self.environment.watchdog.timeout)
+            return timeout_message(jedi_access.executable_of(self.environment), self.environment.watchdog.timeout)
         return None
 
     def describe(self) -> str:
@@ -500,9 +237,9 @@ class JediInference:
         script = self._jedi.Script(code=text, path=path, project=self.project, environment=self.environment)
         if not self.share_states:
             return script
-        fresh = script._inference_state
+        fresh = jedi_access.state_of(script)
         try:
-            key = tuple(fresh.get_sys_path())
+            key = jedi_access.state_key(script)
         except Exception:  # jedi's internals moved: no sharing
             log.debug("jedi sys.path unavailable", exc_info=True)
             return script
@@ -514,8 +251,7 @@ class JediInference:
             self._states[key] = [fresh, 1]
         else:
             shared[1] += 1
-            shared[0].script_path = fresh.script_path
-            script._inference_state = shared[0]
+            jedi_access.share_state(script, shared[0])
         return script
 
     def done_with(self, script, spoiled: bool = False) -> None:
@@ -525,9 +261,9 @@ class JediInference:
         cut short, and jedi may have kept a partial answer: the state is not shared any more."""
         if script is None or not self.share_states:
             return
-        _forget_parsed(script.path)  # its tree (jedi's diff parser keeps it by path): not checked again in this run
+        jedi_access.forget_parsed(script.path)  # its tree (kept by path for the diff parser): not checked again
         self._bound_parsed()
-        state = script._inference_state
+        state = jedi_access.state_of(script)
         key = next((k for k, (shared, _) in self._states.items() if shared is state), None)
         if key is None:
             return
@@ -535,13 +271,7 @@ class JediInference:
             del self._states[key]
             return
         try:
-            names = state.module_cache._name_cache
-            for name, values in list(names.items()):
-                if any(self._project_value(value) for value in values):
-                    del names[name]
-            for name, value in list(state.stub_module_cache.items()):
-                if value is not None and self._project_value(value):
-                    del state.stub_module_cache[name]
+            jedi_access.forget_modules(state, self._project_value)
         except Exception:  # jedi's internals moved: this state is not shared any more
             log.debug("cannot clean a shared jedi state", exc_info=True)
             del self._states[key]
@@ -549,12 +279,10 @@ class JediInference:
     def _bound_parsed(self) -> None:
         """Keep the parsed trees of at most PROJECT_TREES_KEPT of the project's modules, the most
         recently used: a run over many files would otherwise keep every module any of them imports."""
-        for grammar_cache in list(_parso_cache.parser_cache.values()):
-            project = [(item.last_used, path) for path, item in grammar_cache.items()
-                       if path is not None and self.is_project_file(str(path))]
-            if len(project) > PROJECT_TREES_KEPT:
-                for _, path in sorted(project, key=lambda entry: entry[0])[:len(project) - PROJECT_TREES_KEPT]:
-                    del grammar_cache[path]
+        def least_recently_used(kept):
+            project = sorted(entry for entry in kept if entry[1] is not None and self.is_project_file(str(entry[1])))
+            return [path for _, path in project[:max(len(project) - PROJECT_TREES_KEPT, 0)]]
+        jedi_access.drop_parsed(least_recently_used)
 
     def trim_memory(self, limit: int) -> bool:
         """Between two files of a run that shares states: when this process holds more than
@@ -572,9 +300,8 @@ class JediInference:
         self._since_trim = 0
         self._states.clear()
         self._file_cache.clear()
-        for grammar_cache in list(_parso_cache.parser_cache.values()):  # the project modules parso keeps
-            for path in [p for p in grammar_cache if p is None or self.is_project_file(str(p))]:
-                del grammar_cache[path]
+        jedi_access.drop_parsed(lambda kept: [path for _, path in kept  # the project modules parso keeps
+                                              if path is None or self.is_project_file(str(path))])
         self._warmed.clear()
         return True
 
@@ -584,7 +311,9 @@ class JediInference:
 
     def _environment_folders(self) -> List[str]:
         """sys.path folders outside the project, site-packages wherever they are (a .venv inside
-        the project), the environment's own folder, and jedi's (its typeshed stubs)."""
+        the project), the environment's own folder, jedi's (its typeshed stubs) and torchlint's
+        torch stubs, which are never the project's files, even when the project holds them (a check
+        of torchlint's own checkout): otherwise each file would drop them from the shared state."""
         root = os.path.join(self.root, "")
         folders = [p for p in self.sys_path if not os.path.join(os.path.abspath(p), "").startswith(root)
                    or {"site-packages", "dist-packages"} & set(Path(p).parts)]
@@ -593,6 +322,7 @@ class JediInference:
         if self.interpreter.is_own:
             folders.append(sys.prefix)
         folders.append(os.path.dirname(os.path.abspath(jedi.__file__)))
+        folders.append(TORCH_STUBS)
         return folders
 
     def take_notes(self) -> Dict[str, str]:
@@ -602,11 +332,7 @@ class JediInference:
 
     def close(self) -> None:
         """End jedi's interpreter now (a process about to fork must not hand it to its children)."""
-        current = getattr(self.environment, "_subprocess", None)
-        process = getattr(current, "_process", None)
-        if current is not None and process is not None:
-            current.is_crashed = True  # a later question starts a fresh one
-            processes.end(process)
+        jedi_access.end_interpreter(self.environment)
 
     @property
     def environment_id(self) -> str:
@@ -631,12 +357,7 @@ class JediInference:
     def loaded_files(self, script) -> Optional[Set[str]]:
         """The modules jedi read to answer a script's questions (None: jedi did not say)."""
         try:
-            files = set()
-            for values in script._inference_state.module_cache._name_cache.values():
-                for value in values:
-                    path = value.py__file__()
-                    if path is not None:
-                        files.add(str(path))
+            files = jedi_access.loaded_files(script)
         except Exception:  # jedi's internals moved: answers are then not kept on disk
             return None
         return {f for f in files if self.is_project_file(f)}
@@ -800,7 +521,7 @@ class JediInference:
         qualified = tn.canonical("%s.%s" % (self._module_name(module), name))
         if qualified in tn.MODULE_BASES or tn.is_module_class(qualified):
             return True  # torch.nn.Module itself (its own file gives it no base), a torch layer
-        if qualified.split(".", 1)[0] in _STDLIB or qualified in _NOT_MODULES or qualified.startswith("torch._C."):
+        if qualified.split(".", 1)[0] in STDLIB or qualified in _NOT_MODULES or qualified.startswith("torch._C."):
             return False  # Enum, NamedTuple, Protocol, torch.Tensor, compiled classes: never a Module
         if depth > _MAX_BASE_DEPTH:
             return None
@@ -1288,7 +1009,7 @@ class FileInference:
             self.project.warm()  # jedi's first trip into torch is the process's cost, not this file's
         started = time.monotonic()
         try:
-            with _within_deadline(None if budget is None else max(budget - self.spent, 0.0)):
+            with within_deadline(None if budget is None else max(budget - self.spent, 0.0)):
                 return question()
         except BudgetSpent:
             self.project.done_with(self._script, spoiled=True)
@@ -1410,7 +1131,6 @@ def _decode(data) -> Optional[Value]:
 
 
 _COMPILED_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES) + (".so", ".pyd")
-_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 _NOT_MODULES = frozenset(["torch.Tensor", "torch._tensor.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"])
 _UNKNOWN_ALL = frozenset()  # an __all__ that is not a plain literal list
 
@@ -1618,11 +1338,3 @@ def resident_memory() -> Optional[int]:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError, AttributeError):
         return None
-
-
-def _forget_parsed(path) -> None:
-    """Drop the tree parso keeps for ``path`` (jedi's diff parser stores each script's by path)."""
-    if path is None:
-        return
-    for grammar_cache in list(_parso_cache.parser_cache.values()):
-        grammar_cache.pop(path, None)

@@ -1,0 +1,363 @@
+"""Everything torchlint takes from jedi's and parso's internals, in one place (jedi is pinned in
+pyproject.toml to the versions this was written against): jedi's interpreter protocol (an
+interpreter in its own process group whose every call runs under a watchdog, or jedi's
+compiled-object access in this process), the deadline checked at each inference step, the
+inference state that scripts of one run share, and the trees parso keeps.
+
+The rest of the jedi layer (:mod:`.inference`) goes through these functions and jedi's public API.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from typing import Callable, List, Optional, Set
+
+import parso
+import parso.cache as _parso_cache
+from jedi.api.environment import Environment, InterpreterEnvironment, InvalidPythonEnvironment
+# jedi's own pieces of its subprocess protocol: the script the subprocess runs, the function
+# that reports the interpreter's version, the version tuple.
+from jedi.api.environment import _get_info as _jedi_environment_info
+from jedi.api.environment import _VersionInfo as _JediVersion
+from jedi.inference import syntax_tree as _jedi_syntax_tree
+from jedi.inference.compiled.subprocess import _MAIN_PATH as JEDI_MAIN
+from jedi.inference.compiled.subprocess import CompiledSubprocess, InferenceStateSameProcess
+from jedi.inference.compiled.subprocess import functions as _jedi_functions
+
+from .. import processes
+from .environments import TIMEOUT_ENV
+
+log = logging.getLogger("torchlint")
+
+class _RestoringCollector:
+    """Stands for the ``gc`` module in parso's cache, which turns the collector off to load a
+    pickled tree and then always on again: here it comes back as it was, so a check that paused
+    it (analysis.parsing.gc_paused) is not scanned through by full collections in mid-question."""
+
+    def __init__(self):
+        self._states = threading.local()
+
+    def disable(self) -> None:
+        self._states.__dict__.setdefault("stack", []).append(gc.isenabled())
+        gc.disable()
+
+    def enable(self) -> None:
+        stack = self._states.__dict__.setdefault("stack", [])
+        if not stack or stack.pop():
+            gc.enable()
+
+
+_parso_cache.gc = _RestoringCollector()
+
+
+_parso_cache.gc = _RestoringCollector()
+
+
+class InterpreterTimeout(Exception):
+    """An interpreter did not answer one call within the timeout; it was killed."""
+
+
+class BudgetSpent(BaseException):
+    """Raised by jedi's own code (:func:`within_deadline`) when a file's inference budget runs
+    out in the middle of a question. A BaseException, so that jedi's ``except Exception`` blocks
+    let it through."""
+
+
+_DEADLINE = threading.local()  # ``at``: the monotonic time this thread's question must end by
+
+
+def _past_deadline() -> None:
+    """jedi's checkpoint: raise BudgetSpent once this thread's question is past its deadline.
+    It runs only inside jedi's inference (never in a signal handler, a ``__del__`` or a collector
+    callback, where Python would swallow the exception), in any thread, and raises at every
+    later checkpoint too until the question ends."""
+    at = getattr(_DEADLINE, "at", None)
+    if at is not None and time.monotonic() > at:
+        raise BudgetSpent()
+
+
+def _checked_infer_node(infer_node):
+    def infer_nodewithin_deadline(context, element):
+        _past_deadline()
+        return infer_node(context, element)
+    infer_nodewithin_deadline.__wrapped__ = infer_node
+    return infer_nodewithin_deadline
+
+
+# Every inference step goes through syntax_tree.infer_node (Context.infer_node looks it up at
+# each call), so a question past its deadline stops at its next step.
+if not hasattr(_jedi_syntax_tree.infer_node, "__wrapped__"):
+    _jedi_syntax_tree.infer_node = _checked_infer_node(_jedi_syntax_tree.infer_node)
+
+
+@contextlib.contextmanager
+def within_deadline(seconds: Optional[float]):
+    """Within the block, this thread's jedi inference stops with BudgetSpent after ``seconds``."""
+    if seconds is None:
+        yield
+        return
+    outer = getattr(_DEADLINE, "at", None)
+    _DEADLINE.at = time.monotonic() + seconds if outer is None else min(outer, time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.at = outer
+
+
+def _end_process(process: subprocess.Popen, reader: threading.Thread) -> None:
+    processes.end(process)  # its whole group: a shell script's `sleep` holds the pipes too
+    reader.join(timeout=1)
+    for stream in (process.stdin, process.stdout, process.stderr):
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
+def _drain(stream, lines: queue.Queue) -> None:
+    for line in iter(stream.readline, b""):
+        lines.put(line)
+
+
+class _Watchdog:
+    """Kills an interpreter's process group when one call into it runs past ``timeout``.
+
+    One polling thread per interpreter: jedi makes thousands of small calls, too many to
+    start a timer for each.
+    """
+
+    def __init__(self, timeout: float):
+        self.timeout = timeout
+        self.expired = False
+        self.on_expire: Optional[Callable[[str], None]] = None  # told once, from the watchdog's thread
+        self._started: Optional[float] = None  # when the call in flight began
+        self._process: Optional[subprocess.Popen] = None
+        self._thread: Optional[threading.Thread] = None
+
+    def watch(self, process: subprocess.Popen) -> None:
+        self._process = process
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name="torchlint-interpreter-watchdog", daemon=True)
+            self._thread.start()
+
+    def __enter__(self):
+        self._started = time.monotonic()
+
+    def __exit__(self, *exc_info):
+        self._started = None
+
+    def _run(self) -> None:
+        poll = min(0.25, self.timeout / 4)
+        while not self.expired:
+            time.sleep(poll)
+            started, process = self._started, self._process
+            if process is None or process.poll() is not None:
+                return  # the interpreter is gone (jedi dropped it): nothing left to watch
+            if started is not None and process is not None and time.monotonic() - started > self.timeout:
+                self.expired = True
+                processes.end(process)
+                if self.on_expire is not None:
+                    try:
+                        self.on_expire(timeout_message(process.args[0], self.timeout))
+                    except Exception:
+                        log.debug("on_expire failed", exc_info=True)
+
+
+class _WatchedSubprocess(CompiledSubprocess):
+    """jedi's compiled-object subprocess, in its own process group, every call under the watchdog."""
+
+    def __init__(self, executable: str, watchdog: _Watchdog):
+        super().__init__(executable)
+        self._watchdog = watchdog
+        self._process: Optional[subprocess.Popen] = None
+
+    def _get_process(self):
+        if self._process is None:
+            args = (self._executable, JEDI_MAIN, os.path.dirname(os.path.dirname(parso.__file__)),
+                    "%d.%d.%d" % sys.version_info[:3])
+            process = processes.start(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      close_fds=True)
+            self._stderr_queue = queue.Queue()  # jedi's _send reads it into its debug log
+            reader = threading.Thread(target=_drain, args=(process.stderr, self._stderr_queue), daemon=True)
+            reader.start()
+            self._cleanup_callable = weakref.finalize(self, _end_process, process, reader)
+            self._watchdog.watch(process)
+            self._process = process
+        return self._process
+
+    def _send(self, inference_state_id, function=None, args=(), kwargs={}):
+        if function is _jedi_functions.load_module and not _may_import(kwargs.get("dotted_name") or ""):
+            return None  # jedi then reads the package's stubs, as for a module that fails to import
+        if self._watchdog.expired:
+            raise InterpreterTimeout(timeout_message(self._executable, self._watchdog.timeout))
+        with self._watchdog:
+            try:
+                return super()._send(inference_state_id, function, args, kwargs)
+            except Exception:
+                if self._watchdog.expired:
+                    raise InterpreterTimeout(timeout_message(self._executable, self._watchdog.timeout)) from None
+                raise
+
+
+def _may_import(dotted_name: str) -> bool:
+    """Whether jedi's interpreter may import a compiled module to look into it: the standard
+    library's only. A package's extension (torch._C) would run the package's own code first
+    (``import torch``: a second and 200 MB per interpreter); its stubs (.pyi) answer instead."""
+    return dotted_name.split(".", 1)[0] in STDLIB
+
+
+class WatchedEnvironment(Environment):
+    """A jedi Environment whose interpreter calls time out; one that timed out is never restarted."""
+
+    def __init__(self, executable: str, timeout: float):
+        self.watchdog = _Watchdog(timeout)
+        super().__init__(executable)  # starts the interpreter (under the watchdog)
+
+    def _get_subprocess(self):
+        current = self._subprocess
+        if current is not None and not current.is_crashed:
+            return current
+        if self.watchdog.expired:
+            raise InterpreterTimeout(timeout_message(self._start_executable, self.watchdog.timeout))
+        started = _WatchedSubprocess(self._start_executable, self.watchdog)
+        try:
+            executable, prefix, version = started._send(None, _jedi_environment_info)
+        except InterpreterTimeout:
+            raise
+        except Exception as err:
+            raise InvalidPythonEnvironment("%s did not start as a Python interpreter (%s)"
+                                           % (self._start_executable, err)) from None
+        self._subprocess = started
+        self.executable, self.path = executable, prefix
+        self.version_info = _JediVersion(*version)
+        return started
+
+
+class SameProcessEnvironment(InterpreterEnvironment):
+    """jedi's compiled-object access in this process, for a run that analyses with torchlint's own
+    Python or reads a virtual environment (the CLI): what jedi's interpreter would do (find
+    modules, evaluate literals, look into builtin objects) without starting it in every worker
+    and without a pipe round trip per access. As there, only the standard library's extensions
+    may be imported (_may_import), and none that touches the terminal."""
+
+    def __init__(self, sys_path: List[str], timeout: float):
+        super().__init__()
+        self._sys_path = list(sys_path)
+        self.watchdog = _Watchdog(timeout)  # nothing to watch: no interpreter to wait for
+
+    def get_sys_path(self) -> List[str]:
+        return list(self._sys_path)
+
+    def get_inference_state_subprocess(self, inference_state):
+        return _SameProcessAccess(inference_state)
+
+
+class _SameProcessAccess(InferenceStateSameProcess):
+    def __getattr__(self, name):
+        function = super().__getattr__(name)
+        if name != "load_module":
+            return function
+
+        def load_module(**kwargs):
+            dotted = kwargs.get("dotted_name") or ""
+            if not _may_import(dotted) or dotted.split(".", 1)[0] in _NOT_IN_PROCESS:
+                return None  # jedi then reads the module's stubs
+            return function(**kwargs)
+        return load_module
+
+
+# Standard-library extensions that set up the terminal or a GUI when imported: never in this process.
+_NOT_IN_PROCESS = frozenset(["readline", "_curses", "_curses_panel", "curses", "_tkinter", "tkinter", "_gdbm"])
+
+
+def own_sys_path() -> List[str]:
+    """The module search path a fresh start of this interpreter has: this process's, without the
+    folder of the script or module that started it (jedi adds the project's folder itself)."""
+    first = 0 if getattr(sys.flags, "safe_path", False) else 1  # python -P: no such folder in front
+    return [p for p in sys.path[first:] if p]
+
+
+def end_interpreter(environment) -> None:
+    """End ``environment``'s interpreter now, if it runs one; a later question starts a fresh one."""
+    current = getattr(environment, "_subprocess", None)
+    process = getattr(current, "_process", None)
+    if current is not None and process is not None:
+        current.is_crashed = True
+        processes.end(process)
+
+
+def executable_of(environment) -> str:
+    """The interpreter ``environment`` was started with."""
+    return environment._start_executable
+
+
+def timeout_message(executable: str, timeout: float) -> str:
+    return "%s did not answer within %g s (%s)" % (executable, timeout, TIMEOUT_ENV)
+
+
+STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
+
+
+# -- the inference state scripts share, and the trees parso keeps ---------------------------------
+
+def state_of(script):
+    """The inference state a jedi Script answers with."""
+    return script._inference_state
+
+
+def state_key(script) -> tuple:
+    """What decides whether two scripts may share a state: jedi's sys.path for them."""
+    return tuple(script._inference_state.get_sys_path())
+
+
+def share_state(script, state) -> None:
+    """Let ``script`` answer with ``state`` (an earlier script's), which keeps what jedi learnt."""
+    state.script_path = script._inference_state.script_path
+    script._inference_state = state
+
+
+def forget_modules(state, forget: Callable[[object], bool]) -> None:
+    """Drop the modules (and stub modules) ``forget`` picks from what ``state`` has loaded."""
+    names = state.module_cache._name_cache
+    for name, values in list(names.items()):
+        if any(forget(value) for value in values):
+            del names[name]
+    for name, value in list(state.stub_module_cache.items()):
+        if value is not None and forget(value):
+            del state.stub_module_cache[name]
+
+
+def loaded_files(script) -> Set[str]:
+    """The files of the modules ``script``'s state has loaded."""
+    files = set()
+    for values in script._inference_state.module_cache._name_cache.values():
+        for value in values:
+            path = value.py__file__()
+            if path is not None:
+                files.add(str(path))
+    return files
+
+
+def forget_parsed(path) -> None:
+    """Drop the tree parso keeps for ``path`` (jedi's diff parser stores each script's by path)."""
+    if path is None:
+        return
+    for grammar_cache in list(_parso_cache.parser_cache.values()):
+        grammar_cache.pop(path, None)
+
+
+def drop_parsed(paths: Callable[[List[tuple]], List[object]]) -> None:
+    """Drop the trees parso keeps for the paths ``paths`` picks from the (last used, path) pairs
+    of each grammar's cache (path None: a tree parsed from text alone)."""
+    for grammar_cache in list(_parso_cache.parser_cache.values()):
+        kept = [(item.last_used, path) for path, item in grammar_cache.items()]
+        for path in paths(kept):
+            grammar_cache.pop(path, None)
