@@ -37,6 +37,7 @@ from .environments import TIMEOUT_ENV
 
 log = logging.getLogger("torchlint")
 
+
 class _RestoringCollector:
     """Stands for the ``gc`` module in parso's cache, which turns the collector off to load a
     pickled tree and then always on again: here it comes back as it was, so a check that paused
@@ -53,9 +54,6 @@ class _RestoringCollector:
         stack = self._states.__dict__.setdefault("stack", [])
         if not stack or stack.pop():
             gc.enable()
-
-
-_parso_cache.gc = _RestoringCollector()
 
 
 _parso_cache.gc = _RestoringCollector()
@@ -85,11 +83,11 @@ def _past_deadline() -> None:
 
 
 def _checked_infer_node(infer_node):
-    def infer_nodewithin_deadline(context, element):
+    def infer_node_within_deadline(context, element):
         _past_deadline()
         return infer_node(context, element)
-    infer_nodewithin_deadline.__wrapped__ = infer_node
-    return infer_nodewithin_deadline
+    infer_node_within_deadline.__wrapped__ = infer_node
+    return infer_node_within_deadline
 
 
 # Every inference step goes through syntax_tree.infer_node (Context.infer_node looks it up at
