@@ -147,7 +147,10 @@ def test_every_import_strategy_is_handled_by_the_extension():
 
 def test_pyproject_keys_come_from_the_schema(tmp_path):
     assert config_module.KEYS == pyproject_keys()
-    assert config_module.VERIFY_KEYS == pyproject_keys("verify")
+    for sub_table in config_module.SUB_TABLES:  # [tool.torchlint.verify]: its keys are the schema's too
+        with pytest.raises(ConfigError, match="unknown key 'bogus'.*%s" % ", ".join(pyproject_keys(sub_table))):
+            parse_table({sub_table: {"bogus": 1}}, tmp_path / "pyproject.toml")
+    assert config_module.SUB_TABLES == ("verify",)
     for key in pyproject_keys():
         assert any(spec.where.pyproject.split(".")[0] == key for spec in specs() if spec.where.pyproject)
     with pytest.raises(ConfigError, match="unknown key 'show_all'.*did you mean 'show-all'"):

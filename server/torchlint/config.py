@@ -311,7 +311,6 @@ def parse_table(table: dict, path: Path, root: Optional[Path] = None) -> Config:
 
 # -- [tool.torchlint.verify] -------------------------------------------------------------------
 
-VERIFY_KEYS = pyproject_keys("verify")
 VERIFY_CLASS_KEYS = ("kwargs", "factory")
 _FACTORY = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
 
