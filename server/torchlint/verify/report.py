@@ -12,7 +12,6 @@ from typing import List, Optional
 
 from ..rules import verify_codes
 
-CHECK_CODES = ("TL901", "TL902", "TL903", "TL904", "TL906")
 PARTLY = "partly verified"  # a class some of whose checks could not run (no inputs that fit forward)
 
 # The codes verification reports, for `torchlint rule`: (name, one line). Declared in the rules
