@@ -28,6 +28,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 from ..analysis.parsing import parse
 from ..analysis.scopes import Binding, Scope, build_index, dotted_name
 from ..files import display_path
+from .protocol import Constructor
 
 MAX_CANDIDATES = 6  # per class: the child tries them in order, each a construction
 MAX_SCANNED_FILES = 400  # files looked at (a cheap text test) per verification
@@ -127,26 +128,6 @@ def import_plan(path: str, workspace_root: Optional[str] = None, import_roots: S
 
 
 # -- constructor arguments --------------------------------------------------------------------
-
-@dataclass
-class Candidate:
-    """One way to build a class: an expression in its module's namespace, or a factory "mod:fn"."""
-
-    origin: str  # "models/resnet.py:88, a call site"
-    expression: Optional[str] = None
-    factory: Optional[str] = None
-    before_defaults: bool = False  # the user's configuration: tried before the class's defaults
-
-    def to_dict(self) -> dict:
-        data: dict = {"origin": self.origin}
-        if self.expression is not None:
-            data["expression"] = self.expression
-        if self.factory is not None:
-            data["factory"] = self.factory
-        if self.before_defaults:
-            data["before_defaults"] = True
-        return data
-
 
 @dataclass
 class _File:
@@ -330,10 +311,10 @@ class _Finder:
     def __init__(self, target: _File, class_name: str):
         self.target = target
         self.class_name = class_name
-        self.candidates: List[Candidate] = []
+        self.candidates: List[Constructor] = []
         self._seen: Set[str] = set()
 
-    def add(self, candidate: Candidate) -> None:
+    def add(self, candidate: Constructor) -> None:
         key = candidate.expression or candidate.factory or ""
         if key and key not in self._seen and len(self.candidates) < MAX_CANDIDATES:
             self._seen.add(key)
@@ -423,22 +404,22 @@ class _Finder:
     def _call_site(self, site: _File, call: ast.Call, where: str, what: str) -> None:
         text = self.portable_call(site, call)
         if text is not None:
-            self.add(Candidate("%s:%d, %s" % (where, call.lineno, what), expression=text))
+            self.add(Constructor("%s:%d, %s" % (where, call.lineno, what), expression=text))
 
     def _factory(self, site: _File, function: ast.FunctionDef, call: Optional[ast.Call], where: str) -> None:
         origin = "%s:%d, factory %s()" % (where, function.lineno, function.name)
         if not _required_parameters(function):
             if site is self.target:
-                self.add(Candidate(origin, expression="%s()" % function.name))
+                self.add(Constructor(origin, expression="%s()" % function.name))
                 return
             if site.module:
-                self.add(Candidate(origin, factory="%s:%s" % (site.module, function.name)))
+                self.add(Constructor(origin, factory="%s:%s" % (site.module, function.name)))
                 return
         if call is not None:  # the factory needs arguments: its own call of the class may not
             text = self.portable_call(site, call)
             if text is not None:
-                self.add(Candidate("%s:%d, the call in factory %s()" % (where, call.lineno, function.name),
-                                   expression=text))
+                self.add(Constructor("%s:%d, the call in factory %s()" % (where, call.lineno, function.name),
+                                     expression=text))
 
     def factories(self, site: _File, names: Set[str], modules: Set[str]) -> List[Tuple[ast.FunctionDef, Optional[ast.Call]]]:
         """Module-level functions that return the class: `return C(...)`, `m = C(...); return m`,
@@ -615,16 +596,16 @@ def find_constructors(path: str, class_names: Sequence[str], plan: Optional[Impo
     return result
 
 
-def _configured(name: str, recipe) -> Optional[Candidate]:
+def _configured(name: str, recipe) -> Optional[Constructor]:
     if recipe is None:
         return None
     origin = "[tool.torchlint.verify.classes.%s] in pyproject.toml" % name
     if recipe.factory:
-        return Candidate(origin, factory=recipe.factory, before_defaults=True)
+        return Constructor(origin, factory=recipe.factory, before_defaults=True)
     kwargs = recipe.kwargs or {}
     call = ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[],
                     keywords=[ast.keyword(arg=k, value=_literal(v)) for k, v in kwargs.items()])
-    return Candidate(origin, expression=ast.unparse(call), before_defaults=True)
+    return Constructor(origin, expression=ast.unparse(call), before_defaults=True)
 
 
 def _literal(value) -> ast.expr:
