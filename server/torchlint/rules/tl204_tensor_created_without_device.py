@@ -54,11 +54,6 @@ masked_fill gather index_select outer cdist lerp addcmul addcdiv baddbmm addmm e
 logical_and logical_or bitwise_and bitwise_or pow atan2 fmod remainder take_along_dim bucketize
 searchsorted masked_scatter masked_select mul_ add_ sub_ div_ masked_fill_ copysign
 """.split())
-# Parameters whose name and use say "this is a tensor on the model's device".
-_TENSOR_EVIDENCE = frozenset("""
-shape size device dtype dim ndim view reshape unsqueeze permute transpose contiguous flatten numel
-new_zeros new_ones new_empty new_full new_tensor masked_fill softmax matmul
-""".split())
 # torch.nn.functional calls whose tensor arguments are all used together (not placeholders).
 _FUNCTIONAL_COMBINING = frozenset("torch.nn.functional." + n for n in """
 linear bilinear embedding conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d
