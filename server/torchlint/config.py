@@ -3,7 +3,7 @@
 Shared by the command line and the language server, so nothing here prints or exits:
 problems are raised as :class:`ConfigError` with a message naming the file and the key.
 
-Rule selectors are codes or code prefixes: ``"TL101"``, ``"TL1"`` (TL101..TL104),
+Rule selectors are codes or code prefixes: ``"TL101"``, ``"TL1"`` (every TL1xx rule),
 ``"TL"`` or ``"ALL"`` (every rule). An unknown code or prefix is an error.
 """
 from __future__ import annotations
