@@ -291,6 +291,9 @@ def test_bad_arguments_raise_verify_error(tmp_path):
         verify_file(str(path), device="tpu")
     with pytest.raises(VerifyError, match="not found"):
         verify_file(str(path), python=str(tmp_path / "no-python"))
+    for timeout in (float("nan"), float("inf"), 0, -1):  # each run's wait has a bound
+        with pytest.raises(VerifyError, match="timeout"):
+            verify_file(str(path), timeout=timeout)
 
 
 # -- children that try to outlive verify ------------------------------------------------------------

@@ -384,7 +384,7 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
     input_exprs = parse_input_exprs(input_exprs)
     if not isinstance(device, str) or not is_device(device):
         raise VerifyError("unknown device %r (use %s or cuda:N)" % (device, ", ".join(DEVICES)))
-    if not timeout or timeout <= 0:
+    if not timeout or not 0 < timeout < float("inf"):  # NaN or infinity: a wait without a bound
         raise VerifyError("the timeout must be a positive number of seconds")
     verify_config = verify_config or VerifyConfig()
     for folder in verify_config.import_roots + verify_config.extra_paths:
