@@ -5,7 +5,7 @@ import ast
 from collections import Counter
 from contextlib import contextmanager
 from functools import cached_property
-from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Protocol, Set, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Set, TYPE_CHECKING, Tuple, Union
 
 from .findings import Applicability, Edit, Finding, Fix, Position, Range, Related, Severity
 from .imports import ImportMap, collect_imports
@@ -213,7 +213,8 @@ class FileContext:
         finally:
             self.running_rule = None
 
-    def finding(self, message: str, node_or_range: Union[Located, Range], fixes: Tuple[Fix, ...] = (), related: Tuple[Related, ...] = (),
+    def finding(self, message: str, node_or_range: Union[Located, Range], fixes: Sequence[Fix] = (),
+                related: Sequence[Related] = (),
                 *, severity: Optional[Severity] = None, deprecated: bool = False) -> Finding:
         """A finding of the running rule; ``severity`` only where this one's grade is not the
         rule's default."""

@@ -65,9 +65,10 @@ class ClassInfo:
     methods: Dict[str, FunctionDefinition] = field(default_factory=dict)
     method_scopes: Dict[str, Scope] = field(default_factory=dict)
     attr_assignments: List[Binding] = field(default_factory=list)  # self.<attr> = value, all methods
-    registered: Dict[str, ast.AST] = field(default_factory=dict)  # register_buffer/parameter("name")
-    registered_parameters: Dict[str, ast.AST] = field(default_factory=dict)
-    registered_buffers: Dict[str, ast.AST] = field(default_factory=dict)
+    # register_buffer/parameter("name") and friends: the call, or the statement that registers by hand
+    registered: Dict[str, Union[ast.stmt, ast.Call]] = field(default_factory=dict)
+    registered_parameters: Dict[str, Union[ast.stmt, ast.Call]] = field(default_factory=dict)
+    registered_buffers: Dict[str, Union[ast.stmt, ast.Call]] = field(default_factory=dict)
     unregistered: Set[str] = field(default_factory=set)  # del self._parameters["x"] and friends
     bases: List[str] = field(default_factory=list)  # qualified, or local class names
     is_module: bool = False
@@ -344,6 +345,11 @@ def _record_deletion(target: ast.AST, scope: Scope) -> None:
             owner.unregistered.add(key)
     elif isinstance(target, ast.Attribute) and scope.is_self(target.value):
         owner.unregistered.add(target.attr)
+
+
+def called_method(call: ast.Call) -> ast.Attribute:
+    """The ``<receiver>.<method>`` that a call known to call a method calls."""
+    return cast(ast.Attribute, call.func)
 
 
 def dotted_name(node: ast.AST) -> Optional[str]:

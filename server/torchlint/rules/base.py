@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 from importlib import metadata
 from pathlib import Path
-from typing import ClassVar, Iterable, List, Optional
+from typing import ClassVar, Iterator, List, Optional
 
+from ..analysis.context import FileContext
 from ..analysis.findings import Finding, Severity
 
 DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"
@@ -19,7 +20,7 @@ DOCS_URL_LABEL = "Rule docs"
 def published_docs_url() -> Optional[str]:
     """The https folder of the rule pages, from the installed package's [project.urls]."""
     try:
-        entries = metadata.metadata("torchlint").get_all("Project-URL") or []
+        entries: List[str] = metadata.metadata("torchlint").get_all("Project-URL") or []
     except metadata.PackageNotFoundError:  # run from a source tree or the VS Code bundle
         return None
     for entry in entries:
@@ -54,13 +55,13 @@ class Rule:
     # fuzzes the difference).
     reads_script_flow: ClassVar[bool] = True
 
-    def check(self, ctx) -> List[Finding]:  # ctx: analysis.context.FileContext
+    def check(self, ctx: FileContext) -> List[Finding]:
         """This rule's findings in the file: ``find``'s, whose ``ctx.finding`` calls take the
         rule's code and default severity."""
         with ctx.running(self):
             return list(self.find(ctx))
 
-    def find(self, ctx) -> Iterable[Finding]:
+    def find(self, ctx: FileContext) -> Iterator[Finding]:
         """What each rule defines: its findings, made with ``ctx.finding`` and ``ctx.fix``."""
         raise NotImplementedError
 

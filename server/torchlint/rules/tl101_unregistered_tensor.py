@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import ast
+from typing import Dict, Iterator, List, Literal, Optional, Tuple, Union, cast
 
 from ..analysis import torch_names as tn
-from ..analysis.construction import always_after, always_before, construction, exclusive
+from ..analysis.construction import Construction, always_after, always_before, construction, exclusive
+from ..analysis.context import FileContext
 from ..analysis.dtypes import INTEGRAL, dtype_family, is_zero_dim
-from ..analysis.findings import Edit, Position, Range, Severity
-from ..analysis.source import apply_edits, statement_start
+from ..analysis.findings import Edit, Finding, Position, Range, Severity
+from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition, Scope
+from ..analysis.source import apply_edits, last_line, statement_start
 from ..analysis.values import Kind, Value
 from .base import Rule
 
@@ -24,7 +27,7 @@ class UnregisteredTensor(Rule):
     grading = ("warning when `forward` computes with it; error when it requires grad; hint when each use moves it "
                "or it is a 0-dim constant `forward` takes as a number")
 
-    def find(self, ctx):
+    def find(self, ctx: FileContext) -> Iterator[Finding]:
         for cls in ctx.module_classes:
             if not cls.attr_assignments or ctx.moves_own_state(cls):
                 continue
@@ -52,16 +55,17 @@ class UnregisteredTensor(Rule):
 _REGISTERING = (Kind.PARAMETER, Kind.BUFFER, Kind.MODULE)
 
 
-def _branches(node):
+def _branches(node: ast.expr) -> List[ast.expr]:
     """The values a conditional expression may give (the node itself for any other expression)."""
     if isinstance(node, ast.IfExp):
         return _branches(node.body) + _branches(node.orelse)
     return [node]
 
 
-def _tensor_value(ctx, binding):
+def _tensor_value(ctx: FileContext, binding: Binding) -> Tuple[Optional[Value], List[Tuple[ast.expr, Value]]]:
     """The value of a binding that holds a plain tensor on some path, and its (branch, value) pairs
     (one pair, or one per arm of a conditional expression); (None, ...) when no path holds one."""
+    assert binding.value is not None  # (an assignment's: find skips the others)
     branches = [(node, ctx.classify(node, binding.scope)) for node in _branches(binding.value)]
     tensors = [value for _, value in branches if value.kind is Kind.TENSOR]
     if not tensors:
@@ -72,7 +76,7 @@ def _tensor_value(ctx, binding):
         branches
 
 
-def _registered_elsewhere(ctx, cls, binding):
+def _registered_elsewhere(ctx: FileContext, cls: ClassInfo, binding: Binding) -> Union[Literal[True], Kind, None]:
     """True when an nn.Parameter / nn.Buffer / Module assigned to the same name makes this tensor
     harmless: in another method (the author's business, as before), or in the same method on every
     path through this assignment (before it, or after it). Otherwise the kind that registers the
@@ -104,7 +108,7 @@ _NEUTRAL = frozenset(["shape", "dtype", "device", "ndim", "is_cuda", "size", "di
 _IN_PLACE_OK = frozenset(["requires_grad_", "share_memory_"])
 
 
-def _reassigned_elsewhere(ctx, cls, attr: str, value, built) -> bool:
+def _reassigned_elsewhere(ctx: FileContext, cls: ClassInfo, attr: str, value: Value, built: Construction) -> bool:
     """The author manages this tensor on purpose, so construction only declares it: another method
     re-assigns it (run-time state, caches, `self.x = self.x.to(device)`)."""
     for other in ctx.classifier.class_attribute_bindings(cls, attr):
@@ -120,7 +124,7 @@ def _reassigned_elsewhere(ctx, cls, attr: str, value, built) -> bool:
 class Uses:
     """How the methods of a class read ``self.<attr>`` (the evidence TL101 grades on)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.computed_in_forward = 0  # torch computes with it as it is, in forward or what forward calls
         self.scalar_in_forward = 0  # of those, uses as a scalar: a keyword argument, elementwise arithmetic
         self.computed_elsewhere = 0  # the same in other methods (or forward is not in this file)
@@ -132,17 +136,18 @@ class Uses:
         self.read_in_init = False  # construction reads it (to build other attributes)
 
     @classmethod
-    def of(cls, ctx, info, attr: str, built) -> "Uses":
+    def of(cls, ctx: FileContext, info: ClassInfo, attr: str, built: Construction) -> "Uses":
         """``built``: the class's construction (its methods' reads are not uses of the module)."""
         uses = cls()
-        methods = {}
+        methods: Dict[str, Scope] = {}
         for owner in ctx.class_chain(info):
             for name, scope in owner.method_scopes.items():
                 methods.setdefault(name, scope)
         forward = ctx.forward_reach(info)
         reachable = set(forward.methods) if forward is not None else None
         uses.forward_seen = forward is not None
-        computed, scalar = {}, {}
+        computed: Dict[str, int] = {}  # method -> its reads that compute with the tensor (scalar: as a number)
+        scalar: Dict[str, int] = {}
         for name, scope in methods.items():
             if scope.self_name is None:
                 continue
@@ -164,14 +169,16 @@ class Uses:
                 uses.computed_elsewhere += count
         return uses
 
-    def _read(self, ctx, scope, in_init: bool, node, parents) -> str:
+    def _read(self, ctx: FileContext, scope: Scope, in_init: bool, node: ast.Attribute,
+              parents: Dict[int, ast.AST]) -> str:
         """Record one read; returns "computed" for a use on the tensor's device ("scalar" when the
         use takes it as a number: a keyword argument, elementwise arithmetic, a comparison)."""
         if isinstance(node.ctx, (ast.Store, ast.Del)):
             self.written_in_place = True  # `self.x[...] = v` is a store on the subscript, so this is `del`
             return "write"
         # Climb through views and indexing: `self.x[:t].view(...).to(dev)` is still a moved read.
-        current, parent = node, parents.get(id(node))
+        current: Optional[ast.AST] = node
+        parent = parents.get(id(node))
         as_is = True  # no view, index or attribute between the read and its use
         while True:
             if isinstance(parent, ast.Subscript) and parent.value is current:
@@ -239,7 +246,7 @@ class Uses:
         return "passed"
 
 
-def _tensor_index(ctx, index, scope) -> bool:
+def _tensor_index(ctx: FileContext, index: ast.expr, scope: Scope) -> bool:
     """An index that is a tensor: indexing a CPU tensor with a CUDA one raises."""
     if isinstance(index, (ast.Slice, ast.Constant, ast.Tuple)):
         return False
@@ -260,10 +267,10 @@ def _functional_layer(call: ast.Call) -> bool:
     return name in ("linear", "conv1d", "conv2d", "conv3d", "matmul", "mm", "bmm", "embedding", "bilinear")
 
 
-def _reads(ctx, scope, attr: str):
+def _reads(ctx: FileContext, scope: Scope, attr: str) -> Iterator[ast.Attribute]:
     """Every `self.<attr>` in a method except assignments of it, in the order `ast.walk` meets them."""
     table, parents = ctx.nodes, ctx.nodes.parent
-    for node in table.in_walk_order(table.attributes_named(scope.node, attr)):
+    for node in cast(List[ast.Attribute], table.in_walk_order(table.attributes_named(scope.node, attr))):
         if scope.is_self(node.value):
             parent = parents.get(id(node))
             targets = parent.targets if isinstance(parent, ast.Assign) else [getattr(parent, "target", None)]
@@ -272,7 +279,7 @@ def _reads(ctx, scope, attr: str):
             yield node
 
 
-def _grade(value, uses: Uses, zero_dim: bool = False):
+def _grade(value: Value, uses: Uses, zero_dim: bool = False) -> Optional[Severity]:
     """Error when it requires grad; a warning when forward computes with it as it is (a hint when it
     is a 0-dim tensor that forward only takes as a number: CUDA accepts those from the CPU); a hint
     when each use moves it, only other methods compute with it, or it is handed on to code this rule
@@ -289,12 +296,12 @@ def _grade(value, uses: Uses, zero_dim: bool = False):
     return None
 
 
-def _moves(node) -> bool:
+def _moves(node: ast.AST) -> bool:
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in tn.DEVICE_MOVES
                for n in ast.walk(node))
 
 
-def _prefers_parameter(value, uses: Uses) -> bool:
+def _prefers_parameter(value: Value, uses: Uses) -> bool:
     """From how the tensor is used, not its name: trainable when it requires grad, or when forward
     multiplies the input by it or passes it as a weight; a buffer when written in place or a constant."""
     if value.requires_grad:
@@ -302,7 +309,8 @@ def _prefers_parameter(value, uses: Uses) -> bool:
     return uses.as_weight and not uses.written_in_place
 
 
-def _finding(ctx, binding, value, branches, uses: Uses, severity, built, other, zero_dim: bool):
+def _finding(ctx: FileContext, binding: Binding, value: Value, branches: List[Tuple[ast.expr, Value]], uses: Uses,
+             severity: Severity, built: Construction, other: Optional[Kind], zero_dim: bool) -> Finding:
     stmt, attr, self_name = binding.stmt, binding.name, binding.scope.self_name
     target = "%s.%s" % (self_name, attr)
     path = _path(binding, branches, other)
@@ -332,7 +340,8 @@ def _finding(ctx, binding, value, branches, uses: Uses, severity, built, other, 
     registering_arm = any(v.kind in _REGISTERING for _, v in branches)
     prefers_parameter = _prefers_parameter(value, uses) and not integral and (other is None or value.requires_grad)
     single_target = isinstance(stmt, ast.AnnAssign) or (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1)
-    buffers = []
+    # (title, edits, the import they need, safe)
+    buffers: List[Tuple[str, List[Edit], Optional[Edit], bool]] = []
     can_buffer = single_target and ctx.stands_alone(stmt) and not registering_arm and _first_binding(ctx, binding, built)
     if can_buffer:
         # `self.x = (<value>)` -> `self.register_buffer("x", (<value>))`: replace up to the `=`, close at the end.
@@ -345,7 +354,7 @@ def _finding(ctx, binding, value, branches, uses: Uses, severity, built, other, 
                         [call, ctx.replace(Range(end, end), ", persistent=False)")], None,
                         # Safe only where a buffer is the likely intent: --fix must not freeze a weight.
                         not prefers_parameter))
-    fixes = []
+    fixes: List[Tuple[str, List[Edit], Optional[Edit], bool]] = []
     if not integral and (not (uses.written_in_place and buffers) or value.requires_grad):
         # Not for a tensor written in place when a buffer can be offered: changing a leaf Parameter
         # in place raises once it requires grad.
@@ -364,8 +373,9 @@ def _finding(ctx, binding, value, branches, uses: Uses, severity, built, other, 
         # Before Module.__init__ torch refuses both ("cannot assign buffer before Module.__init__()
         # call"): the registration goes right after `super().__init__()`, or there is no fix.
         moved = [_after_module_init(ctx, binding, built, edits) for _, edits, _, _ in fixes]
-        if all(m is not None for m in moved):
-            fixes = [(title, m, import_edit, False) for (title, _, import_edit, _), m in zip(fixes, moved)]
+        movable = [m for m in moved if m is not None]
+        if len(movable) == len(moved):
+            fixes = [(title, m, import_edit, False) for (title, _, import_edit, _), m in zip(fixes, movable)]
         elif not any(built.module_init_call(s) is not None for s in built.scopes.values()):
             fixes = []
             why_none = ("; no fix offered: `__init__` calls no `super().__init__()` at the top of its body, and "
@@ -384,16 +394,16 @@ def _finding(ctx, binding, value, branches, uses: Uses, severity, built, other, 
         preferred = len(fixes) - 1  # the non-persistent buffer: the same behaviour, without a copy per call
     else:
         preferred = len(fixes) - 2  # the buffer
-    fixes = [ctx.fix(title, list(edits) + [import_edit], safe, preferred=(i == preferred))
-             for i, (title, edits, import_edit, safe) in enumerate(fixes)]
+    made = [ctx.fix(title, list(edits) + [import_edit], safe, preferred=(i == preferred))
+            for i, (title, edits, import_edit, safe) in enumerate(fixes)]
     where = ctx.range(stmt)
     if not single_target:
         # `self.h0 = self.c0 = <value>`: one finding per target, each starting at its own target.
         where = Range(ctx.range(_target(stmt, self_name, attr) or stmt).start, where.end)
-    return ctx.finding(message + why_none, where, fixes, severity=severity)
+    return ctx.finding(message + why_none, where, made, severity=severity)
 
 
-def _path(binding, branches, other) -> str:
+def _path(binding: Binding, branches: List[Tuple[ast.expr, Value]], other: Optional[Kind]) -> str:
     """Where the plain tensor comes from, when that is not plain to see: an arm of a conditional
     expression, a branch that is not the one registering the name, a helper method."""
     if len(branches) > 1:
@@ -406,20 +416,23 @@ def _path(binding, branches, other) -> str:
     return ""
 
 
-def _after_module_init(ctx, binding, built, edits):
+def _after_module_init(ctx: FileContext, binding: Binding, built: Construction,
+                       edits: List[Edit]) -> Optional[List[Edit]]:
     """The fix's ``edits`` (inside the assignment) with the assignment moved right after
     `super().__init__()`, or None when that cannot be done without changing what it computes: the
     assignment is not at the top of `__init__` next to the call, or a statement between them reads or
     re-binds what it uses, or uses the attribute."""
-    scope, stmt = binding.scope, binding.stmt
+    scope, stmt, value = binding.scope, binding.stmt, binding.value
+    assert value is not None  # (an assignment's: find skips the others)
+    method = cast(FunctionDefinition, scope.node)  # (construction's scopes are methods)
     init = built.module_init_call(scope)
-    body = scope.node.body
+    body = method.body
     if init is None or stmt not in body or not ctx.stands_alone(init) or not ctx.stands_alone(stmt):
         return None
     source = ctx.source
     between = body[body.index(stmt) + 1: body.index(init) + 1]
-    loads = {n.id for n in ast.walk(binding.value) if isinstance(n, ast.Name)}
-    attributes = {n.attr for n in ast.walk(binding.value) if isinstance(n, ast.Attribute) and scope.is_self(n.value)}
+    loads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    attributes = {n.attr for n in ast.walk(value) if isinstance(n, ast.Attribute) and scope.is_self(n.value)}
     for later in between:
         for node in ast.walk(later):
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id in loads:
@@ -429,26 +442,26 @@ def _after_module_init(ctx, binding, built, edits):
                 return None
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in loads:
                 return None
-    first, last = statement_start(stmt), stmt.end_lineno
+    first, last = statement_start(stmt), last_line(stmt)
     at = body.index(stmt)
-    floor = body[at - 1].end_lineno if at else max(
-        [scope.node.lineno] + [getattr(n, "end_lineno", 0) or 0 for n in ast.walk(scope.node.args)]
-        + [scope.node.returns.end_lineno if scope.node.returns is not None else 0])
+    floor = last_line(body[at - 1]) if at else max(
+        [method.lineno] + [getattr(n, "end_lineno", 0) or 0 for n in ast.walk(method.args)]
+        + [last_line(method.returns) if method.returns is not None else 0])
     indent = source.indent_of(stmt.lineno)
     while first - 1 > floor and source.line(first - 1).startswith(indent + "#"):
         first -= 1  # the comment lines right above it go with it
-    if init.end_lineno >= source.line_count:
+    if last_line(init) >= source.line_count:
         return None  # the call ends the file: nowhere to put a line after it
     start, stop = Position(first, 0), Position(last + 1, 0)
     text = source.text
     changed = apply_edits(text, edits)
     begin = source.offset(start)
     moved_text = changed[begin: source.offset(stop) + len(changed) - len(text)]
-    after = Position(init.end_lineno + 1, 0)
+    after = Position(last_line(init) + 1, 0)
     return [Edit(Range(start, stop), ""), Edit(Range(after, after), moved_text)]
 
 
-def _target(stmt, self_name: str, attr: str):
+def _target(stmt: ast.stmt, self_name: Optional[str], attr: str) -> Optional[ast.Attribute]:
     """The `self.<attr>` among the targets of ``stmt`` (None when it is not one of them)."""
     for target in getattr(stmt, "targets", ()):
         for node in ast.walk(target):
@@ -458,9 +471,9 @@ def _target(stmt, self_name: str, attr: str):
     return None
 
 
-def _through_equals(ctx, stmt) -> Range:
+def _through_equals(ctx: FileContext, stmt: ast.stmt) -> Range:
     """From the statement's start through `=` and the spaces after it."""
-    after = stmt.annotation if isinstance(stmt, ast.AnnAssign) else stmt.targets[0]
+    after = stmt.annotation if isinstance(stmt, ast.AnnAssign) else cast(ast.Assign, stmt).targets[0]
     start = ctx.range(stmt).start
     offset = ctx.source.offset(ctx.range(after).end)
     text = ctx.source.text
@@ -470,12 +483,14 @@ def _through_equals(ctx, stmt) -> Range:
     return Range(start, ctx.source.position(offset))
 
 
-def _first_binding(ctx, binding, built) -> bool:
+def _first_binding(ctx: FileContext, binding: Binding, built: Construction) -> bool:
     """register_buffer raises when the attribute already exists: only offer it where no other
     assignment of the name may run before this one while the module is built (an earlier line of
     the same method, not on a branch that excludes this one; any line of another of its methods)."""
     here = (binding.stmt.lineno, binding.stmt.col_offset)
-    for other in ctx.classifier.class_attribute_bindings(binding.scope.cls, binding.name):
+    cls = binding.scope.cls
+    assert cls is not None  # (a method's binding of self.<name>)
+    for other in ctx.classifier.class_attribute_bindings(cls, binding.name):
         if other is binding or other.scope not in built:
             continue
         if other.scope is not binding.scope:

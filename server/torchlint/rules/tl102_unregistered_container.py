@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import List, Optional, Set
+from typing import Iterator, List, Optional, Sequence, Set, Tuple, cast
 
-from ..analysis.findings import Position, Range, Severity
-from ..analysis.scopes import dotted_name
+from ..analysis.context import FileContext
+from ..analysis.findings import Edit, Finding, Fix, Position, Range, Severity
+from ..analysis.scopes import Binding, FunctionDefinition, Scope, dotted_name
+from ..analysis.source import last_line
 from ..analysis.values import CONTAINER_KINDS, Kind
 from .base import Rule
 
@@ -47,7 +49,7 @@ class UnregisteredContainer(Rule):
     summary = "plain list/tuple/dict of modules or parameters on a Module: invisible to parameters() and .to()"
     severity = Severity.WARNING
 
-    def find(self, ctx):
+    def find(self, ctx: FileContext) -> Iterator[Finding]:
         for cls in ctx.module_classes:
             init = cls.method_scopes.get("__init__")
             if init is None:
@@ -72,11 +74,11 @@ class _Found:
 
     kind: Kind  # MODULE_LIST, MODULE_DICT, PARAMETER_LIST or PARAMETER_DICT: the outer container
     filled: bool = False  # an empty literal filled by `.append(...)` / `[key] = ...` in __init__
-    fills: List[ast.AST] = field(default_factory=list)  # those appends and item statements
+    fills: Sequence[ast.AST] = field(default_factory=list)  # those appends and item statements
     inner: Optional[str] = None  # "list" or "dict": each item is itself a container of the leaves
     inner_nodes: List[ast.expr] = field(default_factory=list)  # the inner literals (filled lists)
     mixed: bool = False  # inner lists hold other values besides the new modules (`[nn.Linear(...), act]`)
-    keys: Optional[List[ast.expr]] = None  # a dict's keys when every one is seen, else None
+    keys: Optional[List[Optional[ast.expr]]] = None  # a dict's keys (None for `**`) when every one is seen, else None
     repeated: bool = False  # `n * [layer]`
 
     @property
@@ -88,8 +90,14 @@ class _Found:
         return self.kind in (Kind.MODULE_DICT, Kind.PARAMETER_DICT)
 
 
-def _container(ctx, binding, init) -> Optional[_Found]:
-    node = binding.value
+def _value(binding: Binding) -> ast.expr:
+    """The value a binding assigns (find takes only those that assign one)."""
+    assert binding.value is not None
+    return binding.value
+
+
+def _container(ctx: FileContext, binding: Binding, init: Scope) -> Optional[_Found]:
+    node = _value(binding)
     value = ctx.classify(node, init)
     if value.kind in CONTAINER_KINDS and not value.empty:
         return _Found(value.kind, keys=_literal_keys(node, init))
@@ -108,7 +116,7 @@ def _container(ctx, binding, init) -> Optional[_Found]:
     return None
 
 
-def _literal_keys(node, init=None) -> Optional[List[ast.expr]]:
+def _literal_keys(node: Optional[ast.expr], init: Optional[Scope] = None) -> Optional[List[Optional[ast.expr]]]:
     """A dict's keys as written, when they can be read: a literal, a comprehension over range(n), or a
     local name bound once to one of those."""
     if isinstance(node, ast.Name) and init is not None:
@@ -134,7 +142,7 @@ def _digit_key(comp: ast.DictComp) -> bool:
     return False
 
 
-def _filled(ctx, binding, init, dict_like: bool) -> Optional[_Found]:
+def _filled(ctx: FileContext, binding: Binding, init: Scope, dict_like: bool) -> Optional[_Found]:
     """`self.layers = []` then `self.layers.append(...)`; `self.heads = {}` then `self.heads[k] = ...`."""
     own = "%s.%s" % (init.self_name, binding.name)
     appends = list(init.appends.get(own, ()))
@@ -143,21 +151,23 @@ def _filled(ctx, binding, init, dict_like: bool) -> Optional[_Found]:
     if not added:
         return None
     fills = appends + items
-    keys = [stmt.targets[0].slice for stmt in items] if dict_like and not appends else None
+    keys: Optional[List[Optional[ast.expr]]] = [cast(ast.Subscript, stmt.targets[0]).slice for stmt in items] \
+        if dict_like and not appends else None
     kinds = {_new_object(ctx, item, init) for item in added}
     if len(kinds) == 1 and kinds <= {Kind.MODULE, Kind.PARAMETER}:
         return _Found(_CONTAINER[(kinds.pop(), dict_like)], filled=True, fills=fills, keys=keys)
     # Each item a list or dict literal of new layers: `self.hidden.append([nn.Linear(...), act])`.
     inner = [_inner(ctx, item, init) for item in added]
-    leaves = {state[1] for state in inner if state is not None}
-    shapes = {state[0] for state in inner if state is not None}
-    if None in inner or len(leaves) != 1 or len(shapes) != 1:
+    states = [state for state in inner if state is not None]
+    leaves = {state[1] for state in states}
+    shapes = {state[0] for state in states}
+    if len(states) != len(inner) or len(leaves) != 1 or len(shapes) != 1:
         return None
     return _Found(_CONTAINER[(leaves.pop(), dict_like)], filled=True, fills=fills, inner=shapes.pop(),
-                  inner_nodes=added, mixed=any(state[2] for state in inner), keys=keys)
+                  inner_nodes=added, mixed=any(state[2] for state in states), keys=keys)
 
 
-def _inner(ctx, node, init):
+def _inner(ctx: FileContext, node: ast.expr, init: Scope) -> Optional[Tuple[str, Kind, bool]]:
     """An inner container literal: ("list" or "dict", the leaf kind, mixed) when it holds at least one
     new module or parameter, else None. Mixed: some items may not be modules (an activation function)."""
     if isinstance(node, (ast.List, ast.Tuple)):
@@ -188,7 +198,7 @@ def _inner(ctx, node, init):
     return shape, leaf, mixed
 
 
-def _nested_literal(ctx, node, init) -> Optional[_Found]:
+def _nested_literal(ctx: FileContext, node: ast.expr, init: Scope) -> Optional[_Found]:
     """A list (or comprehension) of lists of new layers: `[[nn.Linear(...) for _ in r] for _ in r]`; a
     dict of dicts of new parameters."""
     if isinstance(node, ast.ListComp):
@@ -200,27 +210,28 @@ def _nested_literal(ctx, node, init) -> Optional[_Found]:
     else:
         return None
     inner = [_inner(ctx, item, init) for item in items]
-    if None in inner or len({state[:2] for state in inner}) != 1:
+    states = [state for state in inner if state is not None]
+    if len(states) != len(inner) or len({state[:2] for state in states}) != 1:
         return None
-    shape, leaf, _ = inner[0]
-    return _Found(_CONTAINER[(leaf, dict_like)], inner=shape, mixed=any(state[2] for state in inner),
-                  keys=list(node.keys) if dict_like else None)
+    shape, leaf, _ = states[0]
+    return _Found(_CONTAINER[(leaf, dict_like)], inner=shape, mixed=any(state[2] for state in states),
+                  keys=list(node.keys) if isinstance(node, ast.Dict) else None)  # (a dict: dict_like)
 
 
-def _module_arguments(ctx, init) -> Optional[str]:
+def _module_arguments(ctx: FileContext, init: Scope) -> Optional[str]:
     """The name of `*layers` in `def __init__(self, *layers: nn.Module)`."""
-    vararg = init.node.args.vararg
+    vararg = cast(FunctionDefinition, init.node).args.vararg
     if vararg is None or vararg.annotation is None:
         return None
     return vararg.arg if ctx.classifier.annotation(vararg.annotation).kind is Kind.MODULE else None
 
 
-def _from_module_arguments(ctx, node, init) -> bool:
+def _from_module_arguments(ctx: FileContext, node: ast.expr, init: Scope) -> bool:
     """`layers`, `list(layers)`, `tuple(layers)`, `[l for l in layers]` from `*layers: nn.Module`."""
     return _source_name(node) is not None and _source_name(node) == _module_arguments(ctx, init)
 
 
-def _source_name(node) -> Optional[str]:
+def _source_name(node: ast.expr) -> Optional[str]:
     """The name a container is made from: `layers`, `list(layers)`, `[layer for layer in layers]`."""
     if isinstance(node, ast.Name):
         return node.id
@@ -235,7 +246,7 @@ def _source_name(node) -> Optional[str]:
     return None
 
 
-def _items_set(init, own: str) -> List[ast.Assign]:
+def _items_set(init: Scope, own: str) -> List[ast.Assign]:
     """The statements `self.heads[key] = value` in __init__ (loops included)."""
     found = []
     for stmt in init.statements:
@@ -246,7 +257,7 @@ def _items_set(init, own: str) -> List[ast.Assign]:
     return found
 
 
-def _new_object(ctx, node, init):
+def _new_object(ctx: FileContext, node: ast.expr, init: Scope) -> Kind:
     """The kind of a new module or parameter put into a container: a call building one, or a local
     name every assignment of which builds one (`layer = nn.Linear(...)`, then `append(layer)`), or a
     loop variable over `*layers: nn.Module`."""
@@ -264,7 +275,7 @@ def _new_object(ctx, node, init):
     return Kind.UNKNOWN
 
 
-def _repeated(node):
+def _repeated(node: ast.expr) -> Optional[ast.List]:
     """`n * [x]` / `[x] * n`: the list."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
         for side in (node.left, node.right):
@@ -283,7 +294,7 @@ class _Handed:
     the registering containers (``nn.ModuleList([l for l, _ in self.hidden])``); and the member
     registrations (``add_module``, ``register_module``, ``register_parameter``, ``setattr``)."""
 
-    def __init__(self, ctx, init):
+    def __init__(self, ctx: FileContext, init: Scope) -> None:
         self.direct: Set[str] = set()  # dotted names and plain names given as arguments
         self.inside: Set[str] = set()  # dotted names anywhere in a registering container's arguments
         self.member_calls: List[ast.Call] = []
@@ -306,10 +317,11 @@ class _Handed:
                     self.inside.update(n for n in map(dotted_name, ast.walk(inner)) if n)
 
 
-def _registered_later(ctx, binding, init, handed: _Handed) -> bool:
+def _registered_later(ctx: FileContext, binding: Binding, init: Scope, handed: _Handed) -> bool:
     """`self.blocks = nn.ModuleList(self.blocks)`, or the same objects handed to a registered container."""
     own = "%s.%s" % (init.self_name, binding.name)
-    source_name = _source_name(binding.value)
+    source_name = _source_name(_value(binding))
+    assert init.cls is not None  # (the scope of a class's __init__)
     for other in init.cls.assignments_of(binding.name):
         if other.scope is init and other is not binding and other.value is not None:
             if ctx.classify(other.value, init).kind is Kind.MODULE:
@@ -320,7 +332,7 @@ def _registered_later(ctx, binding, init, handed: _Handed) -> bool:
     return own in handed.direct or own in handed.inside or bool(source_name and source_name in handed.direct)
 
 
-def _registers_members(ctx, call, init, own: str, source_name) -> bool:
+def _registers_members(ctx: FileContext, call: ast.Call, init: Scope, own: str, source_name: Optional[str]) -> bool:
     """`self.add_module(name, m)` / `setattr(self, name, m)` registers what the container holds: `m`
     reads the container (`self.layers[i]`), is a loop variable over it (or over one of its items), or
     is appended to it."""
@@ -337,7 +349,7 @@ def _registers_members(ctx, call, init, own: str, source_name) -> bool:
     return any(_loops_over(init, name, own, source_name, 2) for name in names)
 
 
-def _loops_over(init, name: str, own: str, source_name, depth: int) -> bool:
+def _loops_over(init: Scope, name: str, own: str, source_name: Optional[str], depth: int) -> bool:
     """``name`` is a loop variable over the container, or over a loop variable over it (nested)."""
     for binding in init.locals.get(name, ()):
         loop = binding.iter_of
@@ -352,7 +364,7 @@ def _loops_over(init, name: str, own: str, source_name, depth: int) -> bool:
     return False
 
 
-def _hidden_on_purpose(ctx, binding) -> bool:
+def _hidden_on_purpose(ctx: FileContext, binding: Binding) -> bool:
     """A one-element list with a comment: the known idiom for keeping a module out of parameters()."""
     value = binding.value
     if not (isinstance(value, ast.List) and len(value.elts) == 1):
@@ -363,7 +375,7 @@ def _hidden_on_purpose(ctx, binding) -> bool:
     if binding.scope.appends.get(own):
         return False  # appended to later: a container of layers, not one module kept out of sight
     stmt = binding.stmt
-    lines = [ctx.source.line(n) for n in range(stmt.lineno, stmt.end_lineno + 1)]
+    lines = [ctx.source.line(n) for n in range(stmt.lineno, last_line(stmt) + 1)]
     if stmt.lineno > 1:
         lines.append(ctx.source.line(stmt.lineno - 1))
     return any("#" in line for line in lines)
@@ -371,7 +383,7 @@ def _hidden_on_purpose(ctx, binding) -> bool:
 
 # -- the finding and its fix ------------------------------------------------------------------
 
-def _finding(ctx, binding, found: _Found):
+def _finding(ctx: FileContext, binding: Binding, found: _Found) -> Finding:
     target = "%s.%s" % (binding.scope.self_name, binding.name)
     what = _WHAT[found.kind]
     if found.inner:
@@ -390,9 +402,9 @@ def _finding(ctx, binding, found: _Found):
     return ctx.finding(message, binding.stmt, [fix])
 
 
-def _fix(ctx, binding, found: _Found):
+def _fix(ctx: FileContext, binding: Binding, found: _Found) -> Tuple[Optional[Fix], Optional[str]]:
     """(the fix, None) or (None, why there is none)."""
-    node = binding.value
+    node = _value(binding)
     if found.inner is None and not found.dict_like:
         return _wrap_fix(ctx, node, found), None
     if found.inner is None:
@@ -412,7 +424,7 @@ def _fix(ctx, binding, found: _Found):
                                           "need string keys without a dot at every level")
 
 
-def _wrap_fix(ctx, node, found: _Found):
+def _wrap_fix(ctx: FileContext, node: ast.expr, found: _Found) -> Fix:
     wrapper, import_edit = ctx.spell(_WRAPPERS[found.kind])
     if found.filled and isinstance(node, (ast.List, ast.Dict)):
         edits = [ctx.replace(node, wrapper + "()")]
@@ -423,12 +435,12 @@ def _wrap_fix(ctx, node, found: _Found):
     return ctx.fix("Wrap in `%s`" % wrapper, edits + [import_edit], safe=False, preferred=True)
 
 
-def _nested_list_fix(ctx, binding, found: _Found):
+def _nested_list_fix(ctx: FileContext, binding: Binding, found: _Found) -> Fix:
     """nn.ModuleList takes modules, not lists: each inner list becomes an nn.ModuleList (or an
     nn.ParameterList) too."""
     outer, import_edit = ctx.spell("torch.nn.ModuleList")
     inner, inner_import = ctx.spell(_WRAPPERS[_CONTAINER[(found.leaf, False)]])
-    node = binding.value
+    node = _value(binding)
     if found.filled:
         edits = [ctx.replace(node, outer + "()")]
         for item in found.inner_nodes:
@@ -439,17 +451,19 @@ def _nested_list_fix(ctx, binding, found: _Found):
                    preferred=True)
 
 
-def _wrap_literal(ctx, node, wrapper):
+def _wrap_literal(ctx: FileContext, node: ast.expr, wrapper: str) -> List[Edit]:
     if isinstance(node, ast.Tuple) and not _parenthesised(ctx, node):
         return ctx.wrap(node, wrapper + "((", "))")
     return ctx.wrap(node, wrapper + "(", ")")
 
 
-def _bad_key(keys) -> Optional[str]:
+def _bad_key(keys: Optional[List[Optional[ast.expr]]]) -> Optional[str]:
     """Why these keys cannot be a ModuleDict's, or None when they can."""
     if keys is None:
         return "the keys are computed at run time"
     for key in keys:
+        if key is None:
+            return "`**` adds keys computed at run time"
         if isinstance(key, ast.Call):
             continue  # `str(i)` over range(n), checked by _digit_key
         if isinstance(key, ast.Constant) and type(key.value) in (int, float, bool, tuple):
@@ -463,7 +477,7 @@ def _bad_key(keys) -> Optional[str]:
     return None
 
 
-def _as_module_list(ctx, binding, found: _Found):
+def _as_module_list(ctx: FileContext, binding: Binding, found: _Found) -> Optional[Fix]:
     """`{0: nn.Linear(...), 1: ...}` read only by index (`self.layers[i]`, `len(...)`): an nn.ModuleList."""
     node = binding.value
     if not isinstance(node, ast.Dict) or not found.keys:
@@ -488,7 +502,7 @@ def _as_module_list(ctx, binding, found: _Found):
                    [ctx.replace(node, text), import_edit], safe=False, preferred=True)
 
 
-def _loop_fix(ctx, binding, found: _Found, why: str):
+def _loop_fix(ctx: FileContext, binding: Binding, found: _Found, why: str) -> Tuple[Optional[Fix], Optional[str]]:
     """Keep the plain container and register what it holds after it is built:
 
         for index, layer in enumerate(self.heads.values()):
@@ -498,7 +512,8 @@ def _loop_fix(ctx, binding, found: _Found, why: str):
     if anchor is None or not ctx.stands_alone(anchor):
         return None, "%s, and torchlint cannot place a registration loop after it is filled" % why
     scope = binding.scope
-    used = {n.id for n in ctx.nodes.under(scope.node, ast.Name)} | {a.arg for a in ast.walk(scope.node.args)
+    method = cast(FunctionDefinition, scope.node)  # (the container's assignment is in __init__)
+    used = {n.id for n in ctx.nodes.under(method, ast.Name)} | {a.arg for a in ast.walk(method.args)
                                                                     if isinstance(a, ast.arg)}
     index, row, item = (_free(name, used) for name in ("index", "row", "layer" if found.leaf is Kind.MODULE
                                                          else "param"))
@@ -527,20 +542,20 @@ def _loop_fix(ctx, binding, found: _Found, why: str):
         depth += 1
     lines.append(unit * depth + body)
     text = "".join(newline + indent + line for line in lines)
-    end_line = anchor.end_lineno
+    end_line = last_line(anchor)
     at = Position(end_line, len(ctx.source.line(end_line)))
     title = "Register each %s with `%s` after it is filled (%s)" % (
         "layer" if found.leaf is Kind.MODULE else "parameter", register, why)
     return ctx.fix(title, [ctx.replace(Range(at, at), text), import_edit], safe=False, preferred=True), None
 
 
-def _free(name: str, used: set) -> str:
+def _free(name: str, used: Set[str]) -> str:
     while name in used:
         name += "_"
     return name
 
 
-def _anchor(ctx, binding, found: _Found):
+def _anchor(ctx: FileContext, binding: Binding, found: _Found) -> Optional[ast.stmt]:
     """The statement after which the container is complete: its assignment, or the statement of the
     same block that holds its last append / item assignment (a loop filling it, say)."""
     stmt = binding.stmt
@@ -549,19 +564,20 @@ def _anchor(ctx, binding, found: _Found):
     block = ctx.index.blocks.get(id(stmt))
     last = None
     for fill in found.fills:
-        node = fill
+        node: Optional[ast.AST] = fill
         while node is not None and not isinstance(node, ast.stmt):
             node = ctx.parent(node)
+        statement = node  # a statement, or None above the tree
         # Climb to the statement of the assignment's own block.
-        while node is not None and ctx.index.blocks.get(id(node)) != block:
-            entry = ctx.index.blocks.get(id(node))
-            node = entry[0] if entry is not None else None
-        if node is None or node.lineno < stmt.lineno:
+        while statement is not None and ctx.index.blocks.get(id(statement)) != block:
+            entry = ctx.index.blocks.get(id(statement))
+            statement = entry[0] if entry is not None else None
+        if statement is None or statement.lineno < stmt.lineno:
             return None
-        if last is None or node.lineno > last.lineno:
-            last = node
+        if last is None or statement.lineno > last.lineno:
+            last = statement
     return last
 
 
-def _parenthesised(ctx, node) -> bool:
+def _parenthesised(ctx: FileContext, node: ast.Tuple) -> bool:
     return ctx.text(node).startswith("(")

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional
+from typing import Dict, Iterator, List, Optional, Union
 
 from ..analysis import torch_names as tn
-from ..analysis.findings import Range, Severity
+from ..analysis.context import FileContext
+from ..analysis.findings import Edit, Finding, Fix, Range, Severity
+from ..analysis.scopes import Binding, Scope, called_method
+from ..analysis.source import last_line
 from ..analysis.values import keyword
 from .base import Rule, shorten
 
@@ -38,24 +41,25 @@ class ParameterLostByMove(Rule):
     summary = "nn.Parameter(t).cuda() / .to() / .half() returns a plain tensor: the Parameter is lost"
     severity = Severity.ERROR
 
-    def find(self, ctx):
+    def find(self, ctx: FileContext) -> Iterator[Finding]:
         outer_move: Dict[int, ast.Call] = {}  # id(receiver call) -> the move called on its result
         for call in ctx.index.calls:
-            if _is_move(call) and isinstance(call.func.value, ast.Call):
-                outer_move[id(call.func.value)] = call
+            receiver = called_method(call).value if _is_move(call) else None
+            if isinstance(receiver, ast.Call):
+                outer_move[id(receiver)] = call
         for call in ctx.index.calls:
-            if _is_move(call) and isinstance(call.func.value, ast.Call) \
-                    and ctx.qualify(call.func.value.func) == "torch.nn.Parameter":
+            receiver = called_method(call).value if _is_move(call) else None
+            if isinstance(receiver, ast.Call) and ctx.qualify(receiver.func) == "torch.nn.Parameter":
                 chain = [call]
                 while id(chain[-1]) in outer_move:
                     chain.append(outer_move[id(chain[-1])])
-                yield _finding(ctx, call.func.value, chain)
+                yield _finding(ctx, receiver, chain)
         yield from _rebound_moves(ctx)
 
 
 # -- w = nn.Parameter(t); if use_cuda: w = w.cuda(); self.w = w --------------------------------
 
-def _rebound_moves(ctx):
+def _rebound_moves(ctx: FileContext) -> Iterator[Finding]:
     """A name holding a new Parameter re-bound to its own move (`w = w.cuda()`, often under an `if`),
     then stored (`self.w = w`, `register_parameter(..., w)`, `params.append(w)`): on that path the
     stored value is the plain moved copy."""
@@ -71,18 +75,19 @@ def _rebound_moves(ctx):
                     yield _rebound_finding(ctx, binding, chain, store)  # (nothing re-binds it before)
 
 
-def _self_move_chain(binding):
+def _self_move_chain(binding: Binding) -> Optional[List[ast.Call]]:
     """`w = w.cuda().half()`: the moves, innermost first; None for any other value."""
-    node, chain = binding.value, []
+    node = binding.value
+    chain: List[ast.Call] = []
     while isinstance(node, ast.Call) and _is_move(node):
         chain.insert(0, node)
-        node = node.func.value
+        node = called_method(node).value
     if chain and isinstance(node, ast.Name) and node.id == binding.name and isinstance(binding.stmt, ast.Assign):
         return chain
     return None
 
 
-def _made_as_parameter(ctx, bindings, moved) -> bool:
+def _made_as_parameter(ctx: FileContext, bindings: List[Binding], moved: Binding) -> bool:
     """Every earlier binding of the name builds an nn.Parameter (or is another such move)."""
     earlier = [b for b in bindings if b.stmt.lineno < moved.stmt.lineno]
     made = False
@@ -95,14 +100,14 @@ def _made_as_parameter(ctx, bindings, moved) -> bool:
     return made
 
 
-def _stored_after(ctx, scope, name: str, stmt):
+def _stored_after(ctx: FileContext, scope: Scope, name: str, stmt: ast.stmt) -> Optional[Union[ast.stmt, ast.Call]]:
     """The first store of the name below ``stmt`` in the same function: an attribute, a registration,
     an append."""
     for target, value, store, where in ctx.index.attribute_stores:
-        if where is scope and store.lineno > stmt.end_lineno and isinstance(value, ast.Name) and value.id == name:
+        if where is scope and store.lineno > last_line(stmt) and isinstance(value, ast.Name) and value.id == name:
             return store
     for call in scope.calls:
-        if call.lineno <= stmt.end_lineno or not isinstance(call.func, ast.Attribute):
+        if call.lineno <= last_line(stmt) or not isinstance(call.func, ast.Attribute):
             continue
         args = call.args[1:] if call.func.attr == "register_parameter" else call.args if call.func.attr == "append" \
             else ()
@@ -111,10 +116,11 @@ def _stored_after(ctx, scope, name: str, stmt):
     return None
 
 
-def _rebound_finding(ctx, binding, chain: List[ast.Call], store):
+def _rebound_finding(ctx: FileContext, binding: Binding, chain: List[ast.Call],
+                     store: Union[ast.stmt, ast.Call]) -> Finding:
     first = chain[0]
     moved = ctx.text(first)
-    what = {"cuda": "moved", "cpu": "moved", "to": "moved or converted"}.get(first.func.attr, "converted")
+    what = {"cuda": "moved", "cpu": "moved", "to": "moved or converted"}.get(called_method(first).attr, "converted")
     message = ("`%s` returns a %s copy of the Parameter `%s`, a plain non-leaf tensor: on this path `%s` below "
                "stores a tensor that is never registered on a Module, so it is not in parameters() or state_dict() "
                "and the optimizer never trains it" % (shorten(moved, 40), what, binding.name,
@@ -128,7 +134,9 @@ def _rebound_finding(ctx, binding, chain: List[ast.Call], store):
         given = any(keyword(call, "requires_grad") is not None or len(call.args) > 1 for call in made)
         extra = ", requires_grad=%s.requires_grad" % binding.name if given else ""
     value = binding.value
-    fix = ctx.fix("Keep it a Parameter: `%s = %s(%s%s)`" % (binding.name, parameter, shorten(ctx.text(value), 30), extra),
+    assert value is not None  # (a move chain: _self_move_chain)
+    fix = ctx.fix("Keep it a Parameter: `%s = %s(%s%s)`" % (binding.name, parameter, shorten(ctx.text(value), 30),
+                                                          extra),
                   ctx.wrap(value, parameter + "(", extra + ")") + [import_edit], safe=True, preferred=True)
     related = (ctx.related(store, "stored here"),)
     return ctx.finding(message, first, (fix,), related)
@@ -143,12 +151,12 @@ def _is_move(call: ast.Call) -> bool:
     return True
 
 
-def _finding(ctx, parameter: ast.Call, chain: List[ast.Call]):
+def _finding(ctx: FileContext, parameter: ast.Call, chain: List[ast.Call]) -> Finding:
     first = chain[0]
-    spelled = "%s(...).%s%s" % (ctx.text(parameter.func), first.func.attr, _short_args(ctx, first))
+    spelled = "%s(...).%s%s" % (ctx.text(parameter.func), called_method(first).attr, _short_args(ctx, first))
     trainable = not _false(keyword(parameter, "requires_grad"))
     what = {"cuda": "moved", "cpu": "moved", "to": "moved or converted", "type": "converted"}.get(
-        first.func.attr, "converted")
+        called_method(first).attr, "converted")
     message = ("`%s` returns a %s copy, a plain non-leaf tensor, not the Parameter: it is never registered "
                "on a Module, so it is not in parameters() or state_dict()%s"
                % (spelled, what, " and the optimizer never trains it" if trainable else ""))
@@ -170,11 +178,11 @@ def _data_argument(parameter: ast.Call) -> Optional[ast.expr]:
     return keyword(parameter, "data")
 
 
-def _false(node) -> bool:
+def _false(node: Optional[ast.expr]) -> bool:
     return isinstance(node, ast.Constant) and node.value is False
 
 
-def _moves_text(ctx, parameter: ast.Call, chain: List[ast.Call]) -> Optional[str]:
+def _moves_text(ctx: FileContext, parameter: ast.Call, chain: List[ast.Call]) -> Optional[str]:
     """`.cuda().half()` rebuilt from the chain, or None when a comment sits inside it."""
     pieces = []
     previous_end = ctx.range(parameter).end
@@ -184,18 +192,18 @@ def _moves_text(ctx, parameter: ast.Call, chain: List[ast.Call]) -> Optional[str
         if "#" in glue:
             return None  # deleting the glue would delete the comment
         args = ctx.source.segment(Range(args_start, ctx.range(call).end))
-        pieces.append(".%s%s" % (call.func.attr, args))
+        pieces.append(".%s%s" % (called_method(call).attr, args))
         previous_end = ctx.range(call).end
     return "".join(pieces)
 
 
-def _delete_chain(ctx, parameter: ast.Call, chain: List[ast.Call]):
+def _delete_chain(ctx: FileContext, parameter: ast.Call, chain: List[ast.Call]) -> Edit:
     return ctx.replace(Range(ctx.range(parameter).end, ctx.range(chain[-1]).end), "")
 
 
-def _integral(ctx, chain: List[ast.Call]) -> bool:
+def _integral(ctx: FileContext, chain: List[ast.Call]) -> bool:
     for call in chain:
-        if call.func.attr in INTEGER_METHODS:
+        if called_method(call).attr in INTEGER_METHODS:
             return True
         for node in list(call.args) + [k.value for k in call.keywords]:
             if ctx.qualify(node) in INTEGER_DTYPES:
@@ -203,7 +211,7 @@ def _integral(ctx, chain: List[ast.Call]) -> bool:
     return False
 
 
-def _move_inside(ctx, parameter: ast.Call, chain: List[ast.Call]):
+def _move_inside(ctx: FileContext, parameter: ast.Call, chain: List[ast.Call]) -> Optional[Fix]:
     """nn.Parameter(t).cuda() -> nn.Parameter(t.cuda())."""
     data = _data_argument(parameter)
     moves = _moves_text(ctx, parameter, chain)
@@ -222,14 +230,14 @@ def _move_inside(ctx, parameter: ast.Call, chain: List[ast.Call]):
         last = ctx.range(_last_argument(parameter)).end
         extra = ", requires_grad=False"
         edits.append(ctx.replace(Range(last, last), extra))
-    shown = "".join(".%s%s" % (call.func.attr, _short_args(ctx, call)) for call in chain)
+    shown = "".join(".%s%s" % (called_method(call).attr, _short_args(ctx, call)) for call in chain)
     title = "Move the call inside: `%s(%s%s%s)`" % (ctx.text(parameter.func), _short(ctx, data), shown, extra)
     if extra:
         title += " (integer tensors cannot require grad)"
     return ctx.fix(title, edits, safe=True)
 
 
-def _on_factory(ctx, parameter: ast.Call, chain: List[ast.Call]):
+def _on_factory(ctx: FileContext, parameter: ast.Call, chain: List[ast.Call]) -> Optional[Fix]:
     """nn.Parameter(torch.zeros(3)).cuda() -> nn.Parameter(torch.zeros(3, device="cuda"))."""
     factory = _data_argument(parameter)
     if not isinstance(factory, ast.Call) or _integral(ctx, chain):
@@ -275,9 +283,9 @@ def _on_factory(ctx, parameter: ast.Call, chain: List[ast.Call]):
     return ctx.fix(title, [deleted, insert] + import_edits, safe=exact)
 
 
-def _implied_options(ctx, call: ast.Call) -> Optional[Dict[str, str]]:
+def _implied_options(ctx: FileContext, call: ast.Call) -> Optional[Dict[str, str]]:
     """The factory keywords a move stands for: `.cuda()` -> device="cuda"; None when it cannot tell."""
-    method = call.func.attr
+    method = called_method(call).attr
     if method in FLOAT_METHODS:
         return None if call.args or call.keywords else {"dtype": FLOAT_METHODS[method]}
     if method in ("cuda", "cpu"):
@@ -304,7 +312,7 @@ def _implied_options(ctx, call: ast.Call) -> Optional[Dict[str, str]]:
     return options
 
 
-def _role(ctx, node: ast.expr) -> Optional[str]:
+def _role(ctx: FileContext, node: ast.expr) -> Optional[str]:
     """Whether a positional argument of .to() is a device or a dtype, when its spelling says so."""
     qualified = ctx.qualify(node)
     if qualified in FLOAT_DTYPES:
@@ -321,18 +329,18 @@ def _role(ctx, node: ast.expr) -> Optional[str]:
     return None
 
 
-def _last_argument(call: ast.Call):
+def _last_argument(call: ast.Call) -> Union[ast.expr, ast.keyword]:
     nodes = list(call.args) + list(call.keywords)
     return max(nodes, key=lambda n: (n.end_lineno, n.end_col_offset))
 
 
-def _short_args(ctx, call: ast.Call) -> str:
+def _short_args(ctx: FileContext, call: ast.Call) -> str:
     """`(device)` as messages show a move's arguments: whole when short and on one line."""
     args = ctx.source.segment(Range(ctx.range(call.func).end, ctx.range(call).end))
     return args if "\n" not in args and len(args) <= 24 else "(...)"
 
 
-def _short(ctx, node: ast.expr) -> str:
+def _short(ctx: FileContext, node: ast.expr) -> str:
     """The argument as the fix title shows it: whole when short, elided when long."""
     text = ctx.text(node)
     if "\n" not in text and len(text) <= 30:

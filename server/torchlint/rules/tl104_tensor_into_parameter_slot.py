@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional, Tuple
+from typing import Iterator, List, Literal, Optional, Tuple, Union
 
 from ..analysis import torch_names as tn
-from ..analysis.findings import Severity
-from ..analysis.scopes import encloses
+from ..analysis.context import FileContext
+from ..analysis.findings import Finding, Fix, Severity
+from ..analysis.scopes import ClassInfo, Scope, encloses
+from ..analysis.source import Located, first_line, last_line
 from ..analysis.values import Kind
 from .base import Rule
 
@@ -19,7 +21,7 @@ class TensorIntoParameterSlot(Rule):
     summary = "plain tensor assigned to an attribute that holds an nn.Parameter: raises TypeError"
     severity = Severity.ERROR
 
-    def find(self, ctx):
+    def find(self, ctx: FileContext) -> Iterator[Finding]:
         for target, value, stmt, scope in ctx.index.attribute_stores:
             if _lost_by_move(ctx, value):
                 continue
@@ -38,7 +40,7 @@ class TensorIntoParameterSlot(Rule):
         yield from _plain_registrations(ctx)
 
 
-def _plain_registrations(ctx):
+def _plain_registrations(ctx: FileContext) -> Iterator[Finding]:
     """`self.register_parameter("w", torch.rand(3))`: a plain tensor where only a Parameter or None goes."""
     for call in ctx.index.calls:
         func = call.func
@@ -57,29 +59,38 @@ def _plain_registrations(ctx):
         yield ctx.finding(message, call, (fix,))
 
 
-def _slot(ctx, target: ast.Attribute, stmt, scope):
+# Where an attribute became a parameter slot, and why: the node, and what happened there.
+Origin = Tuple[Located, str]
+# A registration of a Parameter: the call or statement, or an origin outside the class's methods; the
+# method it is in (None outside one).
+Place = Tuple[Union[ast.stmt, ast.expr, Origin], Optional[Scope]]
+
+
+def _slot(ctx: FileContext, target: ast.Attribute, stmt: ast.stmt, scope: Scope) -> Union[Literal[False], None, Origin]:
+    """False when ``target`` is no parameter slot, else where it became one (None: unknown)."""
     if scope.is_self(target.value) and scope.cls is not None and scope.cls.is_module:
         return _own_slot(ctx, scope, target.attr, stmt)
     return _slot_of(ctx, target, scope)
 
 
-def _lost_by_move(ctx, value: ast.expr) -> bool:
+def _lost_by_move(ctx: FileContext, value: ast.expr) -> bool:
     """`nn.Parameter(t).cuda()` itself: TL103 reports it, and its fix mends this assignment too."""
     return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
             and isinstance(value.func.value, ast.Call) and ctx.qualify(value.func.value.func) == "torch.nn.Parameter")
 
 
-def _unregistered(ctx, cls, attr: str) -> bool:
+def _unregistered(ctx: FileContext, cls: ClassInfo, attr: str) -> bool:
     """`del self._parameters["weight"]` (weight_norm style): the name is a plain attribute now."""
     return any(attr in info.unregistered for info in ctx.class_chain(cls))
 
 
-def _own_slot(ctx, scope, attr: str, stmt):
+def _own_slot(ctx: FileContext, scope: Scope, attr: str, stmt: ast.stmt) -> Union[Literal[False], Origin]:
     """`self.<attr> = t` in a method: False when it is no parameter slot, else (where it became one, why)."""
     cls = scope.cls
+    assert cls is not None  # (a method of a Module class: _slot)
     if _unregistered(ctx, cls, attr) or any(attr in info.registered_buffers for info in ctx.class_chain(cls)):
         return False
-    places = []  # (statement or call, method scope) that put a Parameter there
+    places: List[Place] = []  # (statement or call, method scope) that put a Parameter there
     for info in ctx.class_chain(cls):
         if attr in info.registered_parameters:
             node = info.registered_parameters[attr]
@@ -98,7 +109,8 @@ def _own_slot(ctx, scope, attr: str, stmt):
     if not places:
         return False
     if scope.name == "__init__":
-        earlier = [node for node, where in places if where is scope and _runs_before(ctx, node, stmt)]
+        earlier = [node for node, where in places
+                   if where is scope and not isinstance(node, tuple) and _runs_before(ctx, node, stmt)]
         return _registered_here(earlier[0], attr) if earlier else False
     if mixed:
         return False
@@ -106,29 +118,29 @@ def _own_slot(ctx, scope, attr: str, stmt):
     return place if isinstance(place, tuple) else _registered_here(place, attr)
 
 
-def _inherited_from_layer(ctx, cls, attr: str):
+def _inherited_from_layer(ctx: FileContext, cls: ClassInfo, attr: str) -> List[Place]:
     """`class MaskedLinear(nn.Linear)`: the torch base class registers `weight` and `bias`."""
     for info in ctx.class_chain(cls):
         for base in info.node.bases:
             layer = ctx.qualify(base)
-            if attr in tn.LAYER_PARAMETERS.get(layer, ()):
+            if layer is not None and attr in tn.LAYER_PARAMETERS.get(layer, ()):
                 note = "`%s` is a Parameter of the base class %s" % (attr, layer.replace("torch.nn.", "nn."))
                 return [((base, note), None)]
     return []
 
 
-def _registered_here(node, attr: str):
+def _registered_here(node: Located, attr: str) -> Origin:
     return node, "`%s` becomes a Parameter here" % attr
 
 
-def _scope_of(info, node) -> Optional[object]:
+def _scope_of(info: ClassInfo, node: Located) -> Optional[Scope]:
     for scope in info.method_scopes.values():
-        if scope.node.lineno <= node.lineno <= scope.node.end_lineno:
+        if first_line(scope.node) <= node.lineno <= last_line(scope.node):
             return scope
     return None
 
 
-def _runs_before(ctx, node, stmt) -> bool:
+def _runs_before(ctx: FileContext, node: Union[ast.stmt, ast.expr], stmt: ast.stmt) -> bool:
     """An earlier statement in a block that encloses ``stmt`` (not the other branch of an if)."""
     if node.lineno >= stmt.lineno:
         return False
@@ -138,7 +150,7 @@ def _runs_before(ctx, node, stmt) -> bool:
     return encloses(ctx.index, earlier, stmt)
 
 
-def _statement_of(ctx, node):
+def _statement_of(ctx: FileContext, node: Union[ast.stmt, ast.expr]) -> Optional[ast.stmt]:
     """A register_parameter(...) call is recorded as the call; find its statement."""
     if isinstance(node, ast.stmt):
         return node
@@ -148,7 +160,7 @@ def _statement_of(ctx, node):
     return None
 
 
-def _slot_of(ctx, target: ast.Attribute, scope):
+def _slot_of(ctx: FileContext, target: ast.Attribute, scope: Scope) -> Union[Literal[False], None, Origin]:
     """`<module>.<attr> = t` on a layer or a Module class of this file with that parameter: False when it is
     no parameter slot, else (where it became one, why) or None when that place is unknown."""
     owner = ctx.classify(target.value, scope)
@@ -175,7 +187,7 @@ def _slot_of(ctx, target: ast.Attribute, scope):
     return None
 
 
-def _constructed_at(ctx, owner: ast.expr, scope) -> Optional[ast.AST]:
+def _constructed_at(ctx: FileContext, owner: ast.expr, scope: Optional[Scope]) -> Optional[ast.stmt]:
     """Where the layer was built: `layer = nn.Linear(...)` or `self.fc = nn.Linear(...)`."""
     if isinstance(owner, ast.Name):
         while scope is not None:
@@ -186,6 +198,7 @@ def _constructed_at(ctx, owner: ast.expr, scope) -> Optional[ast.AST]:
         return None
     if isinstance(owner, ast.Attribute):
         holder = ctx.classify(owner.value, scope)
+        cls: Optional[ClassInfo]
         if scope is not None and scope.is_self(owner.value) and scope.cls is not None:
             cls = scope.cls
         elif holder.kind is Kind.MODULE:
@@ -199,7 +212,8 @@ def _constructed_at(ctx, owner: ast.expr, scope) -> Optional[ast.AST]:
     return None
 
 
-def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt, origin: Optional[Tuple[ast.AST, str]], scope):
+def _finding(ctx: FileContext, target: ast.Attribute, value: ast.expr, stmt: ast.stmt, origin: Optional[Origin],
+             scope: Scope) -> Finding:
     name = ctx.text(target)
     message = ("`%s` holds a registered nn.Parameter: assigning a plain tensor to it raises TypeError at run "
                "time (Module.__setattr__ accepts only a Parameter or None there)" % name)
@@ -243,7 +257,8 @@ def _mentions(value: ast.expr, target: ast.Attribute) -> bool:
     return any(isinstance(n, ast.Attribute) and (ast.dump(n.value), n.attr) == wanted for n in ast.walk(value))
 
 
-def _same_shape(ctx, target: ast.Attribute, value: ast.expr, scope, stmt):
+def _same_shape(ctx: FileContext, target: ast.Attribute, value: ast.expr, scope: Scope, stmt: ast.stmt
+               ) -> Optional[bool]:
     """True when the value surely has the parameter's shape, dtype and device (copy_ then does what the
     assignment meant), False when it surely has another shape, None when that cannot be told."""
     shapes = _Shapes(ctx, target, scope, stmt, _layer_parameter_shape(ctx, target, scope))
@@ -255,8 +270,10 @@ def _same_shape(ctx, target: ast.Attribute, value: ast.expr, scope, stmt):
     return given == shapes.target
 
 
+# A shape: sizes, or _SAME (whatever the parameter's shape is); _SCALAR for a number.
+Shape = Union[Tuple[int, ...], str]
 _SAME = "the parameter's own shape"
-_SCALAR = ()
+_SCALAR: Tuple[int, ...] = ()
 # Methods that keep the shape of the tensor they are called on.
 _UNARY_METHODS = frozenset("""
 abs neg exp log log1p expm1 sigmoid tanh relu sqrt rsqrt sign sin cos round floor ceil trunc reciprocal
@@ -281,12 +298,13 @@ class _Shapes:
     indexing, a reshape, a reduction, a matmul or a call it does not know). dtype and device
     conversions (`.half()`, `.to(...)`) answer None: copy_ would undo them."""
 
-    def __init__(self, ctx, target: ast.Attribute, scope, stmt, target_shape):
+    def __init__(self, ctx: FileContext, target: ast.Attribute, scope: Scope, stmt: ast.stmt,
+                 target_shape: Optional[Tuple[int, ...]]) -> None:
         self.ctx, self.scope, self.stmt = ctx, scope, stmt
         self.wanted = ast.dump(target.value), target.attr
         self.target = target_shape
 
-    def of(self, node, depth: int):
+    def of(self, node: ast.expr, depth: int) -> Optional[Shape]:
         if depth <= 0:
             return None
         if isinstance(node, ast.Constant):
@@ -309,13 +327,13 @@ class _Shapes:
             return self._call(node, depth)
         return None  # indexing, slicing and everything else
 
-    def _name(self, node: ast.Name, depth: int):
+    def _name(self, node: ast.Name, depth: int) -> Optional[Shape]:
         bindings = self.scope.locals.get(node.id, ()) if self.scope is not None else ()
         if len(bindings) != 1 or bindings[0].value is None or bindings[0].stmt.lineno >= self.stmt.lineno:
             return None
         return self.of(bindings[0].value, depth - 1)
 
-    def _call(self, call: ast.Call, depth: int):
+    def _call(self, call: ast.Call, depth: int) -> Optional[Shape]:
         qualified = self.ctx.qualify(call.func)
         if qualified is not None:
             if not all(self._plain_option(k) for k in call.keywords):
@@ -348,7 +366,7 @@ class _Shapes:
             return self.ctx.qualify(keyword.value) in ("torch.float", "torch.float32")
         return keyword.arg is not None
 
-    def broadcast(self, left, right):
+    def broadcast(self, left: Optional[Shape], right: Optional[Shape]) -> Optional[Shape]:
         """The shape two operands broadcast to, or None where it cannot be told."""
         if left is None or right is None:
             return None
@@ -356,7 +374,7 @@ class _Shapes:
             return right
         if right == _SCALAR or left == right:
             return left
-        if _SAME in (left, right):
+        if isinstance(left, str) or isinstance(right, str):  # _SAME, the one shape in words
             if self.target is None:
                 return None  # the parameter's shape next to another: larger or not, unknown
             left, right = (self.target if s is _SAME else s for s in (left, right))
@@ -369,14 +387,14 @@ class _Shapes:
         return tuple(max(a, b) for a, b in zip(left, right))
 
 
-def _literal_sizes(args):
+def _literal_sizes(args: List[ast.expr]) -> Optional[Tuple[int, ...]]:
     if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
         args = args[0].elts
     sizes = [a.value for a in args if isinstance(a, ast.Constant) and type(a.value) is int]
     return tuple(sizes) if len(sizes) == len(args) and sizes else None
 
 
-def _layer_parameter_shape(ctx, target: ast.Attribute, scope):
+def _layer_parameter_shape(ctx: FileContext, target: ast.Attribute, scope: Scope) -> Optional[Tuple[int, ...]]:
     """The shape of `layer.weight` / `layer.bias` when the layer is built here with literal sizes."""
     built = _constructed_at(ctx, target.value, scope)
     call = getattr(built, "value", None)
@@ -401,7 +419,7 @@ def _layer_parameter_shape(ctx, target: ast.Attribute, scope):
     return None
 
 
-def _in_forward(ctx, scope) -> bool:
+def _in_forward(ctx: FileContext, scope: Scope) -> bool:
     cls = scope.cls if scope is not None else None
     if cls is None or not cls.is_module:
         return False
@@ -409,7 +427,7 @@ def _in_forward(ctx, scope) -> bool:
     return forward is not None and scope.name in forward.methods
 
 
-def _local_rewrite(ctx, target: ast.Attribute, stmt, scope):
+def _local_rewrite(ctx: FileContext, target: ast.Attribute, stmt: ast.stmt, scope: Scope) -> Optional[Fix]:
     """`self.w = F.softmax(self.w)` then `x * self.w` -> `w = F.softmax(self.w)` then `x * w`.
 
     Only plain reads after the assignment become the local; a use that works on the parameter
@@ -425,7 +443,7 @@ def _local_rewrite(ctx, target: ast.Attribute, stmt, scope):
     edits = [ctx.replace(target, local)]
     kept = 0
     wanted = ast.dump(target.value), target.attr
-    end = stmt.end_lineno, stmt.end_col_offset
+    end = last_line(stmt), stmt.end_col_offset
     for node in ast.walk(scope.node):
         if not (isinstance(node, ast.Attribute) and (ast.dump(node.value), node.attr) == wanted) or node is target:
             continue
@@ -443,7 +461,7 @@ def _local_rewrite(ctx, target: ast.Attribute, stmt, scope):
     return ctx.fix(title, edits, safe=False)
 
 
-def _runs_once(ctx, stmt, scope) -> bool:
+def _runs_once(ctx: FileContext, stmt: ast.stmt, scope: Scope) -> bool:
     """The assignment runs exactly once per call: not under an if, a loop, a try or a match."""
     node = ctx.parent(stmt)
     while node is not None and node is not scope.node:
@@ -459,7 +477,7 @@ _PARAMETER_HANDLES = frozenset(("data", "grad", "register_hook", "retain_grad",
 _TAKES_PARAMETERS = frozenset(("add_param_group", "register_parameter", "register_buffer"))
 
 
-def _works_on_parameter(ctx, node: ast.Attribute) -> bool:
+def _works_on_parameter(ctx: FileContext, node: ast.Attribute) -> bool:
     """`self.w` used as the object: mutated (`.data`, `.grad`, an in-place `_` method, an item or
     attribute stored), compared by identity, or handed to something that keeps or changes it (an
     optimizer, an in-place function such as `nn.init.zeros_`, `out=`)."""
@@ -472,7 +490,7 @@ def _works_on_parameter(ctx, node: ast.Attribute) -> bool:
         return parent.value is node and not isinstance(parent.ctx, ast.Load)
     if isinstance(parent, ast.Compare):
         return any(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops)
-    child = node
+    child: ast.AST = node
     while isinstance(parent, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Starred, ast.keyword)):
         if isinstance(parent, ast.keyword) and parent.arg == "out":
             return True

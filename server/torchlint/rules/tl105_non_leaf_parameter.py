@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, Iterator, List, Optional, Tuple, cast
 
 from ..analysis import torch_names as tn
-from ..analysis.findings import Range, Severity
+from ..analysis.context import FileContext
+from ..analysis.findings import Edit, Finding, Fix, Range, Severity
 from ..analysis.flow import device_or_dtype, enclosing_statement, loads_of, reaching_binding
+from ..analysis.scopes import ClassInfo, Scope, called_method
 from ..analysis.values import Kind, keyword
 from .base import Rule, shorten
 
@@ -43,7 +45,7 @@ class NonLeafParameter(Rule):
     summary = "a requires_grad=True tensor put through .cuda()/.to()/arithmetic: the result is not a leaf"
     severity = Severity.ERROR
 
-    def find(self, ctx):
+    def find(self, ctx: FileContext) -> Iterator[Finding]:
         reported = set()
         for value, scope, stmt, sink, sink_node in _sinks(ctx):
             found = _non_leaf(ctx, value, scope, stmt, 0)
@@ -54,7 +56,7 @@ class NonLeafParameter(Rule):
 
 
 # -- where a non-leaf does harm ----------------------------------------------------------------
-def _sinks(ctx):
+def _sinks(ctx: FileContext) -> Iterator[Tuple[ast.expr, Scope, ast.stmt, str, ast.expr]]:
     """(expression, scope, statement, what happens there, node) for each place a tensor is used as
     a weight: an optimizer's parameters, a `.grad` read, an attribute of a Module."""
     for call in ctx.index.calls:
@@ -69,10 +71,10 @@ def _sinks(ctx):
     grad_reads = _grad_reads(ctx)
     for scope in ctx.index.scopes if grad_reads else ():
         for node in grad_reads.get(id(scope.node), ()):
-            stmt = enclosing_statement(node, ctx.nodes.parent)
-            if stmt is not None:
+            read_in = enclosing_statement(node, ctx.nodes.parent)
+            if read_in is not None:
                 sink = "its `.grad`, read on line %d, stays None" % node.lineno
-                yield node.value, scope, stmt, sink, node
+                yield node.value, scope, read_in, sink, node
     for target, stored, stmt, scope in ctx.index.attribute_stores:
         comprehended = _comprehended(stored, scope)
         if comprehended is not None:
@@ -98,7 +100,7 @@ def _sinks(ctx):
             yield value, scope, stmt, sink, target
 
 
-def _wrapped_later(ctx, cls, attr: str, stmt) -> bool:
+def _wrapped_later(ctx: FileContext, cls: ClassInfo, attr: str, stmt: ast.stmt) -> bool:
     """`self.w = nn.Parameter(self.w)` or register_parameter("w", ...) elsewhere in the class:
     the tensor stored here is only a draft of the parameter."""
     if attr in ctx.registered_names(cls):
@@ -111,13 +113,13 @@ def _wrapped_later(ctx, cls, attr: str, stmt) -> bool:
     return False
 
 
-def _grad_reads(ctx):
+def _grad_reads(ctx: FileContext) -> Dict[int, List[ast.Attribute]]:
     """id(scope node) -> the `name.grad` reads in that function's (or class's, or the module's)
     own code, not in the functions, classes or lambdas inside it; in the order a stack walk from
     its last statement meets them (the node table's order)."""
     table = ctx.nodes
-    nodes, owners = table.nodes, table.owners
-    reads = {}
+    nodes, owners = cast(List[ast.Attribute], table.nodes), table.owners  # (read at ast.Attribute positions)
+    reads: Dict[int, List[ast.Attribute]] = {}
     for position in table.positions_of(ast.Attribute):
         node = nodes[position]
         if node.attr == "grad" and isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load) \
@@ -126,11 +128,11 @@ def _grad_reads(ctx):
     return reads
 
 
-def _statement_of(ctx, scope, node):
+def _statement_of(ctx: FileContext, scope: Scope, node: ast.Call) -> Optional[ast.stmt]:
     return enclosing_statement(node, ctx.nodes.parent)
 
 
-def _optimized(ctx, call: ast.Call, scope, stmt) -> List[ast.expr]:
+def _optimized(ctx: FileContext, call: ast.Call, scope: Scope, stmt: ast.stmt) -> List[ast.expr]:
     """The tensors an optimizer call is given: `[w, b]`, `[{"params": [w]}, ...]`, or a list name."""
     params = call.args[0] if call.args else keyword(call, "params")
     if params is None:
@@ -139,15 +141,17 @@ def _optimized(ctx, call: ast.Call, scope, stmt) -> List[ast.expr]:
         binding = reaching_binding(ctx.index, scope, params.id, stmt)
         if binding is None:
             return []
-        if _comprehended(binding.value, scope) is not None:
-            return [_comprehended(binding.value, scope)]
+        comprehended = _comprehended(binding.value, scope)
+        if comprehended is not None:
+            return [comprehended]
         if not isinstance(binding.value, (ast.List, ast.Tuple)):
             return []
         appended = [c.args[0] for c in scope.appends.get(params.id, ())]
         stmt = binding.stmt
         params = ast.List(elts=list(binding.value.elts) + appended, ctx=ast.Load())
-    if _comprehended(params, scope) is not None:
-        return [_comprehended(params, scope)]
+    comprehended = _comprehended(params, scope)
+    if comprehended is not None:
+        return [comprehended]
     if not isinstance(params, (ast.List, ast.Tuple)):
         return []
     found = []
@@ -161,7 +165,7 @@ def _optimized(ctx, call: ast.Call, scope, stmt) -> List[ast.expr]:
     return found
 
 
-def _comprehended(node: ast.AST, scope) -> Optional[ast.expr]:
+def _comprehended(node: Optional[ast.AST], scope: Scope) -> Optional[ast.expr]:
     """The element of `[torch.ones(2, requires_grad=True).to(dev) for _ in range(n)]` (a list
     comprehension or a generator): each tensor it makes. None when the element reads a loop
     variable that is also a local of the function (the syntactic pass would take the local's value)."""
@@ -174,7 +178,7 @@ def _comprehended(node: ast.AST, scope) -> Optional[ast.expr]:
 
 
 # -- what is a non-leaf ------------------------------------------------------------------------
-def _non_leaf(ctx, node: ast.expr, scope, stmt: ast.stmt, depth: int) -> Optional[_NonLeaf]:
+def _non_leaf(ctx: FileContext, node: ast.expr, scope: Scope, stmt: ast.stmt, depth: int) -> Optional[_NonLeaf]:
     if depth > 8:
         return None
     if isinstance(node, ast.Name):
@@ -218,7 +222,8 @@ def _non_leaf(ctx, node: ast.expr, scope, stmt: ast.stmt, depth: int) -> Optiona
     return None
 
 
-def _grad_leaf(ctx, node: ast.expr, scope, stmt, depth: int):
+def _grad_leaf(ctx: FileContext, node: ast.expr, scope: Scope, stmt: ast.stmt, depth: int
+              ) -> Optional[Tuple[ast.Call, bool]]:
     """(factory call, read once) when ``node`` is a fresh leaf that requires grad."""
     if isinstance(node, ast.Call):
         qualified = ctx.qualify(node.func)
@@ -239,9 +244,14 @@ def _grad_leaf(ctx, node: ast.expr, scope, stmt, depth: int):
         if leaf is None:
             return None
         reads = [load for load in loads_of(ctx.nodes, scope, node.id)
-                 if reaching_binding(ctx.index, scope, node.id, enclosing_statement(load, ctx.nodes.parent)) is binding]
+                 if reaching_binding(ctx.index, scope, node.id, _statement_holding(ctx, load)) is binding]
         return leaf[0], leaf[1] and len(reads) == 1
     return None
+
+
+def _statement_holding(ctx: FileContext, load: ast.Name) -> ast.stmt:
+    """The statement a read of a name in a function's own code is in."""
+    return cast(ast.stmt, enclosing_statement(load, ctx.nodes.parent))
 
 
 def _asks_grad(call: ast.Call) -> bool:
@@ -253,13 +263,13 @@ def _created_by(factory: ast.Call) -> ast.Call:
     """The factory call itself, also when the origin is `factory(...).requires_grad_()`."""
     func = factory.func
     if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":
-        return func.value
+        return cast(ast.Call, func.value)  # (a factory's call: _grad_leaf)
     return factory
 
 
-def _copies(ctx, factory: ast.Call, call: ast.Call) -> bool:
+def _copies(ctx: FileContext, factory: ast.Call, call: ast.Call) -> bool:
     """Whether the method returns a new tensor (not the leaf itself, and still requiring grad)."""
-    method = call.func.attr
+    method = called_method(call).attr
     if method in _NOT_COPIES or method.endswith("_") or method not in tn.TENSOR_METHODS:
         return False  # in place on a leaf that requires grad raises at once: loud, not ours
     if method == "cuda":
@@ -280,16 +290,16 @@ def _copies(ctx, factory: ast.Call, call: ast.Call) -> bool:
     return True
 
 
-def _dtype(ctx, node: ast.expr) -> str:
+def _dtype(ctx: FileContext, node: ast.expr) -> str:
     qualified = ctx.qualify(node) or ctx.text(node)
     return _DTYPE_SPELLINGS.get(qualified, qualified)
 
 
 # -- the finding -------------------------------------------------------------------------------
-def _finding(ctx, found: _NonLeaf, scope, sink: str, sink_node):
+def _finding(ctx: FileContext, found: _NonLeaf, scope: Scope, sink: str, sink_node: ast.expr) -> Finding:
     op = found.op
     if isinstance(op, ast.Call):
-        how = "`.%s()`" % op.func.attr
+        how = "`.%s()`" % called_method(op).attr
     elif isinstance(op, ast.BinOp):
         other = op.right if found.factory in ast.walk(op.left) else op.left
         how = "the arithmetic with `%s`" % shorten(ctx.text(other), 30)
@@ -314,13 +324,13 @@ def _finding(ctx, found: _NonLeaf, scope, sink: str, sink_node):
     return ctx.finding(message, found.value, fixes, related)
 
 
-def _requires_grad_last(ctx, found: _NonLeaf, scope):
+def _requires_grad_last(ctx: FileContext, found: _NonLeaf, scope: Scope) -> Optional[Fix]:
     """`torch.randn(3, requires_grad=True).cuda()` -> `torch.randn(3).cuda().requires_grad_()`."""
     if not found.single_use:
         return None
     factory = found.factory
     if _created_by(factory) is not factory:  # `.requires_grad_()` in the middle: delete it there
-        rng = Range(ctx.range(factory.func.value).end, ctx.range(factory).end)
+        rng = Range(ctx.range(called_method(factory).value).end, ctx.range(factory).end)
         removal = None if "#" in ctx.source.segment(rng) else ctx.replace(rng, "")
     else:
         removal = _remove_keyword(ctx, factory, "requires_grad")
@@ -343,7 +353,7 @@ def _requires_grad_last(ctx, found: _NonLeaf, scope):
     return ctx.fix(title, [removal] + appends, safe=safe)
 
 
-def _remove_keyword(ctx, call: ast.Call, name: str):
+def _remove_keyword(ctx: FileContext, call: ast.Call, name: str) -> Optional[Edit]:
     """The edit that deletes `name=...` and its comma; None when a comment sits in the way."""
     arguments = list(call.args) + list(call.keywords)
     arguments.sort(key=lambda n: (n.lineno, n.col_offset))
@@ -362,7 +372,7 @@ def _remove_keyword(ctx, call: ast.Call, name: str):
     return ctx.replace(rng, "")
 
 
-def _needs_no_grad(ctx, node: ast.expr, scope) -> bool:
+def _needs_no_grad(ctx: FileContext, node: ast.expr, scope: Scope) -> bool:
     """An operand that cannot carry a gradient the fix would cut: numbers, devices, dtypes."""
     if isinstance(node, ast.Constant):
         return True

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import ast
+from typing import Dict, Iterator, Optional, Set, cast
 
 from ..analysis import torch_names as tn
-from ..analysis.findings import Severity
+from ..analysis.context import FileContext
+from ..analysis.findings import Finding, Severity
 from ..analysis.forward import may_hold_parameters
-from ..analysis.values import Kind
+from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition
+from ..analysis.values import Kind, Value
 from .base import Rule
 
 # Methods that let the class be called without forward, or find attributes without their names.
@@ -20,7 +23,7 @@ class SubmoduleUnusedInForward(Rule):
     severity = Severity.INFO
     offers_fixes = False  # deleting a layer changes the checkpoint format: the author decides
 
-    def find(self, ctx):
+    def find(self, ctx: FileContext) -> Iterator[Finding]:
         subclassed = {base for info in ctx.index.classes for base in info.bases}
         for cls in ctx.module_classes:
             if "forward" not in cls.methods or cls.name in subclassed or _dynamic_class(ctx, cls):
@@ -44,10 +47,11 @@ class SubmoduleUnusedInForward(Rule):
                         or ctx.attribute_read_outside(cls.node, name):
                     continue
                 value = ctx.classify(binding.value, init)
-                if value.kind is not Kind.MODULE or not may_hold_parameters(ctx, value.module_class):
-                    continue
-                if _built_without_parameters(binding.value, value.module_class) \
-                        or _empty_and_never_filled(ctx, cls, binding.value, value.module_class, name):
+                module_class = value.module_class
+                if value.kind is not Kind.MODULE or module_class is None or not may_hold_parameters(ctx, module_class):
+                    continue  # (no class: may_hold_parameters cannot tell)
+                if _built_without_parameters(binding.value, module_class) \
+                        or _empty_and_never_filled(ctx, cls, binding.value, module_class, name):
                     continue
                 reported.add(name)
                 yield _finding(ctx, binding, value)
@@ -64,7 +68,7 @@ _AFFINE_FLAGS = {
 _CONTAINERS = frozenset(["torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential"])
 
 
-def _built_without_parameters(value: ast.AST, module_class) -> bool:
+def _built_without_parameters(value: ast.AST, module_class: str) -> bool:
     """`nn.BatchNorm2d(c, affine=False)`, `nn.LayerNorm(d, elementwise_affine=False)`: running
     statistics at most, no parameter for DDP to wait for. Only a literal False counts."""
     flag = _AFFINE_FLAGS.get(module_class)
@@ -77,13 +81,13 @@ def _built_without_parameters(value: ast.AST, module_class) -> bool:
     return isinstance(given, ast.Constant) and given.value is False
 
 
-def _empty_and_never_filled(ctx, cls, value: ast.AST, module_class, name: str) -> bool:
+def _empty_and_never_filled(ctx: FileContext, cls: ClassInfo, value: ast.AST, module_class: str, name: str) -> bool:
     """`self.blocks = nn.ModuleList()` that nothing in the class ever reads again (no `append`,
     no `extend`, no item set): it stays empty and holds no parameter."""
     if module_class not in _CONTAINERS or not isinstance(value, ast.Call) or value.args or value.keywords:
         return False
     for position in ctx.nodes.attributes_named(cls.node, name):
-        node = ctx.nodes.nodes[position]
+        node = cast(ast.Attribute, ctx.nodes.nodes[position])
         if not isinstance(node.ctx, ast.Store):
             return False
         parent = ctx.nodes.parent.get(id(node))
@@ -92,7 +96,7 @@ def _empty_and_never_filled(ctx, cls, value: ast.AST, module_class, name: str) -
     return True
 
 
-def _dynamic_class(ctx, cls) -> bool:
+def _dynamic_class(ctx: FileContext, cls: ClassInfo) -> bool:
     """Lightning modules (training_step runs without forward), classes that redefine how they
     are called or looked up, and classes that register hooks (they run code forward does not show)."""
     for info in ctx.class_chain(cls):
@@ -106,7 +110,7 @@ def _dynamic_class(ctx, cls) -> bool:
     return False
 
 
-def _abstract(forward) -> bool:
+def _abstract(forward: FunctionDefinition) -> bool:
     """A forward that only raises, passes or holds a docstring: the subclasses' forwards run."""
     for stmt in forward.body:
         if isinstance(stmt, (ast.Pass, ast.Raise)):
@@ -117,12 +121,12 @@ def _abstract(forward) -> bool:
     return True
 
 
-def _used_outside_forward(ctx, cls, reached: set) -> set:
+def _used_outside_forward(ctx: FileContext, cls: ClassInfo, reached: Set[str]) -> Set[str]:
     """Submodule names used by the class's other methods (`generate`, a loss helper), shared in
     __init__ (`nn.Sequential(self.stem, ...)`, tied weights), or read through an instance elsewhere
     in the file (`model.aux(x)`). Initialising them in __init__ (`self.fc.weight.data.normal_()`,
     `nn.init.zeros_(self.fc.bias)`) is no use."""
-    used = set()
+    used: Set[str] = set()
     for info in ctx.class_chain(cls):
         for name, scope in info.method_scopes.items():
             if name in reached or scope.self_name is None:
@@ -137,7 +141,7 @@ def _used_outside_forward(ctx, cls, reached: set) -> set:
     return used  # reads through an instance elsewhere: ctx.attribute_read_outside
 
 
-def _initialises(node: ast.Attribute, parent_of) -> bool:
+def _initialises(node: ast.Attribute, parent_of: Dict[int, ast.AST]) -> bool:
     """`self.fc.weight...` read in __init__ by a call (`nn.init.zeros_(self.fc.bias)`,
     `self.fc.weight.data.normal_()`), not in an assignment (that shares or ties the weight)."""
     parent = parent_of.get(id(node))
@@ -150,10 +154,10 @@ def _initialises(node: ast.Attribute, parent_of) -> bool:
     return True
 
 
-def _strings(ctx, node: ast.AST) -> set:
+def _strings(ctx: FileContext, node: ast.AST) -> Set[str]:
     """Names spelled in the class's strings, whole or as a dotted part (`"shared.weight"` in a
     table of tied weights): a layer named there may be looked up or tied by that name."""
-    names = set()
+    names: Set[str] = set()
     for n in ctx.nodes.under(node, ast.Constant):
         if isinstance(n.value, str) and len(n.value) < 200:
             names.add(n.value)
@@ -161,7 +165,7 @@ def _strings(ctx, node: ast.AST) -> set:
     return names
 
 
-def _finding(ctx, binding, value):
+def _finding(ctx: FileContext, binding: Binding, value: Value) -> Finding:
     target = "%s.%s" % (binding.scope.self_name, binding.name)
     kind = _short_class(value.module_class)
     message = ("`%s` (%s) is registered in `__init__` but `forward` never uses it, nor any method it calls: "
@@ -169,12 +173,12 @@ def _finding(ctx, binding, value):
                "reduction in the prior iteration\" unless `find_unused_parameters=True` (which slows every step), "
                "and the optimizer keeps state for them for nothing" % (target, kind))
     stmt = binding.stmt
-    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [cast(ast.AnnAssign, stmt).target]
     node = next((t for t in targets if isinstance(t, ast.Attribute) and t.attr == binding.name), stmt)
     return ctx.finding(message, node)
 
 
-def _short_class(module_class) -> str:
+def _short_class(module_class: Optional[str]) -> str:
     if module_class and module_class.startswith("torch.nn."):
         return "nn." + module_class[len("torch.nn."):]
     return module_class or "a Module"

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, List
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Union, cast
 
-from ..analysis.findings import Position, Range, Severity
-from ..analysis.scopes import encloses
+from ..analysis.context import FileContext
+from ..analysis.findings import Finding, Fix, Position, Range, Severity
+from ..analysis.scopes import Scope, encloses
+from ..analysis.source import last_line
 from ..analysis.values import Kind
 from .base import Rule
 
@@ -22,7 +24,7 @@ class AttributeThenRegister(Rule):
     summary = "`self.x = t` then `register_buffer(\"x\", ...)`: KeyError \"attribute 'x' already exists\""
     severity = Severity.ERROR
 
-    def find(self, ctx):
+    def find(self, ctx: FileContext) -> Iterator[Finding]:
         for cls in ctx.module_classes:
             for scope in cls.method_scopes.values():
                 if scope.self_name is None:
@@ -32,16 +34,16 @@ class AttributeThenRegister(Rule):
                     call = _register_call(scope, stmt)
                     if call is None:
                         continue
-                    name = call.args[0].value
+                    name = _registered_name(call)
                     if touching is None:
                         touching = _statements_by_name(scope)
                     earlier = _plain_assignment_before(ctx, scope, touching.get(name, ()), stmt, name,
-                                                       _REGISTER[call.func.attr])
+                                                       _REGISTER[cast(ast.Attribute, call.func).attr])
                     if earlier is not None:
                         yield _finding(ctx, scope, stmt, call, earlier, name)
 
 
-def _register_call(scope, stmt):
+def _register_call(scope: Scope, stmt: ast.stmt) -> Optional[ast.Call]:
     """`self.register_buffer("name", ...)` as a statement of its own."""
     if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
         return None
@@ -54,13 +56,13 @@ def _register_call(scope, stmt):
     return call
 
 
-def _statements_by_name(scope) -> Dict[str, List[ast.stmt]]:
+def _statements_by_name(scope: Scope) -> Dict[str, List[ast.stmt]]:
     """The method's statements, in order, under each name whose ``self.<name>`` they assign,
     delete or register: a registration then reads only its name's statements (linear in a
     method that registers N names)."""
     by_name: Dict[str, List[ast.stmt]] = {}
     for stmt in scope.statements:
-        names = set()
+        names: Set[str] = set()
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             names.update(t.attr for t in targets if isinstance(t, ast.Attribute) and scope.is_self(t.value))
@@ -73,13 +75,14 @@ def _statements_by_name(scope) -> Dict[str, List[ast.stmt]]:
                 names.add(call.args[1].value)
             registered = _register_call(scope, stmt)
             if registered is not None:
-                names.add(registered.args[0].value)
+                names.add(_registered_name(registered))
         for name in names:
             by_name.setdefault(name, []).append(stmt)
     return by_name
 
 
-def _plain_assignment_before(ctx, scope, touching, stmt, name: str, container: str):
+def _plain_assignment_before(ctx: FileContext, scope: Scope, touching: Sequence[ast.stmt], stmt: ast.stmt, name: str,
+                             container: str) -> Optional[Union[ast.Assign, ast.AnnAssign]]:
     """The `self.<name> = value` that runs before ``stmt`` in the same method and leaves ``name``
     somewhere the registration refuses (a plain attribute, or another kind of member).
     ``touching``: the method's statements that touch ``self.<name>`` (_statements_by_name)."""
@@ -103,7 +106,12 @@ def _plain_assignment_before(ctx, scope, touching, stmt, name: str, container: s
     return last
 
 
-def _deletes(scope, stmt, name: str) -> bool:
+def _registered_name(call: ast.Call) -> str:
+    """The name a call that _register_call found registers (its first argument, a string)."""
+    return cast(str, cast(ast.Constant, call.args[0]).value)
+
+
+def _deletes(scope: Scope, stmt: ast.stmt, name: str) -> bool:
     if isinstance(stmt, ast.Delete):
         return any(isinstance(t, ast.Attribute) and t.attr == name and scope.is_self(t.value) for t in stmt.targets)
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
@@ -113,17 +121,17 @@ def _deletes(scope, stmt, name: str) -> bool:
     return False
 
 
-def _registers(scope, stmt, name: str) -> bool:
+def _registers(scope: Scope, stmt: ast.stmt, name: str) -> bool:
     call = _register_call(scope, stmt)
-    return call is not None and call.args[0].value == name
+    return call is not None and _registered_name(call) == name
 
 
-def _reads(scope, node, name: str) -> bool:
+def _reads(scope: Scope, node: ast.AST, name: str) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr == name and scope.is_self(n.value)
                and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
 
 
-def _local_rewrite(ctx, scope, earlier, stmt, name: str):
+def _local_rewrite(ctx: FileContext, scope: Scope, earlier: ast.Assign, stmt: ast.stmt, name: str) -> Optional[Fix]:
     """`self.x = v` ... `register_buffer("x", self.x.data)` -> `x = v` ... `register_buffer("x", x.data)`."""
     local = name if name not in scope.locals else name + "_value"
     if local in scope.locals or not local.isidentifier():
@@ -131,13 +139,14 @@ def _local_rewrite(ctx, scope, earlier, stmt, name: str):
     edits = [ctx.replace(earlier.targets[0], local)]
     for node in ast.walk(scope.node):
         if isinstance(node, ast.Attribute) and node.attr == name and scope.is_self(node.value) \
-                and isinstance(node.ctx, ast.Load) and earlier.end_lineno < node.lineno <= stmt.end_lineno:
+                and isinstance(node.ctx, ast.Load) and last_line(earlier) < node.lineno <= last_line(stmt):
             edits.append(ctx.replace(node, local))
     return ctx.fix("Keep the value in a local variable `%s` until it is registered" % local, edits, safe=True)
 
 
-def _finding(ctx, scope, stmt, call, earlier, name: str):
-    method = call.func.attr
+def _finding(ctx: FileContext, scope: Scope, stmt: ast.stmt, call: ast.Call, earlier: Union[ast.Assign, ast.AnnAssign],
+             name: str) -> Finding:
+    method = cast(ast.Attribute, call.func).attr
     message = ("`%s(\"%s\", ...)` raises KeyError \"attribute '%s' already exists\": line %d already made "
                "`%s.%s` a plain attribute" % (method, name, name, earlier.lineno, scope.self_name, name))
     fixes = []
@@ -146,11 +155,11 @@ def _finding(ctx, scope, stmt, call, earlier, name: str):
     read_between = any(_reads(scope, s, name) for s in between)
     single = isinstance(earlier, ast.Assign) and len(earlier.targets) == 1 and ctx.stands_alone(earlier)
     if single and not read_by_call and not read_between:
-        first, last = earlier.lineno, earlier.end_lineno
+        first, last = earlier.lineno, last_line(earlier)
         fixes.append(ctx.fix("Remove the plain assignment on line %d (the registration sets the attribute)" % first,
                              [ctx.replace(Range(Position(first, 0), Position(last + 1, 0)), "")], safe=True))
     elif single:
-        local = _local_rewrite(ctx, scope, earlier, stmt, name)
+        local = _local_rewrite(ctx, scope, cast(ast.Assign, earlier), stmt, name)  # (single: an ast.Assign)
         if local is not None:
             fixes.append(local)
     if ctx.stands_alone(stmt) and not read_by_call:

@@ -3,11 +3,14 @@ calls) and stored on the module: an optimizer built before the first batch never
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple, cast
 
-from ..analysis.findings import Position, Range, Severity
+from ..analysis.context import FileContext
+from ..analysis.findings import Edit, Finding, Fix, Position, Range, Severity
 from ..analysis.forward import may_hold_parameters
-from ..analysis.values import Kind
+from ..analysis.scopes import ClassInfo, Scope
+from ..analysis.source import last_line
+from ..analysis.values import Kind, Value
 from .base import Rule, shorten
 
 # Layers whose first argument is the input's width, and the lazy layer that infers it.
@@ -36,7 +39,7 @@ class ModuleCreatedInForward(Rule):
                "first batch never updates it")
     severity = Severity.ERROR
 
-    def find(self, ctx):
+    def find(self, ctx: FileContext) -> Iterator[Finding]:
         seen = set()
         for cls in ctx.module_classes:
             reached = ctx.forward_reach(cls)
@@ -55,9 +58,11 @@ class ModuleCreatedInForward(Rule):
                     yield _finding(ctx, cls, method, scope, stmt, *made)
 
 
-def _creation(ctx, scope, stmt) -> Optional[Tuple[str, ast.AST, ast.Call, object]]:
+def _creation(ctx: FileContext, scope: Scope, stmt: ast.stmt) -> Optional[Tuple[str, ast.expr, ast.Call, Value]]:
     """(attribute, the node to report, the constructor call, its Value) when the statement stores a
     new layer that holds parameters, or a new nn.Parameter, on self."""
+    node: ast.expr
+    value: Optional[ast.expr]
     if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         if len(targets) != 1 or not isinstance(targets[0], ast.Attribute) or not scope.is_self(targets[0].value):
@@ -81,7 +86,7 @@ def _creation(ctx, scope, stmt) -> Optional[Tuple[str, ast.AST, ast.Call, object
     return None
 
 
-def _guard(ctx, scope, stmt, name: str) -> Optional[ast.If]:
+def _guard(ctx: FileContext, scope: Scope, stmt: ast.stmt, name: str) -> Optional[ast.If]:
     """The `if self.<name> is None:` (or `not hasattr(self, "name")`, `not self.<name>`) whose body
     makes it: it runs on the first call only."""
     parent = ctx.parent(stmt)
@@ -108,18 +113,19 @@ def _guard(ctx, scope, stmt, name: str) -> Optional[ast.If]:
     return None
 
 
-def _getattr(scope, node, name: str) -> bool:
+def _getattr(scope: Scope, node: ast.expr, name: str) -> bool:
     """`getattr(self, "name", None)`."""
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
         and len(node.args) >= 2 and scope.is_self(node.args[0]) and isinstance(node.args[1], ast.Constant) \
         and node.args[1].value == name
 
 
-def _is_attr(scope, node, name: str) -> bool:
+def _is_attr(scope: Scope, node: ast.expr, name: str) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == name and scope.is_self(node.value)
 
 
-def _finding(ctx, cls, method, scope, stmt, name, node, call, value):
+def _finding(ctx: FileContext, cls: ClassInfo, method: str, scope: Scope, stmt: ast.stmt, name: str, node: ast.expr,
+             call: ast.Call, value: Value) -> Finding:
     guard = _guard(ctx, scope, stmt, name)
     where = "forward" if method == "forward" else "`%s()` (which forward calls)" % method
     when = "on the first call" if guard is not None else "on every call"
@@ -150,7 +156,8 @@ def _reads(call: ast.Call) -> Tuple[List[ast.Name], List[ast.Attribute]]:
     return names, attributes
 
 
-def _move_to_init(ctx, cls, scope, stmt, name, call, value, guard):
+def _move_to_init(ctx: FileContext, cls: ClassInfo, scope: Scope, stmt: ast.stmt, name: str, call: ast.Call,
+                  value: Value, guard: Optional[ast.If]) -> Tuple[Optional[Fix], Optional[str]]:
     """(a fix that builds it at the end of __init__ and drops it from forward, None) or (None, why not)."""
     init = cls.method_scopes.get("__init__")
     if init is None or init.self_name is None:
@@ -158,7 +165,7 @@ def _move_to_init(ctx, cls, scope, stmt, name, call, value, guard):
     if not ctx.stands_alone(stmt) or (guard is not None and (guard.orelse or not ctx.stands_alone(guard))):
         return None, "the statement shares its lines with other code"
     names, attributes = _reads(call)
-    own = [a for a in attributes if a.value.id == scope.self_name]
+    own = [a for a in attributes if cast(ast.Name, a.value).id == scope.self_name]
     if any(a.attr == name for a in own):
         return None, ("it is made from its own previous value on each call: update it in place instead "
                       "(with torch.no_grad(): %s.%s.copy_(...))" % (scope.self_name, name))
@@ -169,7 +176,8 @@ def _move_to_init(ctx, cls, scope, stmt, name, call, value, guard):
         return None, "its arguments read %s, which __init__ does not set" % ", ".join(
             "%s.%s" % (scope.self_name, m) for m in missing)
     local = [n for n in names if n.id in scope.locals and n.id != scope.self_name]
-    text, import_edit = ctx.text(call), None
+    text = ctx.text(call)
+    import_edit: Optional[Edit] = None
     if local:
         lazy = _lazy_call(ctx, call, value, scope)
         if lazy is None:
@@ -183,14 +191,15 @@ def _move_to_init(ctx, cls, scope, stmt, name, call, value, guard):
     indent = ctx.indent(body[0])
     newline = ctx.source.newline()
     if isinstance(stmt, ast.Expr):  # self.register_parameter("w", nn.Parameter(...))
-        func = stmt.value.func
-        moved = "%s.%s(%s, %s)" % (init.self_name, func.attr, ctx.text(stmt.value.args[0]), text)
+        registration = cast(ast.Call, stmt.value)
+        func = cast(ast.Attribute, registration.func)
+        moved = "%s.%s(%s, %s)" % (init.self_name, func.attr, ctx.text(registration.args[0]), text)
     else:
         moved = "%s.%s = %s" % (init.self_name, name, text)
-    end = Position(last.end_lineno, len(ctx.source.line(last.end_lineno)))
+    end = Position(last_line(last), len(ctx.source.line(last_line(last))))
     edits = [ctx.replace(Range(end, end), newline + indent + moved), import_edit]
     removed = guard if guard is not None and len(guard.body) == 1 else stmt
-    first, final = removed.lineno, removed.end_lineno
+    first, final = removed.lineno, last_line(removed)
     parent = ctx.parent(removed)
     siblings = _block_of(parent, removed)
     if siblings is not None and len(siblings) == 1:
@@ -204,24 +213,25 @@ def _move_to_init(ctx, cls, scope, stmt, name, call, value, guard):
                 and len(binding.stmt.targets) == 1 and ctx.stands_alone(binding.stmt) \
                 and binding.stmt is not last and binding.stmt.lineno != last.lineno:
             edits.append(ctx.replace(Range(Position(binding.stmt.lineno, 0),
-                                           Position(binding.stmt.end_lineno + 1, 0)), ""))
+                                           Position(last_line(binding.stmt) + 1, 0)), ""))
     title = "Build %s.%s in __init__%s" % (init.self_name, name, " as %s" % text.split("(", 1)[0]
                                            if import_edit is not None or text != ctx.text(call) else "")
     return ctx.fix(title, edits, safe=False, preferred=True), None
 
 
-def _block_of(parent, stmt) -> Optional[list]:
+def _block_of(parent: Optional[ast.AST], stmt: ast.stmt) -> Optional[List[ast.stmt]]:
     for field in ("body", "orelse", "finalbody"):
         block = getattr(parent, field, None)
         if isinstance(block, list) and stmt in block:
             return block
-    for handler in getattr(parent, "handlers", None) or []:
+    handlers: List[ast.ExceptHandler] = getattr(parent, "handlers", None) or []
+    for handler in handlers:
         if stmt in handler.body:
             return handler.body
     return None
 
 
-def _lazy_call(ctx, call, value, scope) -> Optional[Tuple[str, object]]:
+def _lazy_call(ctx: FileContext, call: ast.Call, value: Value, scope: Scope) -> Optional[Tuple[str, Optional[Edit]]]:
     """`nn.Linear(x.shape[-1], n)` -> `nn.LazyLinear(n)` when only the input's width comes from forward."""
     entry = _LAZY.get(value.module_class or "")
     if entry is None or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):

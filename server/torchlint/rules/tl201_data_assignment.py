@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import ast
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..analysis import torch_names as tn
-from ..analysis.findings import Range, Severity
+from ..analysis.context import FileContext
+from ..analysis.findings import Finding, Range, Severity
+from ..analysis.scopes import Scope
 from ..analysis.values import Kind
 from .base import Rule
 
@@ -19,7 +22,7 @@ class DataAssignment(Rule):
     severity = Severity.WARNING
     grading = "warning when it ties two tensors' storage or follows an optimizer; hint otherwise"
 
-    def find(self, ctx):
+    def find(self, ctx: FileContext) -> Iterator[Finding]:
         swaps = _Swaps(ctx)
         for target, value, stmt, scope in ctx.index.attribute_stores:
             if target.attr != "data":
@@ -42,7 +45,8 @@ contiguous to type_as narrow flatten unflatten
 _SELF_CONVERSIONS = tn.MOVE_METHODS | frozenset("T mT t transpose permute contiguous".split())
 
 
-def _grade(ctx, holder, value, stmt, scope):
+def _grade(ctx: FileContext, holder: ast.expr, value: ast.expr, stmt: ast.stmt, scope: Scope
+           ) -> Tuple[Optional[Severity], Optional[str]]:
     """(severity or None for quiet, what makes it hazardous or None).
 
     Warning: the parameter starts sharing another tensor's storage (`a.data = b.data`, a caller's
@@ -60,7 +64,7 @@ def _grade(ctx, holder, value, stmt, scope):
     return Severity.HINT, None
 
 
-def _converts_itself(ctx, holder: ast.expr, value: ast.expr) -> bool:
+def _converts_itself(ctx: FileContext, holder: ast.expr, value: ast.expr) -> bool:
     """`p.data = p.data.half()` / `p.data = p.to(device)` / `w.data = w.data.T` /
     `w.data = init.xavier_uniform_(w.data)`: a deliberate change of the tensor itself (what
     Module._apply used to do); copying into the old storage would undo it."""
@@ -77,14 +81,14 @@ def _converts_itself(ctx, holder: ast.expr, value: ast.expr) -> bool:
     return node is not value and ast.dump(node) == ast.dump(holder)
 
 
-def _initialiser(ctx, call: ast.Call) -> bool:
+def _initialiser(ctx: FileContext, call: ast.Call) -> bool:
     """`nn.init.xavier_uniform_(w)`, `trunc_normal_(w)`: fills its argument in place and returns it."""
     qualified = ctx.qualify(call.func) or ""
     name = qualified or (call.func.id if isinstance(call.func, ast.Name) else "")
     return qualified.startswith("torch.nn.init.") or name.endswith("_") and not name.endswith("__")
 
 
-def _optimizer_before(ctx, scope, stmt) -> bool:
+def _optimizer_before(ctx: FileContext, scope: Scope, stmt: ast.stmt) -> bool:
     """An optimizer built earlier in the same function (or script)."""
     for earlier in scope.statements:
         if earlier.lineno >= stmt.lineno:
@@ -97,7 +101,7 @@ def _optimizer_before(ctx, scope, stmt) -> bool:
     return False
 
 
-def _aliased(ctx, holder, value, scope, depth: int):
+def _aliased(ctx: FileContext, holder: ast.expr, value: ast.expr, scope: Scope, depth: int) -> Optional[str]:
     """What the value shares its storage with, when it is another tensor (not a copy), else None."""
     node = value
     while True:  # views and `.data` keep the storage
@@ -129,7 +133,7 @@ def _aliased(ctx, holder, value, scope, depth: int):
     return None
 
 
-def _deleted_later(scope, source: ast.Attribute, after: int) -> bool:
+def _deleted_later(scope: Scope, source: ast.Attribute, after: int) -> bool:
     """`self.pos_enc.bias` handed over, then `del self.pos_enc` / `self.__delattr__("pos_enc")` below."""
     owner = source.value
     while isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Attribute):
@@ -165,13 +169,15 @@ class _Swaps:
     Each function's `.data` stores and the values its names and dicts are filled from are read once
     (a function of N statements stays linear)."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        self._by_scope = {}
-        self._stores_by_scope = None  # id(scope) -> its `.data = ...` stores
-        self._first_filled = {}  # (id(scope), name or "[dict]") -> holder dump -> first line it is saved
+        self._by_scope: Dict[int, Dict[str, List[Tuple[int, ast.stmt]]]] = {}  # id(scope) -> _restores'
+        # id(scope) -> its `.data = ...` stores
+        self._stores_by_scope: Optional[Dict[int, List[Tuple[ast.Attribute, ast.expr, ast.stmt]]]] = None
+        # (id(scope), name or "[dict]") -> holder dump -> first line it is saved
+        self._first_filled: Dict[Tuple[int, str], Dict[str, int]] = {}
 
-    def restored(self, holder: ast.expr, stmt, scope):
+    def restored(self, holder: ast.expr, stmt: ast.stmt, scope: Scope) -> Optional[ast.stmt]:
         """The statement that puts ``holder``'s old value back, when ``stmt`` is part of such a swap (it
         runs between the saving and the putting back, or is the putting back)."""
         if scope is None:
@@ -181,18 +187,19 @@ class _Swaps:
                 return restore
         return None
 
-    def _restores(self, scope):
+    def _restores(self, scope: Scope) -> Dict[str, List[Tuple[int, ast.stmt]]]:
         """holder -> [(line of the saving, the statement putting it back)] in this function."""
         found = self._by_scope.get(id(scope))
         if found is None:
             if self._stores_by_scope is None:
-                self._stores_by_scope = {}
+                stores_by_scope: Dict[int, List[Tuple[ast.Attribute, ast.expr, ast.stmt]]] = {}
                 for target, value, stmt, where in self.ctx.index.attribute_stores:
                     if target.attr == "data":
-                        self._stores_by_scope.setdefault(id(where), []).append((target, value, stmt))
+                        stores_by_scope.setdefault(id(where), []).append((target, value, stmt))
+                self._stores_by_scope = stores_by_scope
             own = self._stores_by_scope.get(id(scope), [])
             found = self._by_scope[id(scope)] = {}
-            stores = {}  # holder -> the lines of its `.data = ...` stores in this function
+            stores: Dict[str, List[int]] = {}  # holder -> the lines of its `.data = ...` stores in this function
             for target, value, stmt in own:
                 stores.setdefault(ast.dump(target.value), []).append(stmt.lineno)
             for target, value, stmt in own:
@@ -204,7 +211,7 @@ class _Swaps:
                     found.setdefault(holder, []).append((saved, stmt))
         return found
 
-    def _saved_from(self, value, holder: str, scope, stmt):
+    def _saved_from(self, value: ast.expr, holder: str, scope: Scope, stmt: ast.stmt) -> Optional[int]:
         """The line where an earlier statement of the function filled ``value``, a name (or an item of a
         dict), from ``holder`` (a dump) itself: `old = p.data`, `backup[name] = p.data.clone()`; else None."""
         if isinstance(value, ast.Name):
@@ -227,9 +234,9 @@ class _Swaps:
         return line if line is not None and line < stmt.lineno else None
 
 
-def _first_lines(filled) -> dict:
+def _first_lines(filled: Iterable[Tuple[ast.expr, int]]) -> Dict[str, int]:
     """For (value, line) pairs: each expression the values mention (as a dump) -> the first line."""
-    first = {}
+    first: Dict[str, int] = {}
     for value, line in filled:
         for node in ast.walk(value):
             if isinstance(node, ast.expr):
@@ -239,7 +246,7 @@ def _first_lines(filled) -> dict:
     return first
 
 
-def _is_tensor(ctx, holder: ast.expr, scope) -> bool:
+def _is_tensor(ctx: FileContext, holder: ast.expr, scope: Scope) -> bool:
     kind = ctx.classify(holder, scope).kind
     if kind in TENSOR_LIKE:
         return True
@@ -252,7 +259,8 @@ def _is_tensor(ctx, holder: ast.expr, scope) -> bool:
     return ctx.classify(holder.value, scope).kind in (Kind.UNKNOWN, Kind.MODULE)
 
 
-def _finding(ctx, target: ast.Attribute, value: ast.expr, stmt, severity, hazard, restore=None):
+def _finding(ctx: FileContext, target: ast.Attribute, value: ast.expr, stmt: ast.stmt, severity: Severity,
+             hazard: Optional[str], restore: Optional[ast.stmt] = None) -> Finding:
     holder = ctx.text(target.value)
     if restore is not None:
         if restore is stmt:

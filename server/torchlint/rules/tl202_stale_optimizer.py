@@ -4,11 +4,14 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Set
+from typing import Iterator, List, Optional, Set, Tuple, cast
 
 from ..analysis import torch_names as tn
-from ..analysis.findings import Position, Range, Severity
-from ..analysis.scopes import block_chain, dotted_name, encloses
+from ..analysis.construction import block_of
+from ..analysis.context import FileContext
+from ..analysis.findings import Edit, Finding, Fix, Position, Range, Severity
+from ..analysis.scopes import Scope, block_chain, dotted_name, encloses
+from ..analysis.source import last_line
 from ..analysis.values import Kind
 from .base import Rule
 
@@ -43,7 +46,7 @@ class StaleOptimizer(Rule):
     summary = "submodule or parameter re-bound after the optimizer was built: the new weights are never updated"
     severity = Severity.WARNING
 
-    def find(self, ctx):
+    def find(self, ctx: FileContext) -> Iterator[Finding]:
         for scope in ctx.index.scopes:
             statements = scope.statements
             reported = set()  # one finding per re-binding, even when two optimizers hold the parameters
@@ -65,20 +68,20 @@ class StaleOptimizer(Rule):
 
 # -- facts -------------------------------------------------------------------------------------
 
-def _is_optimizer_call(ctx, node) -> bool:
+def _is_optimizer_call(ctx: FileContext, node: ast.expr) -> bool:
     if not isinstance(node, ast.Call):
         return False
     qualified = ctx.qualify(node.func)
     return qualified is not None and tn.is_optimizer_class(qualified)
 
 
-def _build(ctx, scope, position, stmt) -> Optional[_Build]:
+def _build(ctx: FileContext, scope: Scope, position: int, stmt: ast.stmt) -> Optional[_Build]:
     if not (isinstance(stmt, ast.Assign) and _is_optimizer_call(ctx, stmt.value)):
         return None
     target = dotted_name(stmt.targets[0])
     if target is None:
         return None
-    call = stmt.value
+    call = cast(ast.Call, stmt.value)  # (an optimizer's: _is_optimizer_call)
     arguments = list(call.args) + [kw.value for kw in call.keywords]
     direct = _parameter_roots(arguments)
     indirect = _roots_through_names(ctx, scope, arguments, stmt.lineno, depth=3)
@@ -88,7 +91,7 @@ def _build(ctx, scope, position, stmt) -> Optional[_Build]:
     return _Build(stmt, position, target, roots, direct=not (indirect - direct))
 
 
-def _parameter_roots(nodes) -> Set[str]:
+def _parameter_roots(nodes: List[ast.expr]) -> Set[str]:
     """Receivers of every `<x>.parameters()` / `<x>.named_parameters()` in ``nodes``."""
     roots = set()
     for top in nodes:
@@ -101,7 +104,8 @@ def _parameter_roots(nodes) -> Set[str]:
     return roots
 
 
-def _roots_through_names(ctx, scope, nodes, before_line: int, depth: int) -> Set[str]:
+def _roots_through_names(ctx: FileContext, scope: Scope, nodes: List[ast.expr], before_line: int,
+                         depth: int) -> Set[str]:
     """`params = [p for p in model.parameters() if ...]` then `optim.SGD(params)`, and `params.append(p)` loops."""
     roots: Set[str] = set()
     if depth == 0:
@@ -118,11 +122,12 @@ def _roots_through_names(ctx, scope, nodes, before_line: int, depth: int) -> Set
     return roots
 
 
-def _assigns(stmt, target: str) -> bool:
+def _assigns(stmt: ast.stmt, target: str) -> bool:
     return isinstance(stmt, ast.Assign) and any(dotted_name(t) == target for t in stmt.targets)
 
 
-def _rebinding(ctx, scope, stmt, build):
+def _rebinding(ctx: FileContext, scope: Scope, stmt: ast.stmt, build: _Build
+              ) -> Optional[Tuple[ast.expr, str, str, Kind]]:
     """(target node, target text, root, value kind) when ``stmt`` re-binds something under a root:
     `model.fc = ...`, `model.fc.weight = ...`, `model.classifier[6] = ...`."""
     if not isinstance(stmt, ast.Assign):
@@ -148,7 +153,7 @@ def _rebinding(ctx, scope, stmt, build):
     return None
 
 
-def _built_elsewhere(ctx, value: ast.expr):
+def _built_elsewhere(ctx: FileContext, value: ast.expr) -> Optional[Kind]:
     """Module for `QuantLinear.from_float(model.fc)` (a `from_*` constructor of a class) or a
     function of this file whose every `return` builds a module; else None."""
     if not isinstance(value, ast.Call):
@@ -165,7 +170,7 @@ def _built_elsewhere(ctx, value: ast.expr):
     return None
 
 
-def _reuses(ctx, value: ast.expr, target: str) -> bool:
+def _reuses(ctx: FileContext, value: ast.expr, target: str) -> bool:
     """The value holds the object already there: `model.fc`, `model.fc.to(dev)`, a torch wrapper
     (`nn.DataParallel(model.fc)`, `nn.Sequential(model.fc, nn.ReLU())`) or a call this file cannot
     see into (`convert_sync_batchnorm(model.fc)`).
@@ -174,7 +179,7 @@ def _reuses(ctx, value: ast.expr, target: str) -> bool:
     weight (`nn.Parameter(model.fc.weight[:k].clone())`), or a `from_*` constructor / a helper of
     this file that builds a new module from it, makes something new.
     """
-    def is_target(node):
+    def is_target(node: ast.expr) -> bool:
         return isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and ctx.text(node) == target
 
     node = value
@@ -197,13 +202,13 @@ def _reuses(ctx, value: ast.expr, target: str) -> bool:
     return False
 
 
-def _unmoved(node):
+def _unmoved(node: ast.expr) -> ast.expr:
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in tn.MOVE_METHODS:
         node = node.func.value
     return node
 
 
-def _constructs(ctx, scope, value: ast.expr, depth: int) -> bool:
+def _constructs(ctx: FileContext, scope: Scope, value: ast.expr, depth: int) -> bool:
     """The value is a new object (`nn.Linear(...)`, `head` bound to one), not an existing one that the
     optimizer may already hold (`model.encoder.weight` for weight tying)."""
     if depth == 0:
@@ -220,11 +225,11 @@ def _constructs(ctx, scope, value: ast.expr, depth: int) -> bool:
     return False
 
 
-def _chain(ctx, stmt) -> List[tuple]:
+def _chain(ctx: FileContext, stmt: ast.stmt) -> List[Tuple[int, str]]:
     return block_chain(ctx.index, stmt)
 
 
-def _refreshed(ctx, later_statements, build) -> bool:
+def _refreshed(ctx: FileContext, later_statements: List[ast.stmt], build: _Build) -> bool:
     """The optimizer is rebuilt, re-bound, or given the new parameters after the re-binding."""
     for stmt in later_statements:
         if isinstance(stmt, ast.Assign):
@@ -239,7 +244,7 @@ def _refreshed(ctx, later_statements, build) -> bool:
     return False
 
 
-def _used_later(ctx, scope, build, stmt, position) -> bool:
+def _used_later(ctx: FileContext, scope: Scope, build: _Build, stmt: ast.stmt, position: int) -> bool:
     """Whether the stale optimizer can still be used once the re-binding ran.
 
     An optimizer kept in an attribute outlives the scope. A local one counts when read after
@@ -258,7 +263,7 @@ def _used_later(ctx, scope, build, stmt, position) -> bool:
                for top in later + nested for node in ast.walk(top))
 
 
-def _owners(ctx, stmt) -> List[ast.stmt]:
+def _owners(ctx: FileContext, stmt: ast.stmt) -> List[ast.stmt]:
     owners = []
     entry = ctx.index.blocks.get(id(stmt))
     while entry is not None:
@@ -269,7 +274,8 @@ def _owners(ctx, stmt) -> List[ast.stmt]:
 
 # -- the finding and its fixes -----------------------------------------------------------------
 
-def _finding(ctx, scope, build, stmt, target, text, root, kind):
+def _finding(ctx: FileContext, scope: Scope, build: _Build, stmt: ast.stmt, target: ast.expr, text: str, root: str,
+             kind: Kind) -> Finding:
     new = "module's parameters" if kind is Kind.MODULE else "parameter"
     message = ("`%s` is replaced after the optimizer on line %d took the parameters of `%s`: "
                "it still holds the old ones and never updates the new %s"
@@ -278,7 +284,7 @@ def _finding(ctx, scope, build, stmt, target, text, root, kind):
                           % (build.target, root))
     # Something that already uses the optimizer (a scheduler) would keep the old one if it were
     # re-created; adding the new parameters to it keeps those links.
-    used_between = _mentioned_between(ctx, scope, build.target, build.stmt.end_lineno, stmt.lineno)
+    used_between = _mentioned_between(ctx, scope, build.target, last_line(build.stmt), stmt.lineno)
     # One fix builds the optimizer after the change (moving the line when nothing uses it in
     # between, else a copy of it); the other keeps the optimizer and gives it the new parameters.
     # Re-bindings in a row share one rebuild, after the last of them: their fixes make the same
@@ -296,10 +302,10 @@ def _finding(ctx, scope, build, stmt, target, text, root, kind):
     return ctx.finding(message, target, fixes, (related,))
 
 
-def _last_of_run(ctx, scope, build, stmt):
+def _last_of_run(ctx: FileContext, scope: Scope, build: _Build, stmt: ast.stmt) -> ast.stmt:
     """The last re-binding stale for ``build`` among the statements after ``stmt`` in its block,
     before anything there uses or re-binds the optimizer (``stmt`` itself when there is none)."""
-    block = _block_of(ctx, scope, stmt)
+    block = block_of(ctx.index, scope, stmt)
     last = stmt
     for later in block[block.index(stmt) + 1:]:
         if _mentions(later, build.target):
@@ -309,32 +315,18 @@ def _last_of_run(ctx, scope, build, stmt):
     return last
 
 
-def _block_of(ctx, scope, stmt) -> List[ast.stmt]:
-    """The statement list (a body, an else, a finally, a handler's or a case's body) that holds
-    ``stmt``, a statement of ``scope``: from the index's block table, not a whole-file parent table."""
-    entry = ctx.index.blocks.get(id(stmt))
-    if entry is None:
-        return scope.node.body  # directly in the function, class or module
-    owner, name = entry
-    if name.startswith("handler"):
-        return owner.handlers[int(name[len("handler"):])].body
-    if name.startswith("case"):
-        return owner.cases[int(name[len("case"):])].body
-    return getattr(owner, name)
-
-
-def _mentions(stmt, target: str) -> bool:
+def _mentions(stmt: ast.stmt, target: str) -> bool:
     return any(isinstance(node, (ast.Name, ast.Attribute)) and dotted_name(node) == target
                for node in ast.walk(stmt))
 
 
-def _mentioned_between(ctx, scope, target: str, first: int, last: int) -> bool:
+def _mentioned_between(ctx: FileContext, scope: Scope, target: str, first: int, last: int) -> bool:
     """``target`` (a name or `self.opt`) appears on a line strictly between ``first`` and ``last``."""
     return any(isinstance(node, (ast.Name, ast.Attribute)) and first < node.lineno < last
                and dotted_name(node) == target for node in ast.walk(scope.node))
 
 
-def _can_move(ctx, build, stmt) -> bool:
+def _can_move(ctx: FileContext, build: _Build, stmt: ast.stmt) -> bool:
     """Moving the build below the re-binding changes nothing else: a plain `name = ...` on its own
     lines, in the same block as the re-binding (the caller checked that nothing uses it in between)."""
     if len(build.stmt.targets) != 1 or not isinstance(build.stmt.targets[0], ast.Name):
@@ -344,18 +336,18 @@ def _can_move(ctx, build, stmt) -> bool:
     return ctx.stands_alone(build.stmt) and ctx.stands_alone(stmt)
 
 
-def _after(ctx, stmt):
+def _after(ctx: FileContext, stmt: ast.stmt) -> Tuple[Position, str]:
     """Where a new line goes after ``stmt``, and the text that must precede it there."""
     newline = ctx.source.newline()
-    if stmt.end_lineno < ctx.source.line_count:
-        return Position(stmt.end_lineno + 1, 0), ""
-    return Position(stmt.end_lineno, len(ctx.source.line(stmt.end_lineno))), newline
+    if last_line(stmt) < ctx.source.line_count:
+        return Position(last_line(stmt) + 1, 0), ""
+    return Position(last_line(stmt), len(ctx.source.line(last_line(stmt)))), newline
 
 
-def _move_fix(ctx, build, stmt, text, below):
+def _move_fix(ctx: FileContext, build: _Build, stmt: ast.stmt, text: str, below: ast.stmt) -> Fix:
     """Move the build below ``below`` (``stmt`` or the last re-binding of its run)."""
     newline = ctx.source.newline()
-    first, last = build.stmt.lineno, build.stmt.end_lineno
+    first, last = build.stmt.lineno, last_line(build.stmt)
     lines = "".join(ctx.source.line(n) + newline for n in range(first, last + 1))
     delete = ctx.replace(Range(Position(first, 0), Position(last + 1, 0)), "")
     where, lead = _after(ctx, below)
@@ -364,11 +356,11 @@ def _move_fix(ctx, build, stmt, text, below):
         title = "Build `%s` after `%s` is replaced (move line %d)" % (build.target, text, first)
     else:
         title = ("Build `%s` after `%s` and the replacements that follow it (move line %d below line %d)"
-                 % (build.target, text, first, below.end_lineno))
+                 % (build.target, text, first, last_line(below)))
     return ctx.fix(title, [delete, insert], safe=False)
 
 
-def _insert_after(ctx, stmt, text: str):
+def _insert_after(ctx: FileContext, stmt: ast.stmt, text: str) -> Edit:
     """An edit that adds the (possibly multi-line) statement ``text`` right after ``stmt``."""
     if not ctx.stands_alone(stmt):
         end = ctx.range(stmt).end
@@ -378,7 +370,7 @@ def _insert_after(ctx, stmt, text: str):
     return ctx.replace(Range(where, where), lead + ctx.indent(stmt) + text + newline)
 
 
-def _recreate_fix(ctx, build, stmt):
+def _recreate_fix(ctx: FileContext, build: _Build, stmt: ast.stmt) -> Fix:
     old_indent, new_indent = ctx.indent(build.stmt), ctx.indent(stmt)
     lines = re.split(r"\r\n|\r|\n", ctx.text(build.stmt))  # as Python splits lines (not at form feeds)
     # Continuation lines keep their offset from the statement's indentation.
@@ -388,7 +380,7 @@ def _recreate_fix(ctx, build, stmt):
     return ctx.fix("Re-create `%s` after the change" % build.target, [_insert_after(ctx, stmt, copy)], safe=False)
 
 
-def _add_group_fix(ctx, build, stmt, text, kind):
+def _add_group_fix(ctx: FileContext, build: _Build, stmt: ast.stmt, text: str, kind: Kind) -> Fix:
     params = "%s.parameters()" % text if kind is Kind.MODULE else "[%s]" % text
     call = '%s.add_param_group({"params": %s})' % (build.target, params)
     return ctx.fix("Add the new parameters to `%s`" % build.target, [_insert_after(ctx, stmt, call)], safe=False)

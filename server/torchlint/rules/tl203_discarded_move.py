@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import ast
+from typing import Iterator, cast
 
 from ..analysis import torch_names as tn
-from ..analysis.findings import Range, Severity
+from ..analysis.context import FileContext
+from ..analysis.findings import Finding, Range, Severity
+from ..analysis.scopes import Scope
 from ..analysis.values import Kind
 from .base import Rule, shorten
 
@@ -15,7 +18,7 @@ class DiscardedMove(Rule):
     summary = "tensor .to()/.cuda()/.float() result thrown away: tensors, unlike Modules, do not move in place"
     severity = Severity.WARNING
 
-    def find(self, ctx):
+    def find(self, ctx: FileContext) -> Iterator[Finding]:
         for stmt, scope in ctx.index.expr_statements:
             call = stmt.value
             if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
@@ -40,7 +43,7 @@ class DiscardedMove(Rule):
 _BATCH_WORDS = ("loader", "batch", "sample")
 
 
-def _unpacked_from_batch(scope, name: str) -> bool:
+def _unpacked_from_batch(scope: Scope, name: str) -> bool:
     """Every binding of ``name`` unpacks a batch: `x, y = batch`, `for x, y in loader`,
     `for i, (x, y) in enumerate(loader)` (items of a data loader are tensors, not Modules)."""
     bindings = scope.locals.get(name, ())
@@ -58,7 +61,7 @@ def _unpacked_from_batch(scope, name: str) -> bool:
     return True
 
 
-def _narrowed(ctx, name: str, stmt) -> bool:
+def _narrowed(ctx: FileContext, name: str, stmt: ast.Expr) -> bool:
     """Inside `if torch.is_tensor(x):` / `if isinstance(x, torch.Tensor):` (the if branch)."""
     entry = ctx.index.blocks.get(id(stmt))
     while entry is not None:
@@ -69,7 +72,7 @@ def _narrowed(ctx, name: str, stmt) -> bool:
     return False
 
 
-def _tests_tensor(ctx, test, name: str) -> bool:
+def _tests_tensor(ctx: FileContext, test: ast.expr, name: str) -> bool:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(_tests_tensor(ctx, value, name) for value in test.values)
     if not (isinstance(test, ast.Call) and test.args and isinstance(test.args[0], ast.Name)
@@ -93,9 +96,9 @@ def _assignable(node: ast.expr) -> bool:
     return False
 
 
-def _finding(ctx, stmt, call, receiver, scope):
+def _finding(ctx: FileContext, stmt: ast.Expr, call: ast.Call, receiver: ast.expr, scope: Scope) -> Finding:
     target = ctx.text(receiver)
-    what = "moved" if call.func.attr in ("to", "cuda", "cpu") else "converted"
+    what = "moved" if cast(ast.Attribute, call.func).attr in ("to", "cuda", "cpu") else "converted"
     message = ("`%s` returns a %s copy and this statement throws it away: `%s` is unchanged "
                "(tensors do not move in place, unlike Modules)" % (shorten(ctx.text(call)), what, target))
     fixes = []

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple, Union, cast
 
 from ..analysis import torch_names as tn
-from ..analysis.findings import Range, Severity
+from ..analysis.context import FileContext
+from ..analysis.findings import Edit, Finding, Range, Severity
 from ..analysis.flow import enclosing_statement, loads_of, reaching_binding
 from ..analysis.forward import PARAMETER_LAYERS
+from ..analysis.scopes import ClassInfo, FunctionDefinition, Scope, called_method
 from ..analysis.values import Kind, keyword
 from .base import Rule, shorten
 
@@ -67,7 +69,7 @@ _BINARY = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, 
 
 @dataclass
 class _Meeting:
-    node: ast.AST  # the operation that combines the tensor with the device's
+    node: Union[ast.expr, ast.stmt]  # the operation that combines the tensor with the device's
     partner: str  # what it meets, as the message says it
     device: str  # an expression of the right device, valid where the factory is, for the fix
     tensor: str  # a tensor on that device (for x.new_zeros)
@@ -79,14 +81,14 @@ class TensorCreatedWithoutDevice(Rule):
     summary = "tensor made in forward without device= and combined with the input: fails on the first GPU run"
     severity = Severity.WARNING
 
-    def find(self, ctx):
+    def find(self, ctx: FileContext) -> Iterator[Finding]:
         if any(ctx.qualify(call.func) == "torch.set_default_device" for call in ctx.index.calls):
             return  # factories follow the default device the program sets
         for cls in ctx.module_classes:
             reached = ctx.forward_reach(cls)
             if reached is None:
                 continue
-            methods = {}
+            methods: Dict[str, _Method] = {}
             for name, scope in reached.methods.items():
                 methods[name] = _Method(ctx, cls, scope, methods)
             for method in list(methods.values()):
@@ -94,20 +96,24 @@ class TensorCreatedWithoutDevice(Rule):
 
 
 class _Method:
-    def __init__(self, ctx, cls, scope, methods=None):
+    def __init__(self, ctx: FileContext, cls: ClassInfo, scope: Scope,
+                 methods: Optional[Dict[str, _Method]] = None) -> None:
         self.ctx, self.cls, self.scope = ctx, cls, scope
+        self.function = cast(FunctionDefinition, scope.node)  # (forward and the methods it reaches)
         self.methods = methods if methods is not None else {}  # the other methods forward reaches, by name
         self.parent_of = ctx.nodes.parent
-        self._evidence = None
-        self._factory_stmt = None  # the statement of the factory being followed
-        self._followed = set()  # ids of the assignments already followed from it (loops re-bind)
+        self._evidence: Optional[Set[str]] = None  # the inputs the code puts on the model's device
+        self._factory_stmt: Optional[ast.stmt] = None  # the statement of the factory being followed
+        # (id, name) of the assignments already followed from it (loops re-bind)
+        self._followed: Set[Tuple[int, str]] = set()
 
-    def findings(self):
+    def findings(self) -> Iterator[Finding]:
         table = self.ctx.nodes
+        calls = cast(List[ast.Call], table.nodes)  # (read at ast.Call positions)
         factories = [p for p in table.positions_under(self.scope.node, ast.Call)
-                     if self.ctx.qualify(table.nodes[p].func) in _FACTORIES]
-        for node in table.in_walk_order(factories):
-            qualified = self.ctx.qualify(node.func)
+                     if self.ctx.qualify(calls[p].func) in _FACTORIES]
+        for node in cast(List[ast.Call], table.in_walk_order(factories)):
+            qualified = cast(str, self.ctx.qualify(node.func))  # (a factory's name)
             if not self._on_default_device(node, qualified):
                 continue
             if self._guarded(node):
@@ -142,7 +148,7 @@ class _Method:
             return False
         return True
 
-    def _guarded(self, node: ast.AST) -> bool:
+    def _guarded(self, node: Optional[ast.AST]) -> bool:
         """Inside a branch that tests the device (`if x.is_cuda:` / `if device.type == "cpu":`), or
         a `with torch.device(...)` block: the author handles devices there."""
         while node is not None and node is not self.scope.node:
@@ -157,7 +163,7 @@ class _Method:
         return False
 
     # -- where the tensor goes -------------------------------------------------------------
-    def _follow(self, node: ast.AST, depth: int) -> Optional[_Meeting]:
+    def _follow(self, node: ast.expr, depth: int) -> Optional[_Meeting]:
         """Climb from the new tensor through what keeps it on the CPU to the operation that
         meets a tensor of the model's device; None when it is moved, escapes or is unclear.
         ``depth`` counts the local names and helper results followed on the way."""
@@ -220,7 +226,7 @@ class _Method:
                     and isinstance(parent.targets[0], (ast.Tuple, ast.List)) \
                     and all(isinstance(t, ast.Name) for t in parent.targets[0].elts):
                 for target in parent.targets[0].elts:  # `grid_x, grid_y = torch.meshgrid(...)`
-                    meeting = self._follow_name(target.id, parent, depth)
+                    meeting = self._follow_name(cast(ast.Name, target).id, parent, depth)
                     if meeting is not None:
                         return meeting
                 return None
@@ -236,10 +242,11 @@ class _Method:
         the fix needs a device this method can name: its own input, or the Module's weight."""
         table = self.ctx.nodes
         for caller in self.methods.values():
+            nodes = cast(List[ast.Call], table.nodes)  # (read at ast.Call positions)
             calls = [p for p in table.positions_under(caller.scope.node, ast.Call)
-                     if isinstance(table.nodes[p].func, ast.Attribute) and table.nodes[p].func.attr == self.scope.name
-                     and caller.scope.is_self(table.nodes[p].func.value)]
-            for call in table.in_walk_order(calls):
+                     if isinstance(nodes[p].func, ast.Attribute) and called_method(nodes[p]).attr == self.scope.name
+                     and caller.scope.is_self(called_method(nodes[p]).value)]
+            for call in cast(List[ast.Call], table.in_walk_order(calls)):
                 # Its inputs are not ours to name; what it followed for its own factories is not ours either.
                 saved = caller._factory_stmt, caller._followed
                 caller._factory_stmt, caller._followed = None, set()
@@ -255,8 +262,8 @@ class _Method:
                 return _Meeting(meeting.node, meeting.partner, device, tensor)
         return None
 
-    def _own_inputs(self):
-        args = self.scope.node.args
+    def _own_inputs(self) -> Set[str]:
+        args = self.function.args
         return {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg != self.scope.self_name}
 
     def _follow_name(self, name: str, binding_stmt: ast.stmt, depth: int) -> Optional[_Meeting]:
@@ -329,7 +336,7 @@ class _Method:
         names = tn.LAYER_PARAMETERS.get(value.module_class or "")
         return "%s.%s" % (self.ctx.text(func), names[0]) if names else None
 
-    def _meets(self, other: ast.AST, operation: ast.AST) -> Optional[_Meeting]:
+    def _meets(self, other: ast.AST, operation: Union[ast.expr, ast.stmt]) -> Optional[_Meeting]:
         found = self._on_model_device(other, enclosing_statement(operation, self.parent_of), 0)
         if found is None:
             return None
@@ -419,30 +426,31 @@ class _Method:
 
     def _used_on_device(self, name: str) -> bool:
         if self._evidence is None:
-            self._evidence = set()
+            evidence = self._evidence = set()
             table = self.ctx.nodes
+            attributes = cast(List[ast.Attribute], table.nodes)  # (read at ast.Attribute positions)
             positions = table.positions_under(self.scope.node, ast.Call) + [
-                p for p in table.positions_under(self.scope.node, ast.Attribute) if table.nodes[p].attr == "device"]
+                p for p in table.positions_under(self.scope.node, ast.Attribute) if attributes[p].attr == "device"]
             for node in table.in_walk_order(positions):
                 if isinstance(node, ast.Call) and node.args and self._parameter_layer(node.func) is not None:
                     root = _root_name(node.args[0])
                     if root is not None:
-                        self._evidence.add(root)
+                        evidence.add(root)
                 elif isinstance(node, ast.Attribute) and node.attr == "device" and isinstance(node.value, ast.Name):
                     parent = self.parent_of.get(id(node))
                     if isinstance(parent, ast.keyword) and parent.arg == "device":
-                        self._evidence.add(node.value.id)
+                        evidence.add(node.value.id)
                     elif isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute) \
                             and parent.func.attr == "to":
-                        self._evidence.add(node.value.id)
+                        evidence.add(node.value.id)
         return name in self._evidence
 
     # -- the fix ---------------------------------------------------------------------------
-    def _device_for(self, tensor: str):
+    def _device_for(self, tensor: str) -> Tuple[str, str]:
         """(device expression, tensor expression) for the fix: an input of the method the code
         itself puts on the model's device (what authors write), else the weight or input the
         meeting found."""
-        args = self.scope.node.args
+        args = self.function.args
         for arg in args.posonlyargs + args.args + args.kwonlyargs:
             if arg.arg != self.scope.self_name and self._used_on_device(arg.arg) and self._holds_tensor(arg.arg):
                 return "%s.device" % arg.arg, arg.arg
@@ -459,7 +467,7 @@ class _Method:
             return binding.unpack_index is None
         return self._on_model_device(binding.value, binding.stmt, 0) is not None
 
-    def _finding(self, call: ast.Call, qualified: str, meeting: _Meeting):
+    def _finding(self, call: ast.Call, qualified: str, meeting: _Meeting) -> Finding:
         ctx = self.ctx
         spelled = shorten(ctx.text(call))
         line = ctx.range(meeting.node).start.line
@@ -481,7 +489,7 @@ class _Method:
         return ctx.finding(message, call, fixes, related)
 
 
-def _add_keyword(ctx, call: ast.Call, text: str):
+def _add_keyword(ctx: FileContext, call: ast.Call, text: str) -> Edit:
     arguments = list(call.args) + list(call.keywords)
     if arguments:
         last = max(arguments, key=lambda n: (n.end_lineno, n.end_col_offset))
@@ -502,11 +510,11 @@ def _mentions_device(node: ast.AST) -> bool:
     return False
 
 
-def _batch_input(scope) -> Optional[str]:
+def _batch_input(scope: Scope) -> Optional[str]:
     """The first input of `forward`, when nothing says it is not a tensor of the batch."""
     if scope.name != "forward" or scope.self_name is None:
         return None
-    args = scope.node.args
+    args = cast(FunctionDefinition, scope.node).args
     positional = args.posonlyargs + args.args
     if len(positional) < 2 or positional[0].arg != scope.self_name:
         return None
@@ -533,7 +541,7 @@ def _origin(what: str) -> str:
     return what.rsplit(", computed from ", 1)[-1]
 
 
-def _rooted_at_self(node: ast.AST, scope) -> bool:
+def _rooted_at_self(node: ast.AST, scope: Scope) -> bool:
     while isinstance(node, ast.Attribute):
         node = node.value
     return scope.is_self(node)

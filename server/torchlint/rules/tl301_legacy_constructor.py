@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import ast
+from typing import Iterator, List, Optional, cast
 
 from ..analysis import torch_names as tn
-from ..analysis.findings import Range, Severity
+from ..analysis.context import FileContext
+from ..analysis.findings import Edit, Finding, Fix, Range, Severity
+from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition, Scope, called_method
 from ..analysis.values import Kind, keyword
 from .base import Rule, shorten
 
@@ -27,7 +30,7 @@ class LegacyConstructor(Rule):
     severity = Severity.HINT
     grading = "hint (deprecated); warning when the call changes a tensor's dtype or refuses a GPU device"
 
-    def find(self, ctx):
+    def find(self, ctx: FileContext) -> Iterator[Finding]:
         for call in ctx.index.calls:
             qualified = ctx.qualify(call.func)
             if qualified not in tn.LEGACY_CONSTRUCTORS:
@@ -40,7 +43,7 @@ class LegacyConstructor(Rule):
 
 # -- torch.FloatTensor(...), torch.cuda.LongTensor(...), torch.Tensor(...) ----------------------
 
-def _typed(ctx, call, qualified):
+def _typed(ctx: FileContext, call: ast.Call, qualified: str) -> Finding:
     name = ctx.text(call.func)
     dtype = tn.TYPED_CONSTRUCTORS.get(qualified.rsplit(".", 1)[1])  # None for torch.Tensor: default dtype
     on_cuda = qualified.startswith("torch.cuda.")
@@ -102,7 +105,7 @@ def _typed(ctx, call, qualified):
 _FLOAT_CONSTRUCTORS = frozenset(["Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor"])
 
 
-def _behaviour_change(ctx, call, qualified: str, name: str):
+def _behaviour_change(ctx: FileContext, call: ast.Call, qualified: str, name: str) -> Optional[str]:
     """What the legacy call does that the code likely does not mean, or None."""
     device = keyword(call, "device")
     if device is not None and not (isinstance(device, ast.Constant) and device.value == "cpu"):
@@ -123,7 +126,7 @@ def _behaviour_change(ctx, call, qualified: str, name: str):
     return None
 
 
-def _caller_tensor(ctx, scope, name: str) -> bool:
+def _caller_tensor(ctx: FileContext, scope: Optional[Scope], name: str) -> bool:
     """``name`` is a parameter of the enclosing function annotated as a tensor, never re-bound in it."""
     bindings = scope.locals.get(name, ()) if scope is not None else ()
     if len(bindings) != 1 or bindings[0].value is not None or bindings[0].annotation is None:
@@ -133,16 +136,16 @@ def _caller_tensor(ctx, scope, name: str) -> bool:
     return "torch.Tensor" in names and isinstance(bindings[0].stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
 
 
-def _zeroed_right_after(ctx, call: ast.Call):
+def _zeroed_right_after(ctx: FileContext, call: ast.Call) -> Optional[ast.Call]:
     """The `.zero_()` call made on the constructor's result, if any: `torch.FloatTensor(3).zero_()`."""
     for other in ctx.calls_on(call):
-        if other.func.attr == "zero_" and not other.args and not other.keywords:
+        if called_method(other).attr == "zero_" and not other.args and not other.keywords:
             text = ctx.source.segment(Range(ctx.range(call).end, ctx.range(other).end))
             return None if "#" in text else other
     return None
 
 
-def _argument_shape(ctx, call: ast.Call, scope) -> str:
+def _argument_shape(ctx: FileContext, call: ast.Call, scope: Optional[Scope]) -> Optional[str]:
     """How the legacy constructor reads its arguments: 'data', 'sizes', 'empty' (no argument),
     'shape-like' (a literal tuple that looks like a shape), 'tensor' or 'ambiguous'."""
     args = call.args
@@ -186,10 +189,10 @@ class _Reader:
     """Reads one constructor argument as 'sizes' (an int, a torch.Size) or 'data' (a list, a tuple, an
     array), following a name to what it is bound to; None when that cannot be told."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
 
-    def read(self, node, scope, depth: int):
+    def read(self, node: Optional[ast.expr], scope: Optional[Scope], depth: int) -> Optional[str]:
         if depth <= 0 or node is None:
             return None
         if isinstance(node, ast.Constant):
@@ -209,7 +212,7 @@ class _Reader:
             return self._self_attribute(scope.cls, node.attr, depth)
         return None
 
-    def _arithmetic(self, node: ast.BinOp, scope, depth: int):
+    def _arithmetic(self, node: ast.BinOp, scope: Optional[Scope], depth: int) -> Optional[str]:
         sides = (node.left, node.right)
         if any(isinstance(s, ast.Constant) and type(s.value) is float for s in sides):
             return "data"  # a float (or an array of floats): never a size
@@ -218,7 +221,7 @@ class _Reader:
             return "sizes"  # int arithmetic: `2 * hidden`, `dim // heads`
         return None
 
-    def _call(self, node: ast.Call):
+    def _call(self, node: ast.Call) -> Optional[str]:
         qualified = self.ctx.qualify(node.func) or ""
         if qualified in _NUMPY_ARRAYS or qualified.startswith("numpy.random."):
             return "data"
@@ -228,7 +231,7 @@ class _Reader:
             return "data"
         return None
 
-    def _name(self, name: str, scope, depth: int):
+    def _name(self, name: str, scope: Optional[Scope], depth: int) -> Optional[str]:
         while scope is not None and name not in scope.locals:
             scope = scope.parent
         if scope is None:
@@ -236,7 +239,7 @@ class _Reader:
         readings = {self._binding(b, depth) for b in scope.locals[name][:8]}
         return readings.pop() if len(readings) == 1 and len(scope.locals[name]) <= 8 else None
 
-    def _binding(self, binding, depth: int):
+    def _binding(self, binding: Binding, depth: int) -> Optional[str]:
         if binding.annotation is not None:
             annotated = _annotation_reading(binding.annotation)
             if annotated is not None:
@@ -257,7 +260,7 @@ class _Reader:
             return self._parameter(function, binding)
         return None
 
-    def _parameter(self, function, binding):
+    def _parameter(self, function: FunctionDefinition, binding: Binding) -> Optional[str]:
         """A function's parameter: its default, or how the function uses it (a layer's width, a size
         among several, `range(n)`), or a name that only ever means a count."""
         name = binding.name
@@ -284,7 +287,7 @@ class _Reader:
             return len(call.args) > 1 and not any(isinstance(a, ast.Starred) for a in call.args)
         return False
 
-    def _self_attribute(self, cls, attr: str, depth: int):
+    def _self_attribute(self, cls: ClassInfo, attr: str, depth: int) -> Optional[str]:
         bindings = [b for b in self.ctx.classifier.class_attribute_bindings(cls, attr) if b.value is not None]
         if not bindings or len(bindings) > 8:
             return None
@@ -292,14 +295,14 @@ class _Reader:
         return readings.pop() if len(readings) == 1 else None
 
 
-def _is_shape(node) -> bool:
+def _is_shape(node: ast.expr) -> bool:
     """`x.shape` / `x.size()`: a torch.Size (a size for the constructor, but not an int to compute with)."""
     return (isinstance(node, ast.Attribute) and node.attr == "shape") or (
         isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size"
         and not node.args)
 
 
-def _annotation_reading(annotation):
+def _annotation_reading(annotation: ast.expr) -> Optional[str]:
     base = annotation.value if isinstance(annotation, ast.Subscript) else annotation
     text = ast.unparse(base)
     if text in _INT_ANNOTATIONS:
@@ -309,7 +312,7 @@ def _annotation_reading(annotation):
     return None
 
 
-def _default_of(function, name: str):
+def _default_of(function: FunctionDefinition, name: str) -> Optional[ast.expr]:
     args = function.args
     positional = args.posonlyargs + args.args
     defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
@@ -349,7 +352,8 @@ def _float_literal(node: ast.expr) -> bool:
     return any(type(v) is float for v in leaves)
 
 
-def _rewrite(ctx, call, function, dtype, needs_dtype, on_cuda, reading, safe):
+def _rewrite(ctx: FileContext, call: ast.Call, function: str, dtype: Optional[str], needs_dtype: bool, on_cuda: bool,
+             reading: str, safe: bool) -> Fix:
     """Replace the constructor's name with ``function`` and append dtype=/device= to its arguments."""
     spelled, import_edit = ctx.spell(function)
     edits = [ctx.replace(call.func, spelled), import_edit]
@@ -384,7 +388,7 @@ def _rewrite(ctx, call, function, dtype, needs_dtype, on_cuda, reading, safe):
     return ctx.fix(title, _unique(edits), safe=safe)
 
 
-def _unique(edits):
+def _unique(edits: List[Optional[Edit]]) -> List[Edit]:
     """Several spellings may need the same `import torch`: keep one of each edit."""
     seen, kept = set(), []
     for edit in edits:
@@ -396,7 +400,7 @@ def _unique(edits):
 
 # -- torch.autograd.Variable(...) -----------------------------------------------------------
 
-def _variable(ctx, call):
+def _variable(ctx: FileContext, call: ast.Call) -> Finding:
     name = ctx.text(call.func)
     message = ("`%s(...)` is deprecated: since PyTorch 0.4 tensors track gradients themselves, and "
                "`%s(x)` only returns a detached alias of `x`" % (name, name))
@@ -409,7 +413,7 @@ def _variable(ctx, call):
     return ctx.finding(message, call.func, fixes, deprecated=True)
 
 
-def _unwrap_variable(ctx, call, requires_grad):
+def _unwrap_variable(ctx: FileContext, call: ast.Call, requires_grad: Optional[ast.expr]) -> Fix:
     """`Variable(x)` -> `x`; `Variable(x, requires_grad=g)` -> `x.detach().requires_grad_(g)`.
 
     `volatile=` is dropped: it has had no effect since PyTorch 0.4.
@@ -426,7 +430,7 @@ def _unwrap_variable(ctx, call, requires_grad):
     if wants_grad:
         detach = "" if _fresh(ctx, data) else ".detach()"
         argument = "" if isinstance(requires_grad, ast.Constant) and requires_grad.value is True \
-            else ctx.text(requires_grad)
+            else ctx.text(cast(ast.expr, requires_grad))  # (given: wants_grad)
         suffix = "%s.requires_grad_(%s)" % (detach, argument)
     elif may_require_grad:
         suffix = ".detach()"
@@ -440,7 +444,7 @@ def _unwrap_variable(ctx, call, requires_grad):
     return ctx.fix("Replace with `%s`" % shown, edits, safe=True, preferred=True)
 
 
-def _fresh(ctx, node) -> bool:
+def _fresh(ctx: FileContext, node: ast.expr) -> bool:
     """A new tensor that nothing else refers to and that needs no grad: `torch.randn(3).type(dtype)`."""
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in tn.MOVE_METHODS:
         node = node.func.value
