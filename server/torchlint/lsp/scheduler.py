@@ -20,16 +20,21 @@ import asyncio
 import time
 import traceback
 from concurrent.futures import Executor
-from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Dict, Optional, Sequence, Tuple
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Deque, Dict, Optional, Sequence, Tuple
 
 from ..analysis.findings import CheckResult
 
 DEBOUNCE_SECONDS = 0.15
-# A document whose last first wave took less than this (CPU seconds of its thread, whatever else
-# the machine runs) is analysed at every edit, typing included: the incremental check of an
-# edit usually costs a few milliseconds, and holding it back would only delay the diagnostics.
+# A document whose first wave took less than this (CPU seconds of its thread, whatever else the
+# machine runs) is analysed at every edit, typing included: the incremental check of an edit
+# usually costs a few milliseconds, and holding it back would only delay the diagnostics.
 CHEAP_SECONDS = 0.05
+# The cheapest of this many last first waves decides: one full check (the open, an edited import,
+# a text that does not parse) between cheap incremental ones does not make the next edits wait;
+# as many costly ones in a row (typing in an import line) do.
+RECENT_FIRST_WAVES = 3
 
 
 @dataclass(frozen=True)
@@ -56,8 +61,14 @@ class Runs:
 
     pending: Optional[asyncio.Task] = None  # the (debounced) analysis of its last edit
     last_scheduled: float = float("-inf")  # loop time of its last edit
-    first_wave_cost: float = float("inf")  # CPU seconds of its last first wave
+    # CPU seconds of its last first waves (RECENT_FIRST_WAVES at most)
+    first_wave_costs: Deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_FIRST_WAVES))
     newest: Optional[Tuple[Snapshot, int, CheckResult]] = None  # the newest wave's result: (snapshot, wave, result)
+
+    @property
+    def first_wave_cost(self) -> float:
+        """What the next first wave is expected to cost: the cheapest recent one (unknown: inf)."""
+        return min(self.first_wave_costs, default=float("inf"))
 
     def stop(self) -> None:
         """The document closed (or lost sync): its pending analysis is cancelled."""
@@ -120,7 +131,7 @@ class Scheduler:
     def schedule(self, uri: str, delay: float = DEBOUNCE_SECONDS) -> None:
         """Analyse soon. The first edit after a pause is analysed at once; edits that follow
         it quickly (typing) wait for a pause of ``delay`` and are analysed together, unless the
-        document's first wave is cheap (``CHEAP_SECONDS``)."""
+        document's first wave is cheap (``CHEAP_SECONDS``, ``RECENT_FIRST_WAVES``)."""
         runs = self._runs(uri)
         if runs is None:  # not open
             return
@@ -226,5 +237,5 @@ class Scheduler:
         result = self._analyse(snap, self.waves[wave])
         runs = self._runs(snap.uri)
         if runs is not None:
-            runs.first_wave_cost = time.thread_time() - started
+            runs.first_wave_costs.append(time.thread_time() - started)
         return result
