@@ -235,3 +235,22 @@ def test_parso_keeps_only_the_most_recently_used_project_modules(tmp_path, monke
                 if p is not None and str(p).startswith(str(tmp_path))]
         assert len(kept) <= 2, kept
     assert codes == [["TL101"]] * 5
+
+
+def test_no_question_about_a_base_once_another_base_makes_the_class_a_module(tmp_path, monkeypatch):
+    """``class Head(Base, Mixin)``: once ``Base`` is known to be a Module (here through a class of
+    the same file whose own base another file settles), what ``Mixin`` is cannot change the answer."""
+    (tmp_path / "backbone.py").write_text("import torch.nn as nn\n\n\nclass Backbone(nn.Module):\n    pass\n")
+    text = ("from backbone import Backbone\nfrom mixins import Mixin\n\n\nclass Base(Backbone):\n    pass\n\n\n"
+            "class Head(Base, Mixin):\n    def __init__(self):\n        super().__init__()\n        self.w = make()\n")
+    path = tmp_path / "model.py"
+    path.write_text(text)
+    from torchlint.analysis.context import FileContext
+    from torchlint.analysis.inference import FileInference
+    asked = []
+    original = FileInference.is_module_base
+    monkeypatch.setattr(FileInference, "is_module_base",
+                        lambda self, info, base: asked.append(ast.unparse(base)) or original(self, info, base))
+    ctx = FileContext(text, str(path), ast.parse(text), JediInference(str(tmp_path), share_states=True))
+    assert ctx.classes["Head"].is_module and ctx.classes["Base"].is_module
+    assert asked == ["Backbone"]

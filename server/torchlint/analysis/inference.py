@@ -797,7 +797,6 @@ class FileInference:
         self._bindings: Optional[Dict[str, List[str]]] = None  # see _bindings, found on first use
         self._units: Optional[_TopLevel] = None  # see _script_for
         self._kept: Optional[Set[int]] = None  # top-level statements the script's text holds (None: all)
-        self._kept_before = False  # the kept statements were widened once already
         self._unknowable: Dict[tuple, str] = {}  # see _of_an_unknowable_parameter
         if project.cache is not None:
             self._cache_key = project.cache.key(project.environment_id, self.path, text)
@@ -814,8 +813,9 @@ class FileInference:
         keeps, of the file's top-level functions and classes, the one holding ``node`` and those
         whose names appear as words (in strings and comments too) in what it keeps, transitively;
         the other lines are blank, so no position moves. jedi parses the text before its first
-        answer, and seldom needs all of it. A later question outside what is kept widens it once;
-        after that, and once most of the file is kept, jedi gets the whole text."""
+        answer, and seldom needs all of it. A later question outside what is kept, or a kept part
+        that is most of the file, gets the whole text: a second reduced text would parse again
+        much of what the first one did."""
         if not self.project.share_states or (self._script is not None and self._kept is None):
             return self.script
         if self._units is None:
@@ -826,13 +826,12 @@ class FileInference:
         unit = self._units.holding(getattr(node, "lineno", 0))
         if self._script is not None and (unit is None or unit in self._kept):
             return self._script
-        widen = self._script is not None
-        kept = self._units.closure((self._kept or set()) | ({unit} if unit is not None else set()))
-        if widen and self._kept_before or self._units.lines(kept) > MOST_OF_THE_TEXT * self.source.line_count:
+        kept = None if self._script is not None else self._units.closure({unit} if unit is not None else set())
+        if kept is None or self._units.lines(kept) > MOST_OF_THE_TEXT * self.source.line_count:
             self._kept = None
             self._script = self.project.new_script(self.text, self.path)
             return self._script
-        self._kept_before, self._kept = widen, kept
+        self._kept = kept
         self._script = self.project.new_script(self._units.text_of(kept), self.path)
         return self._script
 

@@ -46,8 +46,13 @@ def resolve_modules(classes: List[ClassInfo], imports: ImportMap,
                     break
     if external is not None:
         for info in classes:
+            if info.is_module:
+                continue
+            if any(by_name.get(b) is not None and by_name[b].is_module for b in info.bases):
+                info.is_module = True  # an earlier class of this file, just found to be a Module: no question
+                continue
             unresolved = [b for b in info.node.bases if _unresolved(b, info, by_name, imports)]
-            if not info.is_module and any(external(info, base) for base in unresolved):
+            if any(external(info, base) for base in unresolved):
                 info.is_module = True
         # a local subclass of a class that the jedi layer found to be a Module
         changed = True
