@@ -79,7 +79,7 @@ def test_the_wheel_carries_every_file_the_package_reads(dist, checkout):
     metadata = zipfile.ZipFile(dist / WHEEL).read("torchlint-%s.dist-info/METADATA" % VERSION).decode("utf-8")
     assert "Version: %s\n" % VERSION in metadata and "License-Expression: MIT" in metadata
     entry_points = zipfile.ZipFile(dist / WHEEL).read("torchlint-%s.dist-info/entry_points.txt" % VERSION).decode()
-    assert "torchlint = torchlint.cli:main" in entry_points and "TL = torchlint.flake8_plugin:Flake8Plugin" in entry_points
+    assert "torchlint = torchlint.cli:console_main" in entry_points and "TL = torchlint.flake8_plugin:Flake8Plugin" in entry_points
 
 
 def test_the_sdist_builds_the_same_package(dist):
