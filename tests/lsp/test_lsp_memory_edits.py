@@ -1,12 +1,14 @@
 """What the server keeps about a document does not grow with the number of edits (issue 23).
 
-In this process, as in test_document_records.py: the handlers are called directly on a server
-whose workspace pygls would have updated, with pushes recorded instead of sent. The edits come
+In this process, as in test_document_records.py, with pushes recorded instead of sent; each
+edit is a didChange notification handed to the server's protocol, which updates the workspace
+and calls the server's handler as it does for a message read from the client. The edits come
 as an editor sends them, some waited for and some in bursts faster than the waves (work queued,
 superseded and cancelled on the way); after each round, once the server is idle, the entries of
-every container the document's record, the scheduler and the server hold are counted. Counts
-after 120 edits and after 360 must be the same: a store that keeps something per version, per
-edit or per cancelled run grows between the two."""
+every container the document's record, the scheduler, the server and its protocol hold are
+counted. Counts after 120 edits and after 360 must be the same: a store that keeps something per
+version, per edit or per cancelled run grows between the two (pygls 2.1 kept a future per
+didChange until the server's protocol dropped them)."""
 import asyncio
 import collections
 import time
@@ -81,12 +83,13 @@ def holdings(server) -> dict:
         "queued first waves": server.executor._work_queue.qsize(),
         "queued jedi waves": server.inference_executor._work_queue.qsize(),
         "asyncio tasks": len(asyncio.all_tasks()) - 1,  # the scenario's own left out
+        "protocol's futures": len(server.protocol._request_futures),
         "server entries": entries(server, 4),
     }
 
 
 def test_what_the_server_keeps_does_not_grow_with_edits():
-    server = lsp_server.TorchlintServer()
+    server = lsp_server.create_server()
     server.protocol._workspace = Workspace(None)
     pushed = []
     server.push = lambda uri, version, diagnostics: pushed.append((version, len(diagnostics)))
@@ -99,9 +102,8 @@ def test_what_the_server_keeps_does_not_grow_with_edits():
         state["version"] += 1
         identifier = types.VersionedTextDocumentIdentifier(uri=URI, version=state["version"])
         event = types.TextDocumentContentChangePartial(range=rng, text=new_text)
-        server.workspace.update_text_document(identifier, event)
-        lsp_server.did_change(server, types.DidChangeTextDocumentParams(text_document=identifier,
-                                                                        content_changes=[event]))
+        server.protocol.handle_message(types.DidChangeTextDocumentNotification(
+            params=types.DidChangeTextDocumentParams(text_document=identifier, content_changes=[event])))
 
     async def idle():
         """Until every wave of the current version is in and nothing is queued or running."""

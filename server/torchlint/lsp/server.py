@@ -74,6 +74,15 @@ class Protocol(LanguageServerProtocol):
                     code=error.code, message="%s: invalid params for %s" % (error.message, data["method"])))
             raise
 
+    def _check_handler_result(self, future) -> None:
+        # pygls 2.1 keeps the future of each notification its generator, coroutine or thread
+        # handlers ran (didChange's among them) under a fresh id and never drops it: a Future, a
+        # Condition and an id per edit, for the whole session. Dropped here, once it is done.
+        for msg_id, kept in list(self._request_futures.items()):
+            if kept is future:
+                self._request_futures.pop(msg_id, None)
+        super()._check_handler_result(future)
+
 
 class TorchlintServer(LanguageServer):
     def __init__(self):
