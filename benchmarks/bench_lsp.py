@@ -11,7 +11,10 @@ Starts ``python -m torchlint serve``, opens a generated ~3,000-line model file
 - the server's memory (VmRSS, VmHWM from /proc) and its children's (jedi's interpreter) before
   and after ``--memory-edits`` more edits, and every ``--memory-every`` edits between: those
   edits name their new line after the cycle (``eps_17 = 1e-5``), so no text repeats and a cache
-  keyed by text cannot hide growth.
+  keyed by text cannot hide growth. ``--typing-ms`` sends those edits at a typing pace without
+  waiting for the waves (work queues and is superseded); ``--counts`` runs the server under a
+  wrapper that reports, at each reading, what it holds (``COUNTING_SERVER``); ``--burn`` puts
+  CPU spinners beside it (a loaded machine).
 
 It prints figures; nothing here is a test and nothing fails on a slow run. Run it with the
 project's interpreter: ``.venv/bin/python benchmarks/bench_lsp.py``.
@@ -29,6 +32,7 @@ import os
 import platform
 import re
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -232,6 +236,7 @@ class Session:
     memory: List[Tuple[str, Dict[str, Dict[str, int]]]] = field(default_factory=list)
     # (edits of the memory session done, snapshot): every --memory-every edits
     memory_curve: List[Tuple[int, Dict[str, Dict[str, int]]]] = field(default_factory=list)
+    counts: List[Tuple[int, Dict[str, Any]]] = field(default_factory=list)  # --counts: (edits done, reading)
     log_messages: List[str] = field(default_factory=list)
     server_pid: int = 0
 
@@ -305,45 +310,153 @@ def memory_snapshot(pid: int) -> Dict[str, Dict[str, int]]:
 
 def children_rss(snapshot: Dict[str, Dict[str, int]]) -> int:
     """KiB of RSS of the server's children together."""
-    return sum(values.get("VmRSS", 0) for name, values in snapshot.items() if name != "server")
+    return sum(values.get("VmRSS", 0) for name, values in snapshot.items() if name.startswith("child"))
 
 
 async def run_edits(client: LspClient, uri: str, text: str, edits: List[Edit], version: int,
                     timings: List[EditTiming], sample_every: int = 0,
-                    samples: Optional[List[Tuple[int, Dict[str, Dict[str, int]]]]] = None) -> Tuple[str, int]:
-    """Send ``edits`` one at a time, each waiting for both waves; every ``sample_every`` edits
-    the server's memory goes into ``samples``."""
+                    samples: Optional[List[Tuple[int, Dict[str, Dict[str, int]]]]] = None,
+                    typing_ms: float = 0, counts: Optional[Tuple[Path, List[Tuple[int, Dict[str, Any]]]]] = None
+                    ) -> Tuple[str, int]:
+    """Send ``edits`` one at a time, each waiting for both waves (``typing_ms``: one every that
+    many ms, waiting for nothing, as fast typing comes; the waves of the last one sent are waited
+    for before each reading); every ``sample_every`` edits the server's memory goes into
+    ``samples``, and with ``counts`` (file, list) the counting server's reading into the list."""
+    pid = client.process.pid
     for done, edit in enumerate(edits, 1):
         version += 1
         text = apply_edit(text, edit)
         change = {"range": {"start": {"line": edit.line, "character": edit.start},
                             "end": {"line": edit.end_line, "character": edit.end}},
                   "text": edit.text}
-        pid = client.process.pid
         before = thread_times(pid)
         sent = time.perf_counter()
         await client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
                                                        "contentChanges": [change]})
+        reading = sample_every and samples is not None and (done % sample_every == 0 or done == len(edits))
+        if typing_ms and not reading:
+            await asyncio.sleep(max(0.0, typing_ms / 1000 - (time.perf_counter() - sent)))
+            continue
         await client.wait_publishes(version, 1, WAVE_TIMEOUT_S)
         after_wave1 = thread_times(pid)
         waves = await client.wait_publishes(version, 2, WAVE_TIMEOUT_S)
         after_wave2 = thread_times(pid)
-        times = [(arrived - sent) * 1000 for arrived, _ in waves] + [None, None]
-        timing = EditTiming(times[0], times[1])
-        if before and after_wave1 and after_wave2 and len(waves) == 2:
-            timing.cpu1_ms = (after_wave1[0] - before[0]) / 1e6
-            timing.cpu2_ms = (after_wave2[0] - after_wave1[0]) / 1e6
-            timing.waiting_ms = (after_wave2[1] - before[1]) / 1e6
-        timings.append(timing)
-        if sample_every and samples is not None and (done % sample_every == 0 or done == len(edits)):
-            samples.append((done, memory_snapshot(pid)))
-            print("bench_lsp: %d/%d edits, server RSS %s MiB" % (done, len(edits), mib(samples[-1][1]["server"].get(
-                "VmRSS"))), file=sys.stderr, flush=True)  # progress of a long session
+        if not typing_ms:
+            times = [(arrived - sent) * 1000 for arrived, _ in waves] + [None, None]
+            timing = EditTiming(times[0], times[1])
+            if before and after_wave1 and after_wave2 and len(waves) == 2:
+                timing.cpu1_ms = (after_wave1[0] - before[0]) / 1e6
+                timing.cpu2_ms = (after_wave2[0] - after_wave1[0]) / 1e6
+                timing.waiting_ms = (after_wave2[1] - before[1]) / 1e6
+            timings.append(timing)
+        if reading:
+            samples.append((done, dict(memory_snapshot(pid), load={"1 min": os.getloadavg()[0]})))
+            progress = "bench_lsp: %d/%d edits, server RSS %s MiB, load average %.2f" % (
+                done, len(edits), mib(samples[-1][1]["server"].get("VmRSS")), os.getloadavg()[0])
+            if counts is not None:
+                held = await read_counts(client.process, counts[0])
+                if held is not None:
+                    counts[1].append((done, held))
+                    progress += "; holds %s" % {k: v for k, v in held.items() if k != "grew"}
+            print(progress, file=sys.stderr, flush=True)  # progress of a long session
     return text, version
 
 
 def server_command(args) -> List[str]:
-    return shlex.split(args.server_command) if args.server_command else [args.python, "-m", "torchlint", "serve"]
+    if args.server_command:
+        return shlex.split(args.server_command)
+    if args.counts:
+        return [args.python, "-c", COUNTING_SERVER]
+    return [args.python, "-m", "torchlint", "serve"]
+
+
+# The server under a wrapper (--counts): on SIGUSR1 it appends to $TORCHLINT_BENCH_COUNTS one JSON
+# line of what it holds: Python objects, what each document's record and the scheduler keep, the
+# work queued on its executors, its asyncio tasks, and with $TORCHLINT_BENCH_TRACEMALLOC=N the
+# memory Python traced and the N source lines whose allocations grew most since the first reading;
+# always the types whose objects grew most in number since the first reading, then a full
+# collection (what it freed: garbage the collector had not reached yet; it changes what follows).
+# The handler runs on the main thread, which runs the event loop: no wave is published meanwhile.
+COUNTING_SERVER = r"""
+import asyncio, gc, json, linecache, os, signal, sys, tracemalloc
+from collections import Counter
+import torchlint.lsp.server as lsp_server
+
+top = int(os.environ.get("TORCHLINT_BENCH_TRACEMALLOC") or 0)
+if top:
+    tracemalloc.start(1)
+servers, first, first_types = [], [], []
+create_server = lsp_server.create_server
+
+def created():
+    servers.append(create_server())
+    return servers[-1]
+
+def entries(value, depth, seen):
+    # Entries of the dicts, lists, sets and deques under value, depth attributes deep.
+    if id(value) in seen or depth < 0:
+        return 0
+    seen.add(id(value))
+    if isinstance(value, (dict, list, set, frozenset, tuple)) or type(value).__name__ == "deque":
+        items = list(value.values()) if isinstance(value, dict) else list(value)
+        return len(items) + sum(entries(item, depth - 1, seen) for item in items[:64])
+    if hasattr(value, "__dict__") and not isinstance(value, type) and type(value).__module__.startswith("torchlint"):
+        return sum(entries(item, depth - 1, seen) for item in vars(value).values())
+    return 0
+
+def count(signum, frame):
+    server = servers[0]
+    records = list(server.documents)
+    # Builtin methods by their object's type and name: whose callbacks are kept.
+    types = Counter("%s.%s" % (type(value.__self__).__qualname__, value.__name__)
+                    if type(value) is type(len) and value.__self__ is not None else type(value).__qualname__
+                    for value in gc.get_objects())
+    if not first_types:
+        first_types.append(types)
+    types.subtract(first_types[0])
+    reading = {
+        "gc_objects": len(gc.get_objects()), "gc_frozen": gc.get_freeze_count(),
+        "records": len(records),
+        "record_entries": sum(entries(record, 3, set()) for record in records),
+        "checkers": sum(len(record.checkers) for record in records),
+        "scheduler_running": len(server.scheduler._running),
+        "queued_first_wave": server.executor._work_queue.qsize(),
+        "queued_jedi_wave": server.inference_executor._work_queue.qsize(),
+        "asyncio_tasks": len(asyncio.all_tasks(server.loop)) if server.loop else 0,
+        "grew_types": ["%s %+d" % pair for pair in types.most_common(8) if pair[1] > 0],
+    }
+    reading["garbage"] = gc.collect()
+    if top:
+        snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+        reading["traced_mb"] = round(tracemalloc.get_traced_memory()[0] / 1e6, 2)
+        if not first:
+            first.append(snapshot)
+        grew = snapshot.compare_to(first[0], "lineno")[:top]
+        reading["grew"] = ["%+.1f KB %+d blocks %s:%d %s" % (stat.size_diff / 1e3, stat.count_diff,
+                           stat.traceback[0].filename, stat.traceback[0].lineno,
+                           linecache.getline(stat.traceback[0].filename, stat.traceback[0].lineno).strip()[:80])
+                           for stat in grew]
+    with open(os.environ["TORCHLINT_BENCH_COUNTS"], "a") as out:
+        out.write(json.dumps(reading) + "\n")
+
+lsp_server.create_server = created
+signal.signal(signal.SIGUSR1, count)
+sys.exit(lsp_server.main())
+"""
+
+
+async def read_counts(process: asyncio.subprocess.Process, path: Path) -> Optional[Dict[str, Any]]:
+    """Ask the counting server for a reading (SIGUSR1) and wait for its line (at most 300 s:
+    a tracemalloc snapshot of the server takes a while on a loaded machine)."""
+    before = path.read_text().count("\n") if path.exists() else 0
+    process.send_signal(signal.SIGUSR1)
+    deadline = time.perf_counter() + 300
+    while time.perf_counter() < deadline:
+        lines = path.read_text().splitlines() if path.exists() else []
+        if len(lines) > before:
+            return json.loads(lines[-1])
+        await asyncio.sleep(0.05)
+    return None
 
 
 async def measure(args, path: Path, text: str) -> Session:
@@ -351,8 +464,11 @@ async def measure(args, path: Path, text: str) -> Session:
     root = path.parent
     uri = path.as_uri()
     spawned = time.perf_counter()
+    counts_file = root / "server-counts.jsonl"
+    environment = dict(os.environ, TORCHLINT_BENCH_COUNTS=str(counts_file),
+                       TORCHLINT_BENCH_TRACEMALLOC=str(args.tracemalloc))
     process = await asyncio.create_subprocess_exec(
-        *server_command(args), cwd=str(root),
+        *server_command(args), cwd=str(root), env=environment,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     session.server_pid = process.pid
     client = LspClient(process)
@@ -387,7 +503,8 @@ async def measure(args, path: Path, text: str) -> Session:
         if args.memory_edits:
             every = args.memory_every or max(1, args.memory_edits // 10)
             text, version = await run_edits(client, uri, text, typing_edits(text, args.memory_edits, unique=True),
-                                            version, session.memory_edits, every, session.memory_curve)
+                                            version, session.memory_edits, every, session.memory_curve,
+                                            args.typing_ms, (counts_file, session.counts) if args.counts else None)
             session.memory.append(("after %d more edits" % args.memory_edits, memory_snapshot(process.pid)))
         session.log_messages = list(client.log_messages)
     finally:
@@ -466,8 +583,12 @@ def report(args, session: Session, text: str, reference: Dict[str, float], load:
           % (platform.machine(), os.cpu_count(), platform.python_version(), package_version("torchlint"),
              package_version("pygls"), package_version("jedi"), load[0], load[1]))
     print("file: %d lines, %d KiB, generated by make_big_model.py; server: %s (push client)%s"
-          % (text.count("\n"), len(text.encode()) // 1024, " ".join(server_command(args)),
+          % (text.count("\n"), len(text.encode()) // 1024, " ".join(server_command(args)) if not args.counts
+             else "%s -m torchlint serve under a counting wrapper (--counts)" % args.python,
              "; %d CPU burners beside it (--burn)" % args.burn if args.burn else ""))
+    if args.typing_ms and args.memory_edits:
+        print("memory session: an edit every %.0f ms, none waiting for the waves (--typing-ms); each reading "
+              "waits for the waves of the edit before it" % args.typing_ms)
     for message in session.log_messages[:3]:
         print("server says: %s" % message)
     print()
@@ -535,9 +656,22 @@ def report(args, session: Session, text: str, reference: Dict[str, float], load:
         print()
         print("Memory during the memory session (MiB, every %d edits; children: their RSS together)"
               % (session.memory_curve[0][0]))
-        print(table(["edits", "server RSS", "server HWM", "children RSS"], [
-            [str(done), mib(snap["server"].get("VmRSS")), mib(snap["server"].get("VmHWM")), mib(children_rss(snap))]
-            for done, snap in session.memory_curve]))
+        print(table(["edits", "server RSS", "server HWM", "children RSS", "load average"], [
+            [str(done), mib(snap["server"].get("VmRSS")), mib(snap["server"].get("VmHWM")), mib(children_rss(snap)),
+             "%.2f" % snap["load"]["1 min"]] for done, snap in session.memory_curve]))
+    if session.counts:
+        print()
+        print("What the server holds (--counts), at the same readings")
+        names = [name for name in session.counts[0][1] if name not in ("grew", "grew_types")]
+        print(table(["edits"] + names, [[str(done)] + [str(held.get(name, "-")) for name in names]
+                                        for done, held in session.counts]))
+        print("Types whose objects grew most in number from the first reading to the last: %s"
+              % ", ".join(session.counts[-1][1].get("grew_types") or ["none"]))
+        grew = session.counts[-1][1].get("grew")
+        if grew:
+            print("Source lines whose live allocations grew most from the first reading to the last (tracemalloc):")
+            for line in grew:
+                print("  " + line)
     if reference:
         print()
         print("In-process reference, same text, no LSP (median of %d, ms)" % args.reference_runs)
@@ -588,12 +722,25 @@ def main(argv=None) -> int:
     parser.add_argument("--no-reference-jedi", action="store_true",
                         help="in-process reference without the jedi layer (saves its warm-up)")
     parser.add_argument("--keep", metavar="DIR", help="write the generated file into DIR and keep it")
+    parser.add_argument("--typing-ms", type=float, default=0, metavar="MS",
+                        help="the memory session's edits come every MS ms without waiting for the waves (typing "
+                             "faster than the server: work queues and is superseded); each reading waits for them")
+    parser.add_argument("--counts", action="store_true",
+                        help="run the server under a wrapper that reports what it holds at each memory reading "
+                             "(Python objects, the document's record, the scheduler's computations, queued waves)")
+    parser.add_argument("--tracemalloc", type=int, default=0, metavar="N",
+                        help="with --counts: trace Python's allocations in the server and list the N source lines "
+                             "whose live memory grew most over the memory session (slows the server)")
     parser.add_argument("--burn", type=int, default=0, metavar="N",
                         help="a loaded machine: N processes spinning on the CPU beside the server for the "
                              "whole session (default 0)")
     args = parser.parse_args(argv)
     if args.edits <= args.warmup:
         parser.error("--edits must be more than --warmup")
+    if args.tracemalloc and not args.counts:
+        parser.error("--tracemalloc needs --counts")
+    if args.counts and args.server_command:
+        parser.error("--counts runs the server under its own wrapper: not with --server-command")
 
     text = make_model_source(args.lines)
     load_start = os.getloadavg()[0]
