@@ -91,7 +91,7 @@ def start(command: Sequence[str], env: Optional[Dict[str, str]] = None, tag: Opt
 
 
 def wait(process: subprocess.Popen, deadline: float, cancelled: Optional[Callable[[], bool]] = None,
-         every: Optional[Callable[[], None]] = None) -> str:
+         every: Optional[Callable[[], object]] = None) -> str:
     """Wait for the child until the ``time.monotonic()`` ``deadline``: EXITED, TIMED_OUT, or
     CANCELLED once ``cancelled()`` says so. ``every`` runs between polls (a few times a second)."""
     while True:

@@ -20,7 +20,7 @@ from ..config import ConfigError, find_config
 from ..exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from ..files import display_path
 from ..settings import add_flags, given_flags, merged
-from .report import COMPLETED, ERROR, render_json, render_text
+from .report import COMPLETED, ERROR, VerifyReport, render_json, render_text
 from .runner import VerifyError, split_target, verify_file
 
 
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     return exit_code(report)
 
 
-def exit_code(report) -> int:
+def exit_code(report: VerifyReport) -> int:
     if report.issues:
         return EXIT_FINDINGS
     if report.outcome == ERROR or report.outcome != COMPLETED or not report.verified:

@@ -16,8 +16,8 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ..analysis.context import FileContext
-from ..analysis.parsing import parse
 from ..analysis.findings import Finding, Range, Severity
+from ..analysis.parsing import parse
 from ..analysis.scopes import ClassInfo
 from .report import Issue, VerifyReport
 
@@ -46,7 +46,7 @@ def attribute_names(issue: Issue) -> List[str]:
 class _Source:
     """One parsed file and its classes (None when it does not parse)."""
 
-    def __init__(self, text: str, path: str):
+    def __init__(self, text: str, path: str) -> None:
         tree, _ = parse(text, path)
         self.ctx = FileContext(text, path, tree) if tree is not None else None
 
@@ -58,24 +58,30 @@ class _Source:
     def assignment(self, class_name: Optional[str], names: List[str], outside_init: bool = False) -> Optional[Range]:
         """The first `self.<name> = ...` of the class (``__init__`` first; with ``outside_init``,
         another method first: where forward creates it), then of its bases."""
+        ctx = self.ctx
+        if ctx is None:
+            return None
         for info in self.classes(class_name):
             for name in names:
-                for cls in self.ctx.class_chain(info):
+                for cls in ctx.class_chain(info):
                     bindings = [b for b in cls.attr_assignments if b.name == name]
                     bindings.sort(key=lambda b: ((b.scope.name == "__init__") if outside_init
                                                  else (b.scope.name != "__init__"), b.stmt.lineno))
                     for binding in bindings:
                         target = _target(binding.stmt, name)
-                        return self.ctx.range(target if target is not None else binding.stmt)
+                        return ctx.range(target if target is not None else binding.stmt)
                     registered = cls.registered.get(name)  # register_buffer("name", ...)
                     if registered is not None:
-                        return self.ctx.range(registered)
+                        return ctx.range(registered)
         return None
 
     def class_range(self, class_name: Optional[str]) -> Optional[Range]:
+        ctx = self.ctx
+        if ctx is None:
+            return None
         for info in self.classes(class_name):
             node = info.node
-            line = self.ctx.source.line(node.lineno)
+            line = ctx.source.line(node.lineno)
             start = line.find(node.name, max(line.find("class"), 0))
             if start < 0:
                 return self.line_range(node.lineno)
@@ -94,9 +100,10 @@ class _Source:
 class Placer:
     """Places issues of one report; files other than the verified one are read from disk once."""
 
-    def __init__(self, text: str, path: str):
+    def __init__(self, text: str, path: str) -> None:
         self.path = path
-        self._sources: Dict[str, Optional[_Source]] = {os.path.normcase(os.path.realpath(path)): _Source(text, path)}
+        self.own = _Source(text, path)  # the verified file's
+        self._sources: Dict[str, Optional[_Source]] = {os.path.normcase(os.path.realpath(path)): self.own}
 
     def source(self, path: str) -> Optional[_Source]:
         key = os.path.normcase(os.path.realpath(path))
@@ -110,7 +117,7 @@ class Placer:
 
     def place(self, issue: Issue) -> Tuple[str, Range]:
         """(file, range) for the issue; always somewhere."""
-        mine = self.source(self.path)
+        mine = self.own
         if issue.code == "TL905" and issue.line:
             return self.path, mine.line_range(issue.line)
         names = attribute_names(issue)
@@ -137,7 +144,7 @@ class Placer:
         return self.path, mine.line_range(1)
 
 
-def _target(stmt: ast.AST, attribute: str) -> Optional[ast.AST]:
+def _target(stmt: ast.AST, attribute: str) -> Optional[ast.Attribute]:
     """The `self.<attribute>` target node inside an assignment statement."""
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
     for target in targets:
@@ -167,7 +174,7 @@ def report_to_findings(report: VerifyReport, text: str, path: str) -> List[Findi
     ``torchlint-verify``). An issue placed in another file of the project goes on the
     verified class's line here, naming where it belongs."""
     placer = Placer(text, path)
-    mine = placer.source(path)
+    mine = placer.own
     findings = []
     for issue in report.issues:
         file, found = placer.place(issue)

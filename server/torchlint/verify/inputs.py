@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Literal, Optional, Sequence, Set, Tuple, Union
 
+from ..analysis.scopes import Scope
 from ..files import display_path
+from .protocol import JsonObject
 from .targets import (ImportPlan, _absolute, _File, _Finder, _holds, _in_main_block, bound_value,
-                      candidate_files, import_plan, scan_sites)
+                      candidate_files, every_one, import_plan, scan_sites)
 
 MAX_INPUT_CALLS = 6  # per class
 MAX_DEPTH = 8  # names followed to their values
@@ -48,7 +50,7 @@ MODEL_METHODS = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "doubl
 class _Torch:
     """How a file spells torch: ``import torch``, ``import torch as th``, ``from torch import randn``."""
 
-    def __init__(self, tree: ast.Module):
+    def __init__(self, tree: ast.Module) -> None:
         self.modules: Set[str] = set()
         self.functions: Dict[str, str] = {}  # local name -> torch function name
         for node in ast.walk(tree):
@@ -68,11 +70,11 @@ class _Converter:
     """Rewrites a call's argument into an expression that means the same with only ``torch``
     bound, or gives up (None)."""
 
-    def __init__(self, site: _File, torch: _Torch):
+    def __init__(self, site: _File, torch: _Torch) -> None:
         self.site = site
         self.torch = torch
 
-    def value_of(self, name: str, scope, depth: int) -> Optional[Tuple[ast.expr, object]]:
+    def value_of(self, name: str, scope: Optional[Scope], depth: int) -> Optional[Tuple[ast.expr, Scope]]:
         """(the single value bound to ``name`` where it is read, its scope), or None."""
         while scope is not None:
             bindings = scope.locals.get(name)
@@ -85,15 +87,15 @@ class _Converter:
         return None
 
     # -- numbers (sizes) --------------------------------------------------------------------
-    def number(self, node: ast.expr, scope, depth: int = 0) -> Optional[ast.expr]:
+    def number(self, node: ast.expr, scope: Optional[Scope], depth: int = 0) -> Optional[ast.expr]:
         if depth > MAX_DEPTH:
             return None
         if isinstance(node, ast.Constant) and (isinstance(node.value, (int, float, bool))
                                                or node.value is None or node.value is Ellipsis):
             return node
         if isinstance(node, (ast.Tuple, ast.List)):
-            elts = [self.number(e, scope, depth) for e in node.elts]
-            return None if None in elts else ast.Tuple(elts=elts, ctx=ast.Load())
+            elts = every_one([self.number(e, scope, depth) for e in node.elts])
+            return None if elts is None else ast.Tuple(elts=elts, ctx=ast.Load())
         if isinstance(node, ast.UnaryOp):
             operand = self.number(node.operand, scope, depth)
             return None if operand is None else ast.UnaryOp(op=node.op, operand=operand)
@@ -113,13 +115,13 @@ class _Converter:
         return None
 
     # -- tensors ----------------------------------------------------------------------------
-    def argument(self, node: ast.expr, scope) -> Optional[ast.expr]:
+    def argument(self, node: ast.expr, scope: Optional[Scope]) -> Optional[ast.expr]:
         """A tensor expression, or a literal argument (a flag, a number, None)."""
         if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (int, float, bool, str))):
             return node
         return self.tensor(node, scope)
 
-    def tensor(self, node: ast.expr, scope, depth: int = 0) -> Optional[ast.expr]:
+    def tensor(self, node: ast.expr, scope: Optional[Scope], depth: int = 0) -> Optional[ast.expr]:
         if depth > MAX_DEPTH:
             return None
         if isinstance(node, ast.Name):
@@ -145,7 +147,7 @@ class _Converter:
             return None if value is None else ast.Attribute(value=value, attr=node.attr, ctx=ast.Load())
         return None
 
-    def _call(self, call: ast.Call, scope, depth: int) -> Optional[ast.expr]:
+    def _call(self, call: ast.Call, scope: Optional[Scope], depth: int) -> Optional[ast.expr]:
         func = call.func
         name = None
         if isinstance(func, ast.Attribute) and self.torch.is_torch(func.value):
@@ -155,9 +157,9 @@ class _Converter:
         if name is not None:
             if name not in FACTORIES:
                 return None
-            args = [self._factory_argument(a, scope, depth) for a in call.args]
+            args = every_one([self._factory_argument(a, scope, depth) for a in call.args])
             keywords = self._keywords(call, scope, depth)
-            if None in args or keywords is None:
+            if args is None or keywords is None:
                 return None
             made = ast.Call(func=ast.Attribute(value=ast.Name(id="torch", ctx=ast.Load()), attr=name, ctx=ast.Load()),
                             args=args, keywords=keywords)
@@ -173,18 +175,18 @@ class _Converter:
                 return ast.Call(func=ast.Attribute(value=receiver, attr="to", ctx=ast.Load()), args=[dtype],
                                 keywords=[])
             if func.attr in KEPT_METHODS:
-                args = [self.number(a, scope, depth + 1) for a in call.args]
+                args = every_one([self.number(a, scope, depth + 1) for a in call.args])
                 keywords = self._keywords(call, scope, depth)
-                if None in args or keywords is None:
+                if args is None or keywords is None:
                     return None
                 return ast.Call(func=ast.Attribute(value=receiver, attr=func.attr, ctx=ast.Load()), args=args,
                                 keywords=keywords)
         return None
 
-    def _factory_argument(self, node: ast.expr, scope, depth: int) -> Optional[ast.expr]:
+    def _factory_argument(self, node: ast.expr, scope: Optional[Scope], depth: int) -> Optional[ast.expr]:
         return self.number(node, scope, depth + 1) or self.tensor(node, scope, depth + 1)
 
-    def _keywords(self, call: ast.Call, scope, depth: int) -> Optional[List[ast.keyword]]:
+    def _keywords(self, call: ast.Call, scope: Optional[Scope], depth: int) -> Optional[List[ast.keyword]]:
         keywords = []
         for keyword in call.keywords:
             if keyword.arg is None:
@@ -197,7 +199,7 @@ class _Converter:
             keywords.append(ast.keyword(arg=keyword.arg, value=value))
         return keywords
 
-    def _dtype_of_to(self, call: ast.Call, scope, depth: int) -> Optional[ast.expr]:
+    def _dtype_of_to(self, call: ast.Call, scope: Optional[Scope], depth: int) -> Optional[ast.expr]:
         """The dtype a ``.to(...)`` converts to, if it says one (``.to(device)`` is dropped)."""
         candidates = list(call.args) + [k.value for k in call.keywords if k.arg == "dtype"]
         for node in candidates:
@@ -229,12 +231,12 @@ def _unwrap_model(node: ast.expr) -> ast.expr:
 class _ClassCalls:
     """Finds the calls of one class's built objects in the files it is given."""
 
-    def __init__(self, target: _File, class_name: str, target_factories: Set[str]):
+    def __init__(self, target: _File, class_name: str, target_factories: Set[str]) -> None:
         self.finder = _Finder(target, class_name)
         self.target = target
         self.class_name = class_name
         self.target_factories = target_factories  # module-level functions of the target file that return it
-        self.found: List[dict] = []
+        self.found: List[JsonObject] = []
         self._seen: Set[str] = set()
 
     def builders(self, site: _File) -> Tuple[Set[str], Set[str], Set[str]]:
@@ -282,18 +284,21 @@ class _ClassCalls:
                 receiver = receiver.value
             scope = site.scope_of(call)
             built = builds(receiver) if isinstance(receiver, ast.Call) else self._bound(receiver, scope, builds)
-            if built is False or built is None:
+            if built is None:  # (_bound and builds never answer False)
                 continue
-            args = [converter.argument(a, scope) if not isinstance(a, ast.Starred) else None for a in call.args]
+            args = every_one([converter.argument(a, scope) if not isinstance(a, ast.Starred) else None
+                              for a in call.args])
             kwargs = {k.arg: converter.argument(k.value, scope) for k in call.keywords if k.arg is not None}
-            if None in args or None in kwargs.values() or any(k.arg is None for k in call.keywords):
+            given = {name: value for name, value in kwargs.items() if value is not None}
+            if args is None or len(given) != len(kwargs) or any(k.arg is None for k in call.keywords):
                 continue
-            if not any(not isinstance(a, ast.Constant) for a in args + list(kwargs.values())):
+            if not any(not isinstance(a, ast.Constant) for a in args + list(given.values())):
                 continue  # no tensor at all: not an example input
             self._add(site, call, where, [ast.unparse(a) for a in args],
-                      {k: ast.unparse(v) for k, v in kwargs.items()}, built)
+                      {k: ast.unparse(v) for k, v in given.items()}, built)
 
-    def _bound(self, receiver: ast.expr, scope, builds):
+    def _bound(self, receiver: ast.expr, scope: Optional[Scope],
+               builds: Callable[[ast.expr], Optional[ast.Call]]) -> Union[ast.Call, Literal[True], None]:
         """The construction a name is bound to (the call), True for a parameter annotated with the
         class, None when it is not one of the class's objects."""
         if not isinstance(receiver, ast.Name):
@@ -323,7 +328,8 @@ class _ClassCalls:
                 return None  # `model = model.to(device)` keeps it; anything else may not
         return construction
 
-    def _add(self, site: _File, call: ast.Call, where: str, args: List[str], kwargs: Dict[str, str], built) -> None:
+    def _add(self, site: _File, call: ast.Call, where: str, args: List[str], kwargs: Dict[str, str],
+             built: Union[ast.Call, Literal[True]]) -> None:
         key = repr((args, sorted(kwargs.items())))
         if key in self._seen or len(self.found) >= MAX_INPUT_CALLS:
             return
@@ -348,7 +354,7 @@ class _ClassCalls:
 def find_input_calls(path: str, class_names: Sequence[str], plan: Optional[ImportPlan] = None,
                      workspace_root: Optional[str] = None,
                      sites: Optional[Sequence[Tuple[str, Optional[str]]]] = None,
-                     deadline: Optional[float] = None) -> Dict[str, List[dict]]:
+                     deadline: Optional[float] = None) -> Dict[str, List[JsonObject]]:
     """Class name -> the calls of its built objects found in the project, best first (the file's
     ``__main__`` block, its functions, the package's other files, tests folders)."""
     import os
@@ -359,7 +365,7 @@ def find_input_calls(path: str, class_names: Sequence[str], plan: Optional[Impor
     if target is None or not class_names:
         return {}
     base = workspace_root or plan.root or os.path.dirname(path)
-    finders = {}
+    finders: Dict[str, _ClassCalls] = {}
     for name in class_names:
         factories = {function.name for function, _ in _Finder(target, name).factories(target, {name}, set())}
         finders[name] = _ClassCalls(target, name, factories)

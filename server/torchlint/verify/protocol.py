@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
+
+# A JSON object as json.loads gives it (the values are whatever the other end wrote).
+JsonObject = Dict[str, Any]
 
 # Bound when the module loads, before any user code runs in the probe: user code may monkeypatch json.
 _dumps, _loads = json.dumps, json.loads
 
 
-def _to_plain(value):
+def _to_plain(value: object) -> Any:
     """Dataclasses, lists and dicts as JSON values (no copy of anything else: a user's object
     in an issue is written by the caller's ``default``, never deep-copied)."""
     if hasattr(value, "to_dict"):
@@ -33,12 +36,12 @@ def _to_plain(value):
     return value
 
 
-def _text(value) -> Optional[str]:
+def _text(value: object) -> Optional[str]:
     """A string from JSON, whatever the value was (None stays None)."""
     return None if value is None else value if isinstance(value, str) else str(value)
 
 
-def _dicts(value) -> List[dict]:
+def _dicts(value: object) -> List[JsonObject]:
     """The dict entries of a JSON list (anything else: none)."""
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
@@ -52,11 +55,11 @@ class InputShape:
     shape: List[int]
     dtype: str = "float32"  # a torch dtype's name
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JsonObject:
         return {"shape": list(self.shape), "dtype": self.dtype}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "InputShape":
+    def from_dict(cls, data: JsonObject) -> "InputShape":
         return cls([int(size) for size in data.get("shape") or []], _text(data.get("dtype")) or "float32")
 
 
@@ -70,8 +73,8 @@ class Constructor:
     factory: Optional[str] = None
     before_defaults: bool = False  # the user's configuration: tried before the class's defaults
 
-    def to_dict(self) -> dict:
-        data: dict = {"origin": self.origin}
+    def to_dict(self) -> JsonObject:
+        data: JsonObject = {"origin": self.origin}
         if self.expression is not None:
             data["expression"] = self.expression
         if self.factory is not None:
@@ -81,7 +84,7 @@ class Constructor:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Constructor":
+    def from_dict(cls, data: JsonObject) -> "Constructor":
         return cls(_text(data.get("origin")) or "the request", _text(data.get("expression")),
                    _text(data.get("factory")), data.get("before_defaults") is True)
 
@@ -94,11 +97,11 @@ class ImportTarget:
     module: str
     root: Optional[str] = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JsonObject:
         return {"root": self.root, "module": self.module}
 
     @classmethod
-    def from_dict(cls, data) -> Optional["ImportTarget"]:
+    def from_dict(cls, data: Any) -> Optional["ImportTarget"]:  # (any JSON value: checked here)
         module = _text(data.get("module")) if isinstance(data, dict) else None
         return cls(module, _text(data.get("root"))) if module else None
 
@@ -122,18 +125,18 @@ class ProbeRequest:
     constructors: Dict[str, List[Constructor]] = field(default_factory=dict)
     # Per class, the project's calls of it, as verify.inputs finds them and probe_inputs reads
     # them: {"args": [expr], "kwargs": {name: expr}, "origin", "built_with"}.
-    input_calls: Dict[str, List[dict]] = field(default_factory=dict)
+    input_calls: Dict[str, List[JsonObject]] = field(default_factory=dict)
 
     WIRE_NAMES = {"import_target": "import"}  # the JSON key where it differs from the field's name
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JsonObject:
         return {self.WIRE_NAMES.get(f.name, f.name): _to_plain(getattr(self, f.name)) for f in fields(self)}
 
     def to_json(self) -> str:
         return _dumps(self.to_dict())
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ProbeRequest":
+    def from_dict(cls, data: JsonObject) -> "ProbeRequest":
         shapes, exprs = data.get("input_shapes"), data.get("input_exprs")
         return cls(
             path=data["path"], result_path=data["result_path"], stack_path=data["stack_path"],
@@ -162,11 +165,11 @@ class ProbeFailure:
     kind: Optional[str]  # "no_torch", "no_cuda", "no_class", "no_module_class"
     message: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JsonObject:
         return {"kind": self.kind, "message": self.message}
 
     @classmethod
-    def from_value(cls, value) -> Optional["ProbeFailure"]:
+    def from_value(cls, value: object) -> Optional["ProbeFailure"]:
         if not value:
             return None
         if isinstance(value, dict):
@@ -189,18 +192,18 @@ class ProbeResult:
     device_note: str = ""  # what the device means for the checks
     imported_as: Optional[str] = None  # the module name, or "path" (loaded by path)
     error: Optional[ProbeFailure] = None
-    file_issues: List[dict] = field(default_factory=list)  # TL905 for the import
-    classes: List[dict] = field(default_factory=list)  # one report per class, in order
+    file_issues: List[JsonObject] = field(default_factory=list)  # TL905 for the import
+    classes: List[JsonObject] = field(default_factory=list)  # one report per class, in order
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JsonObject:
         return {f.name: _to_plain(getattr(self, f.name)) for f in fields(self)}
 
-    def to_json(self, default=None) -> str:
+    def to_json(self, default: Optional[Callable[[Any], Any]] = None) -> str:
         """``default``: text for what JSON cannot hold (a user's object in a message)."""
         return _dumps(self.to_dict(), default=default)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ProbeResult":
+    def from_dict(cls, data: JsonObject) -> "ProbeResult":
         return cls(finished=data.get("finished") is True, phase=_text(data.get("phase")) or "start",
                    current_class=_text(data.get("current_class")), python=_text(data.get("python")),
                    executable=_text(data.get("executable")), torch_version=_text(data.get("torch_version")),

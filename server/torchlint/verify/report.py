@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from ..rules import verify_codes
 
@@ -26,18 +26,18 @@ ENDED = "ended"  # the module's code ended the process (os._exit, os.abort, a si
 ERROR = "error"  # verification could not run (no torch, no CUDA, no such class, bad interpreter)
 
 
-def _text(value, default: str = "") -> str:
+def _text(value: object, default: str = "") -> str:
     """A string from the child's JSON, whatever it holds (the result file is never trusted)."""
     if value is None:
         return default
     return value if isinstance(value, str) else str(value)
 
 
-def _optional_text(value) -> Optional[str]:
+def _optional_text(value: object) -> Optional[str]:
     return None if value is None else _text(value)
 
 
-def _items(value) -> list:
+def _items(value: object) -> List[Dict[str, Any]]:
     """The dict entries of a JSON list (anything else: none)."""
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
@@ -60,7 +60,7 @@ class Issue:
     file: Optional[str] = None  # the file ``line`` is in (the verified file unless said otherwise)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Issue":
+    def from_dict(cls, data: Dict[str, Any]) -> "Issue":
         line = data.get("line")
         # The probe is this package's own (verify/probe.py): "class" is the verified class,
         # "owner_class" the class whose `self.<attr> = ...` stored it.
@@ -84,7 +84,7 @@ class CheckStatus:
     summary: str  # what was seen, or why it was skipped
 
     @classmethod
-    def from_dict(cls, data: dict) -> "CheckStatus":
+    def from_dict(cls, data: Dict[str, Any]) -> "CheckStatus":
         return cls(_text(data.get("code")), _text(data.get("name")), _text(data.get("status")),
                    _text(data.get("summary")))
 
@@ -100,10 +100,10 @@ class ClassReport:
     inputs: Optional[str] = None  # the example inputs used, and where they came from
     checks: List[CheckStatus] = field(default_factory=list)
     issues: List[Issue] = field(default_factory=list)
-    constructed_with: Optional[dict] = None  # {"origin", "text"}: where the constructor arguments came from
+    constructed_with: Optional[Dict[str, str]] = None  # {"origin", "text"}: where the constructor arguments came from
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ClassReport":
+    def from_dict(cls, data: Dict[str, Any]) -> "ClassReport":
         built = data.get("constructed_with")
         built = {"origin": _text(built.get("origin")), "text": _text(built.get("text"))} \
             if isinstance(built, dict) else None
@@ -158,7 +158,7 @@ class VerifyReport:
             return "not started"
         return "%s (%s)" % (self.device, self.device_name) if self.device_name else self.device
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> Dict[str, Any]:
         data = asdict(self)
         data["issues_total"] = len(self.issues)
         return data
@@ -170,7 +170,8 @@ def render_json(report: VerifyReport) -> str:
     return json.dumps(report.to_dict(), indent=2) + "\n"
 
 
-def render_text(report: VerifyReport, display_path: Optional[str] = None, lines: Optional[dict] = None) -> str:
+def render_text(report: VerifyReport, display_path: Optional[str] = None, lines: Optional[Dict[int, int]] = None
+               ) -> str:
     """A human report. ``lines`` maps id(issue) -> line number (from verify.findings) to
     print issues as ``path:line: code message`` like `torchlint check` does."""
     name = display_path or report.path

@@ -24,19 +24,19 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 from .. import processes
 from ..analysis.context import FileContext
-from ..analysis.parsing import parse
 from ..analysis.environments import CLI_HINT, RUN, choose_interpreter
+from ..analysis.parsing import parse
 from ..config import VerifyConfig
 from ..files import display_path
 from ..settings import DEFAULT_SETTINGS, DEVICES, is_device
 from .findings import place_issues
-from .protocol import Constructor, ImportTarget, InputShape, ProbeRequest, ProbeResult
-from .report import CANCELLED, COMPLETED, ENDED, ERROR, TIMEOUT, ClassReport, Issue, VerifyReport
 from .inputs import find_input_calls
+from .protocol import Constructor, ImportTarget, InputShape, JsonObject, ProbeRequest, ProbeResult
+from .report import CANCELLED, COMPLETED, ClassReport, ENDED, ERROR, Issue, TIMEOUT, VerifyReport
 from .targets import ImportPlan, candidate_files, find_constructors, import_plan, top_level_names
 
 PROBE = Path(__file__).resolve().with_name("probe.py")
@@ -74,11 +74,12 @@ class VerifyError(ValueError):
 
 # -- arguments ---------------------------------------------------------------------------------------
 
-def parse_input_shapes(value: Union[None, str, Sequence]) -> Optional[List[InputShape]]:
+def parse_input_shapes(value: Union[None, str, Sequence[Union[str, Sequence[int]]]]) -> Optional[List[InputShape]]:
     """``"2,16;2,3,32,32"`` / ``["2,16", "2,8:long"]`` / ``[(2, 16)]`` -> [InputShape]."""
     if value is None:
         return None
-    items: list = [part for part in value.split(";")] if isinstance(value, str) else list(value)
+    items: List[Union[str, Sequence[int]]] = [part for part in value.split(";")] if isinstance(value, str) \
+        else list(value)
     shapes = []
     for item in items:
         if isinstance(item, str):
@@ -100,7 +101,7 @@ def parse_input_shapes(value: Union[None, str, Sequence]) -> Optional[List[Input
     return shapes or None
 
 
-def parse_init_kwargs(value: Union[None, str, dict]) -> Optional[dict]:
+def parse_init_kwargs(value: Union[None, str, JsonObject]) -> Optional[JsonObject]:
     """A JSON object (``'{"dim": 16}'``), or Python keyword arguments of literals (``dim=16, depth=2``)."""
     if value is None or isinstance(value, dict):
         return value
@@ -116,7 +117,7 @@ def parse_init_kwargs(value: Union[None, str, dict]) -> Optional[dict]:
     return parsed
 
 
-def parse_python_kwargs(text: str) -> dict:
+def parse_python_kwargs(text: str) -> JsonObject:
     """``dim=64, depth=2, dims=(1, 2)`` -> a dict, reading each value with ast.literal_eval:
     never evaluated (the server must not run the user's text)."""
     if not text.strip():
@@ -129,7 +130,7 @@ def parse_python_kwargs(text: str) -> dict:
     if not isinstance(call, ast.Call) or call.args or any(k.arg is None for k in call.keywords):
         raise VerifyError("constructor arguments are keyword arguments of literals, like dim=64, depth=2 "
                           "(got %r)" % text)
-    kwargs = {}
+    kwargs: JsonObject = {}
     for keyword in call.keywords:
         try:
             value = ast.literal_eval(keyword.value)
@@ -141,7 +142,7 @@ def parse_python_kwargs(text: str) -> dict:
         except (TypeError, ValueError):
             raise VerifyError("%s=%s cannot be sent to the child (sets, bytes and complex numbers cannot)" % (
                 keyword.arg, ast.unparse(keyword.value))) from None
-        kwargs[keyword.arg] = value
+        kwargs[cast(str, keyword.arg)] = value  # (no `**`: refused above)
     return kwargs
 
 
@@ -161,7 +162,7 @@ def parse_input_exprs(values: Optional[Sequence[str]]) -> Optional[List[str]]:
     return exprs
 
 
-def split_target(target: str):
+def split_target(target: str) -> Tuple[str, Optional[str]]:
     """``FILE::Class`` -> (FILE, Class); ``FILE`` -> (FILE, None)."""
     path, sep, name = target.rpartition("::")
     if sep and name.isidentifier():
@@ -169,8 +170,9 @@ def split_target(target: str):
     return target, None
 
 
-def resolve_python(python: Optional[str], configured: Optional[str] = None, config_file=None,
-                   trust_workspace: bool = False, hint: str = CLI_HINT, warn=None) -> str:
+def resolve_python(python: Optional[str], configured: Optional[str] = None,
+                   config_file: Optional["os.PathLike[str]"] = None, trust_workspace: bool = False,
+                   hint: str = CLI_HINT, warn: Optional[Callable[[str], Any]] = None) -> str:
     """The interpreter verification runs: ``python`` (the user's choice), else the shared
     choice (analysis.environments); a repository-named one only with ``trust_workspace``.
     ``warn`` gets what was passed over and why."""
@@ -194,7 +196,7 @@ class _Output:
     user's code left behind keeps it open forever). The file is opened for appending, so when
     it grows past OUTPUT_CAP its tail is kept in memory and the file is emptied in place."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str) -> None:
         self.path = path
         self.handle = open(path, "ab")
         self._kept = b""
@@ -225,7 +227,7 @@ class _Output:
         self.handle.close()
 
 
-def _ask_for_stack(process: subprocess.Popen, stack_path: str) -> None:
+def _ask_for_stack(process: "subprocess.Popen[bytes]", stack_path: str) -> None:
     """Have the hung child's faulthandler write its Python stack (SIGUSR1), and give it a moment."""
     if not hasattr(signal, "SIGUSR1"):
         return  # the probe's own timer wrote it
@@ -268,7 +270,8 @@ def _class_names(path: str, class_name: Optional[str]) -> List[str]:
 
 
 def _from_the_code(path: str, class_name: Optional[str], plan: ImportPlan, workspace_root: Optional[str],
-                   verify_config: Optional[VerifyConfig]) -> Tuple[Dict[str, List[Constructor]], Dict[str, List[dict]]]:
+                   verify_config: Optional[VerifyConfig]
+                   ) -> Tuple[Dict[str, List[Constructor]], Dict[str, List[JsonObject]]]:
     """(constructors, input calls) per class, read from the project's code: one scan for both."""
     names = _class_names(path, class_name)
     try:
@@ -332,7 +335,7 @@ def preflight(path: str, class_name: Optional[str]) -> None:
 
 def _module_files_hint(folder: str) -> str:
     """``: files there that define nn.Module classes: a.py (Net), ...`` (a cheap text scan)."""
-    found = []
+    found: List[str] = []
     seen = 0
     for directory, subdirs, files in os.walk(folder):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in ("__pycache__", "node_modules"))
@@ -359,8 +362,9 @@ def _module_files_hint(folder: str) -> str:
 
 
 def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto",
-                timeout: float = DEFAULT_TIMEOUT, init_kwargs: Union[None, str, dict] = None,
-                input_shapes: Union[None, str, Sequence] = None, python: Optional[str] = None,
+                timeout: float = DEFAULT_TIMEOUT, init_kwargs: Union[None, str, JsonObject] = None,
+                input_shapes: Union[None, str, Sequence[Union[str, Sequence[int]]]] = None,
+                python: Optional[str] = None,
                 cancel_event: Optional[threading.Event] = None, cwd: Optional[str] = None,
                 input_exprs: Optional[Sequence[str]] = None, workspace_root: Optional[str] = None,
                 verify_config: Optional[VerifyConfig] = None) -> VerifyReport:
@@ -380,7 +384,7 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
     """
     started = time.monotonic()
     path = os.path.abspath(path)
-    init_kwargs, input_shapes = parse_init_kwargs(init_kwargs), parse_input_shapes(input_shapes)  # usage errors first
+    init_kwargs, shapes = parse_init_kwargs(init_kwargs), parse_input_shapes(input_shapes)  # usage errors first
     input_exprs = parse_input_exprs(input_exprs)
     if not isinstance(device, str) or not is_device(device):
         raise VerifyError("unknown device %r (use %s or cuda:N)" % (device, ", ".join(DEVICES)))
@@ -402,7 +406,7 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
         request = ProbeRequest(
             path=path, result_path=os.path.join(folder, "result.json"), stack_path=os.path.join(folder, "stack.txt"),
             deadline=time.time() + max(timeout - (time.monotonic() - started), 0.1), class_name=class_name,
-            device=device, init_kwargs=init_kwargs, input_shapes=input_shapes, input_exprs=input_exprs,
+            device=device, init_kwargs=init_kwargs, input_shapes=shapes, input_exprs=input_exprs,
             import_target=ImportTarget(plan.module, plan.root) if plan.module else None,
             extra_paths=list(plan.extra_paths), constructors=constructors, input_calls=input_calls)
         request_path = os.path.join(folder, "request.json")
@@ -417,10 +421,15 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto
                 report.outcome, report.error = ERROR, "cannot run %s: %s" % (python, err.strerror or err)
                 return report
             outcome = None
+
+            def trim_outputs() -> None:
+                stdout.trim()
+                stderr.trim()
+
             try:
                 outcome = WAIT_OUTCOMES[processes.wait(
                     process, started + timeout, cancelled=cancel_event.is_set if cancel_event is not None else None,
-                    every=lambda: (stdout.trim(), stderr.trim()))]
+                    every=trim_outputs)]
                 if outcome == TIMEOUT:
                     _ask_for_stack(process, request.stack_path)
             finally:
@@ -533,7 +542,7 @@ def _last_line(text: str) -> str:
 _FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in (?P<name>\S+)')
 
 
-def _stack_line(stack_path: str, user_path: str):
+def _stack_line(stack_path: str, user_path: str) -> Tuple[Optional[int], Optional[str]]:
     """The innermost frame in the user's file from faulthandler's dump (a hang or a fatal signal).
 
     The dump lists threads most recent call first; the main thread is the one that
@@ -545,7 +554,7 @@ def _stack_line(stack_path: str, user_path: str):
         return None, None
     user = os.path.normcase(os.path.realpath(user_path))
     probe = os.path.normcase(str(PROBE))
-    best = (None, None)
+    best: Tuple[Optional[int], Optional[str]] = (None, None)
     for block in re.split(r"\n(?=(?:Current thread|Thread) )", text):
         frames = [m for m in (_FRAME.match(row) for row in block.splitlines()) if m]
         mine = [m for m in frames if os.path.normcase(os.path.realpath(m.group("file"))) == user]

@@ -23,12 +23,15 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import (Callable, Container, Dict, Iterable, Iterator, List, Literal, Optional, Protocol, Sequence, Set,
+                    Tuple, TypeVar, Union, cast)
 
+from ..analysis.context import FileContext
 from ..analysis.parsing import parse
-from ..analysis.scopes import Binding, Scope, build_index, dotted_name
+from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition, Index, Scope, build_index, dotted_name
+from ..config import ClassRecipe, VerifyConfig
 from ..files import display_path
-from .protocol import Constructor
+from .protocol import Constructor, JsonObject
 
 MAX_CANDIDATES = 6  # per class: the child tries them in order, each a construction
 MAX_SCANNED_FILES = 400  # files looked at (a cheap text test) per verification
@@ -54,7 +57,7 @@ class ImportPlan:
     module: Optional[str] = None
     extra_paths: Tuple[str, ...] = ()
 
-    def request(self) -> Optional[dict]:
+    def request(self) -> Optional[JsonObject]:
         return {"root": self.root, "module": self.module} if self.module else None
 
 
@@ -136,7 +139,7 @@ class _File:
     path: str
     tree: ast.Module
     module: Optional[str]  # its dotted name, when importable
-    index: object = None
+    index: Index
     top_names: Set[str] = field(default_factory=set)
     functions: Dict[str, ast.FunctionDef] = field(default_factory=dict)  # module-level defs
 
@@ -193,7 +196,7 @@ class _Portable:
     locals and module constants with a single literal-made assignment (inlined); a
     factory's parameters with a default (the default, inlined)."""
 
-    def __init__(self, site: _File, target: _File, scope: Scope):
+    def __init__(self, site: _File, target: _File, scope: Scope) -> None:
         self.site, self.target, self.scope = site, target, scope
 
     def __call__(self, node: ast.expr, scope: Optional[Scope] = None, depth: int = 0) -> Optional[ast.expr]:
@@ -203,15 +206,17 @@ class _Portable:
         if isinstance(node, ast.Constant):
             return node
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            elts = [self(e, scope, depth) for e in node.elts]
-            return None if any(e is None or isinstance(e, ast.Starred) for e in elts) else type(node)(
-                elts=elts, ctx=ast.Load())
+            elts = every_one([self(e, scope, depth) for e in node.elts])
+            if elts is None or any(isinstance(e, ast.Starred) for e in elts):
+                return None
+            # (a set has no ctx: a copy made with one would warn from Python 3.13)
+            return ast.Set(elts=elts) if isinstance(node, ast.Set) else type(node)(elts=elts, ctx=ast.Load())
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 return None
-            keys = [self(k, scope, depth) for k in node.keys]
-            values = [self(v, scope, depth) for v in node.values]
-            return None if None in keys or None in values else ast.Dict(keys=keys, values=values)
+            keys = every_one([self(cast(ast.expr, k), scope, depth) for k in node.keys])  # (no `**`: above)
+            values = every_one([self(v, scope, depth) for v in node.values])
+            return None if keys is None or values is None else ast.Dict(keys=list(keys), values=values)
         if isinstance(node, ast.UnaryOp):
             operand = self(node.operand, scope, depth)
             return None if operand is None else ast.UnaryOp(op=node.op, operand=operand)
@@ -221,7 +226,7 @@ class _Portable:
         if isinstance(node, ast.Name):
             return self._name(node, scope, depth)
         if isinstance(node, ast.Attribute):
-            base = node
+            base: ast.expr = node
             while isinstance(base, ast.Attribute):
                 base = base.value
             if not isinstance(base, ast.Name) or not self._known_in_target(base.id):
@@ -231,18 +236,20 @@ class _Portable:
             func = self(node.func, scope, depth + 1) if isinstance(node.func, (ast.Name, ast.Attribute)) else None
             if func is None or not isinstance(func, (ast.Name, ast.Attribute)):
                 return None
-            args = [self(a, scope, depth + 1) for a in node.args]
+            args = every_one([self(a, scope, depth + 1) for a in node.args])
             keywords = [(k.arg, self(k.value, scope, depth + 1)) for k in node.keywords]
-            if any(a is None or isinstance(a, ast.Starred) for a in args) or any(
-                    name is None or value is None for name, value in keywords):
+            values = every_one([value for _, value in keywords])
+            if args is None or any(isinstance(a, ast.Starred) for a in args) or any(
+                    name is None for name, _ in keywords) or values is None:
                 return None
-            return ast.Call(func=func, args=args, keywords=[ast.keyword(arg=n, value=v) for n, v in keywords])
+            return ast.Call(func=func, args=args,
+                            keywords=[ast.keyword(arg=n, value=v) for (n, _), v in zip(keywords, values)])
         return None
 
     def _known_in_target(self, name: str) -> bool:
         return name in self.target.top_names or name in _BUILTINS
 
-    def _name(self, node: ast.Name, scope: Scope, depth: int) -> Optional[ast.expr]:
+    def _name(self, node: ast.Name, scope: Optional[Scope], depth: int) -> Optional[ast.expr]:
         if scope is not None and scope.parent is not None and node.id in scope.locals:
             return self._local(node.id, scope, depth)
         if self.site is self.target and node.id in self.target.top_names:
@@ -256,7 +263,7 @@ class _Portable:
 
     def _local(self, name: str, scope: Scope, depth: int) -> Optional[ast.expr]:
         bindings = scope.locals[name]
-        function = scope.node
+        function = cast(FunctionDefinition, scope.node)  # (a local of a function: _name)
         if any(b.value is None and b.stmt is function for b in bindings):  # a parameter
             default = _parameter_default(function, name)
             if default is None or len(bindings) > 1:
@@ -264,6 +271,15 @@ class _Portable:
             return self(default, scope.parent, depth + 1)
         value = _single_value(scope, name)
         return None if value is None else self(value, scope, depth + 1)
+
+
+ExprT = TypeVar("ExprT", bound=ast.expr)
+
+
+def every_one(items: Sequence[Optional[ExprT]]) -> Optional[List[ExprT]]:
+    """The items when none is None (each one was made), else None."""
+    made = [item for item in items if item is not None]
+    return made if len(made) == len(items) else None
 
 
 def _single_value(scope: Scope, name: str) -> Optional[ast.expr]:
@@ -287,15 +303,15 @@ def bound_value(binding: Binding) -> Optional[ast.expr]:
     return None
 
 
-def _parameter_default(function: ast.AST, name: str) -> Optional[ast.expr]:
+def _parameter_default(function: FunctionDefinition, name: str) -> Optional[ast.expr]:
     args = function.args
     positional = args.posonlyargs + args.args
     for arg, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
         if arg.arg == name:
             return default
-    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults):
         if arg.arg == name:
-            return default
+            return kw_default
     return None
 
 
@@ -308,7 +324,7 @@ def _required_parameters(function: ast.FunctionDef) -> List[str]:
 
 
 class _Finder:
-    def __init__(self, target: _File, class_name: str):
+    def __init__(self, target: _File, class_name: str) -> None:
         self.target = target
         self.class_name = class_name
         self.candidates: List[Constructor] = []
@@ -353,7 +369,8 @@ class _Finder:
                 return True
             target_module = self.target.module or ""
             dotted = dotted_name(base)
-            return bool(dotted) and (dotted == target_module or target_module.endswith("." + dotted))
+            return dotted is not None and bool(dotted) and (dotted == target_module
+                                                            or target_module.endswith("." + dotted))
         return False
 
     def portable_call(self, site: _File, call: ast.Call) -> Optional[str]:
@@ -396,8 +413,8 @@ class _Finder:
         other_calls = [c for c in builders if c not in main_calls and id(c) not in factory_calls]
         for call in main_calls:  # the author's own demo first
             self._call_site(site, call, display, "the `__main__` block")
-        for function, call in factories:
-            self._factory(site, function, call, display)
+        for function, factory_call in factories:
+            self._factory(site, function, factory_call, display)
         for call in other_calls:
             self._call_site(site, call, display, "a call site")
 
@@ -421,7 +438,8 @@ class _Finder:
                 self.add(Constructor("%s:%d, the call in factory %s()" % (where, call.lineno, function.name),
                                      expression=text))
 
-    def factories(self, site: _File, names: Set[str], modules: Set[str]) -> List[Tuple[ast.FunctionDef, Optional[ast.Call]]]:
+    def factories(self, site: _File, names: Set[str], modules: Set[str]
+                 ) -> List[Tuple[ast.FunctionDef, Optional[ast.Call]]]:
         """Module-level functions that return the class: `return C(...)`, `m = C(...); return m`,
         `-> C`, or `return other_factory(...)` of one of those (the call of C, when seen)."""
         found: Dict[str, Optional[ast.Call]] = {}
@@ -437,7 +455,8 @@ class _Finder:
                     changed = True
         return [(site.functions[name], call) for name, call in found.items()]
 
-    def _returns_class(self, function, names, modules, known):
+    def _returns_class(self, function: ast.FunctionDef, names: Set[str], modules: Set[str],
+                       known: Container[str]) -> Union[ast.Call, None, Literal[False]]:
         """The call of the class the function returns (None: it returns one, call unseen); False: not a factory."""
         assigned: Dict[str, ast.Call] = {}
         for node in ast.walk(function):
@@ -559,9 +578,9 @@ def candidate_files(path: str, plan: ImportPlan, workspace_root: Optional[str],
 
 
 def find_constructors(path: str, class_names: Sequence[str], plan: Optional[ImportPlan] = None,
-                      workspace_root: Optional[str] = None, recipes=None,
+                      workspace_root: Optional[str] = None, recipes: Optional[VerifyConfig] = None,
                       scan_project: bool = True, sites: Optional[Sequence[Tuple[str, Optional[str]]]] = None,
-                      deadline: Optional[float] = None) -> Dict[str, List[dict]]:
+                      deadline: Optional[float] = None) -> Dict[str, List[JsonObject]]:
     """Class name -> the ways to build it, best first, as request entries.
 
     ``recipes``: the ``[tool.torchlint.verify]`` classes (config.VerifyConfig), tried first.
@@ -571,8 +590,8 @@ def find_constructors(path: str, class_names: Sequence[str], plan: Optional[Impo
     path = os.path.abspath(path)
     plan = plan or import_plan(path, workspace_root)
     target = _File.load(path, plan.module)
-    result: Dict[str, List[dict]] = {}
-    finders = {}
+    result: Dict[str, List[JsonObject]] = {}
+    finders: Dict[str, _Finder] = {}
     base = workspace_root or plan.root or os.path.dirname(path)
     for name in class_names:
         finder = _Finder(target, name) if target is not None else None
@@ -583,7 +602,7 @@ def find_constructors(path: str, class_names: Sequence[str], plan: Optional[Impo
                 result[name] = [configured.to_dict()]
                 continue
             finder.add(configured)
-        if finder is not None:
+        if finder is not None and target is not None:  # (a finder only where the target loaded)
             finder.scan(target, display_path(path, base))
             finders[name] = finder
     if target is not None and scan_project and finders:
@@ -596,7 +615,7 @@ def find_constructors(path: str, class_names: Sequence[str], plan: Optional[Impo
     return result
 
 
-def _configured(name: str, recipe) -> Optional[Constructor]:
+def _configured(name: str, recipe: Optional[ClassRecipe]) -> Optional[Constructor]:
     if recipe is None:
         return None
     origin = "[tool.torchlint.verify.classes.%s] in pyproject.toml" % name
@@ -608,16 +627,16 @@ def _configured(name: str, recipe) -> Optional[Constructor]:
     return Constructor(origin, expression=ast.unparse(call), before_defaults=True)
 
 
-def _literal(value) -> ast.expr:
+def _literal(value: object) -> ast.expr:
     """A TOML value as a Python literal expression."""
     if isinstance(value, dict):
         return ast.Dict(keys=[ast.Constant(k) for k in value], values=[_literal(v) for v in value.values()])
     if isinstance(value, list):
         return ast.List(elts=[_literal(v) for v in value], ctx=ast.Load())
-    return ast.Constant(value)
+    return ast.Constant(cast(Union[str, int, float, bool], value))  # (a TOML scalar)
 
 
-def required_arguments(ctx, info) -> Optional[List[str]]:
+def required_arguments(ctx: FileContext, info: ClassInfo) -> Optional[List[str]]:
     """The parameters the class's ``__init__`` requires besides self, from the class or a base
     of the same file (``ctx``: analysis.context.FileContext); None when the ``__init__`` is
     not in the file (an imported base's: unknown here)."""
@@ -631,8 +650,15 @@ def required_arguments(ctx, info) -> Optional[List[str]]:
     return [] if all(b in ("torch.nn.Module", "torch.nn.modules.module.Module") for b in external) else None
 
 
-def scan_sites(sites, pattern, base: str, finders, deadline: Optional[float], needs: str = "",
-               done=lambda: False) -> None:
+class Scanner(Protocol):
+    """What reads the project's files for scan_sites (a _Finder, inputs' class calls)."""
+
+    def scan(self, site: _File, where: str) -> None: ...
+
+
+def scan_sites(sites: Iterable[Tuple[str, Optional[str]]], pattern: "re.Pattern[str]", base: str,
+               finders: Iterable[Scanner], deadline: Optional[float], needs: str = "",
+               done: Callable[[], bool] = lambda: False) -> None:
     """Hand each project file of ``sites`` that names what ``pattern`` matches (and holds ``needs``)
     to every finder's ``scan``, until the deadline or until ``done()``; oversized and unreadable
     files are skipped."""
