@@ -104,4 +104,4 @@ def use_protocol_lines(workspace: Workspace) -> None:
         return ProtocolLinesDocument(doc_uri, source=source, version=version, language_id=language_id,
                                      sync_kind=workspace._sync_kind, position_codec=workspace.position_codec)
 
-    workspace._create_text_document = create
+    workspace._create_text_document = create  # type: ignore[method-assign]  # (pygls has no hook for it)

@@ -20,17 +20,20 @@ import gc
 import logging
 import threading
 from pathlib import Path
-from typing import Callable, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Optional, Set, Tuple
 
 from ..analysis.environments import SERVER_HINT, Choice, Interpreter, choose_interpreter, own_interpreter
-from ..analysis.inference_cache import InferenceCache, default_cache_dir
+from ..analysis.inference_cache import Dependency, InferenceCache, default_cache_dir
 from ..settings import DEFAULT_SETTINGS, Settings
+
+if TYPE_CHECKING:  # imported when a layer is made: the server runs without jedi too
+    from ..analysis.inference import JediInference
 
 log = logging.getLogger("torchlint.lsp")
 
 JEDI_WAVE = "jedi"  # the scheduler's name for the second wave
 INTERPRETER_SETTING = "the torchlint interpreter setting"
-_MISSING = object()
+_MISSING: Any = object()  # (Any: compared with layers, never used as one)
 TRIM_EVERY = 500  # entries written between two trims of the cache folder (the server runs for days)
 
 
@@ -39,15 +42,15 @@ class SwitchableCache(InferenceCache):
     read or written, even by a check that started before the switch. Every TRIM_EVERY entries
     it writes, the folder is trimmed to its bound (the command line trims after each run)."""
 
-    def __init__(self, directory: Path, enabled: Callable[[], bool]):
+    def __init__(self, directory: Path, enabled: Callable[[], bool]) -> None:
         super().__init__(directory)
         self._enabled = enabled
         self._stored = 0
 
-    def load(self, key: str):
+    def load(self, key: str) -> Optional[Dict[str, object]]:
         return super().load(key) if self._enabled() else None
 
-    def store(self, key: str, answers, dependencies) -> None:
+    def store(self, key: str, answers: Dict[str, object], dependencies: Iterable[Dependency]) -> None:
         if not self._enabled():
             return
         super().store(key, answers, dependencies)
@@ -62,16 +65,17 @@ def budget_seconds(settings: Settings) -> Optional[float]:
 
 
 class InferenceLayers:
-    def __init__(self, report: Callable[[str], None], warn: Optional[Callable[[str], None]] = None):
+    def __init__(self, report: Callable[[str], None], warn: Optional[Callable[[str], None]] = None) -> None:
         self.lock = threading.Lock()  # jedi's state is shared by every file of a process
-        self._layers: Dict[Tuple[str, Interpreter], object] = {}
-        self._choices: Dict[tuple, Choice] = {}
+        self._layers: Dict[Tuple[str, Interpreter], Optional[JediInference]] = {}
+        # (explicit, configured, config file, trust) -> the interpreter chosen
+        self._choices: Dict[Tuple[Optional[str], Optional[str], str, bool], Choice] = {}
         self._timeouts: Dict[Tuple[str, Interpreter], int] = {}
         self._report = report  # tells the user once per layer what inference runs with (log)
         self._warn = warn or report  # what the user must see once (window/showMessage)
-        self._warned: set = set()
-        self._noted: set = set()  # files whose inference the budget cut short, said once each
-        self._closed: set = set()  # documents closed since the last check (see forget)
+        self._warned: Set[str] = set()
+        self._noted: Set[str] = set()  # files whose inference the budget cut short, said once each
+        self._closed: Set[str] = set()  # documents closed since the last check (see forget)
         self._use_cache = DEFAULT_SETTINGS.inference_cache
         self._budget = budget_seconds(DEFAULT_SETTINGS)
 
@@ -95,7 +99,8 @@ class InferenceLayers:
                   else "no time limit per file (inferBudget 0)")
         return "%s; %s" % (where, budget)
 
-    def choose(self, explicit: Optional[str], configured: Optional[str], config_file, trust: bool) -> Interpreter:
+    def choose(self, explicit: Optional[str], configured: Optional[str], config_file: Optional[Path],
+               trust: bool) -> Interpreter:
         """The interpreter for a project (cached per arguments); says once what was passed over."""
         key = (explicit, configured, str(config_file), trust)
         choice = self._choices.get(key)
@@ -112,11 +117,11 @@ class InferenceLayers:
             self._warned.add(message)
             self._warn(message)
 
-    def layer(self, root: str, interpreter: Interpreter):
+    def layer(self, root: str, interpreter: Interpreter) -> Optional[JediInference]:
         """The JediInference for a project, or None when jedi cannot run there (names only then)."""
         key = (root, interpreter)
         with self.lock:
-            layer = self._layers.get(key, _MISSING)
+            layer: Optional[JediInference] = self._layers.get(key, _MISSING)
             if layer is _MISSING:
                 layer = self._layers[key] = self._create(root, interpreter)
             elif layer is not None and layer.failure is not None:
@@ -126,7 +131,7 @@ class InferenceLayers:
             self._drop_closed()
             return layer
 
-    def forget(self, path: str) -> None:
+    def forget(self, path: Optional[str]) -> None:
         """A document was closed: jedi's parse of its last text (parso keeps one per file, about
         2 KB per line) is dropped before the next check, while no thread uses jedi. Any thread."""
         if path:
@@ -146,14 +151,14 @@ class InferenceLayers:
             for by_path in parser_cache.values():
                 by_path.pop(Path(path), None)
 
-    def _say_notes(self, layer) -> None:
+    def _say_notes(self, layer: JediInference) -> None:
         """Log, once per file, that the budget cut its inference short (in a check before this one)."""
         for path, note in layer.take_notes().items():
             if path not in self._noted:
                 self._noted.add(path)
                 self._report("torchlint: %s: %s (inferBudget)" % (path, note))
 
-    def _recover(self, key, failed):
+    def _recover(self, key: Tuple[str, Interpreter], failed: JediInference) -> Optional[JediInference]:
         """A fresh layer after a timeout; names only after the second one."""
         root = key[0]
         count = self._timeouts[key] = self._timeouts.get(key, 0) + 1
@@ -165,7 +170,7 @@ class InferenceLayers:
         self.warn_once("torchlint: %s: type inference restarted with %s" % (failed.failure, interpreter.path))
         return self._create(root, interpreter)
 
-    def _create(self, root: str, interpreter: Interpreter):
+    def _create(self, root: str, interpreter: Interpreter) -> Optional[JediInference]:
         try:
             from ..analysis.inference import JediInference
             # The CLI's answers on disk (same folder, same keys): a restart asks jedi nothing new.
@@ -181,7 +186,7 @@ class InferenceLayers:
         threading.Thread(target=self._warm, args=(layer,), name="torchlint-jedi-warm", daemon=True).start()
         return layer
 
-    def _warm(self, layer) -> None:
+    def _warm(self, layer: JediInference) -> None:
         with self.lock:
             layer.warm()  # which sets jedi's long-lived state aside from collections (freeze_after_warm)
             # Young collections rarer, so fewer of them land in the middle of a keystroke's check.

@@ -20,10 +20,10 @@ from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
-from pygls.workspace import Workspace
+from pygls.workspace import TextDocument, Workspace
 from pygls.workspace.position_codec import PositionCodec
 
-from ..analysis.findings import CheckResult
+from ..analysis.findings import CheckResult, Finding
 from ..analysis.notebook import CodeCell, JoinedCells, join_cells
 from ..analysis.source import SourceText
 from .convert import Converter
@@ -35,7 +35,7 @@ from .views import CellView
 SYNC_OPTIONS = types.NotebookDocumentSyncOptions(notebook_selector=[
     types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")], notebook="*")])
 
-Cells = List[Tuple[int, str, object]]  # (cell number, cell uri, its text document), code cells in order
+Cells = List[Tuple[int, str, TextDocument]]  # (cell number, cell uri, its text document), code cells in order
 Converters = Dict[int, Tuple[str, Optional[int], Converter]]  # cell number -> (cell uri, version, converter)
 
 
@@ -43,7 +43,7 @@ Converters = Dict[int, Tuple[str, Optional[int], Converter]]  # cell number -> (
 class JoinedNotebook:
     """A notebook's code cells joined into the one text that is analysed."""
 
-    key: tuple  # (cell number, text) of every code cell: the same key, the same joined text
+    key: Tuple[Tuple[int, str], ...]  # (cell number, text) of every code cell: the same key, the same joined text
     joined: JoinedCells
     cells: Cells
 
@@ -135,7 +135,7 @@ def cell_diagnostics(snap: Snapshot, result: CheckResult, notebook: JoinedNotebo
     the diagnostics of its last text that did (``last_good``, per cell uri)."""
     joined = notebook.joined
     broken = {joined.cells.locate(error.position)[0] for error in joined.errors}
-    by_cell: Dict[int, list] = {}
+    by_cell: Dict[int, List[Finding]] = {}
     for finding in result.findings:
         by_cell.setdefault(joined.cells.locate(finding.range.start)[0], []).append(finding)
     out = {}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -68,7 +68,11 @@ def result_id(snap: Snapshot, diagnostics: Diagnostics) -> str:
     return "%s-%s" % (snap.version, digest)
 
 
-def pull_report(snap: Snapshot, items: Diagnostics, previous_result_id: Optional[str]):
+# A pull's answer: the diagnostics, or that the client holds them already.
+PullReport = Union[types.RelatedFullDocumentDiagnosticReport, types.UnchangedDocumentDiagnosticReport]
+
+
+def pull_report(snap: Snapshot, items: Diagnostics, previous_result_id: Optional[str]) -> Tuple[PullReport, str]:
     """A ``textDocument/diagnostic`` answer, and its result id (what the client now holds):
     "unchanged" when it already held these diagnostics."""
     identifier = result_id(snap, items)

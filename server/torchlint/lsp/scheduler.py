@@ -22,9 +22,11 @@ import traceback
 from concurrent.futures import Executor
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Deque, Dict, Optional, Sequence, Tuple
+from typing import Any, Awaitable, Callable, Deque, Dict, Optional, Sequence, Tuple, TypeVar
 
 from ..analysis.findings import CheckResult
+
+Result = TypeVar("Result")
 
 DEBOUNCE_SECONDS = 0.15
 # A document whose first wave took less than this (CPU seconds of its thread, whatever else the
@@ -59,7 +61,7 @@ class Stale(Exception):
 class Runs:
     """The scheduler's part of one open document's record (``lsp/state.py``): dropped with it."""
 
-    pending: Optional[asyncio.Task] = None  # the (debounced) analysis of its last edit
+    pending: Optional[asyncio.Task[Any]] = None  # the (debounced) analysis of its last edit
     last_scheduled: float = float("-inf")  # loop time of its last edit
     # CPU seconds of its last first waves (RECENT_FIRST_WAVES at most)
     first_wave_costs: Deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_FIRST_WAVES))
@@ -98,7 +100,8 @@ class Scheduler:
         # scheduler on its own) it keeps them itself, one per uri it is asked about.
         self._runs = runs or self._own_runs
         self._own: Dict[str, Runs] = {}
-        self._running: Dict[Tuple[Snapshot, int], asyncio.Future] = {}  # (snapshot, wave) -> its computation
+        # (snapshot, wave) -> its computation
+        self._running: Dict[Tuple[Snapshot, int], asyncio.Future[CheckResult]] = {}
 
     def _own_runs(self, uri: str) -> Runs:
         return self._own.setdefault(uri, Runs())
@@ -197,7 +200,7 @@ class Scheduler:
         cached = self._newest(uri)
         return cached[1] if cached is not None else None
 
-    async def run(self, function, *args, executor: Optional[Executor] = None):
+    async def run(self, function: Callable[..., Result], *args: Any, executor: Optional[Executor] = None) -> Result:
         """Run ``function`` off the event loop."""
         return await asyncio.get_running_loop().run_in_executor(executor or self._executor, function, *args)
 
@@ -212,7 +215,8 @@ class Scheduler:
             running = asyncio.ensure_future(self.run(self._analyse_if_current, snap, wave,
                                                      executor=self._wave_executors.get(wave)))
             self._running[key] = running
-            running.add_done_callback(lambda future, key=key: self._finished(key, future))
+            # (mypy cannot type a lambda with a default argument)
+            running.add_done_callback(lambda future, key=key: self._finished(key, future))  # type: ignore[misc]
         # Shielded: a caller that gives up (a newer edit) leaves the computation to the others.
         result = await asyncio.shield(running)
         runs = self._runs(snap.uri)
@@ -222,7 +226,7 @@ class Scheduler:
                 runs.newest = (snap, wave, result)
         return result
 
-    def _finished(self, key: Tuple[Snapshot, int], future: asyncio.Future) -> None:
+    def _finished(self, key: Tuple[Snapshot, int], future: asyncio.Future[CheckResult]) -> None:
         self._running.pop(key, None)
         if not future.cancelled():
             future.exception()  # retrieved: its awaiters report it, or nobody needed it any more

@@ -28,8 +28,8 @@ import gc
 import logging
 import sys
 import traceback
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -37,6 +37,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
 
 from .. import __version__
 from ..analysis.findings import CheckResult, Finding, ParseError, Position
@@ -51,19 +52,24 @@ from .inference_layers import JEDI_WAVE, InferenceLayers
 from .inlay_hints import inlay_hints
 from .messages import Messages
 from .notebooks import SYNC_OPTIONS as NOTEBOOK_SYNC, JoinedNotebook, Notebooks, cell_diagnostics, cell_view, join, notebook_path
-from .publishing import (Diagnostics, changed_while_analysed, file_diagnostics, ask_to_pull, publish_cells, publish_file,
-                         pull_report)
+from .publishing import (Diagnostics, PullReport, changed_while_analysed, file_diagnostics, ask_to_pull, publish_cells,
+                         publish_file, pull_report)
 from .scheduler import Scheduler, Snapshot, Stale
 from .state import ClientSupport, DocumentState, OpenDocuments, Verification
 from .verification import VERIFY_COMMAND, ProjectScans, VerifyServices, code_lenses, still_wanting, verify_module
 from .views import DocumentView
 from .workspace_settings import SECTION, OptionsResolver, parse_settings, unwrap
 
+if TYPE_CHECKING:
+    from pygls.server import ServerErrors  # (declared for type checkers only)
+
+    from ..analysis.inference import JediInference
+
 log = logging.getLogger("torchlint.lsp")
 
 
 class Protocol(LanguageServerProtocol):
-    def structure_message(self, data: Dict[str, Any]):
+    def structure_message(self, data: Dict[str, Any]) -> Any:
         try:
             return super().structure_message(data)
         except JsonRpcException as error:
@@ -74,7 +80,7 @@ class Protocol(LanguageServerProtocol):
                     code=error.code, message="%s: invalid params for %s" % (error.message, data["method"])))
             raise
 
-    def _check_handler_result(self, future) -> None:
+    def _check_handler_result(self, future: "Future[Any]") -> None:
         # pygls 2.1 keeps the future of each notification its generator, coroutine or thread
         # handlers ran (didChange's among them) under a fresh id and never drops it: a Future, a
         # Condition and an id per edit, for the whole session. Dropped here, once it is done.
@@ -85,7 +91,7 @@ class Protocol(LanguageServerProtocol):
 
 
 class TorchlintServer(LanguageServer):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("torchlint", __version__,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          notebook_document_sync=NOTEBOOK_SYNC, protocol_cls=Protocol)
@@ -112,7 +118,7 @@ class TorchlintServer(LanguageServer):
         """An error in the log (``window/logMessage``): a failed handler, a torchlint bug."""
         self.messages.log_error(message)
 
-    def report_server_error(self, error: Exception, source) -> None:
+    def report_server_error(self, error: Exception, source: ServerErrors) -> None:
         """Protocol-level failures (a malformed message): logged, not popped up in the editor."""
         self.log_error("%s: %s" % (getattr(source, "__name__", source), error))
 
@@ -141,11 +147,11 @@ class TorchlintServer(LanguageServer):
             self.workspace_inlay_hint_refresh(None)
 
     # -- documents ---------------------------------------------------------------------------
-    def document(self, uri: str):
+    def document(self, uri: str) -> Optional[TextDocument]:
         """The open document, or None (an unknown uri is never read from disk, and a document
         out of sync with the editor is as good as unknown: its text is not the user's)."""
         try:
-            document = self.workspace.text_documents.get(unquote(uri))
+            document: Optional[TextDocument] = self.workspace.text_documents.get(unquote(uri))
         except Exception:  # not initialized yet
             return None
         if document is None or getattr(document, "out_of_sync", None) or self.notebooks.is_cell(uri):
@@ -228,7 +234,7 @@ class TorchlintServer(LanguageServer):
         record = self.documents.get(uri)
         return record.checker(wave, path) if record is not None else IncrementalChecker(path)
 
-    def inference_layer(self, path: str):
+    def inference_layer(self, path: str) -> Optional[JediInference]:
         if not path:
             return None
         config = self.resolver.config_for(path)
@@ -416,10 +422,14 @@ class TorchlintServer(LanguageServer):
         return bool(values) and values[0] is not None and self.apply_settings(values[0])
 
 
-def guarded(server: TorchlintServer, default: Any = None):
+# A request's or a notification's handler: the server and the params in, the answer out.
+Handler = Callable[..., Any]
+
+
+def guarded(server: TorchlintServer, default: Any = None) -> Callable[[Handler], Handler]:
     """A handler that logs its own failure and answers ``default`` instead of dying."""
 
-    def decorate(handler):
+    def decorate(handler: Handler) -> Handler:
         def report(error: Exception) -> Any:
             if isinstance(error, JsonRpcException):
                 raise error  # a deliberate protocol answer (ServerCancelled)
@@ -431,7 +441,7 @@ def guarded(server: TorchlintServer, default: Any = None):
         # whose first parameter is annotated with the server's class.
         if asyncio.iscoroutinefunction(handler):
             @functools.wraps(handler)
-            async def run_async(*args):
+            async def run_async(*args: Any) -> Any:
                 try:
                     return await handler(*args)
                 except asyncio.CancelledError:
@@ -441,7 +451,7 @@ def guarded(server: TorchlintServer, default: Any = None):
             return run_async
 
         @functools.wraps(handler)
-        def run(*args):
+        def run(*args: Any) -> Any:
             try:
                 return handler(*args)
             except Exception as error:
@@ -454,12 +464,13 @@ def guarded(server: TorchlintServer, default: Any = None):
 
 # -- the handlers: each takes the server (pygls passes it) and the request's params ----------------
 
-HANDLERS: List[Tuple[str, Any, Callable, Any]] = []  # (method, options, handler, answer on failure)
+HandlerT = TypeVar("HandlerT", bound=Handler)
+HANDLERS: List[Tuple[str, Any, Handler, Any]] = []  # (method, options, handler, answer on failure)
 
 
-def handles(method: str, options: Any = None, default: Any = None):
+def handles(method: str, options: Any = None, default: Any = None) -> Callable[[HandlerT], HandlerT]:
     """Marks a module-level function as the handler of ``method`` (see create_server)."""
-    def record(handler: Callable) -> Callable:
+    def record(handler: HandlerT) -> HandlerT:
         HANDLERS.append((method, options, handler, default))
         return handler
     return record
@@ -606,7 +617,7 @@ def did_close_notebook(server: TorchlintServer, params: types.DidCloseNotebookDo
 @handles(types.TEXT_DOCUMENT_DIAGNOSTIC,
          types.DiagnosticOptions(identifier="torchlint", inter_file_dependencies=False, workspace_diagnostics=False),
          types.RelatedFullDocumentDiagnosticReport(items=[]))
-async def diagnostic(server: TorchlintServer, params: types.DocumentDiagnosticParams):
+async def diagnostic(server: TorchlintServer, params: types.DocumentDiagnosticParams) -> PullReport:
     uri = params.text_document.uri
     notebook = server.notebooks.notebook_of_cell(uri)
     if notebook is None and server.document(uri) is None:
@@ -636,7 +647,7 @@ async def diagnostic(server: TorchlintServer, params: types.DocumentDiagnosticPa
 # -- requests on a position or range: answered from the current result, through a view -------------
 
 @handles(types.TEXT_DOCUMENT_HOVER)
-async def hover(server: TorchlintServer, params: types.HoverParams):
+async def hover(server: TorchlintServer, params: types.HoverParams) -> Optional[types.Hover]:
     view = await server.view(params.text_document.uri)
     if view is None:
         return None
@@ -647,7 +658,7 @@ async def hover(server: TorchlintServer, params: types.HoverParams):
 
 
 @handles(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(), [])
-async def inlay_hint(server: TorchlintServer, params: types.InlayHintParams):
+async def inlay_hint(server: TorchlintServer, params: types.InlayHintParams) -> List[types.InlayHint]:
     if not server.resolver.settings.inlay_hints:
         return []
     view = await server.view(params.text_document.uri)
@@ -657,7 +668,7 @@ async def inlay_hint(server: TorchlintServer, params: types.InlayHintParams):
 
 
 @handles(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=CODE_ACTION_KINDS), [])
-async def code_action(server: TorchlintServer, params: types.CodeActionParams):
+async def code_action(server: TorchlintServer, params: types.CodeActionParams) -> List[types.CodeAction]:
     view = await server.view(params.text_document.uri)
     if view is None:
         return []
@@ -669,7 +680,7 @@ async def code_action(server: TorchlintServer, params: types.CodeActionParams):
 # -- verification (verification.py) ----------------------------------------------------------------
 
 @handles(types.TEXT_DOCUMENT_CODE_LENS, None, [])
-async def code_lens(server: TorchlintServer, params: types.CodeLensParams):
+async def code_lens(server: TorchlintServer, params: types.CodeLensParams) -> List[types.CodeLens]:
     uri = params.text_document.uri
     document = server.document(uri)
     settings = server.resolver.settings
@@ -682,7 +693,7 @@ async def code_lens(server: TorchlintServer, params: types.CodeLensParams):
                                       server.resolver.config_for, server.lens_scans, needing_inputs)
 
 
-async def verify(server: TorchlintServer, *args):
+async def verify(server: TorchlintServer, *args: Any) -> Dict[str, Any]:
     """``torchlint.verifyModule``: not guarded, commands take their arguments spread out."""
     try:
         return await verify_module(args, server.open_text, server.resolver.settings, server.resolver.config_for,
@@ -701,11 +712,11 @@ def create_server() -> TorchlintServer:
     return server
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     """Serve LSP on stdio. stdout carries LSP frames only: anything else printed goes to stderr."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="torchlint-lsp %(levelname)s %(message)s")
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr
     server = create_server()
-    server.start_io(ResyncingReader(stdin), stdout)
+    server.start_io(ResyncingReader(stdin), stdout)  # type: ignore[arg-type]  # (pygls only reads lines and bytes)
     return 0

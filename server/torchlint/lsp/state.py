@@ -12,7 +12,7 @@ of a closed document stays behind. Feature modules never see a record: the handl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Hashable, Iterator, List, Optional
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -82,7 +82,7 @@ class DocumentState:
     # The classes whose last run wanted example inputs (their lens asks for them): unlike the
     # findings, kept across edits, until a run of the class says otherwise.
     needing_inputs: FrozenSet[str] = frozenset()
-    problems: Dict[str, str] = field(default_factory=dict)  # kind ("too large"...) -> the message shown
+    problems: Dict[Hashable, str] = field(default_factory=dict)  # kind ("too large"...) -> the message shown
     # A notebook's: its code cells joined, computed once per set of cell texts, and per cell uri
     # the diagnostics pushed last.
     joined: Optional["JoinedNotebook"] = None
@@ -107,7 +107,7 @@ class OpenDocuments:
     """uri -> the record of each open document. Keys are unquoted, as pygls' workspace has them,
     so a uri spelled with or without percent escapes finds the same record."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._records: Dict[str, DocumentState] = {}
 
     def open(self, uri: str) -> DocumentState:

@@ -43,7 +43,7 @@ import uuid
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
@@ -52,11 +52,11 @@ from ..analysis.context import FileContext
 from ..analysis.parsing import parse
 from ..analysis.environments import SERVER_HINT
 from ..analysis.findings import Finding
-from ..config import Config
+from ..config import Config, VerifyConfig
 from ..settings import Settings
 from ..verify.findings import report_to_findings
 from ..verify.report import ERROR, PARTLY, VerifyReport, render_json, summary_line
-from ..verify.targets import candidate_files, find_constructors, import_plan, required_arguments
+from ..verify.targets import ImportPlan, candidate_files, find_constructors, import_plan, required_arguments
 from ..verify.runner import (VerifyError, parse_init_kwargs, parse_input_exprs, parse_input_shapes, resolve_python,
                              verify_file)
 
@@ -77,14 +77,19 @@ def module_classes(text: str, path: str) -> List[Tuple[str, int, int]]:
     return [(name, line, column) for name, line, column, _, _ in _classes(text, path)]
 
 
-def _classes(text: str, path: str):
+# A Module class of a file: (name, line, column, required __init__ arguments or None when unknown,
+# forward's inputs).
+ModuleClass = Tuple[str, int, int, Optional[List[str]], List[str]]
+
+
+def _classes(text: str, path: str) -> List[ModuleClass]:
     """(name, line, column, required __init__ arguments or None when unknown, forward's inputs)
     per Module class."""
     tree, _ = parse(text, path or "untitled.py")
     if tree is None:
         return []
     ctx = FileContext(text, path or "untitled.py", tree)
-    classes = []
+    classes: List[ModuleClass] = []
     for info in ctx.module_classes:
         line = info.node.lineno
         column = max(ctx.source.line(line).find(info.name), 0)
@@ -124,8 +129,8 @@ class _ScanAnswer:
     needing: FrozenSet[str]  # the classes it found no way to build
 
 
-def _fingerprint(plan, paths: Sequence[str]) -> Tuple[Any, ...]:
-    stats = []
+def _fingerprint(plan: ImportPlan, paths: Sequence[str]) -> Tuple[Any, ...]:
+    stats: List[Tuple[str, Optional[int], Optional[int]]] = []
     for path in paths:
         try:
             status = os.stat(path)
@@ -133,6 +138,10 @@ def _fingerprint(plan, paths: Sequence[str]) -> Tuple[Any, ...]:
         except OSError:
             stats.append((path, None, None))
     return (plan, tuple(stats))
+
+
+# What a lens scan answers for: (workspace root, file, classes, the [tool.torchlint.verify] table).
+_ScanKey = Tuple[str, str, FrozenSet[str], VerifyConfig]
 
 
 class ProjectScans:
@@ -152,15 +161,15 @@ class ProjectScans:
         self._seconds = seconds
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-lens-scan")
         self._lock = threading.Lock()  # lenses are computed on several threads
-        self._answers: "OrderedDict[tuple, _ScanAnswer]" = OrderedDict()
-        self._queued: set = set()
+        self._answers: "OrderedDict[_ScanKey, _ScanAnswer]" = OrderedDict()
+        self._queued: Set[_ScanKey] = set()
 
     def close(self) -> None:
         """Drop the checks not started; the one under way ends within its time limit."""
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def needing(self, path: str, names: Sequence[str], workspace_root: str,
-                verify_config) -> Optional[FrozenSet[str]]:
+                verify_config: VerifyConfig) -> Optional[FrozenSet[str]]:
         """Which of ``names`` the last scan found no way to build (None: no answer yet, the
         lens shows what the file alone says), and a check queued."""
         key = (workspace_root, path, frozenset(names), verify_config)
@@ -176,7 +185,7 @@ class ProjectScans:
                 self._queued.add(key)
         return None if answer is None else answer.needing
 
-    def _check(self, key: tuple) -> None:
+    def _check(self, key: _ScanKey) -> None:
         workspace_root, path, names, verify_config = key
         with self._lock:  # from now on a request queues the next check (a file may change under this one)
             self._queued.discard(key)
@@ -212,7 +221,8 @@ class ProjectScans:
             self._on_change()
 
 
-def _needing_arguments(classes, path: str, config, scans: Optional[ProjectScans] = None) -> Dict[str, List[str]]:
+def _needing_arguments(classes: Sequence[ModuleClass], path: str, config: Config,
+                       scans: Optional[ProjectScans] = None) -> Dict[str, List[str]]:
     """Class -> the arguments it still needs: required, and nothing in its own file, the
     configuration or (once ``scans`` has answered) the rest of the project supplies them."""
     waiting = {name: required for name, _, _, required, _ in classes if required}
@@ -374,7 +384,7 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
     device = request["device"] or settings.verify_device
     target = request["class_name"] or os.path.basename(path)
 
-    token = str(uuid.uuid4())
+    token: Optional[str] = str(uuid.uuid4())
     cancel = threading.Event()
     progress = services.progress
     try:  # a repository-named interpreter runs only with the user's trustWorkspaceInterpreter
@@ -414,10 +424,11 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
     services.note_inputs(uri, inputs_wanted(report))
     services.log("torchlint verify %s: %s" % (target, summary), types.MessageType.Info)
     _tell_what_to_do(services, report, python, given_inputs=bool(request["input_shapes"] or request["input_exprs"]))
-    return json.loads(render_json(report))
+    answer: Dict[str, Any] = json.loads(render_json(report))
+    return answer
 
 
-def _tell_what_to_do(services: VerifyServices, report, python: str, given_inputs: bool = False) -> None:
+def _tell_what_to_do(services: VerifyServices, report: VerifyReport, python: str, given_inputs: bool = False) -> None:
     """What the user can act on, as a visible message (a log line goes unseen). ``given_inputs``:
     the command carried forward's inputs (VS Code sends the remembered ones without asking)."""
     if report.outcome == ERROR and report.error_kind == "no_torch":

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple
 from lsprotocol import types
 
 from ..analysis.findings import CheckResult, Edit, Finding, Position, Range
-from ..analysis.notebook import CellsChanged, JoinedCells, split_cells
+from ..analysis.notebook import CellsChanged, CellSpan, JoinedCells, split_cells
 from ..analysis.source import SourceText
 from ..fixing import _with_newline  # keeps a CRLF document CRLF
 from .convert import Converter, documents_edit
@@ -73,10 +73,10 @@ class DocumentView:
 class CellView(DocumentView):
     """A notebook cell: the analysed text is its notebook's joined cells."""
 
-    joined: JoinedCells = None
+    joined: JoinedCells = None  # type: ignore[assignment]  # always given (the fields above have defaults)
     number: int = 0  # the cell's number in the notebook
     cells: Dict[int, Tuple[str, Optional[int], Converter]] = field(default_factory=dict)  # number -> uri, version, converter
-    joined_source: SourceText = None
+    joined_source: SourceText = None  # type: ignore[assignment]  # always given, as joined
 
     @property
     def source(self) -> SourceText:
@@ -86,7 +86,7 @@ class CellView(DocumentView):
         in_cell = self.converter.core_position(position)
         return self.joined.cells.joined_position(self.number, in_cell) or Position(1, 0)
 
-    def _in_cell(self, rng: Range) -> Optional[Tuple[int, Range]]:
+    def _in_cell(self, rng: Range) -> Tuple[int, Range]:
         number, start = self.joined.cells.locate(rng.start)
         end_number, end = self.joined.cells.locate(rng.end)
         if end_number != number:  # ends in a later cell: up to the end of its first line
@@ -165,6 +165,6 @@ class CellView(DocumentView):
         return documents_edit(per_uri, document_changes)
 
 
-def _touches_placeholder(span, start: Position, end: Position) -> bool:
+def _touches_placeholder(span: Optional[CellSpan], start: Position, end: Position) -> bool:
     """Whether an edit's lines hold an IPython line's placeholder (its text is not the cell's)."""
     return span is not None and any(start.line <= line <= end.line for line in span.placeholder_lines)

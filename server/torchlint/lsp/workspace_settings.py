@@ -9,7 +9,7 @@ A bad value is reported and that key keeps its default; nothing here raises.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 from ..engine import CheckOptions
 from ..config import Config, ConfigError, find_config
@@ -55,7 +55,7 @@ class OptionsResolver:
     changed, or a pyproject.toml was saved).
     """
 
-    def __init__(self, report_error):
+    def __init__(self, report_error: Callable[[str], None]) -> None:
         self.settings = DEFAULT_SETTINGS
         self._configs: Dict[Path, Config] = {}
         self._report_error = report_error  # called with a message; must not raise
