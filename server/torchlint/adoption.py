@@ -79,7 +79,7 @@ def run_git(args: Sequence[str], cwd: str, timeout: float = GIT_TIMEOUT) -> str:
 
 
 class _Failed(GitError):
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
 

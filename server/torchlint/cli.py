@@ -22,19 +22,19 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import FrozenSet, Iterator, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Dict, FrozenSet, Generator, List, Optional, Sequence, Set, TextIO, Tuple, cast
 
 from . import __version__, processes
 from .adoption import GitError, changes_against
-from .engine import CheckOptions, check_source
-from .exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from .analysis.environments import Interpreter, choose_interpreter, own_interpreter
-from .analysis.findings import Finding, ParseError, Position, Severity
+from .analysis.findings import CheckResult, Finding, ParseError, Position, Severity
 from .analysis.inference_cache import InferenceCache, default_cache_dir
 from .analysis.noqa import AddedNoqa, add_noqa
 from .analysis.notebook import (CellMap, CellsChanged, CodeCell, NotebookError, is_notebook, join_cells,
                                 read_notebook, split_cells, with_sources)
 from .config import Config, ConfigError, find_config, load_config
+from .engine import CheckOptions, check_source
+from .exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from .files import DEFAULT_EXCLUDES, GitIgnores, GlobPattern, discover, read_regular_file, relative_to_root
 from .fixing import NotWritten, fix_text, write_in_place
 from .output import FORMATS, FileReport, OutputOptions, cell_position, display_path, render
@@ -97,8 +97,9 @@ class Job:
 # One jedi layer per process, project and interpreter, shared by every file that process checks:
 # jedi's first trip into torch costs seconds, later ones milliseconds. Keyed by pid too: a forked
 # worker must never talk to its parent's jedi subprocess.
-_INFERENCE = {}
-_SAID = set()  # warnings this process already printed
+# (pid, root, interpreter, cache folder, budget) -> the layer, None when jedi cannot run there
+_INFERENCE: Dict[Tuple[Any, ...], Any] = {}
+_SAID: Set[str] = set()  # warnings this process already printed
 
 
 def _say(message: str) -> None:
@@ -337,7 +338,7 @@ def noqa_wanted(job: Job, findings) -> List[Finding]:
     return [f for f in findings if job.noqa_hints or f.severity is not Severity.HINT]
 
 
-def noqa_text(job: Job, text: str, result, inference) -> Tuple[AddedNoqa, object]:
+def noqa_text(job: Job, text: str, result: CheckResult, inference: Any) -> Tuple[AddedNoqa, CheckResult]:
     """--add-noqa on a parsed text: (what was added, the check of the new text). The new text is
     checked again, so what it still reports is what the directives did not silence."""
     try:
@@ -399,7 +400,8 @@ def configure_logging(verbose: bool) -> None:
     logger.addHandler(_log_handler)
 
 
-def run_jobs(jobs: Sequence[Job], verbose: bool = False, progress: Optional["Progress"] = None) -> Iterator[Checked]:
+def run_jobs(jobs: Sequence[Job], verbose: bool = False,
+             progress: Optional["Progress"] = None) -> Generator[Checked, None, None]:
     """Check many files in worker processes, few in this one; results in the jobs' order, as they
     come. Close the iterator (``contextlib.closing``) to stop early: the workers are killed.
     ``progress`` is told of each file as soon as it is done, whatever its place in the order."""
@@ -417,14 +419,14 @@ def run_jobs(jobs: Sequence[Job], verbose: bool = False, progress: Optional["Pro
             # started last would keep one worker busy while the others have nothing left. Not
             # pool.map: on an interrupt it cancels what is pending, which the pool's own thread
             # then trips over when the workers are killed.
-            futures: List[Future] = [None] * len(jobs)
+            futures: List[Optional[Future[Checked]]] = [None] * len(jobs)
             for index in sorted(range(len(jobs)), key=lambda i: -_size(jobs[i].path)):
                 future = pool.submit(check_file, jobs[index])
                 if progress is not None:
                     future.add_done_callback(progress.file_done)
                 futures[index] = future
-            for future in futures:
-                checked = future.result()
+            for submitted in futures:
+                checked = cast("Future[Checked]", submitted).result()  # (each one submitted above)
                 done += 1
                 yield checked
             finished = True
@@ -448,7 +450,7 @@ class Progress:
     second once a run has taken ``PROGRESS_AFTER`` seconds, and wiped at the end. Only for a
     terminal outside CI (``CI`` unset); -q turns it off."""
 
-    def __init__(self, total: int, stream: TextIO, started: Optional[float] = None, interval: float = 0.25):
+    def __init__(self, total: int, stream: TextIO, started: Optional[float] = None, interval: float = 0.25) -> None:
         self.total = total
         self.stream = stream
         self.started = time.monotonic() if started is None else started
@@ -783,7 +785,7 @@ def _check(args) -> int:
     stop_if_signalled()
     if stdin and mode in ("fix", "noqa"):  # like ruff: the text, fixed or not, on stdout
         fixed = stdin_result.fixed_data if stdin_result is not None else None
-        sys.stdout.buffer.write(stdin_data if fixed is None else fixed)
+        sys.stdout.buffer.write(cast(bytes, stdin_data) if fixed is None else fixed)  # (read: stdin)
         sys.stdout.flush()
     for note in notes if not args.quiet else ():
         print("torchlint: note: %s" % note, file=sys.stderr)
@@ -876,7 +878,7 @@ def git_directory(paths: Sequence[str]) -> str:
 
 def parse_error_place(report: FileReport) -> str:
     """``line 3: SyntaxError: ...`` (``cell 2, line 3: ...`` in a notebook)."""
-    error = report.error
+    error = cast(ParseError, report.error)  # (a report of a file that does not parse)
     cell, pos = cell_position(report, error.position)
     return "%sline %d: %s" % ("cell %d, " % cell if cell is not None else "", pos.line, error.message)
 
@@ -899,7 +901,7 @@ def exclusion_reason(path: Path, config: Config) -> Optional[str]:
     root, as discovery reads them), else a .gitignore file."""
     defaults = [GlobPattern(p) for p in DEFAULT_EXCLUDES]
     rel = relative_to_root(path, config.root)
-    entries = []
+    entries: List[Tuple[Optional[str], str, bool]] = []
     if rel is not None and rel != ".":
         parts = rel.split("/")
         entries = [("/".join(parts[: i + 1]), parts[i], True) for i in range(len(parts) - 1)]

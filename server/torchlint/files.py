@@ -18,7 +18,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import pathspec
 
@@ -36,7 +36,7 @@ class GlobPattern:
     for the path it matches itself: pathspec's prefix matches of a folder's contents do not count
     (the walk does not enter an excluded folder; ``matches_file`` asks about each folder)."""
 
-    def __init__(self, pattern: str):
+    def __init__(self, pattern: str) -> None:
         self.pattern = pattern
         text = pattern.strip()
         self.negated = text.startswith("!")
@@ -45,6 +45,7 @@ class GlobPattern:
             text = text[2:]
         self.anchored = "/" in text.rstrip("/")
         # pathspec's compiled form of the positive pattern; `negated` says which way it decides.
+        self._compiled: Optional[pathspec.RegexPattern]
         (self._compiled,) = pathspec.GitIgnoreSpec.from_lines([text]).patterns or (None,)
 
     def __repr__(self) -> str:
@@ -70,7 +71,9 @@ class GlobPattern:
                 return False
             rel = name
         path = rel + ("/" if is_dir else "")
-        match = self._compiled.regex.match(path)
+        regex = self._compiled.regex
+        assert regex is not None  # (a pattern that includes or excludes has one)
+        match = regex.match(path)
         return match is not None and match.end() == len(path)
 
     def matches_file(self, rel: Optional[str], name: str) -> bool:
@@ -132,7 +135,7 @@ class GitIgnores:
     command line is walked even when it is ignored, its contents are not ignored for that.
     Paths outside the root are never ignored."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path) -> None:
         self.root = os.path.abspath(root)
         self._specs: Dict[str, Optional[pathspec.GitIgnoreSpec]] = {}
 
@@ -160,9 +163,10 @@ class GitIgnores:
                 for pattern in spec.patterns:
                     # pathspec's regexes also match what is inside a matched folder (a prefix
                     # match): only a match of the whole path is about the path itself.
-                    match = pattern.regex.match(below) if pattern.include is not None else None
+                    regex = pattern.regex if pattern.include is not None else None  # (None for a comment)
+                    match = regex.match(below) if regex is not None else None
                     if match is not None and match.end() == len(below):
-                        decision = pattern.include
+                        decision = bool(pattern.include)
             directory = os.path.join(directory, parts[depth])
         return decision
 
@@ -201,7 +205,7 @@ def discover(paths: Sequence[Path], root: Path, exclude: Iterable[GlobPattern] =
     defaults = [GlobPattern(p) for p in DEFAULT_EXCLUDES]
     patterns = defaults + list(exclude)
     gitignores = GitIgnores(root) if use_gitignore else None
-    found = set()
+    found: Set[Path] = set()
     result = Discovery()
     for path in paths:
         path = Path(os.path.abspath(path))
@@ -302,7 +306,7 @@ def read_regular_file(path: str) -> bytes:
         mode = os.fstat(descriptor).st_mode
         if not stat.S_ISREG(mode):
             raise NotRegularFile("not a regular file (%s)" % file_kind(mode))
-        chunks = []
+        chunks: List[bytes] = []
         while True:
             chunk = os.read(descriptor, 1 << 20)
             if not chunk:

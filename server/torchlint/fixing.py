@@ -97,7 +97,7 @@ def _merge_no_grad_blocks(before: str, after: str) -> str:
                     if _is_no_grad(first) and _is_no_grad(second) and second.lineno == first.end_lineno + 1 \
                             and second.col_offset == first.col_offset and second.body[0].lineno > second.lineno \
                             and second.body[0].col_offset == first.body[0].col_offset \
-                            and ast.get_source_segment(after, second) not in before:
+                            and (ast.get_source_segment(after, second) or "") not in before:
                         header = second.lineno
                         break
                 if header:
@@ -178,7 +178,7 @@ class NotWritten(Exception):  # raised by the write itself, never by a signal ha
     ``reason``: why, in a few words ("read-only file"); ``advice``: what to do, where ``{flag}``
     stands for the option that asked for the write (see :meth:`says`)."""
 
-    def __init__(self, reason: str, advice: str = ""):
+    def __init__(self, reason: str, advice: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
         self.advice = advice
@@ -213,7 +213,7 @@ def write_in_place(path: str, data: bytes, original: bytes) -> None:
             raise NotWritten("read-only file", "make it writable, e.g. with `chmod u+w`, to let {flag} change it")
         if read_regular_file(target) != original:
             raise NotWritten("changed on disk while it was being fixed", "run again")
-        temp = _verified_copy(target, data)
+        temp: Optional[str] = _verified_copy(target, data)
         try:
             try:
                 _overwrite(target, data)

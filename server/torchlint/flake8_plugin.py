@@ -16,7 +16,7 @@ class Flake8Plugin:
     name = "torchlint"
     version = __version__
 
-    def __init__(self, tree, filename: str, lines: List[str]):
+    def __init__(self, tree, filename: str, lines: List[str]) -> None:
         self.filename = filename
         self.lines = lines
 

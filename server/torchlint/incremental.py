@@ -32,12 +32,12 @@ import re
 import threading
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union, cast
 
 from .analysis.context import is_self_attribute
 from .analysis.findings import CheckResult, Edit, Finding, Position, Range, Related
 from .analysis.parsing import gc_paused, parse, parse_fresh
-from .analysis.source import SourceText, line_groups, statement_start
+from .analysis.source import SourceText, last_line, line_groups, statement_start
 from .engine import DEFAULT_OPTIONS, CheckOptions, check_tree
 from .rules import ALL_RULES
 
@@ -88,7 +88,7 @@ class IncrementalChecker:
     ``check`` may run in several threads at once: each starts from the newest complete state,
     and any complete state is a valid starting point."""
 
-    def __init__(self, path: str, options: CheckOptions = DEFAULT_OPTIONS):
+    def __init__(self, path: str, options: CheckOptions = DEFAULT_OPTIONS) -> None:
         self.path = path
         self.options = options
         self.last_plan = Plan()
@@ -125,8 +125,8 @@ class IncrementalChecker:
         result = check_tree(text, self.path, tree, options, inference, source=source)
         known = None
         if not text.startswith("\ufeff") and not result.internal_errors:
-            chunks = _chunks(tree.body, at_file_start=True)
-            chunks = _with_findings(chunks, result.findings, range(len(chunks)), None)
+            plain = _chunks(tree.body, at_file_start=True)
+            chunks = _with_findings(plain, result.findings, range(len(plain)), None)
             if chunks is not None:
                 total: Counter = Counter()
                 for chunk in chunks:
@@ -202,10 +202,10 @@ class IncrementalChecker:
         if result.internal_errors:
             return self._full(text, options, inference, "a rule failed on the reduced copy")
 
-        outside = [None if i in recheck else c for i, c in enumerate(new_chunks)]
-        for i, chunk in enumerate(outside):
-            if chunk is not None and chunk.findings:
-                outside[i] = replace(chunk, findings=tuple(_moved_finding(f, moved) for f in chunk.findings))
+        outside: List[Optional[Chunk]] = [None if i in recheck else c for i, c in enumerate(new_chunks)]
+        for i, kept in enumerate(outside):
+            if kept is not None and kept.findings:
+                outside[i] = replace(kept, findings=tuple(_moved_finding(f, moved) for f in kept.findings))
         final = _with_findings(new_chunks, result.findings, recheck, outside)
         if final is None:
             return self._full(text, options, inference, "a finding outside every statement")
@@ -233,6 +233,7 @@ def _summary(group: List[ast.stmt], is_first: bool) -> Chunk:
     stored: Set[str] = set()
     attributes: Counter = Counter()
     has_import = pinned = False
+    node: Any  # (each of the walk's nodes, told apart by its class below)
     for stmt in group:
         for node in ast.walk(stmt):
             kind = type(node)
@@ -267,14 +268,14 @@ def _summary(group: List[ast.stmt], is_first: bool) -> Chunk:
     else:
         kind_name = "other"
     if kind_name in ("class", "function"):
-        defines = {head.name} | declared_global
+        defines = {cast(Union[ast.ClassDef, ast.FunctionDef], head).name} | declared_global
     else:
         defines = stores | nested | imported | declared_global
     pinned = pinned or "set_default_device" in references or "set_default_device" in attributes
     docstring = (is_first and isinstance(head, ast.Expr) and isinstance(head.value, ast.Constant)
                  and isinstance(head.value.value, str))
     future = all(isinstance(s, ast.ImportFrom) and s.module == "__future__" for s in group)
-    return Chunk(statement_start(head), max(s.end_lineno for s in group), kind_name, frozenset(defines), frozenset(references),
+    return Chunk(statement_start(head), max(last_line(s) for s in group), kind_name, frozenset(defines), frozenset(references),
                  attributes, frozenset(stored), pinned, docstring or future)
 
 
@@ -310,7 +311,7 @@ def _to_recheck(chunks: List[Chunk], region: Set[int], old_region: List[Chunk], 
                 or any(low <= line and (delta or line <= high) for f in chunk.findings for line in _lines_named(f))):
             recheck.add(i)
     # Whatever reads a name bound by a chunk checked again is checked again, transitively.
-    readers = {}
+    readers: Dict[str, List[int]] = {}
     for i, chunk in enumerate(chunks):
         for name in chunk.references:
             readers.setdefault(name, []).append(i)
@@ -334,7 +335,8 @@ def _context(chunks: List[Chunk], recheck: Set[int]) -> Set[int]:
     bind (a finding may depend on its uses: a tensor later given to an optimizer, a subclass),
     everything these read (transitively), every import and pinned chunk, and the head of the
     file (where a new import goes)."""
-    definers, readers = {}, {}
+    definers: Dict[str, List[int]] = {}
+    readers: Dict[str, List[int]] = {}
     for i, chunk in enumerate(chunks):
         for name in chunk.defines:
             definers.setdefault(name, []).append(i)
@@ -429,7 +431,7 @@ def _starts_a_statement(lines: List[str], index: int) -> bool:
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        word = re.match(r"\w*", stripped).group(0)
+        word = re.match(r"\w*", stripped).group(0)  # type: ignore[union-attr]  # (it matches "" too)
         return not line[0].isspace() and word not in _CONTINUATIONS and stripped[0] not in ")]}"
     return True
 

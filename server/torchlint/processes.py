@@ -85,8 +85,9 @@ def start(command: Sequence[str], env: Optional[Dict[str, str]] = None, tag: Opt
     if os.name == "posix":
         options["start_new_session"] = True
     else:
-        options["creationflags"] = options.get("creationflags", 0) | subprocess.CREATE_NEW_PROCESS_GROUP \
-            | getattr(subprocess, "CREATE_NO_WINDOW", 0)  # type: ignore[attr-defined]
+        options["creationflags"] = (options.get("creationflags", 0)
+                                    | subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]  # (Windows)
+                                    | getattr(subprocess, "CREATE_NO_WINDOW", 0))
     return subprocess.Popen(list(command), env=env, **options)
 
 

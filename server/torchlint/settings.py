@@ -23,7 +23,7 @@ import dataclasses
 import functools
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, cast
 
 import cattrs
 
@@ -303,13 +303,15 @@ def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
     given parses as None (False for a switch), so that it leaves the setting to the other sources."""
     for spec, flag in command_flags(command):
         text = flag.help.format(default=spec.default, enum=", ".join(spec.where.enum))
+        name = cast(str, spec.where.flag)  # (command_flags gives the specs that have a flag)
         if spec.type is bool:
-            parser.add_argument(spec.where.flag, action="store_true", help=text)
+            parser.add_argument(name, action="store_true", help=text)
         elif is_codes(spec.type):
-            parser.add_argument(spec.where.flag, action="append", metavar=flag.metavar, help=text)
+            parser.add_argument(name, action="append", metavar=flag.metavar, help=text)
         else:
             choices = spec.where.enum if flag.choices and spec.where.enum else None
-            parser.add_argument(spec.where.flag, type=flag.type, choices=choices, metavar=flag.metavar, help=text)
+            parser.add_argument(name, type=cast(Callable[[str], Any], flag.type), choices=choices,
+                                metavar=flag.metavar, help=text)
 
 
 def given_flags(args: argparse.Namespace, command: str) -> Partial:
@@ -317,13 +319,14 @@ def given_flags(args: argparse.Namespace, command: str) -> Partial:
     (``--no-cache``: inference_cache off); rule codes come comma-separated, the flag repeated or not."""
     values: Dict[str, Any] = {}
     for spec, _flag in command_flags(command):
-        value = getattr(args, spec.where.flag.lstrip("-").replace("-", "_"))
+        name = cast(str, spec.where.flag)  # (command_flags gives the specs that have a flag)
+        value = getattr(args, name.lstrip("-").replace("-", "_"))
         if value is None or value is False:
             continue
         if spec.type is bool:
             value = not spec.default
         elif is_codes(spec.type):
-            value = _comma_codes(value, spec.where.flag)
+            value = _comma_codes(value, name)
         values[spec.name] = value
     return Partial.of(values)
 
@@ -414,11 +417,12 @@ def check_value(spec: Spec, value: Any) -> Any:
 def lookup(raw: Mapping[str, Any], dotted: str) -> Tuple[bool, Any]:
     """(found, value) of a dotted name (an editor's, a pyproject key) in the nested JSON or TOML."""
     *parents, last = dotted.split(".")
+    table: Any = raw  # (each level: a dict, checked below)
     for parent in parents:
-        raw = raw.get(parent)
-        if not isinstance(raw, dict):
+        table = table.get(parent)
+        if not isinstance(table, dict):
             return False, None
-    return last in raw, raw.get(last)
+    return last in table, table.get(last)
 
 
 def parse_editor(raw: Mapping[str, Any], label: str = "torchlint.%s") -> Tuple[Partial, List[str]]:
@@ -426,11 +430,12 @@ def parse_editor(raw: Mapping[str, Any], label: str = "torchlint.%s") -> Tuple[P
     value that was rejected (that setting is left unset). Null means unset."""
     values: Dict[str, Any] = {}
     errors: List[str] = []
-    for parent in sorted({s.where.editor.split(".")[0] for s in editor_specs(True) if "." in s.where.editor}):
+    editor_names = [cast(str, s.where.editor) for s in editor_specs(True)]  # (editor_specs: those with one)
+    for parent in sorted({name.split(".")[0] for name in editor_names if "." in name}):
         if raw.get(parent) is not None and not isinstance(raw[parent], dict):
             errors.append("%s: expected an object, got %r; using the defaults" % (label % parent, raw[parent]))
     for spec in editor_specs(server_only=True):
-        found, value = lookup(raw, spec.where.editor)
+        found, value = lookup(raw, cast(str, spec.where.editor))
         if not found or value is None:
             continue
         try:
@@ -489,5 +494,5 @@ def vscode_schema() -> Dict[str, Dict[str, Any]]:
             entry["minimum"] = where.minimum
         if where.scope:
             entry["scope"] = where.scope
-        properties["torchlint." + where.editor] = entry
+        properties["torchlint." + cast(str, where.editor)] = entry
     return properties

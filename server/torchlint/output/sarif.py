@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import List
+from typing import List, cast
 
 from .. import __version__
 from ..rules import ALL_RULES
@@ -94,8 +94,8 @@ def _in_notebook(report: FileReport, result: dict, finding, rule_index: dict) ->
     """A notebook's lines are not the .ipynb file's: the location is the file, the message says
     the cell and its line (no region, no fix regions that would point into the JSON)."""
     cell, position = cell_position(report, finding.range.start)
-    result["message"]["text"] = "cell %d, line %d, column %d: %s" % (cell, position.line, position.column + 1,
-                                                                     finding.message)
+    result["message"]["text"] = "cell %d, line %d, column %d: %s" % (cast(int, cell), position.line,
+                                                                     position.column + 1, finding.message)
     for location in result["locations"]:
         del location["physicalLocation"]["region"]
     if finding.code in rule_index:
