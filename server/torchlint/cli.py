@@ -26,6 +26,8 @@ from typing import Any, Dict, FrozenSet, Generator, List, Optional, Sequence, Se
 
 from . import __version__, processes
 from .adoption import GitError, changes_against
+from .engine import CheckOptions, check_source
+from .exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from .analysis.environments import Interpreter, choose_interpreter, own_interpreter
 from .analysis.findings import CheckResult, Finding, ParseError, Position, Severity
 from .analysis.inference_cache import InferenceCache, default_cache_dir
@@ -33,8 +35,6 @@ from .analysis.noqa import AddedNoqa, add_noqa
 from .analysis.notebook import (CellMap, CellsChanged, CodeCell, NotebookError, is_notebook, join_cells,
                                 read_notebook, split_cells, with_sources)
 from .config import Config, ConfigError, find_config, load_config
-from .engine import CheckOptions, check_source
-from .exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from .files import DEFAULT_EXCLUDES, GitIgnores, GlobPattern, discover, read_regular_file, relative_to_root
 from .fixing import NotWritten, fix_text, write_in_place
 from .output import FORMATS, FileReport, OutputOptions, cell_position, display_path, render
