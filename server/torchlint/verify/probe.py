@@ -25,6 +25,7 @@ import signal
 import sys
 import time
 import traceback
+from typing import Any
 
 # Bound before any user code runs: user code may monkeypatch the modules.
 _replace = os.replace
@@ -51,6 +52,7 @@ def _load_sibling(name):
     """probe_support.py / probe_checks.py, by path: the child may not have torchlint installed."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
     spec = importlib.util.spec_from_file_location("torchlint_" + name, path)
+    assert spec is not None and spec.loader is not None  # (a .py file's)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -216,7 +218,7 @@ def build_candidate(candidate, cls, user_module, user_path):
 
 def _call_factory(text):
     module_name, _, attribute = text.partition(":")
-    target = importlib.import_module(module_name.strip())
+    target: Any = importlib.import_module(module_name.strip())  # then the attribute named
     for part in attribute.strip().split("."):
         target = getattr(target, part)
     return target()

@@ -7,6 +7,7 @@ Issue dicts are made by ``probe_support.new_issue``; where an attribute lives
 import copy
 import math
 import sys
+from typing import Any, Dict, List, Set, Tuple
 
 import torch
 from torch import nn
@@ -128,7 +129,7 @@ class State:
         self.locator = Locator(self.modules, verified_cls, user_path)
         self.verified = verified_cls.__name__
         self.unregistered = []  # (holder, path, description, trainable, container) for TL901
-        self.held = []  # every unregistered tensor reachable, as Held
+        self.held: List[Held] = []  # every unregistered tensor reachable
         seen = set()
 
         def hold(path, tensor, holder):
@@ -169,7 +170,7 @@ class State:
         """One issue per owner attribute: 12 blocks with the same bug are one finding.
 
         ``entries``: (holder, path, detail); ``message(paths, details)`` words it."""
-        groups = {}
+        groups: Dict[Any, Tuple[Any, Any, List[Any]]] = {}  # key -> (owner, line, its (path, detail))
         for holder, path, detail in entries:
             owner, line = self.locator.locate(holder[0], holder[1], outside_init)
             key = (owner["owner_class"], owner["owner_attribute"], owner["owner_file"], line)
@@ -321,7 +322,9 @@ def mover(device):
 def leaves_of(tensor, limit=MAX_GRAPH_NODES):
     """The leaf tensors a non-leaf tensor was computed from (its grad_fn graph's AccumulateGrad
     variables), and whether the walk saw the whole graph."""
-    leaves, seen, stack = [], set(), [tensor.grad_fn]
+    leaves: List[Any] = []
+    seen: Set[int] = set()
+    stack = [tensor.grad_fn]
     while stack:
         node = stack.pop()
         if node is None or id(node) in seen:
@@ -340,7 +343,8 @@ def leaves_of(tensor, limit=MAX_GRAPH_NODES):
 
 def graph_nodes(tensor, limit=MAX_GRAPH_NODES):
     """ids of the autograd nodes a tensor's graph holds (at most ``limit``)."""
-    seen, stack = set(), [getattr(tensor, "grad_fn", None)]
+    seen: Set[int] = set()
+    stack = [getattr(tensor, "grad_fn", None)]
     while stack and len(seen) < limit:
         node = stack.pop()
         if node is None or id(node) in seen:
@@ -422,7 +426,7 @@ class Watch:
     def __exit__(self, *exc):
         if self._mode is not None:
             self._mode.__exit__(*exc)
-        self._hook.remove()
+        self._hook.remove()  # type: ignore[union-attr]  # (set by __enter__)
         return False
 
     def record(self, module):
@@ -520,7 +524,10 @@ class GradientRun:
 
     def go(self):
         args, kwargs = self.inputs
-        self.got_grad, self.nonzero, self.outside, self.hidden_grad = set(), set(), set(), set()
+        self.got_grad: Set[Any] = set()
+        self.nonzero: Set[Any] = set()
+        self.outside: Set[Any] = set()
+        self.hidden_grad: Set[Any] = set()
         self.graph_attributes = []  # non-leaf attributes step 1's loss was computed through
         leaves = [held for held in self.watched if held.tensor.is_leaf]
         with torch.no_grad():
@@ -528,7 +535,7 @@ class GradientRun:
         # As training builds it: from the parameters, before the first forward.
         parameters_before = dict(self.model.named_parameters())
         optimizer = torch.optim.SGD([p for _, p in self.trainable], lr=LEARNING_RATE) if self.trainable else None
-        projections = {}
+        projections: Dict[Any, Any] = {}
         self.watch = Watch(self.state.modules, {id(p) for _, p in self.trainable})
         for held in leaves:
             held.tensor.grad = None
@@ -708,7 +715,9 @@ class GradientRun:
             return issues, "no optimizer step: the output does not require grad"
         silent = {id(p) for path, module in self.unused for p in module.parameters()}
         experts = {id(p): path for path, module in self.idle_experts for p in module.parameters()}
-        dead, idle, no_grad = [], {}, 0
+        dead: List[Any] = []
+        idle: Dict[Any, Any] = {}
+        no_grad = 0
         for name, p in self.trainable:
             if id(p) in self.nonzero or id(p) in silent:
                 continue
@@ -784,7 +793,8 @@ class GradientRun:
                     if not parts:
                         break
                     parts.pop()
-        unused, experts = [], []
+        unused: List[Any] = []
+        experts: List[Any] = []
         for prefix, module in modules.items():
             if not prefix or prefix in called:
                 continue

@@ -21,6 +21,7 @@ import ast
 import inspect
 import sys
 import textwrap
+from typing import Any, Dict, List, Tuple
 
 import torch
 from torch import nn
@@ -34,9 +35,10 @@ MAX_OPTIONS = 4  # shapes per requirement
 MAX_CANDIDATES = 12
 # Video models pool down to a fixed clip (torchvision's S3D and MViT: 16 frames of 224 x 224),
 # tried last: it costs seconds and GBs on a CPU.
-SPATIAL_SIZES = {1: [(64,), (256,), (32,)], 2: [(64, 64), (224, 224), (299, 299), (32, 32)],
+# dims -> the spatial sizes tried, in order
+SPATIAL_SIZES: Dict[int, List[Tuple[int, ...]]] = {1: [(64,), (256,), (32,)], 2: [(64, 64), (224, 224), (299, 299), (32, 32)],
                  3: [(8, 8, 8), (16, 16, 16), (16, 224, 224)]}
-CANDIDATE_SPATIAL = {1: [(64,), (256,)], 2: [(64, 64), (224, 224), (32, 32)],
+CANDIDATE_SPATIAL: Dict[int, List[Tuple[int, ...]]] = {1: [(64,), (256,)], 2: [(64, 64), (224, 224), (32, 32)],
                      3: [(8, 8, 8), (16, 16, 16), (16, 224, 224)]}
 
 # Layers that do not fix the width of what they get: followed through.
@@ -160,8 +162,8 @@ def need_of(layer, path):
         return Need("%s(in_features=%d)" % (label, layer.in_features), last=(layer.in_features,))
     if isinstance(layer, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
                           nn.ConvTranspose3d)):
-        dims = len(layer.kernel_size)
-        return Need("%s(in_channels=%d)" % (label, layer.in_channels), channels=layer.in_channels, spatial=[dims])
+        return Need("%s(in_channels=%d)" % (label, layer.in_channels), channels=layer.in_channels,
+                    spatial=[len(layer.kernel_size)])
     if isinstance(layer, nn.Embedding):
         return Need("%s(num_embeddings=%d)" % (label, layer.num_embeddings), indices=layer.num_embeddings)
     if isinstance(layer, nn.LayerNorm):
@@ -535,7 +537,7 @@ def _lengths(model, need):
     if need.last is not None and len(need.last) == 1:
         width = need.last[0]
         for tensor in list(model.parameters()) + list(model.buffers()):
-            if isinstance(tensor, nn.parameter.UninitializedTensorMixin):
+            if isinstance(tensor, nn.parameter.UninitializedTensorMixin):  # type: ignore[attr-defined]
                 continue
             if tensor.dim() == 3 and tensor.shape[0] == 1 and tensor.shape[-1] == width:
                 for length in (tensor.shape[1], tensor.shape[1] - 1):
@@ -556,7 +558,7 @@ def dataflow_inputs(model):
         return []
     first = needs[0]
     options = first.shapes(ndim.get(0), _lengths(model, first))
-    results = []
+    results: List[Tuple[Any, Any, str]] = []  # (args, kwargs, how they were made)
     for shape, kind in options:
         torch.manual_seed(0)
         args = [_make(first, shape, kind)]
@@ -570,7 +572,7 @@ def dataflow_inputs(model):
             else:  # nothing says: shaped like the first argument
                 args.append(_make(first, shape, kind) if kind != "indices" else torch.randn(*shape))
                 notes.append("%s shaped like %s" % (names[index], names[0]))
-        args = tuple(args)
+        args = tuple(args)  # type: ignore[assignment]  # (handed on as a tuple)
         results.append((args, {}, "%s (guessed from %s)" % (support.describe(args, {}), "; ".join(notes))))
     return results
 
@@ -603,7 +605,8 @@ def candidate_inputs(model, required, tried=()):
     if required < 1:
         return []
     three = _unpacks_three(model)
-    results, shapes = [], set(tried)
+    results: List[Tuple[Any, Any, str]] = []
+    shapes = set(tried)
     for name, layer in all_layers(model):
         need = need_of(layer, name)
         if need is None:

@@ -8,6 +8,7 @@ import ast
 import inspect
 import os
 import traceback
+from typing import Any, Dict, Optional, Tuple
 
 SEVERITY_ERROR, SEVERITY_WARNING, SEVERITY_INFO = "error", "warning", "info"
 PROBE_FOLDER = os.path.dirname(os.path.abspath(__file__))
@@ -97,7 +98,7 @@ def user_line(exc, user_path):
     try:
         if isinstance(exc, SyntaxError) and exc.filename and same_file(exc.filename, user_path):
             return exc.lineno, None
-        found = (None, None)
+        found: Tuple[Optional[int], Optional[str]] = (None, None)
         for frame in traceback.extract_tb(exc.__traceback__):
             if same_file(frame.filename, user_path):
                 found = (frame.lineno, frame.name)
@@ -113,7 +114,7 @@ def source_file(cls):
         return None
 
 
-_TREES = {}
+_TREES: Dict[str, Any] = {}
 
 
 def _tree(path):
