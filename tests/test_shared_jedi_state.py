@@ -309,3 +309,27 @@ def test_a_cli_layer_looks_into_builtins_in_its_own_process_and_never_imports_to
     found = json.loads(run.stdout)
     assert found["answers"] == ["tensor", "tensor", "other", "other"]  # from stubs: a tensor, an int, a str
     assert found["torch"] == [] and found["extensions"] == [] and not found["readline"]
+
+
+def test_a_question_that_failed_leaves_the_next_one_a_working_script(tmp_path, layers, monkeypatch):
+    """jedi failing in one question (its own bug) drops the shared state and the parsed tree:
+    the file's later questions still get answers, from a fresh script."""
+    root = tmp_path / "project"
+    root.mkdir()
+    path = root / "spread.py"
+    path.write_text(SPREAD)
+    inference = layers(root, share_states=True).for_file(SPREAD, str(path), SourceText(SPREAD), ast.parse(SPREAD))
+    first, second = questions(SPREAD)
+    classify = inference_module.FileInference._classify
+    failed = []
+
+    def fails_once(self, node):
+        if not failed:
+            failed.append(node)
+            self.script  # the script is made, then jedi raises midway
+            raise KeyError("jedi's own bug")
+        return classify(self, node)
+
+    monkeypatch.setattr(inference_module.FileInference, "_classify", fails_once)
+    assert inference.classify(first, None) is None
+    assert inference.classify(second, None) is not None

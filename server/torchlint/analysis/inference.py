@@ -1011,16 +1011,22 @@ class FileInference:
             with within_deadline(None if budget is None else max(budget - self.spent, 0.0)):
                 return question()
         except BudgetSpent:
-            self.project.done_with(self._script, spoiled=True)
+            self._spoiled()
             self._stop(budget)
             raise
         except Exception:  # jedi failed midway: what it kept may be partial
-            self.project.done_with(self._script, spoiled=True)
+            self._spoiled()
             raise
         finally:
             self.spent += time.monotonic() - started
             if budget is not None and self.spent >= budget and self.note is None:
                 self._stop(budget)
+
+    def _spoiled(self) -> None:
+        """A question failed midway: its state is not shared any more, and its script, whose
+        tree jedi no longer keeps, is not asked again (a later question gets a fresh one)."""
+        self.project.done_with(self._script, spoiled=True)
+        self._script, self._kept = None, None
 
     def _stop(self, budget: float) -> None:
         self.note = ("type inference stopped after %.3g s (the per-file budget, --infer-budget); "
@@ -1068,7 +1074,7 @@ class FileInference:
                 self._read = outer
             # Everything this file's jedi state has read so far: more than the helper needs,
             # which only makes a later change elsewhere re-ask more often.
-            read |= self.project.loaded_files(self.script) or ()
+            read |= self.project.loaded_files(self.script) or set()
             read.discard(self.path)  # the file that asked first: not what the helper depends on
             self.project._return_cache[key] = (value, frozenset(read))
         value, read = self.project._return_cache[key]
