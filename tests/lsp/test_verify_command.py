@@ -167,6 +167,52 @@ async def test_cancelling_the_progress_kills_the_run(vscode: LanguageClient, tmp
     assert result["outcome"] == "cancelled"
 
 
+
+
+async def test_a_cancelled_request_stops_the_run_and_ends_its_progress(tmp_path, monkeypatch):
+    """The command's task cancelled ($/cancelRequest, or the server stopping): the run in its
+    thread is told to stop as the progress's own cancel does, and the progress ends."""
+    import threading
+    from torchlint.config import Config
+    from torchlint.lsp import verification
+    from torchlint.settings import DEFAULT_SETTINGS
+    path = tmp_path / "hangs.py"
+    path.write_text(HANGS)
+    started, stopped = threading.Event(), threading.Event()
+
+    def verify_file(*args, cancel_event, **kwargs):
+        started.set()
+        if cancel_event.wait(60):  # the real run ends its child when this is set
+            stopped.set()
+        raise verification.VerifyError("stopped")
+
+    class Progress:
+        tokens: dict = {}
+        ended: list = []
+
+        async def create_async(self, token):
+            pass
+
+        def begin(self, token, value):
+            pass
+
+        def end(self, token, value):
+            self.ended.append(value.message)
+
+    progress = Progress()
+    monkeypatch.setattr(verification, "verify_file", verify_file)
+    services = verification.VerifyServices(log=lambda *a: None, show=lambda *a: None, warn_once=lambda m: None,
+                                           progress=progress, deliver=lambda *a: None)
+    task = asyncio.ensure_future(verification.verify_module(
+        ({"uri": path.as_uri(), "device": "cpu"},), lambda uri: None, DEFAULT_SETTINGS,
+        lambda p: Config(root=tmp_path), services))
+    assert await asyncio.get_running_loop().run_in_executor(None, started.wait, 60)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await asyncio.get_running_loop().run_in_executor(None, stopped.wait, 60)
+    assert progress.ended == ["stopped"]
+
 async def test_a_pull_client_that_cannot_be_refreshed_gets_them_pushed(neovim: LanguageClient, tmp_path):
     """Neovim 0.11 pulls diagnostics but neither declares nor handles workspace/diagnostic/refresh:
     it pulls again only after an edit, which makes verification findings stale. They are pushed

@@ -406,20 +406,25 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
         token = None
 
     loop = asyncio.get_running_loop()
+    ended = "stopped"  # what the progress says at its end, whatever ends the run
     try:
         report = await loop.run_in_executor(None, lambda: verify_file(
             path, request["class_name"], device, settings.verify_timeout, init_kwargs=request["init_kwargs"],
             input_shapes=request["input_shapes"], input_exprs=request["input_exprs"], python=python,
             cancel_event=cancel, cwd=str(config.root), workspace_root=str(config.root),
             verify_config=config.verify))
+        ended = summary_line(report)
     except VerifyError as err:
-        if token is not None:
-            progress.end(token, types.WorkDoneProgressEnd(message=str(err)))
+        ended = str(err)
         services.show("torchlint verify: %s" % err, types.MessageType.Error)
         return {"error": str(err)}
-    summary = summary_line(report)
-    if token is not None:
-        progress.end(token, types.WorkDoneProgressEnd(message=summary))
+    except asyncio.CancelledError:  # the request was cancelled or the server is stopping: end the probe too
+        cancel.set()
+        raise
+    finally:
+        if token is not None:
+            progress.end(token, types.WorkDoneProgressEnd(message=ended))
+    summary = ended
     services.deliver(uri, version, text, report_to_findings(report, text, path))
     services.note_inputs(uri, inputs_wanted(report))
     services.log("torchlint verify %s: %s" % (target, summary), types.MessageType.Info)
