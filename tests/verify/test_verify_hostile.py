@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import textwrap
 import threading
@@ -417,3 +418,55 @@ def _token_of(pid):
             return b"TORCHLINT_VERIFY_TOKEN=" in handle.read()
     except OSError:
         return False
+
+
+HANGS_IN_FORWARD = '''import torch
+from torch import nn
+
+
+class Hangs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        while True:
+            pass
+'''
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process tree from /proc")
+def test_a_probe_whose_owner_was_killed_ends(tmp_path):
+    """The run's owner SIGKILLed (a language server killed by its editor) while the user's code
+    hangs: the probe does not run on for ever."""
+    from test_hostile_files import descendants
+    path = tmp_path / "hangs.py"
+    path.write_text(HANGS_IN_FORWARD)
+    owner = subprocess.Popen([sys.executable, "-m", "torchlint", "verify", str(path), "--device", "cpu",
+                              "--timeout", "600", "--python", torch_python()],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    probes = []
+    try:
+        deadline = time.monotonic() + 120
+        while not probes and time.monotonic() < deadline:
+            probes = [pid for pid in descendants(owner.pid) if b"probe.py" in _cmdline(pid)]
+            time.sleep(0.1)
+        assert probes, "the probe never started"
+        owner.kill()
+        owner.wait(30)
+        assert _gone(probes, seconds=60), "the probe outlived its owner"
+    finally:
+        owner.kill()
+        for pid in probes:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""

@@ -23,6 +23,7 @@ import inspect
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from typing import Any
@@ -507,7 +508,21 @@ def pick_cuda(torch, requested):
     return device, torch.cuda.get_device_name(index), ""
 
 
+def end_with_parent(every: float = 0.5) -> None:
+    """The probe's owner (the CLI, the language server) ends it when the run is over; an owner
+    killed first (SIGKILL, a crash) cannot, and the user's code would run on with nobody to read
+    its result (a hung forward: for ever). So the probe ends as soon as it has another parent."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+    threading.Thread(target=watch, name="torchlint-probe-owner", daemon=True).start()
+
+
 def main(request_path):
+    end_with_parent()
     with open(request_path, encoding="utf-8") as handle:
         request = protocol.ProbeRequest.from_json(handle.read())
     result = Result(request.result_path)
