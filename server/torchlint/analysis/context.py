@@ -5,7 +5,7 @@ import ast
 from collections import Counter
 from contextlib import contextmanager
 from functools import cached_property
-from typing import Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Set, TYPE_CHECKING, Tuple, Union
+from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Set, Tuple, Union
 
 from .findings import Applicability, Edit, Finding, Fix, Position, Range, Related, Severity
 from .imports import ImportMap, collect_imports
