@@ -10,15 +10,13 @@ import threading
 from pathlib import Path
 
 import pytest
-import pytest_lsp
-from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from torchlint.config import VerifyConfig
 from torchlint.lsp import verification
 from torchlint.lsp.verification import ProjectScans
 
-from lsp_helpers import CONFIG, VSCODE, initialize, open_document, wait_for
+from lsp_helpers import lenses, open_document, wait_for
 
 in_server_loop = pytest.mark.asyncio(loop_scope="module")  # the tests sharing the module's server
 
@@ -80,25 +78,6 @@ def package(root: Path, train: str = TRAIN) -> Path:
     write(root, {"pyproject.toml": "[tool.torchlint]\n", "pkg/__init__.py": "", "pkg/models/__init__.py": "",
                  "pkg/models/net.py": NET, "pkg/train.py": train})
     return root / "pkg" / "models" / "net.py"
-
-
-@pytest_lsp.fixture(scope="module", config=CONFIG)
-async def vscode(lsp_client: LanguageClient):
-    lsp_client.lens_refreshes = 0
-
-    def lens_refresh(params: None) -> None:
-        lsp_client.lens_refreshes += 1
-
-    lsp_client.protocol.fm.features[types.WORKSPACE_CODE_LENS_REFRESH] = lens_refresh
-    lsp_client.init_result = await initialize(lsp_client, VSCODE)
-    yield
-    await lsp_client.shutdown_session()
-
-
-async def lenses(client: LanguageClient, uri: str):
-    found = await client.text_document_code_lens_async(
-        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri)))
-    return {lens.command.arguments[0]["className"]: lens.command for lens in found}
 
 
 async def lenses_once(client: LanguageClient, uri: str, predicate, what: str, refreshes: int = 10):

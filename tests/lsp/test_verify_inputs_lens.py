@@ -8,14 +8,13 @@ import ast
 import asyncio
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from torchlint.config import find_config
 from torchlint.lsp import verification
 
-from lsp_helpers import CONFIG, VSCODE, initialize, open_document, replace_text, wait_for
+from lsp_helpers import lenses, open_document, replace_text, wait_for
 
 in_server_loop = pytest.mark.asyncio(loop_scope="module")  # the tests sharing the module's server
 
@@ -43,25 +42,6 @@ class Easy(nn.Module):
     def forward(self, x):
         return self.fc(x)
 '''
-
-
-@pytest_lsp.fixture(scope="module", config=CONFIG)
-async def vscode(lsp_client: LanguageClient):
-    lsp_client.lens_refreshes = 0
-
-    def lens_refresh(params: None) -> None:
-        lsp_client.lens_refreshes += 1
-
-    lsp_client.protocol.fm.features[types.WORKSPACE_CODE_LENS_REFRESH] = lens_refresh
-    lsp_client.init_result = await initialize(lsp_client, VSCODE)
-    yield
-    await lsp_client.shutdown_session()
-
-
-async def lenses(client: LanguageClient, uri: str):
-    found = await client.text_document_code_lens_async(
-        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri)))
-    return {lens.command.arguments[0]["className"]: lens.command for lens in found}
 
 
 async def verify(client: LanguageClient, argument: dict):
