@@ -214,3 +214,12 @@ def test_verify_table_in_pyproject(tmp_path, capsys):
         "[tool.torchlint.verify.classes.Wide]\nkwarg = { width = 3 }\n", encoding="utf-8")
     assert cli_command.run(parse([str(path), "--python", torch_python()])) == cli_command.EXIT_ERROR
     assert "unknown key 'kwarg'" in capsys.readouterr().err
+
+
+def test_the_flags_are_checked_as_declared(tmp_path, capsys):
+    """--timeout is declared with a minimum of 1 s (as the editor's verify.timeout): below it the
+    run does not start."""
+    path = write_module(tmp_path, "a.py", NEEDS)
+    status = cli_command.run(parse([str(path), "--timeout", "0.5", "--python", NOT_A_PYTHON]))
+    assert status == cli_command.EXIT_ERROR
+    assert "--timeout: expected at least 1, got 0.5" in capsys.readouterr().err

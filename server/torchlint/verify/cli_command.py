@@ -19,7 +19,7 @@ import sys
 from ..config import ConfigError, find_config
 from ..exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from ..files import display_path
-from ..settings import add_flags, given_flags, merged
+from ..settings import add_flags, given_flags
 from .report import COMPLETED, ERROR, VerifyReport, render_json, render_text
 from .runner import VerifyError, split_target, verify_file
 
@@ -60,10 +60,10 @@ def run(args: argparse.Namespace) -> int:
         shapes = [part for value in args.input_shape for part in value.split(";") if part.strip()]
     try:
         config = find_config(os.path.abspath(path))
+        settings = config.over(given_flags(args, "verify")).settings  # the flags, checked as declared
     except ConfigError as err:
         print("torchlint: error: %s" % err, file=sys.stderr)
         return EXIT_ERROR
-    settings = merged([given_flags(args, "verify")])
     try:
         report = verify_file(path, class_name=class_name, device=settings.verify_device,
                              timeout=settings.verify_timeout, init_kwargs=args.init_kwargs, input_shapes=shapes,
