@@ -349,9 +349,12 @@ def flag_name(spec: Spec) -> str:
     return spec.where.flag or spec.name
 
 
+EDITOR_SECTION = "torchlint"  # the editor's configuration section: torchlint.select, torchlint.verify.device
+
+
 def editor_name(spec: Spec) -> str:
     """How an error names a setting that came from the editor."""
-    return "torchlint.%s" % (spec.where.editor or spec.name)
+    return "%s.%s" % (EDITOR_SECTION, spec.where.editor or spec.name)
 
 
 # -- the editor's JSON -------------------------------------------------------------------------
@@ -425,7 +428,7 @@ def lookup(raw: Mapping[str, Any], dotted: str) -> Tuple[bool, Any]:
     return last in table, table.get(last)
 
 
-def parse_editor(raw: Mapping[str, Any], label: str = "torchlint.%s") -> Tuple[Partial, List[str]]:
+def parse_editor(raw: Mapping[str, Any]) -> Tuple[Partial, List[str]]:
     """The settings the editor gave (the ``torchlint`` section as a dict), and one message per
     value that was rejected (that setting is left unset). Null means unset."""
     values: Dict[str, Any] = {}
@@ -433,7 +436,8 @@ def parse_editor(raw: Mapping[str, Any], label: str = "torchlint.%s") -> Tuple[P
     editor_names = [cast(str, s.where.editor) for s in editor_specs(True)]  # (editor_specs: those with one)
     for parent in sorted({name.split(".")[0] for name in editor_names if "." in name}):
         if raw.get(parent) is not None and not isinstance(raw[parent], dict):
-            errors.append("%s: expected an object, got %r; using the defaults" % (label % parent, raw[parent]))
+            errors.append("%s.%s: expected an object, got %r; using the defaults"
+                          % (EDITOR_SECTION, parent, raw[parent]))
     for spec in editor_specs(server_only=True):
         found, value = lookup(raw, cast(str, spec.where.editor))
         if not found or value is None:
@@ -441,7 +445,7 @@ def parse_editor(raw: Mapping[str, Any], label: str = "torchlint.%s") -> Tuple[P
         try:
             values[spec.name] = check_value(spec, value)
         except SettingError as err:
-            errors.append("%s: %s; using the default" % (label % spec.where.editor, err))
+            errors.append("%s: %s; using the default" % (editor_name(spec), err))
     return Partial.of(values), errors
 
 

@@ -13,10 +13,10 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from ..engine import CheckOptions
 from ..config import Config, ConfigError, find_config
-from ..settings import DEFAULT_SETTINGS, Partial, Settings, editor_given, editor_name, merged, parse_editor
+from ..settings import (DEFAULT_SETTINGS, EDITOR_SECTION, Partial, Settings, editor_given, editor_name, merged,
+                        parse_editor)
 
-SECTION = "torchlint"
-LABEL = SECTION + ".%s"  # how errors name a setting: torchlint.select
+SECTION = EDITOR_SECTION  # what workspace/configuration asks for
 
 
 def unwrap(raw: Any) -> Any:
@@ -36,7 +36,7 @@ def parse_settings(raw: Any) -> Tuple[Settings, List[str]]:
         return DEFAULT_SETTINGS, []
     if not isinstance(raw, dict):
         return DEFAULT_SETTINGS, ["torchlint settings: expected an object, got %r" % (raw,)]
-    given, errors = parse_editor(raw, LABEL)
+    given, errors = parse_editor(raw)
     accepted = {}
     for name, value in given.values:
         try:
