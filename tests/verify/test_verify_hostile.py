@@ -405,11 +405,15 @@ def test_setsid_and_double_fork_children_do_not_survive(tmp_path, ending):
         assert _gone(pids), "still running: %s" % [p for p in pids if _alive(p)]
         assert not [pid for pid in pids if _token_of(pid)]
     finally:
-        for pid in pids:  # never leave one behind, whatever failed above
-            try:
-                os.kill(pid, 9)
-            except OSError:
-                pass
+        _kill_all(pids)  # never leave one behind, whatever failed above
+
+
+def _kill_all(pids):
+    for pid in pids:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
 
 
 def _token_of(pid):
@@ -457,11 +461,7 @@ def test_a_probe_whose_owner_was_killed_ends(tmp_path):
         assert _gone(probes, seconds=60), "the probe outlived its owner"
     finally:
         owner.kill()
-        for pid in probes:
-            try:
-                os.kill(pid, 9)
-            except OSError:
-                pass
+        _kill_all(probes)
 
 
 def _cmdline(pid):
