@@ -594,15 +594,15 @@ def test_flake8_plugin_reports_tl_codes(tmp_path):
 
 def test_every_code_verify_reports_has_a_page_the_rule_command_prints(capsys):
     from torchlint.lsp.convert import rule_href
-    from torchlint.verify.report import VERIFY_CODES
+    from torchlint.rules import VERIFY_CODES
     code, out, _ = run(["rule", "--all"], capsys)
     listed = [line.split()[0] for line in out.splitlines()]
     # Every code verify reports is listed (TL901-TL905 at least; verify may add more).
     assert code == 0 and [c for c in listed if c.startswith("TL9")] == sorted(VERIFY_CODES)
     assert {"TL901", "TL902", "TL903", "TL904", "TL905"} <= set(VERIFY_CODES)
-    for verify_code, (name, _) in VERIFY_CODES.items():
+    for verify_code, entry in VERIFY_CODES.items():
         code, out, err = run(["rule", verify_code.lower()], capsys)
-        assert code == 0 and out.startswith("# %s %s" % (verify_code, name)), err
+        assert code == 0 and out.startswith("# %s %s" % (verify_code, entry.name)), err
         assert "## What it finds" in out and "## Fix" in out and "## Example" in out
         assert rule_href(verify_code).endswith("/%s.md" % verify_code)
 

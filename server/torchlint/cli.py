@@ -40,16 +40,11 @@ from .fixing import NotWritten, fix_text, write_in_place
 from .output import FORMATS, FileReport, OutputOptions, cell_position, display_path, render
 from .output import json_format
 from .output.text import render_statistics
-from .rules import ALL_RULES
-from .rules.base import DOCS_DIR
+from .rules import ALL_CODES
 from .settings import DEFAULT_SETTINGS, SettingError, add_flags, given_flags
 from .verify import cli_command as verify_command
-from .verify.report import VERIFY_CODES
 
 PARALLEL_MIN_FILES = 16
-# Seconds of jedi per file; past it the rest of the file is names only. One default for the
-# command line and the editor (inferBudget).
-DEFAULT_INFER_BUDGET = DEFAULT_SETTINGS.infer_budget
 PROGRESS_AFTER = 2.0  # seconds: shorter runs show no progress line
 
 
@@ -88,7 +83,7 @@ class Job:
     python: Optional[Interpreter] = None  # the environment the jedi layer analyses (None: the default choice)
     root: str = "."  # the project root: where jedi looks for the project's own modules
     cache_dir: Optional[str] = None  # where jedi's answers are kept between runs (None: --no-cache)
-    infer_budget: Optional[float] = DEFAULT_INFER_BUDGET  # seconds of jedi per file (None: no limit)
+    infer_budget: Optional[float] = DEFAULT_SETTINGS.infer_budget  # seconds of jedi per file (None: no limit)
     lines: Optional[FrozenSet[int]] = None  # --changed-lines-only: only findings on these lines (None: all)
     data: Optional[bytes] = None  # the content when it is not read from ``path`` (standard input)
     noqa_hints: bool = False  # --add-noqa: hints get a directive too (they are printed: --show-hints...)
@@ -951,23 +946,20 @@ def explain_nothing_to_check(args, config: Config, changes, walked: Sequence[Pat
 
 
 def command_rule(args) -> int:
-    codes = [(rule.code, rule.name, rule.summary) for rule in ALL_RULES] + [
-        (code, name, summary) for code, (name, summary) in VERIFY_CODES.items()]
     if args.all:
-        width = max(len(name) for _, name, _ in codes)
-        for code, name, summary in codes:
-            print("%s  %-*s  %s" % (code, width, name, summary))
+        width = max(len(entry.name) for entry in ALL_CODES.values())
+        for listed in ALL_CODES.values():
+            print("%s  %-*s  %s" % (listed.code, width, listed.name, listed.summary))
         return EXIT_CLEAN
     if not args.code:
         return _error("give a rule code (torchlint rule TL101) or --all")
-    found = [entry for entry in codes if entry[0] == args.code.upper()]
-    if not found:
+    asked = ALL_CODES.get(args.code.upper())
+    if asked is None:
         return _error("unknown rule %r (torchlint rule --all lists them)" % args.code)
-    ((code, name, summary),) = found
     try:
-        doc = (DOCS_DIR / ("%s.md" % code)).read_text(encoding="utf-8")
+        doc = asked.doc()
     except OSError:
-        doc = "# %s %s\n\n%s\n" % (code, name, summary)
+        doc = "# %s %s\n\n%s\n" % (asked.code, asked.name, asked.summary)
     sys.stdout.write(doc if doc.endswith("\n") else doc + "\n")
     return EXIT_CLEAN
 

@@ -57,7 +57,7 @@ class Flag:
     help: str  # "{default}" and "{enum}" stand for the declared default and allowed values
     metavar: Optional[str] = None
     type: Optional[Callable[[str], Any]] = None  # argparse's conversion of the text (None: kept as text)
-    choices: bool = True  # False: the flag takes more than the declared values (cuda:N)
+    enum_only: bool = True  # the flag refuses what the declaration's ``enum`` does not list; False: it takes more (cuda:N)
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ class Settings:
                            "The CPU",
                            "Apple's Metal backend (fails when torch.backends.mps is not available)"),
         cli=(Flag("verify", "where to run: auto = CUDA when available, else CPU (default: {default}); cuda:N "
-                            "works too", "|".join(DEVICES), choices=False),))
+                            "works too", "|".join(DEVICES), enum_only=False),))
     verify_timeout: float = setting(
         120.0, "Seconds a runtime verification may take before its process tree is killed.",
         editor="verify.timeout", flag="--timeout", minimum=1,
@@ -221,6 +221,11 @@ class Spec:
 def specs() -> Tuple[Spec, ...]:
     hints = typing.get_type_hints(Settings)
     return tuple(Spec(f.name, hints[f.name], f.default, f.metadata["where"]) for f in dataclasses.fields(Settings))
+
+
+def spec_of(name: str) -> Spec:
+    """The declaration of the field ``name`` (for a message that names the setting as its source does)."""
+    return next(spec for spec in specs() if spec.name == name)
 
 
 def editor_specs(server_only: bool = False) -> List[Spec]:
@@ -309,7 +314,7 @@ def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
         elif is_codes(spec.type):
             parser.add_argument(name, action="append", metavar=flag.metavar, help=text)
         else:
-            choices = spec.where.enum if flag.choices and spec.where.enum else None
+            choices = spec.where.enum if flag.enum_only and spec.where.enum else None
             parser.add_argument(name, type=cast(Callable[[str], Any], flag.type), choices=choices,
                                 metavar=flag.metavar, help=text)
 
@@ -498,5 +503,5 @@ def vscode_schema() -> Dict[str, Dict[str, Any]]:
             entry["minimum"] = where.minimum
         if where.scope:
             entry["scope"] = where.scope
-        properties["torchlint." + cast(str, where.editor)] = entry
+        properties[editor_name(spec)] = entry
     return properties

@@ -15,8 +15,7 @@ from pygls.workspace.position_codec import PositionCodec
 from ..analysis.findings import Edit, Finding, Fix, Position, Range, Severity
 from ..analysis.source import SourceText
 from ..rules.base import page_url
-from ..verify.report import VERIFY_CODES
-from ..rules import RULES_BY_CODE
+from ..rules import ALL_CODES, RULES_BY_CODE
 
 SOURCE = "torchlint"
 
@@ -97,11 +96,9 @@ class Converter:
 
 def rule_href(code: str) -> Optional[str]:
     """The page that explains a code (a diagnostic's codeDescription, the hover's link)."""
-    rule = RULES_BY_CODE.get(code)
-    if rule is not None:
-        return rule.doc_url()
-    if code in VERIFY_CODES:
-        return page_url(code)
+    entry = ALL_CODES.get(code)
+    if entry is not None:
+        return entry.doc_url()
     return page_url("verify") if code.startswith("TL9") else None
 
 

@@ -43,6 +43,7 @@ from .. import __version__
 from ..analysis.findings import CheckResult, Finding, ParseError, Position
 from ..analysis.source import SourceText
 from ..incremental import IncrementalChecker
+from ..settings import editor_name, spec_of
 from .code_actions import KINDS as CODE_ACTION_KINDS, code_actions
 from .convert import Converter
 from .documents import use_protocol_lines
@@ -251,8 +252,9 @@ class TorchlintServer(LanguageServer):
             self.messages.clear_problem("too large", shown)
             return False
         self.messages.notify_problem(
-            "too large", "torchlint: %s is larger than torchlint.maxFileSize (%d characters): not analysed"
-            % (unquote(snap.uri.rsplit("/", 1)[-1]), self.resolver.settings.max_file_size), types.MessageType.Info, shown)
+            "too large", "torchlint: %s is larger than %s (%d characters): not analysed"
+            % (unquote(snap.uri.rsplit("/", 1)[-1]), editor_name(spec_of("max_file_size")),
+               self.resolver.settings.max_file_size), types.MessageType.Info, shown)
         return True
 
     def shown_in_file(self, snap: Snapshot, result: CheckResult) -> Diagnostics:

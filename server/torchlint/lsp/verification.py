@@ -53,7 +53,7 @@ from ..analysis.parsing import parse
 from ..analysis.environments import SERVER_HINT
 from ..analysis.findings import Finding
 from ..config import Config, VerifyConfig
-from ..settings import Settings
+from ..settings import Settings, editor_name, spec_of
 from ..verify.findings import report_to_findings
 from ..verify.report import ERROR, PARTLY, VerifyReport, render_json, summary_line
 from ..verify.targets import ImportPlan, candidate_files, find_constructors, import_plan, required_arguments
@@ -65,11 +65,11 @@ VERIFY_COMMAND = "torchlint.verifyModule"
 
 NVIDIA_DRIVER_FILES = ("/proc/driver/nvidia", "/dev/nvidiactl")
 EDITOR_WAY = ("in VS Code the lens \"Verify (needs ...)\" asks for them; other editors pass initKwargs "
-              "(\"dim=64, depth=2\") in the torchlint.verifyModule argument; on the command line, "
-              "--init-kwargs 'dim=64, depth=2'")
+              "(\"dim=64, depth=2\") in the %s argument; on the command line, "
+              "--init-kwargs 'dim=64, depth=2'" % VERIFY_COMMAND)
 INPUTS_WAY = ("in VS Code the lens \"Verify (needs inputs)\" asks for their shapes; other editors pass inputShapes "
               "([\"2,16\"], one per input of forward) or inputs ([\"torch.randn(2, 16)\"]) in the "
-              "torchlint.verifyModule argument; on the command line, --input-shape 2,16 or --input 'torch.randn(2, 16)'")
+              "%s argument; on the command line, --input-shape 2,16 or --input 'torch.randn(2, 16)'" % VERIFY_COMMAND)
 
 
 def module_classes(text: str, path: str) -> List[Tuple[str, int, int]]:
@@ -438,9 +438,9 @@ def _tell_what_to_do(services: VerifyServices, report: VerifyReport, python: str
     the command carried forward's inputs (VS Code sends the remembered ones without asking)."""
     if report.outcome == ERROR and report.error_kind == "no_torch":
         services.show("torchlint verify: %s has no torch, so it cannot run your module. Pick an interpreter "
-                          "that has torch: the \"torchlint.interpreter\" setting (in VS Code also the Python "
-                          "extension's \"Python: Select Interpreter\"), or install torch there (%s -m pip "
-                          "install torch)." % (python, python), types.MessageType.Error)
+                      "that has torch: the \"%s\" setting (in VS Code also the Python extension's \"Python: "
+                      "Select Interpreter\"), or install torch there (%s -m pip install torch)."
+                      % (python, editor_name(spec_of("interpreter")), python), types.MessageType.Error)
         return
     skipped = [cls for cls in report.skipped if cls.skip_reason and "argument" in cls.skip_reason]
     if skipped:

@@ -10,13 +10,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ..rules import verify_codes
-
 PARTLY = "partly verified"  # a class some of whose checks could not run (no inputs that fit forward)
-
-# The codes verification reports, for `torchlint rule`: (name, one line). Declared in the rules
-# layer (rules/verify_codes.py) with their severity and page, beside the rules' codes.
-VERIFY_CODES = {code: (entry.name, entry.summary) for code, entry in verify_codes.VERIFY_CODES.items()}
 
 # Outcomes of the whole run.
 COMPLETED = "completed"  # the probe finished (issues or not)

@@ -40,7 +40,6 @@ from .report import CANCELLED, COMPLETED, ClassReport, ENDED, ERROR, Issue, TIME
 from .targets import ImportPlan, candidate_files, find_constructors, import_plan, top_level_names
 
 PROBE = Path(__file__).resolve().with_name("probe.py")
-DEFAULT_TIMEOUT = DEFAULT_SETTINGS.verify_timeout  # one default for the editor and the command line
 TAIL_BYTES = 16 * 1024
 OUTPUT_CAP = 8 * 1024 * 1024  # bytes of stdout/stderr on disk before the file is emptied (its tail kept)
 TOKEN_VARIABLE = "TORCHLINT_VERIFY_TOKEN"
@@ -361,8 +360,8 @@ def _module_files_hint(folder: str) -> str:
         "; ".join(found), found[0].split(" (")[0])
 
 
-def verify_file(path: str, class_name: Optional[str] = None, device: str = "auto",
-                timeout: float = DEFAULT_TIMEOUT, init_kwargs: Union[None, str, JsonObject] = None,
+def verify_file(path: str, class_name: Optional[str] = None, device: str = DEFAULT_SETTINGS.verify_device,
+                timeout: float = DEFAULT_SETTINGS.verify_timeout, init_kwargs: Union[None, str, JsonObject] = None,
                 input_shapes: Union[None, str, Sequence[Union[str, Sequence[int]]]] = None,
                 python: Optional[str] = None,
                 cancel_event: Optional[threading.Event] = None, cwd: Optional[str] = None,
