@@ -96,7 +96,7 @@ def test_what_the_layer_reads_from_the_checks_node_table_is_what_a_walk_finds():
     import ast
     import importlib.util
 
-    from torchlint.analysis.inference import _bindings, _statement_walk
+    from torchlint.analysis.project_files import _bindings, _statement_walk
     from torchlint.analysis.scopes import NodeTable
     torch_nn = Path(importlib.util.find_spec("torch").submodule_search_locations[0]) / "nn"
     paths = sorted(PROJECT.rglob("*.py")) + sorted((torch_nn / "modules").glob("*.py"))[:20] + [

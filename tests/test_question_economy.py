@@ -202,8 +202,8 @@ def test_a_checked_file_leaves_no_tree_in_parsos_cache(tmp_path):
 
 
 def test_read_files_are_kept_least_recently_used_first(tmp_path, monkeypatch):
-    from torchlint.analysis import inference as inference_module
-    monkeypatch.setattr(inference_module, "READ_FILES_KEPT", 2)
+    from torchlint.analysis import project_files
+    monkeypatch.setattr(project_files, "READ_FILES_KEPT", 2)
     layer = JediInference(str(tmp_path), share_states=True)
     for name in "abc":
         (tmp_path / (name + ".py")).write_text("class %s:\n    pass\n" % name.upper())
@@ -246,7 +246,7 @@ def test_no_question_about_a_base_once_another_base_makes_the_class_a_module(tmp
     path = tmp_path / "model.py"
     path.write_text(text)
     from torchlint.analysis.context import FileContext
-    from torchlint.analysis.inference import FileInference
+    from torchlint.analysis.file_inference import FileInference
     asked = []
     original = FileInference.is_module_base
     monkeypatch.setattr(FileInference, "is_module_base",

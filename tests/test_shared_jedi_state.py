@@ -15,7 +15,8 @@ import pytest
 
 from torchlint import cli
 from torchlint.analysis import inference as inference_module
-from torchlint.analysis.inference import BudgetSpent, JediInference
+from torchlint.analysis.inference import JediInference
+from torchlint.analysis.jedi_access import BudgetSpent
 from torchlint.analysis.inference_cache import InferenceCache
 from torchlint.analysis.source import SourceText
 from torchlint.analysis.values import Kind

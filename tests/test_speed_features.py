@@ -314,7 +314,7 @@ def test_no_jedi_interpreter_in_the_parent_when_the_workers_fork(tmp_path, monke
 def test_a_question_cut_short_leaves_no_answer_behind(tmp_path, layers, monkeypatch):
     """The budget can stop jedi in the middle of resolving a class in another file: that class is
     then unknown for now, not remembered as "not a Module"."""
-    from torchlint.analysis.inference import BudgetSpent
+    from torchlint.analysis.jedi_access import BudgetSpent
     root = project(tmp_path)
     (root / "blocks.py").write_text("import torch.nn as nn\n\n\nclass Block(nn.Module):\n    pass\n")
     layer = layers(root)

@@ -16,7 +16,8 @@ from .source import Located, SourceText, statement_start
 from .values import Classifier, Value
 
 if TYPE_CHECKING:  # imported lazily: the syntactic layer works without jedi
-    from .inference import FileInference, JediInference
+    from .file_inference import FileInference
+    from .inference import JediInference
 
 
 class RunningRule(Protocol):

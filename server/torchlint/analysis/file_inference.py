@@ -1,0 +1,465 @@
+"""The jedi layer's view of one file (:class:`FileInference`): the questions the syntactic layer
+leaves open about that file's expressions and class bases, answered from the file's stored
+answers, by reading other files, or by jedi within the file's budget; and the answers as stored
+on disk (:func:`_encode`).
+"""
+from __future__ import annotations
+
+import ast
+import logging
+import os
+import re
+import time
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+
+from . import torch_names as tn
+from .inference_cache import dependency
+from .jedi_access import BudgetSpent, within_deadline
+from .project_files import _MATCH_BINDINGS, _bindings, _builtin_class, _statement_walk
+from .reduced_text import TopLevel
+from .source import SourceText
+from .values import OTHER, Kind, Value
+
+if TYPE_CHECKING:
+    from .inference import JediInference
+
+log = logging.getLogger("torchlint")
+
+_TENSOR_CLASSES = frozenset(["torch.Tensor", "torch._tensor.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"])
+_PLAIN_TYPES = frozenset(["builtins.int", "builtins.float", "builtins.str", "builtins.bool", "builtins.NoneType",
+                          "builtins.bytes", "torch.device", "torch.dtype", "torch.Size", "torch._C.device",
+                          "torch._C.dtype", "torch.types.Device"])
+MOST_OF_THE_TEXT = 0.6  # a reduced text for jedi above this share of the lines: the whole text instead
+
+
+class FileInference:
+    """jedi's view of one file's text; created per check, asked only about unknowns.
+
+    Answers are kept by question (``c:line:col:type`` for an expression, ``b:line:col`` for a
+    base class); with a disk cache they are loaded before the first question and, when jedi had
+    to be asked, stored by :meth:`finish` with the project files they were read from.
+    """
+
+    def __init__(self, project: JediInference, text: str, path: str, source, tree: Optional[ast.Module] = None,
+                 nodes=None):
+        self.project = project
+        self.text = text
+        # The tree the check is using: the file's, or a reduced copy of it (torchlint.incremental)
+        # that holds every statement binding a name the check asks about, and every import.
+        self._tree = tree
+        self._nodes = nodes  # that tree's scopes.NodeTable, when the check built one
+        self.path = path if os.path.isabs(path) else os.path.abspath(path)
+        self.source = source  # SourceText: ast byte columns -> jedi code-point columns
+        self._script = None
+        self._answers: Dict[str, object] = {}  # question -> answer, as stored (see _encode)
+        self._asked = False  # jedi answered something not stored yet
+        self._read: Set[str] = set()  # files of other modules the answers came from
+        self.spent = 0.0  # seconds of jedi on this file
+        self.note: Optional[str] = None  # why inference stopped early on this file, for the user
+        self._cache_key: Optional[str] = None
+        self._import_nodes: Optional[list] = None  # of this text, found on the first base asked about
+        self._bindings: Optional[Dict[str, List[str]]] = None  # see _bindings, found on first use
+        self._units: Optional[TopLevel] = None  # see _script_for
+        self._kept: Optional[Set[int]] = None  # top-level statements the script's text holds (None: all)
+        self._unknowable: Dict[tuple, str] = {}  # see _of_an_unknowable_parameter
+        if project.cache is not None:
+            self._cache_key = project.cache.key(project.environment_id, self.path, text)
+            self._answers = project.cache.load(self._cache_key) or {}
+
+    @property
+    def script(self):
+        if self._script is None:
+            self._script = self.project.new_script(self.text, self.path)
+        return self._script
+
+    def _script_for(self, node: ast.AST):
+        """The jedi Script to ask about ``node``. In a run that shares states (the CLI), its text
+        keeps, of the file's top-level functions and classes, the one holding ``node`` and those
+        whose names appear as words (in strings and comments too) in what it keeps, transitively;
+        the other lines are blank, so no position moves. jedi parses the text before its first
+        answer, and seldom needs all of it. A later question outside what is kept, or a kept part
+        that is most of the file, gets the whole text: a second reduced text would parse again
+        much of what the first one did."""
+        if not self.project.share_states or (self._script is not None and self._kept is None):
+            return self.script
+        if self._units is None:
+            tree = self._checked_tree()
+            if tree is None:
+                return self.script
+            self._units = TopLevel(tree, self.source)
+        unit = self._units.holding(getattr(node, "lineno", 0))
+        if self._script is not None and (unit is None or unit in self._kept):
+            return self._script
+        kept = None if self._script is not None else self._units.closure({unit} if unit is not None else set())
+        if kept is None or self._units.lines(kept) > MOST_OF_THE_TEXT * self.source.line_count:
+            self._kept = None
+            self._script = self.project.new_script(self.text, self.path)
+            return self._script
+        self._kept = kept
+        self._script = self.project.new_script(self._units.text_of(kept), self.path)
+        return self._script
+
+    # -- hooks the syntactic layer calls --------------------------------------------------------
+    def is_module_base(self, info, base: ast.expr) -> bool:
+        key = "b:%d:%d" % (base.lineno, base.col_offset)
+        if isinstance(self._answers.get(key), bool):
+            return self._answers[key]
+        if self.project.failure is not None or self.note is not None:
+            return False
+        found = False if _builtin_class(base, self._file_bindings()) else self._base_from_files(base)
+        if found is not None:
+            self._remember(key, found)  # with the files it was read from: a warm run reads none
+            return found
+        try:
+            answer = self._ask(lambda: self.project._base_is_module(self._script_for(base), base, self.text, 1,
+                                                                    self._read),
+                               into_torch=False)
+        except BudgetSpent:
+            return False
+        except Exception:  # the interpreter timed out, or a jedi bug: names alone then
+            log.debug("jedi base resolution failed in %s", self.path, exc_info=True)
+            return False
+        self._remember(key, bool(answer))
+        return bool(answer)
+
+    def _base_from_files(self, base: ast.expr) -> Optional[bool]:
+        """A base resolved by reading the files its import names (no jedi); None: ask jedi."""
+        if self._import_nodes is None:
+            tree = self._checked_tree()
+            if tree is None:
+                return None
+            if self._nodes is not None:  # the same nodes in the same order, without a walk
+                nodes = self._nodes
+                self._import_nodes = nodes.in_walk_order(nodes.positions_of(ast.Import) +
+                                                         nodes.positions_of(ast.ImportFrom))
+            else:
+                self._import_nodes = [n for n in _statement_walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        try:
+            return self.project.base_from_files(self.path, self._import_nodes, base, 1, self._read)
+        except (OSError, ValueError, RecursionError):
+            return None
+
+    def classify(self, node: ast.expr, scope) -> Optional[Value]:
+        if not self.project.torch_available or not isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
+            return None
+        key = "c:%d:%d:%s" % (node.lineno, node.col_offset, type(node).__name__)
+        stored = self._answers.get(key, False)
+        if stored is None:
+            return None  # asked before: jedi could not tell
+        if stored is not False and _decode(stored) is not None:
+            return _decode(stored)
+        if self.project.failure is not None or self.note is not None or self._never_a_value(node) \
+                or self._of_an_unknowable_parameter(node):
+            return None
+        try:
+            value = self._ask(lambda: self._classify(node))
+        except BudgetSpent:
+            return None
+        except Exception:  # jedi has its own bugs; an unknown is always a safe answer
+            log.debug("jedi inference failed at %s:%s", self.path, node.lineno, exc_info=True)
+            value = None
+        if self.project.failure is None:  # an answer cut short by a timeout is not one to keep
+            self._remember(key, _encode(value))
+        return value
+
+    def _file_bindings(self) -> Dict[str, List[str]]:
+        if self._bindings is None:
+            tree = self._checked_tree()
+            self._bindings = _bindings(tree, self._nodes) if tree is not None else {"*": ["*"]}
+        return self._bindings
+
+    def _checked_tree(self) -> Optional[ast.Module]:
+        if self._tree is None:
+            from .parsing import parse  # the tree the check is using (kept for a while)
+            self._tree, _ = parse(self.text, self.path)
+        return self._tree
+
+    def _never_a_value(self, node: ast.expr) -> bool:
+        """Questions whose answer names already give: jedi would say "unknown" (None). A module
+        (a name bound only by ``import x``), and a new instance of a builtin or standard-library
+        class that is neither a tensor nor a plain value (``list(...)``, ``defaultdict(deque)``):
+        :meth:`_value_of_class` knows no such class. Only for names nothing else in the file binds."""
+        bindings = self._file_bindings()
+        if isinstance(node, ast.Name):
+            kinds = bindings.get(node.id)
+            return bool(kinds) and all(kind.startswith("import ") for kind in kinds)
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        if isinstance(func, ast.Name):
+            kinds = bindings.get(func.id)
+            if not kinds:
+                return "*" not in bindings and "builtins." + func.id in _NEVER_VALUE_CLASSES
+            return len(kinds) == 1 and kinds[0].startswith("from ") and kinds[0][5:] in _NEVER_VALUE_CLASSES
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            kinds = bindings.get(func.value.id) or ()
+            return len(kinds) == 1 and kinds[0].startswith("import ") \
+                and "%s.%s" % (kinds[0][7:], func.attr) in _NEVER_VALUE_CLASSES
+        return False
+
+    def _of_an_unknowable_parameter(self, node: ast.expr) -> bool:
+        """``config.hidden_size``, ``config.get(...)``, ``getattr(config, "x", 0)`` where ``config`` is a
+        parameter jedi infers nothing for, so that it answers "unknown" (None) without being asked.
+        jedi infers a parameter of a function it has not seen called (dynamic_params is off) from
+        its annotation, its docstring, a ``# type:`` comment, pytest's fixtures, its default, or, for
+        a method's first parameter, the class. Here: none of those (a default of ``None`` gives no
+        attribute but dunders), no decorator, and no other binding of the name in the function."""
+        if self._nodes is None:
+            return False
+        func = node.func if isinstance(node, ast.Call) else None
+        root = node
+        getattr_call = isinstance(func, ast.Name) and func.id == "getattr" and 2 <= len(node.args) <= 3 \
+            and not node.keywords and "getattr" not in self._file_bindings() and "*" not in self._file_bindings()
+        if getattr_call:
+            root = node.args[0]  # the builtin: jedi's getattr looks the name up on what it infers the object is
+        attrs = []
+        while True:
+            if isinstance(root, ast.Attribute):
+                attrs.append(root.attr)
+                root = root.value
+            elif isinstance(root, ast.Call):
+                root = root.func
+            elif isinstance(root, ast.Subscript):
+                root = root.value
+            else:
+                break
+        if not isinstance(root, ast.Name) or root is node:
+            return False
+        parents = self._nodes.parent
+        function = parents.get(id(root))
+        while function is not None and not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = parents.get(id(function))
+        if function is None:
+            return False
+        key = (id(function), root.id)
+        cached = self._unknowable.get(key)
+        if cached is None:
+            cached = self._unknowable[key] = _unknowable_parameter(function, root.id, parents, self.source)
+        if cached == "default-none":  # None's attributes are its dunders
+            if getattr_call:
+                name = node.args[1]
+                attrs.append(name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else "__")
+            return not any(a.startswith("__") for a in attrs)
+        return cached == "unknowable"
+
+    def finish(self) -> None:
+        """The check is over: leave the budget note for the owner, store what jedi was asked
+        about this text (when a disk cache is in use)."""
+        if self.note is not None:
+            self.project.notes[self.path] = self.note
+        cache = self.project.cache
+        keep = cache is not None and self._asked and self.project.failure is None
+        loaded = self.project.loaded_files(self._script) if keep and self._script is not None else set()
+        self.project.done_with(self._script)
+        if not keep or loaded is None:  # None: cannot tell what the answers depend on (this run only)
+            return
+        read = (self._read | loaded) - {self.path}
+        dependencies = [d for d in (dependency(p) for p in read if self.project.is_project_file(p)) if d]
+        if len(dependencies) < len([p for p in read if self.project.is_project_file(p)]):
+            return  # a file the answers came from is gone already
+        cache.store(self._cache_key, self._answers, dependencies)
+
+    def _remember(self, key: str, answer) -> None:
+        self._answers[key] = answer
+        self._asked = True
+
+    def _ask(self, question, into_torch: bool = True):
+        """Run one jedi question within what is left of the file's budget. Past the budget the
+        file's remaining questions are not asked (BudgetSpent) and :attr:`note` says so.
+        ``into_torch``: the question is about values, which sends jedi into torch."""
+        budget = self.project.budget
+        if into_torch:
+            self.project.warm()  # jedi's first trip into torch is the process's cost, not this file's
+        started = time.monotonic()
+        try:
+            with within_deadline(None if budget is None else max(budget - self.spent, 0.0)):
+                return question()
+        except BudgetSpent:
+            self._spoiled()
+            self._stop(budget)
+            raise
+        except Exception:  # jedi failed midway: what it kept may be partial
+            self._spoiled()
+            raise
+        finally:
+            self.spent += time.monotonic() - started
+            if budget is not None and self.spent >= budget and self.note is None:
+                self._stop(budget)
+
+    def _spoiled(self) -> None:
+        """A question failed midway: its state is not shared any more, and its script, whose
+        tree jedi no longer keeps, is not asked again (a later question gets a fresh one)."""
+        self.project.done_with(self._script, spoiled=True)
+        self._script, self._kept = None, None
+
+    def _stop(self, budget: float) -> None:
+        self.note = ("type inference stopped after %.3g s (the per-file budget, --infer-budget); "
+                     "the rest of this file was checked by names alone" % budget)
+        self._asked = False  # an incomplete set of answers: not kept on disk
+
+    def _classify(self, node: ast.expr) -> Optional[Value]:
+        target = node.func if isinstance(node, ast.Call) else node
+        line, column = _last_token(target, self.text, self.source)
+        if line is None:
+            return None
+        names = self._script_for(node).infer(line, column)
+        if not names:
+            return None
+        if isinstance(node, ast.Call):
+            if len(names) == 1 and names[0].type == "function":
+                return self._returned(names[0])
+            results = []
+            for name in names:
+                if name.type == "function":
+                    results.extend(name.execute())
+                elif name.type == "class":
+                    results.append(name)  # constructing: an instance of that class
+                else:
+                    return None  # calling an instance: Module.__call__ is the syntactic layer's business
+            names = results
+            if not names:
+                return None
+            return self._values(names, constructed=True)
+        return self._values(names, constructed=False)
+
+    def _returned(self, function) -> Optional[Value]:
+        """What a helper returns. jedi executes it without the call's arguments, so the answer is
+        the function's own: one helper defined in another file is executed once per process."""
+        module_path = str(function.module_path or "")
+        key = (module_path, function.line or 0, function.column or 0)
+        if not module_path or os.path.abspath(module_path) == self.path or not function.line:
+            return self._values(function.execute(), constructed=True)
+        if key not in self.project._return_cache:
+            read: Set[str] = {module_path}
+            outer, self._read = self._read, read
+            try:
+                value = self._values(function.execute(), constructed=True)
+            finally:
+                self._read = outer
+            # Everything this file's jedi state has read so far: more than the helper needs,
+            # which only makes a later change elsewhere re-ask more often.
+            read |= self.project.loaded_files(self.script) or set()
+            read.discard(self.path)  # the file that asked first: not what the helper depends on
+            self.project._return_cache[key] = (value, frozenset(read))
+        value, read = self.project._return_cache[key]
+        self._read.update(read)
+        return value
+
+    def _values(self, names, constructed: bool) -> Optional[Value]:
+        if not names:
+            return None
+        values = set()
+        for name in names:
+            if name.type not in ("instance", "class") or (name.type == "class" and not constructed):
+                return None
+            values.add(self._value_of_class(name))
+        if len(values) == 1:
+            value = values.pop()
+            return value if value.kind is not Kind.UNKNOWN else None
+        return None
+
+    def _value_of_class(self, name) -> Value:
+        full_name = name.full_name or ""
+        if full_name in _TENSOR_CLASSES:
+            return Value(Kind.TENSOR)
+        canonical = tn.canonical(full_name)
+        if canonical == "torch.nn.Parameter":
+            return Value(Kind.PARAMETER)
+        if canonical == "torch.nn.Buffer":
+            return Value(Kind.BUFFER)
+        if full_name in _PLAIN_TYPES:
+            return OTHER
+        if tn.is_module_class(canonical):
+            return Value(Kind.MODULE, module_class=canonical)
+        module_path = str(name.module_path or "")
+        if self.project.readable_source(module_path) and name.line \
+                and self.project.class_is_module(module_path, name.line, read=self._read):
+            local = full_name.rsplit(".", 1)[-1] if os.path.abspath(module_path) == self.path else full_name
+            return Value(Kind.MODULE, module_class=local)
+        if module_path and self.project.is_project_file(module_path):
+            self._read.add(module_path)
+        return Value(Kind.UNKNOWN)
+
+
+def _encode(value: Optional[Value]):
+    """A Value as plain JSON data (None: jedi could not tell)."""
+    if value is None:
+        return None
+    return [value.kind.value, value.requires_grad, value.factory, value.module_class, value.empty]
+
+
+def _decode(data) -> Optional[Value]:
+    """The Value _encode wrote, or None for anything else (a damaged entry: ask again)."""
+    try:
+        kind, requires_grad, factory, module_class, empty = data
+        if not all(isinstance(x, (str, type(None))) for x in (factory, module_class)):
+            return None
+        return Value(Kind(kind), bool(requires_grad), factory, module_class, bool(empty))
+    except (TypeError, ValueError):
+        return None
+
+
+# Classes whose new instances jedi's answer (_value_of_class) always calls unknown: builtins and
+# standard-library classes that are neither tensors, Modules nor plain values (int, str: OTHER).
+_NEVER_VALUE_CLASSES = frozenset(["builtins." + name for name in (
+    "list", "tuple", "set", "frozenset", "dict", "bytearray", "object", "type", "slice", "memoryview",
+    "enumerate", "zip", "map", "filter", "reversed", "super", "property", "staticmethod", "classmethod")] + [
+    "collections.defaultdict", "collections.OrderedDict", "collections.deque", "collections.Counter",
+    "functools.partial", "contextlib.ExitStack", "pathlib.Path", "io.BytesIO", "io.StringIO",
+    "argparse.ArgumentParser", "threading.Thread", "threading.Event", "queue.Queue",
+    "weakref.WeakKeyDictionary", "weakref.WeakValueDictionary", "weakref.WeakSet"])
+
+
+
+def _last_token(node: ast.expr, text: str, source=None) -> Tuple[Optional[int], int]:
+    """jedi's (line, column) of the last name in ``a.b.c`` / ``name``: where inference looks."""
+    if isinstance(node, ast.Name):
+        line, byte_col = node.lineno, node.col_offset
+    elif isinstance(node, ast.Attribute):
+        line = node.end_lineno
+        byte_col = node.end_col_offset - len(node.attr.encode("utf-8"))
+    else:
+        return None, 0
+    source = source if source is not None else SourceText(text)
+    return line, source.column(line, byte_col)
+
+
+def _unknowable_parameter(function, name: str, parents, source) -> str:
+    """Whether jedi can infer nothing for parameter ``name`` of ``function`` inside it: "unknowable",
+    "default-none" (its default is None, which has no attributes but dunders), or "no"."""
+    if function.decorator_list or function.name.startswith("test"):
+        return "no"  # a decorator may wrap it; pytest's plugin infers fixtures for test functions
+    args = function.args
+    positional = args.posonlyargs + args.args
+    param = next((a for a in positional + args.kwonlyargs if a.arg == name), None)
+    if param is None or param.annotation is not None:
+        return "no"
+    if isinstance(parents.get(id(function)), ast.ClassDef) and positional and positional[0] is param:
+        return "no"  # a method's self (or cls): the class's instance
+    if param in positional:
+        index = positional.index(param) - (len(positional) - len(args.defaults))
+        default = args.defaults[index] if index >= 0 else None
+    else:
+        default = args.kw_defaults[args.kwonlyargs.index(param)]
+    if default is not None and not (isinstance(default, ast.Constant) and default.value is None):
+        return "no"
+    doc = ast.get_docstring(function, clean=False)
+    if doc and re.search(r"\b%s\b" % re.escape(name), doc):
+        return "no"  # jedi reads parameter types from docstrings
+    body_line = function.body[0].lineno if function.body else function.lineno
+    if "type:" in "".join(source.line(n) for n in range(function.lineno, body_line + 1)):
+        return "no"  # a type comment
+    for node in ast.walk(function):  # any other binding of the name in the function, nested code too
+        if node is param:
+            continue
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) \
+                or isinstance(node, ast.arg) and node.arg == name \
+                or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name \
+                or isinstance(node, ast.alias) and (node.asname or node.name.split(".", 1)[0]) == name \
+                or isinstance(node, ast.ExceptHandler) and node.name == name \
+                or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return "no"
+        for cls, field in _MATCH_BINDINGS:
+            if isinstance(node, cls) and getattr(node, field, None) == name:
+                return "no"
+    return "default-none" if default is not None else "unknowable"

@@ -1,0 +1,507 @@
+"""Module bases found by reading the project's and the environment's files, without jedi.
+
+``class Block(MyBase)``: the import of ``MyBase`` names a module; that module's file, found on
+the search path as jedi would find it, says whether ``MyBase`` is a class deriving from
+nn.Module, through its own imports, re-exports and star imports, however deep. Each file is
+parsed once while it is unchanged. What the files cannot tell (a name bound under a condition, a
+module that is not a plain file) is left to the caller: :class:`ProjectFiles` answers it "not a
+Module" (:meth:`ProjectFiles._base_asker`); the jedi layer (:mod:`.inference`) asks jedi.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import collections
+import importlib.machinery
+import os
+from pathlib import Path
+from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
+
+from . import torch_names as tn
+from .imports import collect_imports
+from .jedi_access import STDLIB
+from .scopes import dotted_name
+
+READ_FILES_KEPT = 32  # other modules' files kept parsed for base resolution (ProjectFiles._read_file)
+_MAX_BASE_DEPTH = 12  # classes and re-exports followed from one base (torch's reach 8)
+
+
+class ProjectFiles:
+    """Module bases resolved by reading files: those of the project (under ``root``) and of the
+    environment (``sys_path``; ``environment_dirs``: where the environment's own files live,
+    each ending in a separator). ``torch_stubs``: the folder of torchlint's stubs of torch, read
+    in place of torch's package when ``reads_stubs``. Answers are kept per class, and files per
+    path while unchanged, for as long as this object lives."""
+
+    def __init__(self, root: str, sys_path: List[str], environment_dirs: Tuple[str, ...], torch_stubs: str,
+                 reads_stubs: bool):
+        self.root = root
+        self.sys_path = sys_path
+        self._environment_dirs = environment_dirs
+        self.torch_stubs = torch_stubs
+        self.reads_stubs = reads_stubs
+        self._class_cache: Dict[Tuple[str, int], Tuple[bool, FrozenSet[str]]] = {}
+        self._module_files: Dict[tuple, Optional[str]] = {}
+        self._cut_short = False  # a class resolution under way met the depth limit
+        # path -> the file as last read, the most recently used last
+        self._file_cache: "collections.OrderedDict[str, _ReadFile]" = collections.OrderedDict()
+
+    @property
+    def failure(self) -> Optional[str]:
+        """Why answers stopped (None: reading files never stops; the jedi layer's can)."""
+        return None
+
+    def readable_source(self, path: str) -> bool:
+        """A file whose classes are read here: Python source, or torchlint's torch stubs."""
+        return path.endswith(".py") or path.endswith(".pyi") and path.startswith(os.path.join(self.torch_stubs, ""))
+
+    def _base_asker(self, path: str, text: str) -> Callable[[ast.expr, int, Set[str]], bool]:
+        """What decides the bases of a class in ``path`` that the files cannot settle: here, none
+        is a Module (as for names alone); the jedi layer asks jedi."""
+        return lambda base, depth, read: False
+
+    # -- classes in other files -------------------------------------------------------------
+    def class_is_module(self, path: str, line: int, depth: int = 0, read: Optional[Set[str]] = None) -> bool:
+        """Whether the class defined at ``path:line`` derives from nn.Module. The files the answer
+        was read from are added to ``read``."""
+        key = (path, line)
+        if key not in self._class_cache:
+            if self.failure is not None:
+                return False
+            self._class_cache[key] = (False, frozenset([path]))  # cycles resolve to "no"
+            files = {path}
+            outer, self._cut_short = self._cut_short, False
+            try:
+                result = self._resolve_class(path, line, depth, files)
+            except BaseException:  # a timeout, the budget: no answer, not "no"
+                del self._class_cache[key]
+                self._cut_short = outer
+                raise
+            if self._cut_short and not result:
+                del self._class_cache[key]  # the depth limit's "no", not the class's: ask again later
+                if read is not None:
+                    read.update(files)
+                return False  # _cut_short stays set: the callers' "no" is not final either
+            self._cut_short = outer
+            self._class_cache[key] = (result, frozenset(files))
+        result, files = self._class_cache[key]
+        if read is not None:
+            read.update(files)
+        return result
+
+    def _resolve_class(self, path: str, line: int, depth: int, read: Set[str]) -> bool:
+        if depth > _MAX_BASE_DEPTH:
+            self._cut_short = True
+            return False
+        read_file = self._read_file(path)
+        if read_file.tree is None:
+            return False
+        text, classes, import_nodes = read_file.text, read_file.classes, read_file.import_nodes
+        node = next((c for c in classes if c.lineno == line), None)
+        if node is None:
+            return False
+        imports = read_file.imports
+        by_name = read_file.classes_by_name
+        ask = None  # made for the first base the files cannot settle, then asked about the others too
+        for base in node.bases:
+            qualified = imports.qualify(base)
+            if qualified is not None and (qualified in tn.MODULE_BASES or tn.is_module_class(qualified)):
+                return True
+            if isinstance(base, ast.Name) and base.id in by_name and by_name[base.id] is not node:
+                if self.class_is_module(path, by_name[base.id].lineno, depth + 1, read):
+                    return True
+                continue
+            if _builtin_class(base, read_file.bindings):
+                continue  # str, object, Exception...: never a Module
+            found = self.base_from_files(path, import_nodes, base, depth + 1, read)
+            if found is not None:
+                if found:
+                    return True
+                continue
+            if ask is None:
+                ask = self._base_asker(path, text)
+            if ask(base, depth + 1, read):
+                return True
+        return False
+
+    # -- bases found by reading files, before asking jedi -----------------------------------------
+    def base_from_files(self, path: str, import_nodes, base: ast.expr, depth: int, read: Set[str]) -> Optional[bool]:
+        """Whether a base imported by the file at ``path`` is a Module, found by following the
+        imports through the files they name (absolute ones on the project's and the environment's
+        path, relative ones from the file's folder). None when that cannot tell (a star import,
+        a name defined under a condition, a module that is not a plain file): jedi is asked then."""
+        dotted = dotted_name(base)
+        if dotted is None or depth > _MAX_BASE_DEPTH:
+            return None
+        head, _, rest = dotted.partition(".")
+        for node in reversed(import_nodes):  # the last import of a name wins
+            for alias in node.names:
+                if isinstance(node, ast.Import):
+                    local = alias.asname or alias.name.split(".", 1)[0]
+                    target = alias.name if alias.asname else local
+                else:
+                    local, target = alias.asname or alias.name, "%s.%s" % (node.module, alias.name) \
+                        if node.module else alias.name
+                if local != head or alias.name == "*":
+                    continue
+                full = target + ("." + rest if rest else "")
+                if isinstance(node, ast.ImportFrom) and node.level:
+                    folder = os.path.dirname(path)
+                    for _ in range(node.level - 1):
+                        folder = os.path.dirname(folder)
+                    return self._dotted_is_module(full, (folder,), depth, read)
+                folders = self._search_path(path)
+                if full.startswith(_NEVER_MODULE_PACKAGES) and self._from_environment(full, folders):
+                    return False  # stubs and compiled classes, typing's: jedi reads no Module there
+                return self._dotted_is_module(full, folders, depth, read)
+        return None
+
+    def _from_environment(self, dotted: str, folders: Tuple[str, ...]) -> bool:
+        """Whether the top-level package of ``dotted`` is the environment's (not a project folder
+        of the same name that comes first on the search path)."""
+        top = dotted.split(".", 1)[0]
+        for folder in folders:
+            stem = os.path.join(folder, top)
+            if os.path.isdir(stem) or any(os.path.exists(stem + suffix) for suffix in (".py", ".pyi")):
+                return os.path.join(os.path.abspath(folder), "").startswith(self._environment_dirs)
+        return False
+
+    def _search_path(self, path: str) -> Tuple[str, ...]:
+        """Where absolute imports of a file are found, in jedi's order: the project root, the
+        environment's sys.path, then the file's folders below the root that are not packages."""
+        parents = []
+        folder = os.path.dirname(os.path.abspath(path))
+        while folder.startswith(os.path.join(self.root, "")) and folder not in parents:
+            if not os.path.isfile(os.path.join(folder, "__init__.py")):
+                parents.append(folder)
+            folder = os.path.dirname(folder)
+        folders = [self.root] + [p for p in self.sys_path if p != self.root]
+        return tuple(folders + [p for p in reversed(parents) if p not in folders])
+
+    def _dotted_is_module(self, dotted: str, folders: Tuple[str, ...], depth: int, read: Set[str]) -> Optional[bool]:
+        parts = dotted.split(".")
+        if len(parts) < 2:
+            return None
+        module = self._module_file(parts[:-1], folders)
+        if module is None:
+            return None
+        answer = self._name_is_module(module, parts[-1], depth, read)
+        return None if answer is _ABSENT else answer
+
+    def _module_file(self, parts: List[str], folders: Tuple[str, ...]) -> Optional[str]:
+        key = (tuple(parts), folders)
+        if key not in self._module_files:
+            found = None
+            if parts[0] == "torch" and self.reads_stubs:
+                stem = os.path.join(self.torch_stubs, *parts[1:])
+                stubs = (stem + ".pyi", os.path.join(stem, "__init__.pyi"))
+                found = next((candidate for candidate in stubs if os.path.isfile(candidate)), None)
+                folders = ()  # torch is the stubs', whatever the folders hold
+            for folder in folders:
+                stem = os.path.join(folder, *parts)
+                for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+                    if os.path.isfile(candidate):
+                        found = candidate
+                        break
+                if found is not None or os.path.isdir(stem) or os.path.exists(stem + ".pyi"):
+                    break  # found, or something else (a namespace package, a stub) that jedi should read
+                if any(os.path.exists(stem + suffix) for suffix in _COMPILED_SUFFIXES):
+                    break
+            self._module_files[key] = found
+        return self._module_files[key]
+
+    def _name_is_module(self, module: str, name: str, depth: int, read: Set[str]) -> Optional[bool]:
+        """Whether ``name`` at the top level of the file ``module`` is a Module class; None when the
+        file cannot tell, _ABSENT when the file does not define it."""
+        qualified = tn.canonical("%s.%s" % (self._module_name(module), name))
+        if qualified in tn.MODULE_BASES or tn.is_module_class(qualified):
+            return True  # torch.nn.Module itself (its own file gives it no base), a torch layer
+        if qualified.split(".", 1)[0] in STDLIB or qualified in _NOT_MODULES or qualified.startswith("torch._C."):
+            return False  # Enum, NamedTuple, Protocol, torch.Tensor, compiled classes: never a Module
+        if depth > _MAX_BASE_DEPTH:
+            return None
+        tree = self._read_file(module).tree
+        if tree is None:
+            return None
+        read.add(module)
+        found = None
+        stars = []  # star imports after the last definition found: they may rebind the name
+        for stmt in tree.body:
+            if isinstance(stmt, ast.ClassDef) and stmt.name == name:
+                found, stars = stmt, []
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                if any(alias.name == "*" for alias in stmt.names):
+                    stars.append(stmt)
+                if any((alias.asname or alias.name.split(".", 1)[0]) == name for alias in stmt.names):
+                    found, stars = stmt, []
+            elif _binds(stmt, name):
+                imported = _never_module_import(stmt, name)
+                if imported is None:
+                    return None  # an assignment, a function, a definition under a condition
+                found, stars = imported, []  # `if is_available(): from torch._C.x import name`
+        for star in reversed(stars):  # `from .modules import *`: the last one that has it wins
+            answer = self._star_import(module, star, name, depth + 1, read)
+            if answer is not _ABSENT:
+                return answer
+        if isinstance(found, ast.ClassDef):
+            return self.class_is_module(module, found.lineno, depth, read)
+        if found is not None:
+            answer = self.base_from_files(module, [found], ast.Name(id=name), depth + 1, read)
+            return None if answer is _ABSENT else answer
+        return _ABSENT
+
+    def _star_import(self, module: str, star: ast.ImportFrom, name: str, depth: int,
+                     read: Set[str]) -> Optional[bool]:
+        """``name`` through ``from X import *`` in ``module``: X's own answer, when X is a file
+        that exports it (its literal ``__all__``, else its public names)."""
+        if not star.module and not star.level:
+            return None
+        if star.level:
+            folder = os.path.dirname(module)
+            for _ in range(star.level - 1):
+                folder = os.path.dirname(folder)
+            folders: Tuple[str, ...] = (folder,)
+        else:
+            folders = self._search_path(module)
+        target = self._module_file(star.module.split(".") if star.module else ["__init__"], folders)
+        if target is None:
+            return None
+        tree = self._read_file(target).tree
+        if tree is None:
+            return None
+        read.add(target)
+        exported = _literal_all(tree)
+        if exported is _UNKNOWN_ALL:
+            return None
+        if exported is not None and name not in exported or exported is None and name.startswith("_"):
+            return _ABSENT
+        return self._name_is_module(target, name, depth, read)
+
+    def _module_name(self, module: str) -> str:
+        """The dotted name a module file is imported by (from the deepest folder of sys.path or the
+        project root holding it): site-packages/torch/nn/modules/module.py is torch.nn.modules.module."""
+        best = ""
+        for folder in [self.root] + self.sys_path:
+            folder = os.path.join(os.path.abspath(folder), "")
+            if module.startswith(folder) and len(folder) > len(best):
+                best = folder
+        parts = Path(module[len(best):]).with_suffix("").parts
+        if parts and parts[0] == os.path.basename(self.torch_stubs):
+            parts = ("torch",) + parts[1:]
+        if parts and parts[-1] == "__init__":
+            parts = parts[:-1]
+        return ".".join(parts)
+
+    def _read_file(self, path: str) -> "_ReadFile":
+        """Another module's file, parsed once per process while it is unchanged."""
+        try:
+            mtime = os.path.getmtime(path)
+        except OSError:
+            return _ReadFile(None, "", None)
+        cached = self._file_cache.get(path)
+        if cached is not None and cached.mtime == mtime:
+            self._file_cache.move_to_end(path)
+            return cached
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+            from .parsing import PARSE_LOCK  # one AST build at a time (CPython 3.11)
+            with PARSE_LOCK:
+                tree = ast.parse(text)
+        except (SyntaxError, ValueError, OSError):
+            text, tree = "", None
+        self._file_cache[path] = read_file = _ReadFile(mtime, text, tree)
+        self._file_cache.move_to_end(path)
+        while len(self._file_cache) > READ_FILES_KEPT:
+            self._file_cache.popitem(last=False)  # the least recently used
+        return read_file
+
+
+class _ReadFile:
+    """A module file read to resolve bases, with what base resolution looks up in it (found on
+    first use: one walk of the tree, not one per class or base asked about)."""
+
+    def __init__(self, mtime: Optional[float], text: str, tree: Optional[ast.Module]):
+        self.mtime, self.text, self.tree = mtime, text, tree
+        self._classes: Optional[List[ast.ClassDef]] = None
+        self._import_nodes: Optional[list] = None
+        self._imports = None
+        self._by_name: Optional[Dict[str, ast.ClassDef]] = None
+        self._bindings: Optional[Dict[str, List[str]]] = None
+
+    @property
+    def bindings(self) -> Dict[str, List[str]]:
+        """See :func:`_bindings`."""
+        if self._bindings is None:
+            self._bindings = _bindings(self.tree) if self.tree is not None else {"*": ["*"]}
+        return self._bindings
+
+    def _walk(self) -> None:
+        self._classes, self._import_nodes = [], []
+        for node in _statement_walk(self.tree) if self.tree is not None else ():
+            if isinstance(node, ast.ClassDef):
+                self._classes.append(node)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                self._import_nodes.append(node)
+
+    @property
+    def classes(self) -> List[ast.ClassDef]:
+        if self._classes is None:
+            self._walk()
+        return self._classes
+
+    @property
+    def import_nodes(self) -> list:
+        """Every Import/ImportFrom, in ast.walk's order."""
+        if self._import_nodes is None:
+            self._walk()
+        return self._import_nodes
+
+    @property
+    def imports(self):
+        if self._imports is None:
+            self._imports = collect_imports(self.tree, self.import_nodes)
+        return self._imports
+
+    @property
+    def classes_by_name(self) -> Dict[str, ast.ClassDef]:
+        if self._by_name is None:
+            self._by_name = {c.name: c for c in self.classes}
+        return self._by_name
+
+
+_COMPILED_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES) + (".so", ".pyd")
+_NOT_MODULES = frozenset(["torch.Tensor", "torch._tensor.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"])
+_UNKNOWN_ALL = frozenset()  # an __all__ that is not a plain literal list
+
+
+def _literal_all(tree: ast.Module):
+    """A module's ``__all__`` when it is a literal list or tuple of strings, _UNKNOWN_ALL when it is
+    computed, None when there is none."""
+    found = None
+    for stmt in tree.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+            stmt, (ast.AugAssign, ast.AnnAssign)) else []
+        if not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            continue
+        value = stmt.value
+        if isinstance(stmt, ast.Assign) and isinstance(value, (ast.List, ast.Tuple)) and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+            found = frozenset(e.value for e in value.elts)
+        else:
+            return _UNKNOWN_ALL
+    return found
+
+
+
+_ABSENT = object()  # a file that does not define the name asked about
+_STATEMENT_LEVELS = (ast.stmt, ast.excepthandler, ast.match_case)  # what statements are found under
+
+
+def _statement_walk(tree: ast.AST):
+    """The statements of a tree (classes, imports...) in ast.walk's order, without going into
+    expressions, which hold none: a fraction of the nodes."""
+    todo = collections.deque([tree])
+    while todo:
+        node = todo.popleft()
+        todo.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, _STATEMENT_LEVELS))
+        yield node
+
+
+# Absolute names whose classes jedi finds only in stubs (.pyi) or typing's helpers: never a Module.
+_NEVER_MODULE_PACKAGES = ("torch._C.", "typing_extensions.")
+
+
+def _builtin_class(base: ast.expr, bindings: Dict[str, List[str]]) -> bool:
+    """A base that is a builtin class (``str``, ``Exception``) by its name, nothing in the file
+    binding that name."""
+    return isinstance(base, ast.Name) and "*" not in bindings and base.id not in bindings \
+        and isinstance(getattr(builtins, base.id, None), type)
+
+
+def _bindings(tree: ast.Module, nodes=None) -> Dict[str, List[str]]:
+    """How each name is bound anywhere in a file: ``"import torch.nn"`` (``import torch.nn as x``:
+    a module), ``"from collections.deque"`` (an absolute ``from`` import), or ``"other"`` (an
+    assignment, a definition, a parameter, a relative import...). Key ``"*"``: a star import.
+    ``nodes``: the tree's scopes.NodeTable, whose lists by node type spare a walk of the tree."""
+    if nodes is not None:
+        def of_type(cls):
+            return map(nodes.nodes.__getitem__, nodes.positions_of(cls))
+    else:
+        by_type: Dict[type, List[ast.AST]] = {}
+        for node in ast.walk(tree):
+            by_type.setdefault(type(node), []).append(node)
+        of_type = lambda cls: by_type.get(cls, ())  # noqa: E731
+    found: Dict[str, List[str]] = {}
+    for node in of_type(ast.Import):
+        for alias in node.names:
+            local = alias.asname or alias.name.split(".", 1)[0]
+            found.setdefault(local, []).append("import " + (alias.name if alias.asname else local))
+    for node in of_type(ast.ImportFrom):
+        for alias in node.names:
+            if alias.name == "*":
+                found.setdefault("*", []).append("*")
+                continue
+            kind = "from %s.%s" % (node.module, alias.name) if node.module and not node.level else "other"
+            found.setdefault(alias.asname or alias.name, []).append(kind)
+    for node in of_type(ast.Name):
+        if node.ctx.__class__ is not ast.Load:
+            found.setdefault(node.id, []).append("other")
+    for cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+        for node in of_type(cls):
+            found.setdefault(node.name, []).append("other")
+    for node in of_type(ast.arg):
+        found.setdefault(node.arg, []).append("other")
+    for cls in (ast.Global, ast.Nonlocal):
+        for node in of_type(cls):
+            for name in node.names:
+                found.setdefault(name, []).append("other")
+    for node in of_type(ast.ExceptHandler):
+        if node.name:
+            found.setdefault(node.name, []).append("other")
+    for cls, field in _MATCH_BINDINGS:
+        for node in of_type(cls):
+            name = getattr(node, field, None)
+            if isinstance(name, str):
+                found.setdefault(name, []).append("other")
+    return found
+
+
+# Match patterns that bind a name, and the field that holds it.
+_MATCH_BINDINGS = tuple((getattr(ast, cls), field) for cls, field in (
+    ("MatchAs", "name"), ("MatchStar", "name"), ("MatchMapping", "rest")) if hasattr(ast, cls))
+
+
+def _binds(stmt: ast.stmt, name: str) -> bool:
+    """Whether a top-level statement other than a class or an import may bind ``name``."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return stmt.name == name
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Delete)):
+        # A name stored or deleted (a target, a walrus): not one only read, as in
+        # `Name.push_to_hub = copy_func(Name.push_to_hub)`, which leaves the class bound to Name.
+        return any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+                   for n in ast.walk(stmt))
+    if isinstance(stmt, (ast.If, ast.Try, ast.With, ast.For, ast.While)) or type(stmt).__name__ in ("TryStar", "Match"):
+        return any(isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name
+                   or isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                   or isinstance(n, ast.alias) and (n.asname or n.name.split(".", 1)[0]) == name
+                   for n in ast.walk(stmt))
+    return False
+
+
+def _never_module_import(stmt: ast.stmt, name: str) -> Optional[ast.ImportFrom]:
+    """When every binding of ``name`` in a compound statement (an ``if``, a ``try``) is an absolute
+    import from a package whose classes are never Modules (_NEVER_MODULE_PACKAGES): one of those
+    imports. None when anything else may bind it there."""
+    found = None
+    for node in ast.walk(stmt):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name \
+                or isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return None
+        if isinstance(node, ast.Import) and any((a.asname or a.name.split(".", 1)[0]) == name for a in node.names):
+            return None
+        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
+            if node.level or not node.module or not (node.module + ".").startswith(_NEVER_MODULE_PACKAGES):
+                return None
+            found = node
+    return found
