@@ -10,13 +10,14 @@ import logging
 import os
 import re
 import time
-from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeVar, Union, cast
 
 from . import torch_names as tn
 from .inference_cache import dependency
-from .jedi_access import BudgetSpent, within_deadline
-from .project_files import _MATCH_BINDINGS, _bindings, _builtin_class, _statement_walk
+from .jedi_access import BudgetSpent, JediName, JediScript, within_deadline
+from .project_files import _MATCH_BINDINGS, ImportNode, _bindings, _builtin_class, _statement_walk
 from .reduced_text import TopLevel
+from .scopes import ClassInfo, NodeTable, Scope
 from .source import SourceText
 from .values import OTHER, Kind, Value
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from .inference import JediInference
 
 log = logging.getLogger("torchlint")
+Answer = TypeVar("Answer")
 
 _TENSOR_CLASSES = frozenset(["torch.Tensor", "torch._tensor.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"])
 _PLAIN_TYPES = frozenset(["builtins.int", "builtins.float", "builtins.str", "builtins.bool", "builtins.NoneType",
@@ -40,8 +42,8 @@ class FileInference:
     to be asked, stored by :meth:`finish` with the project files they were read from.
     """
 
-    def __init__(self, project: JediInference, text: str, path: str, source, tree: Optional[ast.Module] = None,
-                 nodes=None):
+    def __init__(self, project: JediInference, text: str, path: str, source: SourceText,
+                 tree: Optional[ast.Module] = None, nodes: Optional[NodeTable] = None) -> None:
         self.project = project
         self.text = text
         # The tree the check is using: the file's, or a reduced copy of it (torchlint.incremental)
@@ -50,29 +52,29 @@ class FileInference:
         self._nodes = nodes  # that tree's scopes.NodeTable, when the check built one
         self.path = path if os.path.isabs(path) else os.path.abspath(path)
         self.source = source  # SourceText: ast byte columns -> jedi code-point columns
-        self._script = None
+        self._script: Optional[JediScript] = None
         self._answers: Dict[str, object] = {}  # question -> answer, as stored (see _encode)
         self._asked = False  # jedi answered something not stored yet
         self._read: Set[str] = set()  # files of other modules the answers came from
         self.spent = 0.0  # seconds of jedi on this file
         self.note: Optional[str] = None  # why inference stopped early on this file, for the user
         self._cache_key: Optional[str] = None
-        self._import_nodes: Optional[list] = None  # of this text, found on the first base asked about
+        self._import_nodes: Optional[List[ImportNode]] = None  # of this text, found on the first base asked about
         self._bindings: Optional[Dict[str, List[str]]] = None  # see _bindings, found on first use
         self._units: Optional[TopLevel] = None  # see _script_for
         self._kept: Optional[Set[int]] = None  # top-level statements the script's text holds (None: all)
-        self._unknowable: Dict[tuple, str] = {}  # see _of_an_unknowable_parameter
+        self._unknowable: Dict[Tuple[int, str], str] = {}  # see _of_an_unknowable_parameter
         if project.cache is not None:
             self._cache_key = project.cache.key(project.environment_id, self.path, text)
             self._answers = project.cache.load(self._cache_key) or {}
 
     @property
-    def script(self):
+    def script(self) -> JediScript:
         if self._script is None:
             self._script = self.project.new_script(self.text, self.path)
         return self._script
 
-    def _script_for(self, node: ast.AST):
+    def _script_for(self, node: ast.AST) -> JediScript:
         """The jedi Script to ask about ``node``. In a run that shares states (the CLI), its text
         keeps, of the file's top-level functions and classes, the one holding ``node`` and those
         whose names appear as words (in strings and comments too) in what it keeps, transitively;
@@ -88,7 +90,7 @@ class FileInference:
                 return self.script
             self._units = TopLevel(tree, self.source)
         unit = self._units.holding(getattr(node, "lineno", 0))
-        if self._script is not None and (unit is None or unit in self._kept):
+        if self._script is not None and (unit is None or self._kept is not None and unit in self._kept):
             return self._script
         kept = None if self._script is not None else self._units.closure({unit} if unit is not None else set())
         if kept is None or self._units.lines(kept) > MOST_OF_THE_TEXT * self.source.line_count:
@@ -100,10 +102,11 @@ class FileInference:
         return self._script
 
     # -- hooks the syntactic layer calls --------------------------------------------------------
-    def is_module_base(self, info, base: ast.expr) -> bool:
+    def is_module_base(self, info: Optional[ClassInfo], base: ast.expr) -> bool:
         key = "b:%d:%d" % (base.lineno, base.col_offset)
-        if isinstance(self._answers.get(key), bool):
-            return self._answers[key]
+        stored = self._answers.get(key)
+        if isinstance(stored, bool):
+            return stored
         if self.project.failure is not None or self.note is not None:
             return False
         found = False if _builtin_class(base, self._file_bindings()) else self._base_from_files(base)
@@ -130,8 +133,8 @@ class FileInference:
                 return None
             if self._nodes is not None:  # the same nodes in the same order, without a walk
                 nodes = self._nodes
-                self._import_nodes = nodes.in_walk_order(nodes.positions_of(ast.Import) +
-                                                         nodes.positions_of(ast.ImportFrom))
+                self._import_nodes = cast(List[ImportNode], nodes.in_walk_order(nodes.positions_of(ast.Import) +
+                                                                                nodes.positions_of(ast.ImportFrom)))
             else:
                 self._import_nodes = [n for n in _statement_walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
         try:
@@ -139,7 +142,7 @@ class FileInference:
         except (OSError, ValueError, RecursionError):
             return None
 
-    def classify(self, node: ast.expr, scope) -> Optional[Value]:
+    def classify(self, node: ast.expr, scope: Optional[Scope]) -> Optional[Value]:
         if not self.project.torch_available or not isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
             return None
         key = "c:%d:%d:%s" % (node.lineno, node.col_offset, type(node).__name__)
@@ -181,18 +184,18 @@ class FileInference:
         :meth:`_value_of_class` knows no such class. Only for names nothing else in the file binds."""
         bindings = self._file_bindings()
         if isinstance(node, ast.Name):
-            kinds = bindings.get(node.id)
+            kinds = bindings.get(node.id) or []
             return bool(kinds) and all(kind.startswith("import ") for kind in kinds)
         if not isinstance(node, ast.Call):
             return False
         func = node.func
         if isinstance(func, ast.Name):
-            kinds = bindings.get(func.id)
+            kinds = bindings.get(func.id) or []
             if not kinds:
                 return "*" not in bindings and "builtins." + func.id in _NEVER_VALUE_CLASSES
             return len(kinds) == 1 and kinds[0].startswith("from ") and kinds[0][5:] in _NEVER_VALUE_CLASSES
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            kinds = bindings.get(func.value.id) or ()
+            kinds = bindings.get(func.value.id) or []
             return len(kinds) == 1 and kinds[0].startswith("import ") \
                 and "%s.%s" % (kinds[0][7:], func.attr) in _NEVER_VALUE_CLASSES
         return False
@@ -206,13 +209,14 @@ class FileInference:
         attribute but dunders), no decorator, and no other binding of the name in the function."""
         if self._nodes is None:
             return False
-        func = node.func if isinstance(node, ast.Call) else None
+        call = node if isinstance(node, ast.Call) else None
         root = node
-        getattr_call = isinstance(func, ast.Name) and func.id == "getattr" and 2 <= len(node.args) <= 3 \
-            and not node.keywords and "getattr" not in self._file_bindings() and "*" not in self._file_bindings()
-        if getattr_call:
-            root = node.args[0]  # the builtin: jedi's getattr looks the name up on what it infers the object is
-        attrs = []
+        getattr_args = call.args if call is not None and isinstance(call.func, ast.Name) and call.func.id == "getattr" \
+            and 2 <= len(call.args) <= 3 and not call.keywords and "getattr" not in self._file_bindings() \
+            and "*" not in self._file_bindings() else None
+        if getattr_args is not None:
+            root = getattr_args[0]  # the builtin: jedi's getattr looks the name up on what it infers the object is
+        attrs: List[str] = []
         while True:
             if isinstance(root, ast.Attribute):
                 attrs.append(root.attr)
@@ -236,8 +240,8 @@ class FileInference:
         if cached is None:
             cached = self._unknowable[key] = _unknowable_parameter(function, root.id, parents, self.source)
         if cached == "default-none":  # None's attributes are its dunders
-            if getattr_call:
-                name = node.args[1]
+            if getattr_args is not None:
+                name = getattr_args[1]
                 attrs.append(name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else "__")
             return not any(a.startswith("__") for a in attrs)
         return cached == "unknowable"
@@ -249,21 +253,22 @@ class FileInference:
             self.project.notes[self.path] = self.note
         cache = self.project.cache
         keep = cache is not None and self._asked and self.project.failure is None
-        loaded = self.project.loaded_files(self._script) if keep and self._script is not None else set()
+        loaded: Optional[Set[str]] = self.project.loaded_files(self._script) if keep and self._script is not None \
+            else set()
         self.project.done_with(self._script)
-        if not keep or loaded is None:  # None: cannot tell what the answers depend on (this run only)
-            return
+        if cache is None or self._cache_key is None or not keep or loaded is None:
+            return  # loaded None: cannot tell what the answers depend on (kept for this run only)
         read = (self._read | loaded) - {self.path}
         dependencies = [d for d in (dependency(p) for p in read if self.project.is_project_file(p)) if d]
         if len(dependencies) < len([p for p in read if self.project.is_project_file(p)]):
             return  # a file the answers came from is gone already
         cache.store(self._cache_key, self._answers, dependencies)
 
-    def _remember(self, key: str, answer) -> None:
+    def _remember(self, key: str, answer: object) -> None:
         self._answers[key] = answer
         self._asked = True
 
-    def _ask(self, question, into_torch: bool = True):
+    def _ask(self, question: Callable[[], Answer], into_torch: bool = True) -> Answer:
         """Run one jedi question within what is left of the file's budget. Past the budget the
         file's remaining questions are not asked (BudgetSpent) and :attr:`note` says so.
         ``into_torch``: the question is about values, which sends jedi into torch."""
@@ -274,9 +279,10 @@ class FileInference:
         try:
             with within_deadline(None if budget is None else max(budget - self.spent, 0.0)):
                 return question()
-        except BudgetSpent:
+        except BudgetSpent:  # (only raised within a budget)
             self._spoiled()
-            self._stop(budget)
+            if budget is not None:
+                self._stop(budget)
             raise
         except Exception:  # jedi failed midway: what it kept may be partial
             self._spoiled()
@@ -308,7 +314,7 @@ class FileInference:
         if isinstance(node, ast.Call):
             if len(names) == 1 and names[0].type == "function":
                 return self._returned(names[0])
-            results = []
+            results: List[JediName] = []
             for name in names:
                 if name.type == "function":
                     results.extend(name.execute())
@@ -322,7 +328,7 @@ class FileInference:
             return self._values(names, constructed=True)
         return self._values(names, constructed=False)
 
-    def _returned(self, function) -> Optional[Value]:
+    def _returned(self, function: JediName) -> Optional[Value]:
         """What a helper returns. jedi executes it without the call's arguments, so the answer is
         the function's own: one helper defined in another file is executed once per process."""
         module_path = str(function.module_path or "")
@@ -341,14 +347,14 @@ class FileInference:
             read |= self.project.loaded_files(self.script) or set()
             read.discard(self.path)  # the file that asked first: not what the helper depends on
             self.project._return_cache[key] = (value, frozenset(read))
-        value, read = self.project._return_cache[key]
-        self._read.update(read)
+        value, read_from = self.project._return_cache[key]
+        self._read.update(read_from)
         return value
 
-    def _values(self, names, constructed: bool) -> Optional[Value]:
+    def _values(self, names: Sequence[JediName], constructed: bool) -> Optional[Value]:
         if not names:
             return None
-        values = set()
+        values: Set[Value] = set()
         for name in names:
             if name.type not in ("instance", "class") or (name.type == "class" and not constructed):
                 return None
@@ -358,7 +364,7 @@ class FileInference:
             return value if value.kind is not Kind.UNKNOWN else None
         return None
 
-    def _value_of_class(self, name) -> Value:
+    def _value_of_class(self, name: JediName) -> Value:
         full_name = name.full_name or ""
         if full_name in _TENSOR_CLASSES:
             return Value(Kind.TENSOR)
@@ -381,15 +387,17 @@ class FileInference:
         return Value(Kind.UNKNOWN)
 
 
-def _encode(value: Optional[Value]):
+def _encode(value: Optional[Value]) -> Optional[List[object]]:
     """A Value as plain JSON data (None: jedi could not tell)."""
     if value is None:
         return None
     return [value.kind.value, value.requires_grad, value.factory, value.module_class, value.empty]
 
 
-def _decode(data) -> Optional[Value]:
+def _decode(data: object) -> Optional[Value]:
     """The Value _encode wrote, or None for anything else (a damaged entry: ask again)."""
+    if not isinstance(data, (list, tuple)):
+        return None
     try:
         kind, requires_grad, factory, module_class, empty = data
         if not all(isinstance(x, (str, type(None))) for x in (factory, module_class)):
@@ -410,13 +418,12 @@ _NEVER_VALUE_CLASSES = frozenset(["builtins." + name for name in (
     "weakref.WeakKeyDictionary", "weakref.WeakValueDictionary", "weakref.WeakSet"])
 
 
-
-def _last_token(node: ast.expr, text: str, source=None) -> Tuple[Optional[int], int]:
+def _last_token(node: ast.expr, text: str, source: Optional[SourceText] = None) -> Tuple[Optional[int], int]:
     """jedi's (line, column) of the last name in ``a.b.c`` / ``name``: where inference looks."""
     if isinstance(node, ast.Name):
         line, byte_col = node.lineno, node.col_offset
-    elif isinstance(node, ast.Attribute):
-        line = node.end_lineno
+    elif isinstance(node, ast.Attribute) and node.end_lineno is not None and node.end_col_offset is not None:
+        line = node.end_lineno  # (a parsed tree has end positions)
         byte_col = node.end_col_offset - len(node.attr.encode("utf-8"))
     else:
         return None, 0
@@ -424,7 +431,8 @@ def _last_token(node: ast.expr, text: str, source=None) -> Tuple[Optional[int], 
     return line, source.column(line, byte_col)
 
 
-def _unknowable_parameter(function, name: str, parents, source) -> str:
+def _unknowable_parameter(function: Union[ast.FunctionDef, ast.AsyncFunctionDef], name: str,
+                          parents: Dict[int, ast.AST], source: SourceText) -> str:
     """Whether jedi can infer nothing for parameter ``name`` of ``function`` inside it: "unknowable",
     "default-none" (its default is None, which has no attributes but dunders), or "no"."""
     if function.decorator_list or function.name.startswith("test"):

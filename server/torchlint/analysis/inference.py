@@ -38,18 +38,22 @@ import logging
 import os
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 import jedi  # callers import this module lazily: the syntactic layer works without jedi
 from . import jedi_access
 from . import torch_names as tn
-from .jedi_access import (JEDI_MAIN, InterpreterTimeout, InvalidPythonEnvironment, SameProcessEnvironment,
+from .jedi_access import (JEDI_MAIN, AnalysedEnvironment, InferenceState, InterpreterTimeout, InvalidPythonEnvironment,
+                          JediProject, JediScript, LoadedModule, ParsedTree, SameProcessEnvironment,
                           WatchedEnvironment, own_sys_path, timeout_message)
 from .environments import Interpreter, choose_interpreter, interpreter_timeout, own_interpreter
 from .file_inference import FileInference, _last_token
 from .inference_cache import InferenceCache, fingerprint
 from .project_files import ProjectFiles
+from .scopes import NodeTable
+from .source import SourceText
 from .values import Value
 
 log = logging.getLogger("torchlint")
@@ -83,6 +87,13 @@ def _stubs_version() -> str:
         return "(unknown version)"
 
 
+@dataclass
+class _SharedState:
+    """A jedi inference state that scripts of one run share (JediInference.new_script)."""
+    state: InferenceState
+    served: int  # scripts it has served
+
+
 class JediInference(ProjectFiles):
     """Project-wide jedi state, shared by every file checked in this process; what reading the
     project's files cannot tell about a base (:class:`.project_files.ProjectFiles`), jedi is asked.
@@ -100,7 +111,7 @@ class JediInference(ProjectFiles):
     def __init__(self, project_root: str, interpreter: Union[None, str, Interpreter] = None,
                  timeout: Optional[float] = None, on_timeout: Optional[Callable[[str], None]] = None,
                  cache: Optional[InferenceCache] = None, budget: Optional[float] = None,
-                 freeze_after_warm: bool = False, share_states: bool = False):
+                 freeze_after_warm: bool = False, share_states: bool = False) -> None:
         jedi.settings.dynamic_params = False  # searching call sites for parameter types is slow and rarely right
         # Nor does it search the module for what is added to a list or set (`x.append(t)`): a quarter
         # of the questions' time on the benchmark corpus, and no answer there, in the fixtures or in
@@ -115,9 +126,9 @@ class JediInference(ProjectFiles):
         self.interpreter, self.read_only = interpreter, False
         if interpreter.venv is not None and not interpreter.is_own and (READ_TRUSTED_VENVS or not interpreter.trusted):
             sys_path = list(interpreter.venv.sys_path)
-            self.environment = SameProcessEnvironment(sys_path, self.timeout) if share_states \
+            self.environment: AnalysedEnvironment = SameProcessEnvironment(sys_path, self.timeout) if share_states \
                 else WatchedEnvironment(sys.executable, self.timeout)
-            self.project = jedi.Project(self.root, sys_path=sys_path)
+            self.project: JediProject = jedi.Project(self.root, sys_path=sys_path)
             self.read_only = True
         elif share_states and interpreter.is_own:
             sys_path = own_sys_path()
@@ -163,7 +174,7 @@ class JediInference(ProjectFiles):
         # Files of one run share jedi's inference state (see new_script); texts that change
         # between questions (an editor's) do not: each of their scripts starts afresh.
         self.share_states = share_states
-        self._states: Dict[tuple, List] = {}  # jedi's sys.path -> [its shared state, scripts it served]
+        self._states: Dict[Tuple[str, ...], _SharedState] = {}  # by jedi's sys.path
         # Where the environment's own files live: answers read from there are covered by the
         # environment's identity; files elsewhere (the project's) are each checked for changes.
         ProjectFiles.__init__(self, self.root, self.sys_path,
@@ -195,7 +206,7 @@ class JediInference(ProjectFiles):
             return
         if self.torch_available and self.failure is None:
             code = "import torch\nx = torch.zeros(1)\nx\np = torch.nn.Parameter(x)\np\n"
-            script = None
+            script: Optional[JediScript] = None
             try:
                 script = self.new_script(code, os.path.join(self.root, "__torchlint_warm__.py"))
                 script.infer(3, 0)
@@ -209,18 +220,19 @@ class JediInference(ProjectFiles):
                 _freeze_long_lived()
         self._warmed.set()
 
-    def for_file(self, text: str, path: str, source, tree: Optional[ast.Module] = None,
-                 nodes=None) -> FileInference:
+    def for_file(self, text: str, path: str, source: SourceText, tree: Optional[ast.Module] = None,
+                 nodes: Optional[NodeTable] = None) -> FileInference:
         return FileInference(self, text, path, source, tree, nodes)
 
-    def new_script(self, text: str, path: str):
+    def new_script(self, text: str, path: str) -> JediScript:
         """A jedi Script of ``text``. With ``share_states``, on the inference state of the earlier
         scripts whose jedi ``sys.path`` is the same (it depends on the file's folder): torch and
         the standard library, as jedi understood them for those, are not inferred again (a tenth
         of the default mode's time on the benchmark corpus). Imports resolve alike for all of
         them, as in one Python process. A state serves SCRIPTS_PER_STATE scripts, then a fresh
         one starts: it holds on to every script's tree until then."""
-        script = self._jedi.Script(code=text, path=path, project=self.project, environment=self.environment)
+        script: JediScript = self._jedi.Script(code=text, path=path, project=self.project,
+                                               environment=self.environment)
         if not self.share_states:
             return script
         fresh = jedi_access.state_of(script)
@@ -230,17 +242,17 @@ class JediInference(ProjectFiles):
             log.debug("jedi sys.path unavailable", exc_info=True)
             return script
         shared = self._states.get(key)
-        if shared is None or shared[1] >= SCRIPTS_PER_STATE:
+        if shared is None or shared.served >= SCRIPTS_PER_STATE:
             self._states.pop(key, None)
             while len(self._states) >= SHARED_STATES:
                 del self._states[next(iter(self._states))]  # the oldest
-            self._states[key] = [fresh, 1]
+            self._states[key] = _SharedState(fresh, 1)
         else:
-            shared[1] += 1
-            jedi_access.share_state(script, shared[0])
+            shared.served += 1
+            jedi_access.share_state(script, shared.state)
         return script
 
-    def done_with(self, script, spoiled: bool = False) -> None:
+    def done_with(self, script: Optional[JediScript], spoiled: bool = False) -> None:
         """A script's questions are over. Its shared state forgets the project's modules (its own
         among them): their files may change, and a later file must load them again for
         :meth:`loaded_files` to see that its answers depend on them. ``spoiled``: a question was
@@ -250,7 +262,7 @@ class JediInference(ProjectFiles):
         jedi_access.forget_parsed(script.path)  # its tree (kept by path for the diff parser): not checked again
         self._bound_parsed()
         state = jedi_access.state_of(script)
-        key = next((k for k, (shared, _) in self._states.items() if shared is state), None)
+        key = next((k for k, shared in self._states.items() if shared.state is state), None)
         if key is None:
             return
         if spoiled:
@@ -265,7 +277,7 @@ class JediInference(ProjectFiles):
     def _bound_parsed(self) -> None:
         """Keep the parsed trees of at most PROJECT_TREES_KEPT of the project's modules, the most
         recently used: a run over many files would otherwise keep every module any of them imports."""
-        def least_recently_used(kept):
+        def least_recently_used(kept: List[ParsedTree]) -> List[Optional[Path]]:
             project = sorted(entry for entry in kept if entry[1] is not None and self.is_project_file(str(entry[1])))
             return [path for _, path in project[:max(len(project) - PROJECT_TREES_KEPT, 0)]]
         jedi_access.drop_parsed(least_recently_used)
@@ -291,7 +303,7 @@ class JediInference(ProjectFiles):
         self._warmed.clear()
         return True
 
-    def _project_value(self, value) -> bool:
+    def _project_value(self, value: LoadedModule) -> bool:
         path = value.py__file__()
         return path is not None and self.is_project_file(str(path))
 
@@ -326,7 +338,7 @@ class JediInference(ProjectFiles):
         interpreter, how it is used, its sys.path and when each folder of it last changed: an
         install or upgrade changes its site-packages folder) and jedi's version."""
         if self._environment_id is None:
-            folders = []
+            folders: List[Tuple[str, Optional[int]]] = []
             for path in self.sys_path:
                 try:
                     folders.append((path, os.stat(path).st_mtime_ns))
@@ -340,7 +352,7 @@ class JediInference(ProjectFiles):
         """A file the answers may depend on that the environment's identity does not cover."""
         return path.endswith((".py", ".pyi")) and not os.path.abspath(path).startswith(self._environment_dirs)
 
-    def loaded_files(self, script) -> Optional[Set[str]]:
+    def loaded_files(self, script: JediScript) -> Optional[Set[str]]:
         """The modules jedi read to answer a script's questions (None: jedi did not say)."""
         try:
             files = jedi_access.loaded_files(script)
@@ -351,7 +363,8 @@ class JediInference(ProjectFiles):
     def _base_asker(self, path: str, text: str) -> Callable[[ast.expr, int, Set[str]], bool]:
         """jedi, for the bases of a class in another file that reading files could not settle: one
         Script of that file for all of them."""
-        script = self._jedi.Script(code=text, path=path, project=self.project, environment=self.environment)
+        script: JediScript = self._jedi.Script(code=text, path=path, project=self.project,
+                                               environment=self.environment)
 
         def ask(base: ast.expr, depth: int, read: Set[str]) -> bool:
             try:
@@ -360,7 +373,7 @@ class JediInference(ProjectFiles):
                 read.update(self.loaded_files(script) or ())
         return ask
 
-    def _base_is_module(self, script, base: ast.expr, text: str, depth: int, read: Set[str]) -> bool:
+    def _base_is_module(self, script: JediScript, base: ast.expr, text: str, depth: int, read: Set[str]) -> bool:
         line, column = _last_token(base, text)
         if line is None:
             return False
@@ -381,7 +394,6 @@ class JediInference(ProjectFiles):
                 if self.class_is_module(str(definition.module_path), definition.line, depth, read):
                     return True
         return False
-
 
 
 def resident_memory() -> Optional[int]:

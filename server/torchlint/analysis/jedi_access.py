@@ -4,11 +4,14 @@ interpreter in its own process group whose every call runs under a watchdog, or 
 compiled-object access in this process), the deadline checked at each inference step, the
 inference state that scripts of one run share, and the trees parso keeps.
 
-The rest of the jedi layer (:mod:`.inference`) goes through these functions and jedi's public API.
+The rest of the jedi layer (:mod:`.inference`) goes through these functions and jedi's public API,
+whose objects it sees through the narrow Protocols below (jedi has no annotations: to mypy, all
+of jedi is ``Any``, which stays in this module).
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import logging
 import os
@@ -18,17 +21,19 @@ import sys
 import threading
 import time
 import weakref
-from typing import Callable, List, Optional, Set
+from pathlib import Path
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Protocol, Sequence, Set, Tuple, Union
 
 import parso
 import parso.cache as _parso_cache
-from jedi.api.environment import Environment, InterpreterEnvironment, InvalidPythonEnvironment
+from jedi.api.environment import Environment, InterpreterEnvironment
+from jedi.api.environment import InvalidPythonEnvironment as InvalidPythonEnvironment  # (for the layer)
 # jedi's own pieces of its subprocess protocol: the script the subprocess runs, the function
 # that reports the interpreter's version, the version tuple.
 from jedi.api.environment import _get_info as _jedi_environment_info
 from jedi.api.environment import _VersionInfo as _JediVersion
 from jedi.inference import syntax_tree as _jedi_syntax_tree
-from jedi.inference.compiled.subprocess import _MAIN_PATH as JEDI_MAIN
+from jedi.inference.compiled.subprocess import _MAIN_PATH as _jedi_main_path
 from jedi.inference.compiled.subprocess import CompiledSubprocess, InferenceStateSameProcess
 from jedi.inference.compiled.subprocess import functions as _jedi_functions
 
@@ -37,13 +42,76 @@ from .environments import TIMEOUT_ENV
 
 log = logging.getLogger("torchlint")
 
+JEDI_MAIN: str = _jedi_main_path  # the script jedi's interpreter runs
+
+# jedi's objects as the layer uses them (jedi.Script, jedi.api.classes.Name, a loaded module's
+# value, the inference state): only what it reads.
+
+
+class JediName(Protocol):
+    """A name jedi inferred or went to (jedi.api.classes.Name)."""
+
+    @property
+    def type(self) -> str: ...  # "class", "instance", "function", "module"...
+
+    @property
+    def full_name(self) -> Optional[str]: ...
+
+    @property
+    def module_path(self) -> Optional[Path]: ...
+
+    @property
+    def line(self) -> Optional[int]: ...
+
+    @property
+    def column(self) -> Optional[int]: ...
+
+    def execute(self) -> List["JediName"]: ...
+
+
+class LoadedModule(Protocol):
+    """A module an inference state has loaded (jedi's ModuleValue, or a stub module's)."""
+
+    def py__file__(self) -> Optional[Path]: ...
+
+
+class _ModuleCache(Protocol):
+    _name_cache: Dict[Tuple[str, ...], Sequence[LoadedModule]]
+
+
+class InferenceState(Protocol):
+    """jedi's InferenceState: what it has loaded and parsed, shared by the scripts that use it."""
+
+    module_cache: _ModuleCache
+    stub_module_cache: Dict[Tuple[str, ...], Optional[LoadedModule]]
+    script_path: Optional[Path]
+
+    def get_sys_path(self) -> List[str]: ...
+
+
+class JediProject(Protocol):
+    """A jedi Project: the root and the module search path its scripts resolve imports with."""
+
+    added_sys_path: List[str]
+
+
+class JediScript(Protocol):
+    """A jedi Script (jedi.Script): a text and its path, asked at code-point positions."""
+
+    path: Optional[Path]
+    _inference_state: InferenceState
+
+    def infer(self, line: int, column: int) -> List[JediName]: ...
+
+    def goto(self, line: int, column: int, *, follow_imports: bool = False) -> List[JediName]: ...
+
 
 class _RestoringCollector:
     """Stands for the ``gc`` module in parso's cache, which turns the collector off to load a
     pickled tree and then always on again: here it comes back as it was, so a check that paused
     it (analysis.parsing.gc_paused) is not scanned through by full collections in mid-question."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._states = threading.local()
 
     def disable(self) -> None:
@@ -56,7 +124,8 @@ class _RestoringCollector:
             gc.enable()
 
 
-_parso_cache.gc = _RestoringCollector()
+# parso only calls gc.disable() and gc.enable() through this name: a stand-in, not the module.
+_parso_cache.gc = _RestoringCollector()  # type: ignore[assignment]
 
 
 class InterpreterTimeout(Exception):
@@ -82,11 +151,15 @@ def _past_deadline() -> None:
         raise BudgetSpent()
 
 
-def _checked_infer_node(infer_node):
-    def infer_node_within_deadline(context, element):
+# jedi's infer_node(context, element): a jedi Context and a parso node, returning jedi's ValueSet.
+_InferNode = Callable[[Any, Any], Any]
+
+
+def _checked_infer_node(infer_node: _InferNode) -> _InferNode:
+    @functools.wraps(infer_node)  # and __wrapped__: not wrapped twice
+    def infer_node_within_deadline(context: Any, element: Any) -> Any:
         _past_deadline()
         return infer_node(context, element)
-    infer_node_within_deadline.__wrapped__ = infer_node
     return infer_node_within_deadline
 
 
@@ -97,7 +170,7 @@ if not hasattr(_jedi_syntax_tree.infer_node, "__wrapped__"):
 
 
 @contextlib.contextmanager
-def within_deadline(seconds: Optional[float]):
+def within_deadline(seconds: Optional[float]) -> Iterator[None]:
     """Within the block, this thread's jedi inference stops with BudgetSpent after ``seconds``."""
     if seconds is None:
         yield
@@ -110,17 +183,19 @@ def within_deadline(seconds: Optional[float]):
         _DEADLINE.at = outer
 
 
-def _end_process(process: subprocess.Popen, reader: threading.Thread) -> None:
+def _end_process(process: "subprocess.Popen[bytes]", reader: threading.Thread) -> None:
     processes.end(process)  # its whole group: a shell script's `sleep` holds the pipes too
     reader.join(timeout=1)
     for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is None:
+            continue  # (all three are pipes)
         try:
             stream.close()
         except OSError:
             pass
 
 
-def _drain(stream, lines: queue.Queue) -> None:
+def _drain(stream: IO[bytes], lines: "queue.Queue[bytes]") -> None:
     for line in iter(stream.readline, b""):
         lines.put(line)
 
@@ -137,19 +212,20 @@ class _Watchdog:
         self.expired = False
         self.on_expire: Optional[Callable[[str], None]] = None  # told once, from the watchdog's thread
         self._started: Optional[float] = None  # when the call in flight began
-        self._process: Optional[subprocess.Popen] = None
+        self._process: Optional["subprocess.Popen[bytes]"] = None
+        self._executable = ""  # what started that process
         self._thread: Optional[threading.Thread] = None
 
-    def watch(self, process: subprocess.Popen) -> None:
-        self._process = process
+    def watch(self, process: "subprocess.Popen[bytes]", executable: str) -> None:
+        self._process, self._executable = process, executable
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._run, name="torchlint-interpreter-watchdog", daemon=True)
             self._thread.start()
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self._started = time.monotonic()
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> None:
         self._started = None
 
     def _run(self) -> None:
@@ -164,34 +240,36 @@ class _Watchdog:
                 processes.end(process)
                 if self.on_expire is not None:
                     try:
-                        self.on_expire(timeout_message(process.args[0], self.timeout))
+                        self.on_expire(timeout_message(self._executable, self.timeout))
                     except Exception:
                         log.debug("on_expire failed", exc_info=True)
 
 
-class _WatchedSubprocess(CompiledSubprocess):
+# jedi's classes are Any to mypy (no annotations): subclassing them is what this module is for.
+class _WatchedSubprocess(CompiledSubprocess):  # type: ignore[misc]  # (jedi: Any)
     """jedi's compiled-object subprocess, in its own process group, every call under the watchdog."""
 
     def __init__(self, executable: str, watchdog: _Watchdog):
         super().__init__(executable)
         self._watchdog = watchdog
-        self._process: Optional[subprocess.Popen] = None
+        self._process: Optional["subprocess.Popen[bytes]"] = None
 
-    def _get_process(self):
+    def _get_process(self) -> "subprocess.Popen[bytes]":
         if self._process is None:
             args = (self._executable, JEDI_MAIN, os.path.dirname(os.path.dirname(parso.__file__)),
                     "%d.%d.%d" % sys.version_info[:3])
             process = processes.start(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       close_fds=True)
-            self._stderr_queue = queue.Queue()  # jedi's _send reads it into its debug log
+            self._stderr_queue: "queue.Queue[bytes]" = queue.Queue()  # jedi's _send reads it into its debug log
             reader = threading.Thread(target=_drain, args=(process.stderr, self._stderr_queue), daemon=True)
             reader.start()
             self._cleanup_callable = weakref.finalize(self, _end_process, process, reader)
-            self._watchdog.watch(process)
+            self._watchdog.watch(process, self._executable)
             self._process = process
         return self._process
 
-    def _send(self, inference_state_id, function=None, args=(), kwargs={}):
+    def _send(self, inference_state_id: Optional[int], function: Optional[Callable[..., Any]] = None,
+              args: Tuple[Any, ...] = (), kwargs: Dict[str, Any] = {}) -> Any:  # jedi's protocol: any value
         if function is _jedi_functions.load_module and not _may_import(kwargs.get("dotted_name") or ""):
             return None  # jedi then reads the package's stubs, as for a module that fails to import
         if self._watchdog.expired:
@@ -212,14 +290,16 @@ def _may_import(dotted_name: str) -> bool:
     return dotted_name.split(".", 1)[0] in STDLIB
 
 
-class WatchedEnvironment(Environment):
+class WatchedEnvironment(Environment):  # type: ignore[misc]  # (jedi: Any)
     """A jedi Environment whose interpreter calls time out; one that timed out is never restarted."""
 
     def __init__(self, executable: str, timeout: float):
         self.watchdog = _Watchdog(timeout)
         super().__init__(executable)  # starts the interpreter (under the watchdog)
 
-    def _get_subprocess(self):
+    _subprocess: Optional[_WatchedSubprocess]  # jedi's Environment: None until started
+
+    def _get_subprocess(self) -> _WatchedSubprocess:
         current = self._subprocess
         if current is not None and not current.is_crashed:
             return current
@@ -239,7 +319,7 @@ class WatchedEnvironment(Environment):
         return started
 
 
-class SameProcessEnvironment(InterpreterEnvironment):
+class SameProcessEnvironment(InterpreterEnvironment):  # type: ignore[misc]  # (jedi: Any)
     """jedi's compiled-object access in this process, for a run that analyses with torchlint's own
     Python or reads a virtual environment (the CLI): what jedi's interpreter would do (find
     modules, evaluate literals, look into builtin objects) without starting it in every worker
@@ -254,17 +334,17 @@ class SameProcessEnvironment(InterpreterEnvironment):
     def get_sys_path(self) -> List[str]:
         return list(self._sys_path)
 
-    def get_inference_state_subprocess(self, inference_state):
+    def get_inference_state_subprocess(self, inference_state: InferenceState) -> "_SameProcessAccess":
         return _SameProcessAccess(inference_state)
 
 
-class _SameProcessAccess(InferenceStateSameProcess):
-    def __getattr__(self, name):
-        function = super().__getattr__(name)
+class _SameProcessAccess(InferenceStateSameProcess):  # type: ignore[misc]  # (jedi: Any)
+    def __getattr__(self, name: str) -> Callable[..., Any]:  # jedi's access functions
+        function: Callable[..., Any] = super().__getattr__(name)
         if name != "load_module":
             return function
 
-        def load_module(**kwargs):
+        def load_module(**kwargs: Any) -> Any:
             dotted = kwargs.get("dotted_name") or ""
             if not _may_import(dotted) or dotted.split(".", 1)[0] in _NOT_IN_PROCESS:
                 return None  # jedi then reads the module's stubs
@@ -283,7 +363,11 @@ def own_sys_path() -> List[str]:
     return [p for p in sys.path[first:] if p]
 
 
-def end_interpreter(environment) -> None:
+# The environments jedi's questions run in.
+AnalysedEnvironment = Union[WatchedEnvironment, SameProcessEnvironment]
+
+
+def end_interpreter(environment: AnalysedEnvironment) -> None:
     """End ``environment``'s interpreter now, if it runs one; a later question starts a fresh one."""
     current = getattr(environment, "_subprocess", None)
     process = getattr(current, "_process", None)
@@ -292,9 +376,10 @@ def end_interpreter(environment) -> None:
         processes.end(process)
 
 
-def executable_of(environment) -> str:
+def executable_of(environment: AnalysedEnvironment) -> str:
     """The interpreter ``environment`` was started with."""
-    return environment._start_executable
+    executable: str = environment._start_executable
+    return executable
 
 
 def timeout_message(executable: str, timeout: float) -> str:
@@ -306,23 +391,23 @@ STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
 
 # -- the inference state scripts share, and the trees parso keeps ---------------------------------
 
-def state_of(script):
+def state_of(script: JediScript) -> InferenceState:
     """The inference state a jedi Script answers with."""
     return script._inference_state
 
 
-def state_key(script) -> tuple:
+def state_key(script: JediScript) -> Tuple[str, ...]:
     """What decides whether two scripts may share a state: jedi's sys.path for them."""
     return tuple(script._inference_state.get_sys_path())
 
 
-def share_state(script, state) -> None:
+def share_state(script: JediScript, state: InferenceState) -> None:
     """Let ``script`` answer with ``state`` (an earlier script's), which keeps what jedi learnt."""
     state.script_path = script._inference_state.script_path
     script._inference_state = state
 
 
-def forget_modules(state, forget: Callable[[object], bool]) -> None:
+def forget_modules(state: InferenceState, forget: Callable[[LoadedModule], bool]) -> None:
     """Drop the modules (and stub modules) ``forget`` picks from what ``state`` has loaded."""
     names = state.module_cache._name_cache
     for name, values in list(names.items()):
@@ -333,7 +418,7 @@ def forget_modules(state, forget: Callable[[object], bool]) -> None:
             del state.stub_module_cache[name]
 
 
-def loaded_files(script) -> Set[str]:
+def loaded_files(script: JediScript) -> Set[str]:
     """The files of the modules ``script``'s state has loaded."""
     files = set()
     for values in script._inference_state.module_cache._name_cache.values():
@@ -344,7 +429,7 @@ def loaded_files(script) -> Set[str]:
     return files
 
 
-def forget_parsed(path) -> None:
+def forget_parsed(path: Optional[Path]) -> None:
     """Drop the tree parso keeps for ``path`` (jedi's diff parser stores each script's by path)."""
     if path is None:
         return
@@ -352,7 +437,11 @@ def forget_parsed(path) -> None:
         grammar_cache.pop(path, None)
 
 
-def drop_parsed(paths: Callable[[List[tuple]], List[object]]) -> None:
+# A tree parso keeps: when it was last used, and its file (None: parsed from text alone).
+ParsedTree = Tuple[float, Optional[Path]]
+
+
+def drop_parsed(paths: Callable[[List[ParsedTree]], List[Optional[Path]]]) -> None:
     """Drop the trees parso keeps for the paths ``paths`` picks from the (last used, path) pairs
     of each grammar's cache (path None: a tree parsed from text alone)."""
     for grammar_cache in list(_parso_cache.parser_cache.values()):

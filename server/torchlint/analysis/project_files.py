@@ -12,18 +12,30 @@ from __future__ import annotations
 import ast
 import builtins
 import collections
+import enum
 import importlib.machinery
 import os
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterator, List, Literal, Optional, Sequence, Set, Tuple, Type, Union, cast
 
 from . import torch_names as tn
-from .imports import collect_imports
+from .imports import ImportMap, collect_imports
 from .jedi_access import STDLIB
-from .scopes import dotted_name
+from .scopes import NodeT, NodeTable, dotted_name
 
 READ_FILES_KEPT = 32  # other modules' files kept parsed for base resolution (ProjectFiles._read_file)
 _MAX_BASE_DEPTH = 12  # classes and re-exports followed from one base (torch's reach 8)
+
+ImportNode = Union[ast.Import, ast.ImportFrom]
+
+
+class _Absent(enum.Enum):
+    ABSENT = "absent"
+
+
+_ABSENT = _Absent.ABSENT  # a file that does not define the name asked about
+# What a file says about a name: a Module or not, None when it cannot tell, _ABSENT.
+_FileAnswer = Union[bool, None, Literal[_Absent.ABSENT]]
 
 
 class ProjectFiles:
@@ -41,7 +53,7 @@ class ProjectFiles:
         self.torch_stubs = torch_stubs
         self.reads_stubs = reads_stubs
         self._class_cache: Dict[Tuple[str, int], Tuple[bool, FrozenSet[str]]] = {}
-        self._module_files: Dict[tuple, Optional[str]] = {}
+        self._module_files: Dict[Tuple[Tuple[str, ...], Tuple[str, ...]], Optional[str]] = {}
         self._cut_short = False  # a class resolution under way met the depth limit
         # path -> the file as last read, the most recently used last
         self._file_cache: "collections.OrderedDict[str, _ReadFile]" = collections.OrderedDict()
@@ -69,7 +81,7 @@ class ProjectFiles:
             if self.failure is not None:
                 return False
             self._class_cache[key] = (False, frozenset([path]))  # cycles resolve to "no"
-            files = {path}
+            files: Set[str] = {path}
             outer, self._cut_short = self._cut_short, False
             try:
                 result = self._resolve_class(path, line, depth, files)
@@ -84,9 +96,9 @@ class ProjectFiles:
                 return False  # _cut_short stays set: the callers' "no" is not final either
             self._cut_short = outer
             self._class_cache[key] = (result, frozenset(files))
-        result, files = self._class_cache[key]
+        result, read_from = self._class_cache[key]
         if read is not None:
-            read.update(files)
+            read.update(read_from)
         return result
 
     def _resolve_class(self, path: str, line: int, depth: int, read: Set[str]) -> bool:
@@ -102,7 +114,7 @@ class ProjectFiles:
             return False
         imports = read_file.imports
         by_name = read_file.classes_by_name
-        ask = None  # made for the first base the files cannot settle, then asked about the others too
+        ask: Optional[Callable[[ast.expr, int, Set[str]], bool]] = None  # made for the first base the files cannot settle, then asked about the others too
         for base in node.bases:
             qualified = imports.qualify(base)
             if qualified is not None and (qualified in tn.MODULE_BASES or tn.is_module_class(qualified)):
@@ -125,7 +137,8 @@ class ProjectFiles:
         return False
 
     # -- bases found by reading files, before asking jedi -----------------------------------------
-    def base_from_files(self, path: str, import_nodes, base: ast.expr, depth: int, read: Set[str]) -> Optional[bool]:
+    def base_from_files(self, path: str, import_nodes: Sequence[ImportNode], base: ast.expr, depth: int,
+                        read: Set[str]) -> Optional[bool]:
         """Whether a base imported by the file at ``path`` is a Module, found by following the
         imports through the files they name (absolute ones on the project's and the environment's
         path, relative ones from the file's folder). None when that cannot tell (a star import,
@@ -210,7 +223,7 @@ class ProjectFiles:
             self._module_files[key] = found
         return self._module_files[key]
 
-    def _name_is_module(self, module: str, name: str, depth: int, read: Set[str]) -> Optional[bool]:
+    def _name_is_module(self, module: str, name: str, depth: int, read: Set[str]) -> _FileAnswer:
         """Whether ``name`` at the top level of the file ``module`` is a Module class; None when the
         file cannot tell, _ABSENT when the file does not define it."""
         qualified = tn.canonical("%s.%s" % (self._module_name(module), name))
@@ -224,13 +237,13 @@ class ProjectFiles:
         if tree is None:
             return None
         read.add(module)
-        found = None
-        stars = []  # star imports after the last definition found: they may rebind the name
+        found: Union[ast.ClassDef, ImportNode, None] = None
+        stars: List[ast.ImportFrom] = []  # star imports after the last definition found: they may rebind the name
         for stmt in tree.body:
             if isinstance(stmt, ast.ClassDef) and stmt.name == name:
                 found, stars = stmt, []
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                if any(alias.name == "*" for alias in stmt.names):
+                if isinstance(stmt, ast.ImportFrom) and any(alias.name == "*" for alias in stmt.names):
                     stars.append(stmt)
                 if any((alias.asname or alias.name.split(".", 1)[0]) == name for alias in stmt.names):
                     found, stars = stmt, []
@@ -246,12 +259,11 @@ class ProjectFiles:
         if isinstance(found, ast.ClassDef):
             return self.class_is_module(module, found.lineno, depth, read)
         if found is not None:
-            answer = self.base_from_files(module, [found], ast.Name(id=name), depth + 1, read)
-            return None if answer is _ABSENT else answer
+            return self.base_from_files(module, [found], ast.Name(id=name), depth + 1, read)
         return _ABSENT
 
     def _star_import(self, module: str, star: ast.ImportFrom, name: str, depth: int,
-                     read: Set[str]) -> Optional[bool]:
+                     read: Set[str]) -> _FileAnswer:
         """``name`` through ``from X import *`` in ``module``: X's own answer, when X is a file
         that exports it (its literal ``__all__``, else its public names)."""
         if not star.module and not star.level:
@@ -292,7 +304,7 @@ class ProjectFiles:
             parts = parts[:-1]
         return ".".join(parts)
 
-    def _read_file(self, path: str) -> "_ReadFile":
+    def _read_file(self, path: str) -> _ReadFile:
         """Another module's file, parsed once per process while it is unchanged."""
         try:
             mtime = os.path.getmtime(path)
@@ -324,8 +336,8 @@ class _ReadFile:
     def __init__(self, mtime: Optional[float], text: str, tree: Optional[ast.Module]):
         self.mtime, self.text, self.tree = mtime, text, tree
         self._classes: Optional[List[ast.ClassDef]] = None
-        self._import_nodes: Optional[list] = None
-        self._imports = None
+        self._import_nodes: Optional[List[ImportNode]] = None
+        self._imports: Optional[ImportMap] = None
         self._by_name: Optional[Dict[str, ast.ClassDef]] = None
         self._bindings: Optional[Dict[str, List[str]]] = None
 
@@ -336,30 +348,31 @@ class _ReadFile:
             self._bindings = _bindings(self.tree) if self.tree is not None else {"*": ["*"]}
         return self._bindings
 
-    def _walk(self) -> None:
-        self._classes, self._import_nodes = [], []
+    def _walk(self) -> Tuple[List[ast.ClassDef], List[ImportNode]]:
+        classes: List[ast.ClassDef] = []
+        import_nodes: List[ImportNode] = []
         for node in _statement_walk(self.tree) if self.tree is not None else ():
             if isinstance(node, ast.ClassDef):
-                self._classes.append(node)
+                classes.append(node)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                self._import_nodes.append(node)
+                import_nodes.append(node)
+        self._classes, self._import_nodes = classes, import_nodes
+        return classes, import_nodes
 
     @property
     def classes(self) -> List[ast.ClassDef]:
-        if self._classes is None:
-            self._walk()
-        return self._classes
+        return self._classes if self._classes is not None else self._walk()[0]
 
     @property
-    def import_nodes(self) -> list:
+    def import_nodes(self) -> List[ImportNode]:
         """Every Import/ImportFrom, in ast.walk's order."""
-        if self._import_nodes is None:
-            self._walk()
-        return self._import_nodes
+        return self._import_nodes if self._import_nodes is not None else self._walk()[1]
 
     @property
-    def imports(self):
+    def imports(self) -> ImportMap:
+        """(Only asked of a file that parsed.)"""
         if self._imports is None:
+            assert self.tree is not None
             self._imports = collect_imports(self.tree, self.import_nodes)
         return self._imports
 
@@ -372,33 +385,33 @@ class _ReadFile:
 
 _COMPILED_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES) + (".so", ".pyd")
 _NOT_MODULES = frozenset(["torch.Tensor", "torch._tensor.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"])
-_UNKNOWN_ALL = frozenset()  # an __all__ that is not a plain literal list
+_UNKNOWN_ALL: FrozenSet[str] = frozenset()  # an __all__ that is not a plain literal list
 
 
-def _literal_all(tree: ast.Module):
+def _literal_all(tree: ast.Module) -> Optional[FrozenSet[str]]:
     """A module's ``__all__`` when it is a literal list or tuple of strings, _UNKNOWN_ALL when it is
     computed, None when there is none."""
     found = None
     for stmt in tree.body:
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
-            stmt, (ast.AugAssign, ast.AnnAssign)) else []
+        if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            continue
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         if not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
             continue
         value = stmt.value
-        if isinstance(stmt, ast.Assign) and isinstance(value, (ast.List, ast.Tuple)) and all(
-                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
-            found = frozenset(e.value for e in value.elts)
+        names = [e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)] \
+            if isinstance(value, (ast.List, ast.Tuple)) else []
+        if isinstance(stmt, ast.Assign) and isinstance(value, (ast.List, ast.Tuple)) and len(names) == len(value.elts):
+            found = frozenset(names)
         else:
             return _UNKNOWN_ALL
     return found
 
 
-
-_ABSENT = object()  # a file that does not define the name asked about
 _STATEMENT_LEVELS = (ast.stmt, ast.excepthandler, ast.match_case)  # what statements are found under
 
 
-def _statement_walk(tree: ast.AST):
+def _statement_walk(tree: ast.AST) -> Iterator[ast.AST]:
     """The statements of a tree (classes, imports...) in ast.walk's order, without going into
     expressions, which hold none: a fraction of the nodes."""
     todo = collections.deque([tree])
@@ -419,19 +432,20 @@ def _builtin_class(base: ast.expr, bindings: Dict[str, List[str]]) -> bool:
         and isinstance(getattr(builtins, base.id, None), type)
 
 
-def _bindings(tree: ast.Module, nodes=None) -> Dict[str, List[str]]:
+def _bindings(tree: ast.Module, nodes: Optional[NodeTable] = None) -> Dict[str, List[str]]:
     """How each name is bound anywhere in a file: ``"import torch.nn"`` (``import torch.nn as x``:
     a module), ``"from collections.deque"`` (an absolute ``from`` import), or ``"other"`` (an
     assignment, a definition, a parameter, a relative import...). Key ``"*"``: a star import.
     ``nodes``: the tree's scopes.NodeTable, whose lists by node type spare a walk of the tree."""
-    if nodes is not None:
-        def of_type(cls):
-            return map(nodes.nodes.__getitem__, nodes.positions_of(cls))
-    else:
-        by_type: Dict[type, List[ast.AST]] = {}
+    by_type: Dict[type, List[ast.AST]] = {}
+    if nodes is None:
         for node in ast.walk(tree):
             by_type.setdefault(type(node), []).append(node)
-        of_type = lambda cls: by_type.get(cls, ())  # noqa: E731
+
+    def of_type(cls: Type[NodeT]) -> List[NodeT]:
+        if nodes is not None:
+            return nodes.of_type(cls)
+        return cast(List[NodeT], by_type.get(cls, []))  # (the nodes of class cls)
     found: Dict[str, List[str]] = {}
     for node in of_type(ast.Import):
         for alias in node.names:
@@ -447,28 +461,26 @@ def _bindings(tree: ast.Module, nodes=None) -> Dict[str, List[str]]:
     for node in of_type(ast.Name):
         if node.ctx.__class__ is not ast.Load:
             found.setdefault(node.id, []).append("other")
-    for cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-        for node in of_type(cls):
-            found.setdefault(node.name, []).append("other")
+    for definition in of_type(ast.FunctionDef) + of_type(ast.AsyncFunctionDef) + of_type(ast.ClassDef):
+        found.setdefault(definition.name, []).append("other")
     for node in of_type(ast.arg):
         found.setdefault(node.arg, []).append("other")
-    for cls in (ast.Global, ast.Nonlocal):
-        for node in of_type(cls):
-            for name in node.names:
-                found.setdefault(name, []).append("other")
+    for declaration in of_type(ast.Global) + of_type(ast.Nonlocal):
+        for name in declaration.names:
+            found.setdefault(name, []).append("other")
     for node in of_type(ast.ExceptHandler):
         if node.name:
             found.setdefault(node.name, []).append("other")
     for cls, field in _MATCH_BINDINGS:
         for node in of_type(cls):
-            name = getattr(node, field, None)
-            if isinstance(name, str):
-                found.setdefault(name, []).append("other")
+            bound = getattr(node, field, None)
+            if isinstance(bound, str):
+                found.setdefault(bound, []).append("other")
     return found
 
 
 # Match patterns that bind a name, and the field that holds it.
-_MATCH_BINDINGS = tuple((getattr(ast, cls), field) for cls, field in (
+_MATCH_BINDINGS: Tuple[Tuple[Type[ast.AST], str], ...] = tuple((getattr(ast, cls), field) for cls, field in (
     ("MatchAs", "name"), ("MatchStar", "name"), ("MatchMapping", "rest")) if hasattr(ast, cls))
 
 
