@@ -29,13 +29,14 @@ import logging
 import sys
 import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List, Optional, Sequence, Tuple, TypeVar
 from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
@@ -57,7 +58,8 @@ from .publishing import (Diagnostics, PullReport, changed_while_analysed, file_d
                          publish_file, pull_report)
 from .scheduler import Scheduler, Snapshot, Stale
 from .state import ClientSupport, DocumentState, OpenDocuments, Verification
-from .verification import VERIFY_COMMAND, ProjectScans, VerifyServices, code_lenses, still_wanting, verify_module
+from .verification import (VERIFY_COMMAND, ProjectScans, VerifyRuns, VerifyServices, code_lenses, still_wanting,
+                           verify_module)
 from .views import DocumentView
 from .workspace_settings import SECTION, OptionsResolver, parse_settings, unwrap
 
@@ -67,6 +69,10 @@ if TYPE_CHECKING:
     from ..analysis.inference import JediInference
 
 log = logging.getLogger("torchlint.lsp")
+
+# How long ``shutdown`` waits for the verifications it cancels: a probe is killed at once (no
+# grace), so this bounds only a child that cannot be reaped.
+SHUTDOWN_WAIT_SECONDS = 10.0
 
 
 class Protocol(LanguageServerProtocol):
@@ -80,6 +86,20 @@ class Protocol(LanguageServerProtocol):
                 self._send_response(data["id"], error=types.ResponseError(
                     code=error.code, message="%s: invalid params for %s" % (error.message, data["method"])))
             raise
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        """pygls' own, but for the loop that cancels the other requests: pygls iterates over the
+        dict that a cancelled request's callback removes it from, so a request in flight (an
+        executeCommand: a verification) made ``shutdown`` fail and the server never exit."""
+        user_handler = self.fm.features.get(types.SHUTDOWN)
+        if user_handler is not None:
+            yield user_handler, args, None
+        this_request = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != this_request and not future.done():
+                future.cancel()
+        self._shutdown = True
 
     def _check_handler_result(self, future: "Future[Any]") -> None:
         # pygls 2.1 keeps the future of each notification its generator, coroutine or thread
@@ -109,6 +129,7 @@ class TorchlintServer(LanguageServer):
                                        lambda message: self.messages.log(message, types.MessageType.Warning))
         self.inference = InferenceLayers(lambda message: self.messages.log(message, types.MessageType.Info),
                                          self.messages.warn_once)
+        self.verify_runs = VerifyRuns()  # the verifications in flight (shutdown ends them)
         # Two waves: names at once, then jedi refines the same snapshot.
         self.inference_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-jedi")
         self.scheduler = Scheduler(self.document_state, self.analyse, self.publish, self.executor,
@@ -376,7 +397,19 @@ class TorchlintServer(LanguageServer):
     def verify_services(self) -> VerifyServices:
         return VerifyServices(log=self.messages.log, show=self.messages.show, warn_once=self.inference.warn_once,
                               progress=self.work_done_progress, deliver=self.deliver_verification,
-                              note_inputs=self.note_inputs)
+                              note_inputs=self.note_inputs, runs=self.verify_runs)
+
+    async def stop(self) -> None:
+        """``shutdown``: end the verifications in flight (their probes are killed, their progress
+        ends; ``SHUTDOWN_WAIT_SECONDS`` at most), then the analyses scheduled or waiting for a
+        thread and the lens scans. A check already under way runs to its end on its thread."""
+        await self.verify_runs.stop(SHUTDOWN_WAIT_SECONDS)
+        for record in self.documents:
+            record.runs.stop()
+        self.scheduler.invalidate()  # what still finishes is stale: never published
+        self.lens_scans.close()
+        for executor in (self.executor, self.inference_executor):
+            executor.shutdown(wait=False, cancel_futures=True)
 
     def refresh(self) -> None:
         """Settings changed: analyse every open document again."""
@@ -498,6 +531,11 @@ def initialize(server: TorchlintServer, params: types.InitializeParams) -> None:
 async def initialized(server: TorchlintServer, params: types.InitializedParams) -> None:
     if await server.fetch_settings():
         server.refresh()
+
+
+@handles(types.SHUTDOWN)
+async def shutdown(server: TorchlintServer, params: None) -> None:
+    await server.stop()
 
 
 @handles(types.WORKSPACE_DID_CHANGE_CONFIGURATION)

@@ -42,7 +42,7 @@ import time
 import uuid
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 from urllib.parse import unquote, urlparse
 
@@ -341,6 +341,36 @@ def path_of(uri: str) -> Optional[str]:
     return unquote(parsed.path) if parsed.scheme == "file" else None
 
 
+class VerifyRuns:
+    """The verifications in flight, so that the server's ``shutdown`` ends them (their probes,
+    their progress) instead of waiting for their timeouts; once stopped, a run is cancelled as it
+    starts. Used on the event loop."""
+
+    def __init__(self) -> None:
+        self._running: Dict[threading.Event, "asyncio.Future[None]"] = {}  # a run's cancel -> its end
+        self.stopped = False
+
+    def track(self, cancel: threading.Event) -> None:
+        """A run starts; ``cancel`` ends it (set at once when the server is stopping)."""
+        if self.stopped:
+            cancel.set()
+        self._running[cancel] = asyncio.get_running_loop().create_future()
+
+    def ended(self, cancel: threading.Event) -> None:
+        """The run is over: its child reaped, its progress ended."""
+        end = self._running.pop(cancel, None)
+        if end is not None and not end.done():
+            end.set_result(None)
+
+    async def stop(self, seconds: float) -> None:
+        """Cancel every run and wait, ``seconds`` at most, for them to be over."""
+        self.stopped = True
+        for cancel in self._running:
+            cancel.set()
+        if self._running:
+            await asyncio.wait(list(self._running.values()), timeout=seconds)
+
+
 @dataclass(frozen=True)
 class VerifyServices:
     """What a run needs of the server."""
@@ -355,6 +385,7 @@ class VerifyServices:
     # Keeps, for the lens of the document at uri, which of a run's classes want example inputs
     # (class -> True) and which got them (False).
     note_inputs: Callable[[str, Dict[str, bool]], None] = lambda uri, wanted: None
+    runs: VerifyRuns = field(default_factory=VerifyRuns)  # the server's runs in flight
 
 
 async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Optional[Tuple[str, Optional[int]]]],
@@ -407,6 +438,7 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
 
     loop = asyncio.get_running_loop()
     ended = "stopped"  # what the progress says at its end, whatever ends the run
+    services.runs.track(cancel)
     try:
         report = await loop.run_in_executor(None, lambda: verify_file(
             path, request["class_name"], device, settings.verify_timeout, init_kwargs=request["init_kwargs"],
@@ -424,6 +456,7 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
     finally:
         if token is not None:
             progress.end(token, types.WorkDoneProgressEnd(message=ended))
+        services.runs.ended(cancel)
     summary = ended
     services.deliver(uri, version, text, report_to_findings(report, text, path))
     services.note_inputs(uri, inputs_wanted(report))
