@@ -13,8 +13,9 @@ editor. ``tests/test_settings.py`` checks package.json's ``contributes.configura
 :func:`vscode_schema`, that every allowed value is accepted by the code that reads it, and that
 every setting arrives from each source it declares.
 
-Adding a setting: a field here (and its entry in package.json when the editor offers it),
-then the code that uses it.
+Adding a setting: a field here and the code that uses it; then ``tools/settings_docs.py`` writes
+package.json's entry (when the editor offers it) and the settings tables of the extension's
+README and docs/vscode.md from this declaration (``tests/test_settings_docs.py`` fails until it ran).
 """
 from __future__ import annotations
 
@@ -476,6 +477,8 @@ def json_type(kind: Any) -> Any:
 
 
 def json_default(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # 120, not 120.0: the same number, as package.json's readers write it
     if isinstance(value, tuple):
         return [] if not value or not isinstance(value[0], tuple) else dict(value)
     return value
