@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 
 from . import torch_names as tn
 from .inference_cache import dependency
+from . import jedi_access
 from .jedi_access import BudgetSpent, JediName, JediScript, within_deadline
-from .project_files import _MATCH_BINDINGS, ImportNode, _bindings, _builtin_class, _statement_walk
+from .project_answers import ASK, QUESTION_FILE, Ask, CheckedFile, FilesAnswer, rebinds
+from .project_files import ImportNode, _bindings, _builtin_class, _statement_walk
 from .reduced_text import TopLevel
 from .scopes import ClassInfo, NodeTable, Scope
 from .source import SourceText
@@ -64,6 +66,8 @@ class FileInference:
         self._units: Optional[TopLevel] = None  # see _script_for
         self._kept: Optional[Set[int]] = None  # top-level statements the script's text holds (None: all)
         self._unknowable: Dict[Tuple[int, str], str] = {}  # see _of_an_unknowable_parameter
+        self._checked: Optional[CheckedFile] = None  # see _from_files
+        self._question: Optional[JediScript] = None  # the last Script of a question's own text (_classify)
         if project.cache is not None:
             self._cache_key = project.cache.key(project.environment_id, self.path, text)
             self._answers = project.cache.load(self._cache_key) or {}
@@ -154,6 +158,16 @@ class FileInference:
         if self.project.failure is not None or self.note is not None or self._never_a_value(node) \
                 or self._of_an_unknowable_parameter(node):
             return None
+        read = self._from_files(node)
+        if not isinstance(read, Ask):
+            self._remember(key, _encode(read))
+            return read
+        asked = self._question_key(node)
+        if asked is not None and asked in self.project.asked:
+            value, depended_on = self.project.asked[asked]
+            self._read.update(depended_on)
+            self._remember(key, _encode(value))
+            return value
         try:
             value = self._ask(lambda: self._classify(node))
         except BudgetSpent:
@@ -161,9 +175,40 @@ class FileInference:
         except Exception:  # jedi has its own bugs; an unknown is always a safe answer
             log.debug("jedi inference failed at %s:%s", self.path, node.lineno, exc_info=True)
             value = None
+            asked = None
         if self.project.failure is None:  # an answer cut short by a timeout is not one to keep
             self._remember(key, _encode(value))
+            script = self._script if self._script is not None else self._question
+            if asked is not None and script is not None:
+                # What jedi read so far for this file: more than this answer needs, which only
+                # makes a later change elsewhere re-ask more often.
+                depends_on = self.project.loaded_files(script)
+                if depends_on is not None:
+                    self.project.asked[asked] = (value, frozenset(depends_on - {self.path}))
         return value
+
+    def _from_files(self, node: ast.expr) -> FilesAnswer:
+        """The answer the project's files give without jedi (see project_answers), or ASK."""
+        checked = self._checked_file()
+        if checked is None:
+            return ASK
+        try:
+            return self.project.answers.answer(checked, node, self._read)
+        except (OSError, ValueError, RecursionError):
+            return ASK
+
+    def _checked_file(self) -> Optional[CheckedFile]:
+        if self._checked is None and self._nodes is not None:
+            tree = self._checked_tree()
+            if tree is not None:
+                self._checked = CheckedFile(self.path, tree, self._nodes.parent, self._file_bindings())
+        return self._checked
+
+    def _question_key(self, node: ast.expr) -> Optional[Tuple[object, ...]]:
+        """See project_answers.ProjectAnswers.question_key; only in a run that shares states (the
+        CLI's), where files do not change while it lasts."""
+        checked = self._checked_file() if self.project.share_states else None
+        return self.project.answers.question_key(checked, node) if checked is not None else None
 
     def _file_bindings(self) -> Dict[str, List[str]]:
         if self._bindings is None:
@@ -253,9 +298,11 @@ class FileInference:
             self.project.notes[self.path] = self.note
         cache = self.project.cache
         keep = cache is not None and self._asked and self.project.failure is None
-        loaded: Optional[Set[str]] = self.project.loaded_files(self._script) if keep and self._script is not None \
-            else set()
+        last = self._script if self._script is not None else self._question
+        loaded: Optional[Set[str]] = self.project.loaded_files(last) if keep and last is not None else set()
         self.project.done_with(self._script)
+        if self._question is not None:
+            self.project.done_with(self._question)
         if cache is None or self._cache_key is None or not keep or loaded is None:
             return  # loaded None: cannot tell what the answers depend on (kept for this run only)
         read = (self._read | loaded) - {self.path}
@@ -296,7 +343,8 @@ class FileInference:
         """A question failed midway: its state is not shared any more, and its script, whose
         tree jedi no longer keeps, is not asked again (a later question gets a fresh one)."""
         self.project.done_with(self._script, spoiled=True)
-        self._script, self._kept = None, None
+        self.project.done_with(self._question, spoiled=True)
+        self._script, self._kept, self._question = None, None, None
 
     def _stop(self, budget: float) -> None:
         self.note = ("type inference stopped after %.3g s (the per-file budget, --infer-budget); "
@@ -304,16 +352,35 @@ class FileInference:
         self._asked = False  # an incomplete set of answers: not kept on disk
 
     def _classify(self, node: ast.expr) -> Optional[Value]:
+        question = self._question_text(node)
+        if question is not None:
+            text, at_line, at_column = question
+            script = self._question = self.project.new_script(text, os.path.join(os.path.dirname(self.path),
+                                                                                 QUESTION_FILE))
+            try:
+                return self._answer(node, script.infer(at_line, at_column), script)
+            finally:
+                self._read |= self.project.loaded_files(script) or set()
+                jedi_access.forget_parsed(script.path)
         target = node.func if isinstance(node, ast.Call) else node
         line, column = _last_token(target, self.text, self.source)
         if line is None:
             return None
-        names = self._script_for(node).infer(line, column)
+        script = self._script_for(node)
+        return self._answer(node, script.infer(line, column), script)
+
+    def _question_text(self, node: ast.expr) -> Optional[Tuple[str, int, int]]:
+        """See project_answers.ProjectAnswers.question_text; in a run that shares states (the CLI's)."""
+        checked = self._checked_file() if self.project.share_states else None
+        return self.project.answers.question_text(checked, node) if checked is not None else None
+
+    def _answer(self, node: ast.expr, names: List[JediName], script: JediScript) -> Optional[Value]:
+        """The answer jedi's ``names`` (what it inferred at ``node`` in ``script``) give."""
         if not names:
             return None
         if isinstance(node, ast.Call):
             if len(names) == 1 and names[0].type == "function":
-                return self._returned(names[0])
+                return self._returned(names[0], script)
             results: List[JediName] = []
             for name in names:
                 if name.type == "function":
@@ -328,7 +395,7 @@ class FileInference:
             return self._values(names, constructed=True)
         return self._values(names, constructed=False)
 
-    def _returned(self, function: JediName) -> Optional[Value]:
+    def _returned(self, function: JediName, script: JediScript) -> Optional[Value]:
         """What a helper returns. jedi executes it without the call's arguments, so the answer is
         the function's own: one helper defined in another file is executed once per process."""
         module_path = str(function.module_path or "")
@@ -344,7 +411,7 @@ class FileInference:
                 self._read = outer
             # Everything this file's jedi state has read so far: more than the helper needs,
             # which only makes a later change elsewhere re-ask more often.
-            read |= self.project.loaded_files(self.script) or set()
+            read |= self.project.loaded_files(script) or set()
             read.discard(self.path)  # the file that asked first: not what the helper depends on
             self.project._return_cache[key] = (value, frozenset(read))
         value, read_from = self.project._return_cache[key]
@@ -457,17 +524,6 @@ def _unknowable_parameter(function: Union[ast.FunctionDef, ast.AsyncFunctionDef]
     body_line = function.body[0].lineno if function.body else function.lineno
     if "type:" in "".join(source.line(n) for n in range(function.lineno, body_line + 1)):
         return "no"  # a type comment
-    for node in ast.walk(function):  # any other binding of the name in the function, nested code too
-        if node is param:
-            continue
-        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) \
-                or isinstance(node, ast.arg) and node.arg == name \
-                or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name \
-                or isinstance(node, ast.alias) and (node.asname or node.name.split(".", 1)[0]) == name \
-                or isinstance(node, ast.ExceptHandler) and node.name == name \
-                or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
-            return "no"
-        for cls, field in _MATCH_BINDINGS:
-            if isinstance(node, cls) and getattr(node, field, None) == name:
-                return "no"
+    if rebinds(function, name, param):  # any other binding of the name in the function, nested code too
+        return "no"
     return "default-none" if default is not None else "unknowable"

@@ -51,6 +51,7 @@ from .jedi_access import (JEDI_MAIN, AnalysedEnvironment, InferenceState, Interp
 from .environments import Interpreter, choose_interpreter, interpreter_timeout, own_interpreter
 from .file_inference import FileInference, _last_token
 from .inference_cache import InferenceCache, fingerprint
+from .project_answers import QUESTION_FILE, ProjectAnswers
 from .project_files import ProjectFiles
 from .scopes import NodeTable
 from .source import SourceText
@@ -183,6 +184,9 @@ class JediInference(ProjectFiles):
         self._environment_id: Optional[str] = None
         self.notes: Dict[str, str] = {}  # path -> why inference stopped early there (take_notes)
         self._return_cache: Dict[Tuple[str, int, int], Tuple[Optional[Value], FrozenSet[str]]] = {}
+        self.answers = ProjectAnswers(self, self._return_cache)  # what files tell without jedi
+        # jedi's answers by what was asked about, the same in any file (ProjectAnswers.question_key)
+        self.asked: Dict[Tuple[object, ...], Tuple[Optional[Value], FrozenSet[str]]] = {}
         self._warmed = threading.Event()
         self._since_trim = 0  # files since trim_memory last dropped jedi's state
 
@@ -358,7 +362,7 @@ class JediInference(ProjectFiles):
             files = jedi_access.loaded_files(script)
         except Exception:  # jedi's internals moved: answers are then not kept on disk
             return None
-        return {f for f in files if self.is_project_file(f)}
+        return {f for f in files if self.is_project_file(f) and os.path.basename(f) != QUESTION_FILE}
 
     def _base_asker(self, path: str, text: str) -> Callable[[ast.expr, int, Set[str]], bool]:
         """jedi, for the bases of a class in another file that reading files could not settle: one

@@ -1,0 +1,724 @@
+"""Answers the project's own files give without jedi (issue 23).
+
+On real code most questions the checks leave to jedi have a few shapes: an attribute of a
+parameter annotated with a project class (``config.hidden_size`` in ``def __init__(self,
+config: LlamaConfig)``, ``self.config.rope_theta``), ``getattr(config, "x", default)``, a name
+imported from another module of the project (``ACT2FN``). To answer one, jedi parses the
+checked file (about half of the inference's time) and the modules it follows. Their syntax gives
+the same answer: this module reads the files (through :class:`~.project_files.ProjectFiles`,
+which keeps them parsed) and answers as jedi would, or says :data:`ASK` when it cannot be sure (a
+shape it does not know, a value it cannot type), and jedi is asked. Every file an answer was
+read from is added to the caller's ``read`` set (answers kept on disk depend on them).
+
+What is copied from jedi: an instance's attribute is found in the first of these that binds
+it: the ``self.<name> = ...`` assignments in the methods of each class of the MRO, then the
+class bodies, in MRO order. Its values are the union of what each binding infers to: for a
+parameter, its annotation, else its default (jedi does not search the calls); for a class
+attribute, its annotation, else its value. The answer is a plain value (OTHER) when every value
+is an int, a float, a str, a bool, bytes or None; unknown (None) when some value is another
+instance (a list, a project class that is not a Module), a function or a class; and jedi's
+when a value may be a tensor or a Module (see file_inference.FileInference._values).
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+import threading
+import weakref
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Protocol, Set, Tuple, Union
+
+from .project_files import _MATCH_BINDINGS, ProjectFiles, _binds
+from .values import OTHER, Value
+
+
+class Ask:
+    def __repr__(self) -> str:
+        return "ASK"
+
+
+ASK = Ask()  # the files cannot tell: ask jedi
+QUESTION_FILE = "__torchlint_question__.py"  # where jedi reads a question's own text: beside the file asking
+FilesAnswer = Union[None, Value, Ask]  # an answer, or ASK
+KeptReturn = Tuple[str, int, int]  # a function of the project, by its file, and the line and column of its name
+
+
+class _Source(Protocol):
+    """A parsed file: the checked one, or one read by ProjectFiles."""
+
+    @property
+    def tree(self) -> Optional[ast.Module]: ...
+
+    @property
+    def bindings(self) -> Dict[str, List[str]]: ...
+
+
+class _Class:
+    """A class read from a file: its statement, and the file (its path, tree and bindings)."""
+
+    __slots__ = ("path", "source", "node")
+
+    def __init__(self, path: str, source: _Source, node: ast.ClassDef) -> None:
+        self.path, self.source, self.node = path, source, node
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Class) and other.node is self.node
+
+    def __hash__(self) -> int:
+        return id(self.node)
+
+
+# What a value is, as far as the answer goes: a plain value, another instance that is neither a
+# tensor nor a Module, or no instance (a function, a class object); or an instance of a project
+# class (to look attributes up in, or to ask whether it is a Module). A set stands for a union.
+_PLAIN, _NOT_PLAIN = "plain", "not plain"
+Values = FrozenSet[Union[str, _Class]]
+_NOTHING: Values = frozenset()
+_PLAIN_ONLY: Values = frozenset([_PLAIN])
+_NOT_PLAIN_ONLY: Values = frozenset([_NOT_PLAIN])
+
+_PLAIN_BUILTINS = frozenset(["int", "float", "str", "bool", "bytes"])
+_CONTAINER_BUILTINS = frozenset(["list", "dict", "tuple", "set", "frozenset"])
+_TYPING_CONTAINERS = frozenset(["List", "Dict", "Tuple", "Set", "FrozenSet"])
+# math's functions whose stubs return a float or an int.
+_MATH_NUMBERS = frozenset(["sqrt", "log", "log2", "log10", "exp", "floor", "ceil", "pow", "cos", "sin", "tan",
+                           "fabs", "isqrt"])
+_SLOTS = ("__getattr__", "__getattribute__")
+_MAX_DEPTH = 12  # imports and bases followed for one answer
+
+
+class CheckedFile:
+    """What the answers need of the file being checked: its tree, its nodes' parents and how it
+    binds each name (project_files._bindings)."""
+
+    def __init__(self, path: str, tree: ast.Module, parents: Dict[int, ast.AST],
+                 bindings: Dict[str, List[str]]) -> None:
+        self.path, self.tree, self.parents, self.bindings = path, tree, parents, bindings
+        # class id -> (the class, its MRO, the files read to find it): see ProjectAnswers._mro
+        self.mros: Dict[int, Tuple[ast.ClassDef, Optional[List[Optional[_Class]]], FrozenSet[str]]] = {}
+
+    def function_of(self, node: ast.AST) -> Optional[ast.AST]:
+        function = self.parents.get(id(node))
+        while function is not None and not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = self.parents.get(id(function))
+        return function
+
+    def bound_once(self, name: str) -> bool:
+        return len(self.bindings.get(name, ())) == 1 and "*" not in self.bindings
+
+
+class ProjectAnswers:
+    """Answers read from the project's files; what it learns of classes is kept with their trees."""
+
+    def __init__(self, files: ProjectFiles, returns: Optional[Dict[KeptReturn, Tuple[Optional[Value],
+                                                                                   FrozenSet[str]]]] = None) -> None:
+        self.files = files
+        # What jedi found a project function returns, by (file, line, column of its name): see
+        # file_inference.FileInference._returned. A call of a function found there is answered
+        # without jedi; the others are left to jedi, which adds them.
+        self.returns = returns if returns is not None else {}
+        self._attributes: "weakref.WeakKeyDictionary[ast.ClassDef, _ClassAttributes]" = weakref.WeakKeyDictionary()
+        self._answering = threading.local()  # .checked: the file whose question is being answered
+
+    def answer(self, checked: CheckedFile, node: ast.expr, read: Set[str]) -> FilesAnswer:
+        self._answering.checked = checked
+        try:
+            return self._answer(checked, node, read)
+        finally:
+            self._answering.checked = None
+
+    def _answer(self, checked: CheckedFile, node: ast.expr, read: Set[str]) -> FilesAnswer:
+        if isinstance(node, ast.Call):
+            returned = self._returned(checked, node.func, read)
+            if returned is not ASK:
+                return returned
+            values = self._call(checked, node, read)
+        elif isinstance(node, ast.Attribute):
+            values = self._attribute_chain(checked, node, read)
+        elif isinstance(node, ast.Name):
+            values = self._name(checked, node, read)
+        else:
+            return ASK
+        return self._answer_of(values, read)
+
+    def _answer_of(self, values: Union[Values, Ask], read: Set[str]) -> FilesAnswer:
+        if isinstance(values, Ask):
+            return ASK
+        kinds = set()
+        for value in values:
+            if isinstance(value, _Class):
+                if self.files.class_is_module(value.path, value.node.lineno, read=read):
+                    return ASK  # a Module: jedi's answer names its class
+                value = _NOT_PLAIN
+            kinds.add(value)
+        return OTHER if kinds == {_PLAIN} else None
+
+    def question_key(self, checked: CheckedFile, node: ast.expr) -> Optional[Tuple[object, ...]]:
+        """What a question asks about, named the same in every file that asks it, or None: an
+        imported name (``AutoModel``, ``nn.utils``), or a call of one (``AutoModel.from_config(c)``).
+        jedi's answer depends on nothing else: it infers what the name is, and runs a function
+        without the call's arguments (file_inference.FileInference._classify); so one file's
+        answer is every file's (kept per process: :attr:`FileInference.project`'s ``asked``)."""
+        call = isinstance(node, ast.Call)
+        expr = node.func if isinstance(node, ast.Call) else node
+        attributes: List[str] = []
+        while isinstance(expr, ast.Attribute):
+            attributes.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name) or not checked.bound_once(expr.id) or checked.tree is None:
+            return None
+        for statement in checked.tree.body:
+            if not isinstance(statement, (ast.Import, ast.ImportFrom)):
+                continue
+            for alias in statement.names:
+                if isinstance(statement, ast.Import):
+                    if (alias.asname or alias.name.split(".", 1)[0]) == expr.id:
+                        imported: Tuple[object, ...] = ("import", alias.name if alias.asname else expr.id)
+                        return (call, imported, tuple(reversed(attributes)))
+                elif (alias.asname or alias.name) == expr.id and alias.name != "*":
+                    if statement.level:
+                        module = self._module_of(checked.path, statement, project_only=False)
+                        if module is None or module == checked.path:
+                            return None
+                        imported = ("from file", module, alias.name)
+                    else:
+                        imported = ("from", statement.module, alias.name)
+                    return (call, imported, tuple(reversed(attributes)))
+        return None
+
+    def question_text(self, checked: CheckedFile, node: ast.expr) -> Optional[Tuple[str, int, int]]:
+        """A few lines that ask jedi what ``node`` asks, and the (line, column) to ask at; None
+        when the question needs the checked file's own text. jedi parses the text it is given
+        before answering (half of the inference's time); for a question about an imported name
+        (``AutoModel.from_config(c)``) or about a parameter whose annotation names imported
+        classes (``config.num_labels`` in ``def f(self, config: LlamaConfig)``), the import
+        statements and that parameter say all jedi reads to answer: what the name is, the
+        annotation, the classes' files; a call's arguments it never reads."""
+        target = node.func if isinstance(node, ast.Call) else node
+        parts: List[str] = []
+        root: ast.expr = target
+        while isinstance(root, ast.Attribute):
+            parts.append(root.attr)
+            root = root.value
+        if not isinstance(root, ast.Name) or checked.tree is None:
+            return None
+        expression = ".".join([root.id] + parts[::-1])
+        imports = _top_level_imports(checked.tree)
+        if checked.bound_once(root.id) and root.id in imports:
+            lines = [imports[root.id], expression]
+        else:
+            function = checked.function_of(root)
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return None
+            args = function.args
+            param = next((a for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg == root.id), None)
+            if param is None or param.annotation is None or rebinds(function, root.id, param):
+                return None
+            names = {n.id for n in ast.walk(param.annotation) if isinstance(n, ast.Name)}
+            if isinstance(param.annotation, ast.Constant) or any(
+                    name in checked.bindings and not (checked.bound_once(name) and name in imports) for name in names):
+                return None  # (a string annotation: its names are not checked here)
+            lines = sorted({imports[name] for name in names if name in imports})
+            lines += ["def question(%s: %s):" % (root.id, ast.unparse(param.annotation)), "    " + expression]
+        if any("\n" in line for line in lines):
+            return None
+        column = len(lines[-1]) - len(parts[0] if parts else root.id)
+        return "\n".join(lines) + ("()\n" if isinstance(node, ast.Call) else "\n"), len(lines), column
+
+    # -- the shapes -----------------------------------------------------------------------
+    def _call(self, checked: CheckedFile, node: ast.Call, read: Set[str]) -> Union[Values, Ask]:
+        func = node.func
+        if isinstance(func, ast.Name):
+            builtin = func.id not in checked.bindings and "*" not in checked.bindings
+            if func.id == "getattr" and builtin:
+                return _NOTHING  # jedi runs the builtin without the call's arguments: nothing
+            if func.id == "sorted" and builtin:
+                return _NOT_PLAIN_ONLY  # a list
+            if checked.bound_once(func.id):
+                found = self._definition(checked.path, checked, func.id, 0, read)
+                if isinstance(found, _Class) and not found.node.decorator_list:
+                    return frozenset([found])  # a new instance
+            return ASK
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr in _MATH_NUMBERS \
+                and checked.bindings.get(func.value.id) == ["import math"] and "*" not in checked.bindings:
+            return _PLAIN_ONLY
+        return ASK
+
+    def _returned(self, checked: CheckedFile, func: ast.expr, read: Set[str]) -> FilesAnswer:
+        """What a call of a function of another project file returns, when jedi has said already:
+        ``helper(x)``, ``Class.method(x)`` (a classmethod or a staticmethod)."""
+        if not self.returns:
+            return ASK
+        found: Union[None, _Class, Tuple[str, _Source, ast.stmt]] = None
+        if isinstance(func, ast.Name) and checked.bound_once(func.id):
+            found = self._definition(checked.path, checked, func.id, 0, read)
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and checked.bound_once(func.value.id):
+            owner = self._definition(checked.path, checked, func.value.id, 0, read)
+            if isinstance(owner, _Class):
+                found = self._class_function(owner, func.attr, read)
+        if not isinstance(found, tuple) or found[0] == checked.path:
+            return ASK  # (jedi does not keep what a function of the checked file returns)
+        path, source, function = found
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or any(
+                not (isinstance(d, ast.Name) and d.id in ("classmethod", "staticmethod"))
+                for d in function.decorator_list):
+            return ASK
+        column = _name_column(source, function)
+        kept = self.returns.get((path, function.lineno, column)) if column is not None else None
+        if kept is None:
+            return ASK
+        value, depends_on = kept
+        read.update(depends_on)
+        return value
+
+    def _class_function(self, cls: _Class, name: str, read: Set[str]) -> Optional[Tuple[str, _Source, ast.stmt]]:
+        """The function ``Class.name`` is, found in the class bodies of the MRO (None: anything else)."""
+        for each in self._mro(cls, read) or [None]:
+            if each is None:
+                return None
+            found = self._attributes_of(each).class_level(name)
+            if found is not None:
+                if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    return each.path, each.source, found
+                return None
+        return None
+
+    def _name(self, checked: CheckedFile, node: ast.Name, read: Set[str]) -> Union[Values, Ask]:
+        """A name bound once, at the top level, to a class, a function, or a new instance."""
+        if not checked.bound_once(node.id):
+            return ASK
+        found = self._definition(checked.path, checked, node.id, 0, read)
+        if isinstance(found, _Class):
+            return ASK if found.node.decorator_list else _NOT_PLAIN_ONLY  # the class itself
+        if isinstance(found, tuple):
+            path, source, statement = found
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return ASK if statement.decorator_list else _NOT_PLAIN_ONLY
+            if isinstance(statement, ast.Assign):
+                return self._module_value(path, source, statement.value, read)
+        return ASK
+
+    def _module_value(self, path: str, source: _Source, value: ast.expr, read: Set[str]) -> Union[Values, Ask]:
+        """A value assigned at the top level of a file: a constant, or a new instance of a class."""
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            found = self._definition(path, source, value.func.id, 0, read)
+            if isinstance(found, _Class) and not found.node.decorator_list:
+                return frozenset([found])
+            return ASK
+        return _literal(value)
+
+    def _attribute_chain(self, checked: CheckedFile, node: ast.Attribute, read: Set[str]) -> Union[Values, Ask]:
+        """``root.a.b``: the root a parameter annotated with a project class, or a method's self."""
+        names: List[str] = []
+        root: ast.expr = node
+        while isinstance(root, ast.Attribute):
+            names.append(root.attr)
+            root = root.value
+        if not isinstance(root, ast.Name):
+            return ASK
+        values = self._parameter_of_checked(checked, root, read)
+        for name in reversed(names):
+            if isinstance(values, Ask) or not values:
+                return values
+            values = _union(self._instance_attribute(value, name, read) if isinstance(value, _Class) else ASK
+                            for value in values)
+        return values
+
+    def _parameter_of_checked(self, checked: CheckedFile, name: ast.Name, read: Set[str]) -> Union[Values, Ask]:
+        function = checked.function_of(name)
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return ASK
+        args = function.args
+        positional = args.posonlyargs + args.args
+        param = next((a for a in positional + args.kwonlyargs if a.arg == name.id), None)
+        if param is None or rebinds(function, name.id, param):
+            return ASK
+        owner = checked.parents.get(id(function))
+        if param.annotation is None and isinstance(owner, ast.ClassDef) and positional and positional[0] is param \
+                and not function.decorator_list:
+            return frozenset([_Class(checked.path, checked, owner)])  # self
+        if param.annotation is None:
+            return ASK
+        return self._annotation(checked.path, checked, param.annotation, read)
+
+    # -- definitions, through imports -----------------------------------------------------
+    def _definition(self, path: str, source: _Source, name: str, depth: int,
+                    read: Set[str]) -> Union[None, _Class, Tuple[str, _Source, ast.stmt]]:
+        """What ``name`` is bound to at the top level of the file at ``path``, following ``from``
+        imports of the project's modules: a class, else ``(path, tree, statement)`` for a function
+        or a single plain assignment; None when anything else may bind it (a condition, a star
+        import, a module of the environment)."""
+        if depth > _MAX_DEPTH or source.tree is None:
+            return None
+        found: Optional[ast.stmt] = None
+        for stmt in source.tree.body:
+            if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+                found = stmt
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                if any(alias.name == "*" for alias in stmt.names):
+                    return None
+                if any((alias.asname or alias.name.split(".", 1)[0]) == name for alias in stmt.names):
+                    found = stmt
+            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and stmt.targets[0].id == name:
+                found = stmt
+            elif _binds(stmt, name):
+                return None
+        if isinstance(found, ast.ClassDef):
+            return _Class(path, source, found)
+        if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign)):
+            return path, source, found
+        if not isinstance(found, ast.ImportFrom):
+            return None
+        alias = next(a for a in found.names if (a.asname or a.name) == name)
+        module = self._module_of(path, found)
+        if module is None:
+            return None
+        read.add(module)
+        return self._definition(module, self.files._read_file(module), alias.name, depth + 1, read)
+
+    def _module_of(self, path: str, node: ast.ImportFrom, project_only: bool = True) -> Optional[str]:
+        """The project file a ``from`` import reads (None: a package's submodule, one of the
+        environment's unless not ``project_only``)."""
+        if not node.module:
+            return None
+        if node.level:
+            folder = path
+            for _ in range(node.level):
+                folder = os.path.dirname(folder)
+            folders: Tuple[str, ...] = (folder,)
+        else:
+            folders = self.files._search_path(path)
+        module = self.files._module_file(node.module.split("."), folders)
+        if module is None or project_only and (not module.endswith(".py")
+                                               or module.startswith(self.files._environment_dirs)):
+            return None
+        return module
+
+    # -- attributes of instances ----------------------------------------------------------
+    def _instance_attribute(self, cls: _Class, name: str, read: Set[str],
+                            looking_up: FrozenSet[str] = frozenset()) -> Union[Values, Ask]:
+        """``looking_up``: the attributes of the same instance whose values led here (a cycle: ASK)."""
+        mro = self._mro(cls, read)
+        if mro is None or name in looking_up or name.startswith("__") and not name.endswith("__"):
+            return ASK  # (a private name is mangled)
+        for each in mro:
+            if each is None:
+                return ASK  # a base from the environment may assign it (torch's Module does so)
+            bindings = self._attributes_of(each).assigned.get(name)
+            if bindings is ASK:
+                return ASK
+            if bindings:
+                return _union(self._assigned(each, function, statement, read, cls, looking_up | {name})
+                              for function, statement in bindings)  # type: ignore[union-attr]
+        for each in mro:
+            if each is None:
+                return ASK
+            found = self._attributes_of(each).class_level(name)
+            if found is ASK:
+                return ASK
+            if found is not None:
+                return self._class_level(each, found, read)  # type: ignore[arg-type]
+        if any(each is not None and self._attributes_of(each).custom_getattr for each in mro):
+            return ASK  # jedi runs __getattr__ for a name found nowhere
+        return _NOTHING
+
+    def _attributes_of(self, cls: _Class) -> "_ClassAttributes":
+        attributes = self._attributes.get(cls.node)
+        if attributes is None:
+            attributes = self._attributes[cls.node] = _ClassAttributes(cls.node)
+        return attributes
+
+    def _mro(self, cls: _Class, read: Set[str]) -> Optional[List[Optional[_Class]]]:
+        """The class and its bases, left to right and depth first (C3 but for diamonds); None
+        stands for a base of the environment, past which nothing is known. None when a base is
+        neither. Kept while a file is checked (not longer: it holds the trees it was read from)."""
+        checked: Optional[CheckedFile] = getattr(self._answering, "checked", None)
+        kept = checked.mros.get(id(cls.node)) if checked is not None else None
+        if kept is not None:
+            read.update(kept[2])
+            return kept[1]
+        bases_read: Set[str] = set()
+        mro = self._linearized(cls, 0, bases_read)
+        if checked is not None:
+            checked.mros[id(cls.node)] = (cls.node, mro, frozenset(bases_read))
+        read.update(bases_read)
+        return mro
+
+    def _linearized(self, cls: _Class, depth: int, read: Set[str]) -> Optional[List[Optional[_Class]]]:
+        node = cls.node
+        if depth > _MAX_DEPTH or node.keywords:
+            return None
+        order: List[Optional[_Class]] = [cls]
+        for base in node.bases:
+            if isinstance(base, ast.Name) and base.id == "object":
+                continue
+            found = self._definition(cls.path, cls.source, base.id, depth + 1, read) \
+                if isinstance(base, ast.Name) else None
+            if found is None:
+                order.append(None)
+                continue
+            if not isinstance(found, _Class):
+                return None
+            bases = self._linearized(found, depth + 1, read)
+            if bases is None:
+                return None
+            order.extend(b for b in bases if b is None or b not in order)
+        return order
+
+    def _assigned(self, cls: _Class, function: ast.AST, statement: ast.stmt, read: Set[str], instance: _Class,
+                  looking_up: FrozenSet[str]) -> Union[Values, Ask]:
+        """The values of ``self.<name> = value`` in a method of ``cls``, for an ``instance``."""
+        if isinstance(statement, ast.AnnAssign):
+            return self._annotation(cls.path, cls.source, statement.annotation, read)
+        assert isinstance(statement, ast.Assign) and isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+        value = statement.value
+        args = function.args
+        positional = args.posonlyargs + args.args
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and positional \
+                and value.value.id == positional[0].arg and not rebinds(function, value.value.id, positional[0]):
+            return self._instance_attribute(instance, value.attr, read, looking_up)  # self.<other>
+        if not isinstance(value, ast.Name):
+            return _literal(value)
+        if args.vararg is not None and args.vararg.arg == value.id or args.kwarg is not None \
+                and args.kwarg.arg == value.id:
+            return _NOT_PLAIN_ONLY  # a tuple, a dict
+        param = next((a for a in positional + args.kwonlyargs if a.arg == value.id), None)
+        if param is None or param is positional[0] or rebinds(function, value.id, param):
+            return ASK
+        if param.annotation is not None:
+            return self._annotation(cls.path, cls.source, param.annotation, read)
+        if param in positional:
+            index = positional.index(param) - (len(positional) - len(args.defaults))
+            default = args.defaults[index] if index >= 0 else None
+        else:
+            default = args.kw_defaults[args.kwonlyargs.index(param)]
+        return _NOTHING if default is None else _literal(default)  # jedi does not search the calls
+
+    def _class_level(self, cls: _Class, statement: ast.stmt, read: Set[str]) -> Union[Values, Ask]:
+        if isinstance(statement, ast.AnnAssign):  # the annotation is what jedi reads
+            return self._annotation(cls.path, cls.source, statement.annotation, read)
+        if isinstance(statement, ast.Assign):
+            return _literal(statement.value)
+        assert isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        return ASK if statement.decorator_list else _NOT_PLAIN_ONLY  # a method, a nested class
+
+    def _annotation(self, path: str, source: _Source, node: ast.expr, read: Set[str]) -> Union[Values, Ask]:
+        """What an annotation in the file at ``path`` says the value is."""
+        node = _unquoted(node)
+        if isinstance(node, ast.Constant) and node.value is None:
+            return _PLAIN_ONLY
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            return _union([self._annotation(path, source, node.left, read),
+                           self._annotation(path, source, node.right, read)])
+        bindings = source.bindings
+        if "*" in bindings:
+            return ASK
+        if isinstance(node, ast.Name):
+            if node.id not in bindings:
+                if node.id in _PLAIN_BUILTINS:
+                    return _PLAIN_ONLY
+                return _NOT_PLAIN_ONLY if node.id in _CONTAINER_BUILTINS else ASK
+            found = self._definition(path, source, node.id, 0, read) if len(bindings[node.id]) == 1 else None
+            return frozenset([found]) if isinstance(found, _Class) else ASK
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            head = node.value.id
+            from_typing = bindings.get(head) == ["from typing.%s" % head]
+            if head in _CONTAINER_BUILTINS and head not in bindings or from_typing and head in _TYPING_CONTAINERS:
+                return _NOT_PLAIN_ONLY
+            members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if from_typing and head == "Optional" and len(members) == 1:
+                return _union([self._annotation(path, source, members[0], read), _PLAIN_ONLY])
+            if from_typing and head == "Union":
+                return _union(self._annotation(path, source, member, read) for member in members)
+        return ASK
+
+
+class _ClassAttributes:
+    """What one class body binds, found in one pass: ``self.<name>`` assignments in its methods
+    (ASK for a name bound in a way not typed here: a tuple target, ``+=``, a loop, a nested
+    function) and the names of the class body."""
+
+    def __init__(self, node: ast.ClassDef) -> None:
+        self.assigned: Dict[str, Union[Ask, List[Tuple[ast.AST, ast.stmt]]]] = {}
+        self._body: Dict[str, Union[Ask, ast.stmt]] = {}
+        self.custom_getattr = False  # a __getattr__ / __getattribute__ that may answer what is found nowhere
+        for statement in node.body:
+            self._body_statement(statement)
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._method(statement)
+                if statement.name in _SLOTS and not _returns_objects_own(statement):
+                    self.custom_getattr = True
+
+    def class_level(self, name: str) -> Union[None, Ask, ast.stmt]:
+        return self._body.get(name)
+
+    def _body_statement(self, statement: ast.stmt) -> None:
+        name = None
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            name = statement.target.id
+        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0], ast.Name):
+            name = statement.targets[0].id
+        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            name = statement.name
+        if name is not None:  # bound twice: which binding jedi reads is not copied here
+            self._body[name] = ASK if name in self._body else statement
+            return
+        for bound in _names_bound(statement):
+            self._body[bound] = ASK
+
+    def _method(self, method: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
+        positional = method.args.posonlyargs + method.args.args
+        if not positional:
+            return
+        me = positional[0].arg  # jedi's self: the first parameter, whatever the decorators
+        for statement, nested in _statements(method):
+            targets = _targets(statement)
+            for target in targets:
+                for store in _attribute_stores(target):
+                    if not (isinstance(store.value, ast.Name) and store.value.id == me):
+                        continue
+                    simple = not nested and target is store and (
+                        isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                        or isinstance(statement, ast.AnnAssign))
+                    known = self.assigned.get(store.attr)
+                    if not simple:
+                        self.assigned[store.attr] = ASK
+                    elif known is not ASK:
+                        self.assigned.setdefault(store.attr, []).append((method, statement))  # type: ignore[union-attr]
+
+
+def _top_level_imports(tree: ast.Module) -> Dict[str, str]:
+    """Each name the top level of a module imports, and one statement that imports just it."""
+    found: Dict[str, str] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                found[alias.asname or alias.name.split(".", 1)[0]] = "import " + ast.unparse(alias)
+        elif isinstance(statement, ast.ImportFrom) and statement.module != "__future__":
+            for alias in statement.names:
+                if alias.name != "*":
+                    found[alias.asname or alias.name] = "from %s%s import %s" % (
+                        "." * statement.level, statement.module or "", ast.unparse(alias))
+    return found
+
+
+def _name_column(source: _Source, function: ast.AST) -> Optional[int]:
+    """The column of a ``def``'s name in its line, in code points (as jedi counts)."""
+    text = getattr(source, "text", None)
+    if not isinstance(text, str) or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    lines = text.splitlines()
+    if function.lineno > len(lines):
+        return None
+    match = re.search(r"\bdef\s+(%s)\b" % re.escape(function.name), lines[function.lineno - 1])
+    return match.start(1) if match else None
+
+
+def _targets(statement: ast.stmt) -> List[ast.expr]:
+    if isinstance(statement, (ast.Assign, ast.Delete)):
+        return statement.targets
+    if isinstance(statement, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+        return [statement.target]
+    if isinstance(statement, (ast.With, ast.AsyncWith)):
+        return [item.optional_vars for item in statement.items if item.optional_vars is not None]
+    return []
+
+
+def _attribute_stores(target: ast.expr) -> Iterator[ast.Attribute]:
+    if isinstance(target, ast.Attribute):
+        yield target
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _attribute_stores(element)
+    elif isinstance(target, ast.Starred):
+        yield from _attribute_stores(target.value)
+
+
+def _names_bound(statement: ast.stmt) -> Iterator[str]:
+    """Names a class-body statement other than a plain assignment or definition may bind."""
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            yield node.id
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name
+        elif isinstance(node, ast.alias):
+            yield node.asname or node.name.split(".", 1)[0]
+
+
+def _statements(function: ast.AST) -> Iterator[Tuple[ast.stmt, bool]]:
+    """The statements in ``function``'s body, nested ones too, each with whether it is inside a
+    nested function or class."""
+    todo = [(child, False) for child in ast.iter_child_nodes(function) if isinstance(child, ast.stmt)]
+    while todo:
+        statement, nested = todo.pop()
+        yield statement, nested
+        inner = nested or isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        for child in ast.iter_child_nodes(statement):
+            if isinstance(child, ast.stmt):
+                todo.append((child, inner))
+            elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                todo.extend((grandchild, inner) for grandchild in child.body)
+
+
+def _returns_objects_own(function: ast.AST) -> bool:
+    """A ``__getattribute__`` that returns what ``object``'s does (``super().__getattribute__(key)``):
+    jedi finds nothing there either."""
+    returns = [n for n in ast.walk(function) if isinstance(n, ast.Return)]
+    return bool(returns) and all(
+        isinstance(r.value, ast.Call) and isinstance(r.value.func, ast.Attribute)
+        and r.value.func.attr == "__getattribute__" and isinstance(r.value.func.value, ast.Call)
+        and isinstance(r.value.func.value.func, ast.Name) and r.value.func.value.func.id == "super"
+        for r in returns)
+
+
+def _union(parts: Iterable[Union[Values, Ask]]) -> Union[Values, Ask]:
+    values: Set[Union[str, _Class]] = set()
+    for part in parts:
+        if isinstance(part, Ask):
+            return ASK
+        values |= part
+    return frozenset(values)
+
+
+def _literal(node: ast.expr) -> Union[Values, Ask]:
+    """A value written out: a constant, a display (a list, a dict...)."""
+    if isinstance(node, ast.Constant):
+        return _PLAIN_ONLY if node.value is None or type(node.value) in (int, float, str, bool, bytes) else ASK
+    if isinstance(node, ast.JoinedStr):
+        return _PLAIN_ONLY
+    if isinstance(node, (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)):
+        return _NOT_PLAIN_ONLY
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) \
+            and isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float):
+        return _PLAIN_ONLY
+    return ASK
+
+
+def _unquoted(node: ast.expr) -> ast.expr:
+    """The expression a string annotation holds."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            return ast.parse(node.value.strip(), mode="eval").body
+        except SyntaxError:
+            return node
+    return node
+
+
+def rebinds(function: ast.AST, name: str, param: ast.arg) -> bool:
+    """Whether anything in ``function`` but its parameter ``param`` binds ``name`` (nested code too)."""
+    for node in ast.walk(function):
+        if node is param:
+            continue
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) \
+                or isinstance(node, ast.arg) and node.arg == name \
+                or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name \
+                or isinstance(node, ast.alias) and (node.asname or node.name.split(".", 1)[0]) == name \
+                or isinstance(node, ast.ExceptHandler) and node.name == name \
+                or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return True
+        for cls, field in _MATCH_BINDINGS:
+            if isinstance(node, cls) and getattr(node, field, None) == name:
+                return True
+    return False

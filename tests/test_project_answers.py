@@ -1,0 +1,223 @@
+"""Questions answered from the project's files, or from a question's own text, as jedi answers
+them from the checked file (issue 23): the same answers, without jedi parsing the file."""
+import ast
+import textwrap
+
+import pytest
+
+from torchlint.analysis import file_inference
+from torchlint.analysis.inference import JediInference
+from torchlint.analysis.project_answers import QUESTION_FILE
+from torchlint.analysis.scopes import NodeTable
+from torchlint.analysis.source import SourceText
+
+BASE = '''
+class Mixin:
+    mixed: int = 3
+
+
+class BaseConfig(Mixin):
+    base_size: int = 8
+    names: list[str] = []
+
+    def __init__(self, tie=True, **kwargs):
+        self.tie = tie
+        self.extra = kwargs.pop("extra", None)
+
+    def __getattribute__(self, key):
+        return super().__getattribute__(key)
+
+    @property
+    def num_labels(self) -> int:
+        return len(self.names)
+'''
+
+CONFIG = '''
+from typing import Optional
+
+from .base import BaseConfig
+
+
+def strict(cls):
+    return cls
+
+
+@strict
+class Config(BaseConfig):
+    hidden: int = 16
+    window: int | list[int] = 4
+    scale: Optional[float] = None
+    kind: "str" = "a"
+    flags: dict | None = None
+    count: bool
+
+    def __init__(self, old=32000, typed: int = 4, missing_default=None, heads: int = 2, **kwargs):
+        self.old = old
+        self.typed = typed
+        self.missing_default = missing_default
+        self.heads = heads
+        self.kv_heads = self.heads
+        self.pairs = [(1, 2)]
+        super().__init__(**kwargs)
+'''
+
+MODEL = '''
+import math
+
+import torch
+import torch.nn as nn
+
+from .configuration import Config
+from .helpers import Helper, make
+
+
+class Block(nn.Module):
+    def __init__(self, config: Config, other: "Config"):
+        super().__init__()
+        self.config = config
+        a = config.hidden  # ask
+        b = config.window  # ask
+        c = config.scale  # ask
+        d = config.kind  # ask
+        e = config.flags  # ask
+        f = config.count  # ask
+        g = config.old  # ask
+        h = config.typed  # ask
+        i = config.missing_default  # ask
+        j = config.kv_heads  # ask
+        k = config.pairs  # ask
+        m = config.base_size  # ask
+        n = config.names  # ask
+        o = config.mixed  # ask
+        p = config.tie  # ask
+        q = config.nowhere  # ask
+        r = other.hidden  # ask
+        s = self.config.heads  # ask
+        t = getattr(config, "hidden", 3)  # ask
+        u = math.sqrt(config.hidden)  # ask
+        v = Helper  # ask
+        w = Helper()  # ask
+        x = sorted(config.names)  # ask
+'''
+
+HELPERS = '''
+class Helper:
+    pass
+
+
+def make():
+    return Helper()
+'''
+
+JEDI_ONLY = '''
+import torch.nn as nn
+
+from .configuration import Config
+from .helpers import make
+
+
+class Block(nn.Module):
+    def __init__(self, config: Config):
+        super().__init__()
+        a = config.extra  # ask
+        b = config.num_labels  # ask
+        c = make()  # ask
+'''
+
+
+def _write(root, files):
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+@pytest.fixture
+def project(tmp_path):
+    _write(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": BASE, "pkg/configuration.py": CONFIG,
+                      "pkg/model.py": MODEL, "pkg/helpers.py": HELPERS, "pkg/jedi_only.py": JEDI_ONLY,
+                      "pkg/again.py": JEDI_ONLY})
+    return tmp_path
+
+
+def _questions(path):
+    """The right-hand side of each `# ask` line, with the file's inference inputs."""
+    text = path.read_text()
+    tree = ast.parse(text)
+    lines = text.splitlines()
+    asked = [node.value for node in ast.walk(tree)
+             if isinstance(node, ast.Assign) and lines[node.lineno - 1].endswith("# ask")]
+    return text, tree, sorted(asked, key=lambda node: node.lineno)
+
+
+def _answers(layer, path):
+    """Each question's answer, the file's inference, and what jedi was asked."""
+    text, tree, asked = _questions(path)
+    inference = layer.for_file(text, str(path), SourceText(text), tree, NodeTable(tree))
+    jedi_asked = []
+    classify = inference._classify
+
+    def asking_jedi(node):
+        jedi_asked.append(ast.unparse(node))
+        return classify(node)
+    inference._classify = asking_jedi
+    answers = [(ast.unparse(node), inference.classify(node, None)) for node in asked]
+    return answers, inference, jedi_asked
+
+
+def _jedi_alone(monkeypatch):
+    """jedi asked about the checked file's own text, as before the files were read."""
+    monkeypatch.setattr(file_inference.FileInference, "_from_files", lambda self, node: file_inference.ASK)
+    monkeypatch.setattr(file_inference.FileInference, "_question_text", lambda self, node: None)
+    monkeypatch.setattr(file_inference.FileInference, "_question_key", lambda self, node: None)
+
+
+def test_the_files_answer_as_jedi_does_without_jedi(project, monkeypatch):
+    model = project / "pkg" / "model.py"
+    from_files, _, jedi_asked = _answers(JediInference(str(project), share_states=True), model)
+    assert jedi_asked == []
+    _jedi_alone(monkeypatch)
+    from_jedi, _, jedi_asked = _answers(JediInference(str(project), share_states=True), model)
+    assert len(jedi_asked) == len(from_jedi)  # (the comparison is with jedi's answers)
+    assert from_files == from_jedi
+    kinds = {question: answer.kind.name if answer is not None else None for question, answer in from_files}
+    # plain values (an int, a str, an Optional[float], a parameter's default, `self.heads` through
+    # `self.kv_heads`, a mixin's annotation) and unknowns (a union with a list, a list, a dict, a
+    # class, an instance of a project class, a name found nowhere) alike
+    assert kinds["config.hidden"] == kinds["config.kv_heads"] == kinds["config.mixed"] == "OTHER"
+    assert kinds["config.window"] is kinds["config.pairs"] is kinds["config.nowhere"] is kinds["Helper()"] is None
+
+
+def test_a_question_jedi_must_answer_is_asked_in_its_own_text(project, monkeypatch):
+    path = project / "pkg" / "jedi_only.py"
+    layer = JediInference(str(project), share_states=True)
+    answers, inference, jedi_asked = _answers(layer, path)
+    assert len(jedi_asked) == 3
+    assert inference._script is None and inference._question is not None  # the file's text was never parsed
+    assert str(inference._question.path).endswith(QUESTION_FILE)
+    _jedi_alone(monkeypatch)
+    full, _, _ = _answers(JediInference(str(project), share_states=True), path)
+    assert answers == full
+    assert dict(answers)["config.num_labels"].kind.name == "OTHER"  # the property's annotation
+    # and what it read is what the answers depend on: the question's own text is not a file
+    assert str(project / "pkg" / "configuration.py") in inference._read
+    assert not any(name.endswith(QUESTION_FILE) for name in inference._read)
+
+
+def test_an_imported_name_jedi_answered_once_is_not_asked_again(project):
+    layer = JediInference(str(project), share_states=True)
+    first, _, _ = _answers(layer, project / "pkg" / "jedi_only.py")
+    again, inference, jedi_asked = _answers(layer, project / "pkg" / "again.py")
+    assert again == first
+    assert jedi_asked == ["config.extra", "config.num_labels"]  # not `make()`: what make is is known
+    assert str(project / "pkg" / "helpers.py") in inference._read
+
+
+def test_an_editor_asks_jedi_about_its_own_text(project):
+    # The language server's texts change between questions: no question's own text, no answer kept
+    # by what was asked about; answers read from files still come without jedi.
+    layer = JediInference(str(project))
+    _, inference, jedi_asked = _answers(layer, project / "pkg" / "jedi_only.py")
+    assert len(jedi_asked) == 3 and inference._question is None and not layer.asked
+    _, _, jedi_asked = _answers(layer, project / "pkg" / "model.py")
+    assert jedi_asked == []
