@@ -52,7 +52,7 @@ from .environments import Interpreter, choose_interpreter, interpreter_timeout, 
 from .file_inference import FileInference, _last_token
 from .inference_cache import InferenceCache, fingerprint
 from .project_answers import QUESTION_FILE, ProjectAnswers
-from .project_files import ProjectFiles
+from .project_files import BaseAsker, ProjectFiles
 from .scopes import NodeTable
 from .source import SourceText
 from .values import Value
@@ -364,7 +364,7 @@ class JediInference(ProjectFiles):
             return None
         return {f for f in files if self.is_project_file(f) and os.path.basename(f) != QUESTION_FILE}
 
-    def _base_asker(self, path: str, text: str) -> Callable[[ast.expr, int, Set[str]], bool]:
+    def _base_asker(self, path: str, text: str) -> BaseAsker:
         """jedi, for the bases of a class in another file that reading files could not settle: one
         Script of that file for all of them."""
         script: JediScript = self._jedi.Script(code=text, path=path, project=self.project,

@@ -27,6 +27,9 @@ READ_FILES_KEPT = 32  # other modules' files kept parsed for base resolution (Pr
 _MAX_BASE_DEPTH = 12  # classes and re-exports followed from one base (torch's reach 8)
 
 ImportNode = Union[ast.Import, ast.ImportFrom]
+# Whether a base of a class in another file is a Module, where the files cannot tell: (the base,
+# the depth reached, the files the answer is read from, added to).
+BaseAsker = Callable[[ast.expr, int, Set[str]], bool]
 
 
 class _Absent(enum.Enum):
@@ -46,7 +49,7 @@ class ProjectFiles:
     path while unchanged, for as long as this object lives."""
 
     def __init__(self, root: str, sys_path: List[str], environment_dirs: Tuple[str, ...], torch_stubs: str,
-                 reads_stubs: bool):
+                 reads_stubs: bool) -> None:
         self.root = root
         self.sys_path = sys_path
         self._environment_dirs = environment_dirs
@@ -67,7 +70,7 @@ class ProjectFiles:
         """A file whose classes are read here: Python source, or torchlint's torch stubs."""
         return path.endswith(".py") or path.endswith(".pyi") and path.startswith(os.path.join(self.torch_stubs, ""))
 
-    def _base_asker(self, path: str, text: str) -> Callable[[ast.expr, int, Set[str]], bool]:
+    def _base_asker(self, path: str, text: str) -> BaseAsker:
         """What decides the bases of a class in ``path`` that the files cannot settle: here, none
         is a Module (as for names alone); the jedi layer asks jedi."""
         return lambda base, depth, read: False
@@ -114,7 +117,8 @@ class ProjectFiles:
             return False
         imports = read_file.imports
         by_name = read_file.classes_by_name
-        ask: Optional[Callable[[ast.expr, int, Set[str]], bool]] = None  # made for the first base the files cannot settle, then asked about the others too
+        # Made for the first base the files cannot settle, then asked about the others too.
+        ask: Optional[BaseAsker] = None
         for base in node.bases:
             qualified = imports.qualify(base)
             if qualified is not None and (qualified in tn.MODULE_BASES or tn.is_module_class(qualified)):
@@ -333,7 +337,7 @@ class _ReadFile:
     """A module file read to resolve bases, with what base resolution looks up in it (found on
     first use: one walk of the tree, not one per class or base asked about)."""
 
-    def __init__(self, mtime: Optional[float], text: str, tree: Optional[ast.Module]):
+    def __init__(self, mtime: Optional[float], text: str, tree: Optional[ast.Module]) -> None:
         self.mtime, self.text, self.tree = mtime, text, tree
         self._classes: Optional[List[ast.ClassDef]] = None
         self._import_nodes: Optional[List[ImportNode]] = None

@@ -19,7 +19,7 @@ class TopLevel:
     a function or class is kept only when needed; the rest (imports, assignments, ``if`` blocks:
     what the module runs) always is. Statements that share a line are one unit."""
 
-    def __init__(self, tree: ast.Module, source: SourceText):
+    def __init__(self, tree: ast.Module, source: SourceText) -> None:
         self.source = source
         self.spans: List[Tuple[int, int]] = []  # each unit's first and last line, decorators included
         self.definers: Dict[str, List[int]] = {}  # name -> the units (functions, classes) defining it
