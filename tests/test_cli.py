@@ -556,6 +556,23 @@ def test_many_files_in_parallel_give_sorted_complete_results(tmp_path, capsys):
     assert "m99_broken.py:1:7: SyntaxError" in out
 
 
+def test_workers_get_the_files_of_one_folder_together_the_largest_batches_first(tmp_path):
+    # Files of one folder import the same modules: a worker given them together reads those once.
+    sizes = {"a": [100] * (cli.BATCH_FILES + 2), "b": [5000] * 3, "c": [10]}
+    jobs = []
+    for folder, lengths in sizes.items():
+        for number, length in enumerate(lengths):
+            path = tmp_path / folder / ("m%02d.py" % number)
+            write(path, "x = 1\n" + "#" * length + "\n")
+            jobs.append(cli.Job(str(path), str(path), cli.CheckOptions()))
+    batches = cli._batches(jobs)
+    assert sorted(index for batch in batches for index in batch) == list(range(len(jobs)))
+    folders = [{os.path.dirname(jobs[index].path) for index in batch} for batch in batches]
+    assert all(len(one) == 1 for one in folders) and len(batches) == 4
+    assert all(len(batch) <= cli.BATCH_FILES and batch == sorted(batch) for batch in batches)
+    assert folders[0] == {str(tmp_path / "b")} and folders[-1] == {str(tmp_path / "c")}
+
+
 # -- other commands and entry points ----------------------------------------------------------------
 
 def test_rule_prints_the_doc_page(capsys):

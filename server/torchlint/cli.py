@@ -185,8 +185,9 @@ def _peak_memory() -> Optional[int]:
 
 
 # A worker whose resident memory passes this between two files drops what the jedi layer keeps
-# (JediInference.trim_memory) and collects: the largest process of a run on a million lines stays
-# near it (transformers' 2,597 model files: 1.4 GB per worker before).
+# (JediInference.trim_memory, not again before it grows by TRIM_GROWTH) and collects: the largest
+# process of a run on a million lines stays near it (transformers' 2,597 model files: 524 MB, 8
+# trims; 1.4 GB per worker with no limit).
 WORKER_MEMORY_LIMIT = 400 * 2 ** 20
 
 
@@ -409,19 +410,25 @@ def run_jobs(jobs: Sequence[Job], verbose: bool = False,
             close_layers()  # nothing of jedi's may cross the fork
             pool = ProcessPoolExecutor(max_workers=min(cpus, 32), initializer=start_worker,
                                        initargs=(verbose, os.getpid()))
-            # One file per task, all queued at once: a worker takes the next file the moment it is
-            # free, so one slow file never leaves the others idle. Largest first: a big file
-            # started last would keep one worker busy while the others have nothing left. Not
-            # pool.map: on an interrupt it cancels what is pending, which the pool's own thread
-            # then trips over when the workers are killed.
-            futures: List[Optional[Future[Checked]]] = [None] * len(jobs)
-            for index in sorted(range(len(jobs)), key=lambda i: -_size(jobs[i].path)):
-                future = pool.submit(check_file, jobs[index])
+            # A few files of one folder per task, all queued at once: a worker takes the next batch
+            # the moment it is free. Files of one folder import the same modules, which the jedi
+            # layer then reads once for all of them (a worker keeps a few dozen; files handed out
+            # one by one in any order made each read them again: a third of the CPU time on
+            # transformers' models). Largest batches first: a big one started last would keep one
+            # worker busy while the others have nothing left. Not pool.map: on an interrupt it
+            # cancels what is pending, which the pool's own thread then trips over when the
+            # workers are killed.
+            # each job's batch and its place there
+            placed: List[Tuple[Optional[Future[List[Checked]]], int]] = [(None, 0)] * len(jobs)
+            for batch in _batches(jobs):
+                future = pool.submit(check_files, [jobs[index] for index in batch])
                 if progress is not None:
-                    future.add_done_callback(progress.file_done)
-                futures[index] = future
-            for submitted in futures:
-                checked = cast("Future[Checked]", submitted).result()  # (each one submitted above)
+                    for _ in batch:
+                        future.add_done_callback(progress.file_done)
+                for place, index in enumerate(batch):
+                    placed[index] = (future, place)
+            for future_of_batch, place in placed:
+                checked = cast("Future[List[Checked]]", future_of_batch).result()[place]  # (all submitted above)
                 done += 1
                 yield checked
             finished = True
@@ -511,6 +518,25 @@ class Progress:
             self.stream.flush()
         except (OSError, ValueError):  # the terminal went away: the run goes on without it
             self._stop.set()
+
+
+BATCH_FILES = 8  # the most files of one folder a worker is given at once (see run_jobs)
+
+
+def _batches(jobs: Sequence[Job]) -> List[List[int]]:
+    """The jobs' indices in batches: files of one folder, in the jobs' order, at most BATCH_FILES
+    per batch; the batches with the most bytes first."""
+    by_folder: Dict[str, List[int]] = {}
+    for index, job in enumerate(jobs):
+        by_folder.setdefault(os.path.dirname(os.path.abspath(job.path)), []).append(index)
+    batches = [indices[start:start + BATCH_FILES] for indices in by_folder.values()
+               for start in range(0, len(indices), BATCH_FILES)]
+    return sorted(batches, key=lambda batch: -sum(_size(jobs[index].path) for index in batch))
+
+
+def check_files(jobs: List[Job]) -> List[Checked]:
+    """A worker's task: a batch of files, checked in order."""
+    return [check_file(job) for job in jobs]
 
 
 def _size(path: str) -> int:

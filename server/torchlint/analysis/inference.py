@@ -60,7 +60,7 @@ from .values import Value
 log = logging.getLogger("torchlint")
 
 SCRIPTS_PER_STATE = 128  # files that share one jedi inference state (JediInference.new_script)
-FILES_BETWEEN_TRIMS = 64  # the fewest files between two trims (trim_memory)
+TRIM_GROWTH = 32 * 2 ** 20  # bytes a process grows past its last trim before the next (trim_memory)
 PROJECT_TREES_KEPT = 64  # the project's modules parso keeps parsed (JediInference.done_with)
 SHARED_STATES = 4  # shared states kept at once, one per jedi sys.path (folders outside packages)
 # Read a user-chosen virtual environment's files rather than run its interpreter: the same
@@ -188,7 +188,7 @@ class JediInference(ProjectFiles):
         # jedi's answers by what was asked about, the same in any file (ProjectAnswers.question_key)
         self.asked: Dict[Tuple[object, ...], Tuple[Optional[Value], FrozenSet[str]]] = {}
         self._warmed = threading.Event()
-        self._since_trim = 0  # files since trim_memory last dropped jedi's state
+        self._trimmed_at = 0  # resident bytes when trim_memory last dropped jedi's state
 
     @property
     def failure(self) -> Optional[str]:
@@ -292,14 +292,16 @@ class JediInference(ProjectFiles):
         the project's modules, the files read for base resolution); the next question starts a
         fresh state (jedi's trip into torch again, not counted in a file's budget). The caller
         collects the garbage. Answers kept per process (classes, helpers) stay: they are small.
-        True when something was dropped."""
-        self._since_trim += 1
-        if not self.share_states or self._since_trim < FILES_BETWEEN_TRIMS:
-            return False  # memory freed by the last trim is reused before the process grows again
-        resident = resident_memory()
-        if resident is None or resident <= limit:
+        True when something was dropped. Not again before the process has grown by TRIM_GROWTH
+        since: the memory a trim frees is reused, not given back, so the process stays as large
+        (dropping all again at each file past the limit made a run re-read every module: a
+        third of its time on transformers' models)."""
+        if not self.share_states:
             return False
-        self._since_trim = 0
+        resident = resident_memory()
+        if resident is None or resident <= max(limit, self._trimmed_at + TRIM_GROWTH):
+            return False
+        self._trimmed_at = resident
         self._states.clear()
         self._file_cache.clear()
         jedi_access.drop_parsed(lambda kept: [path for _, path in kept  # the project modules parso keeps
