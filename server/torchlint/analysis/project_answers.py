@@ -28,7 +28,7 @@ import threading
 import weakref
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Protocol, Set, Tuple, Union
 
-from .project_files import _MATCH_BINDINGS, ProjectFiles, _binds
+from .project_files import _MATCH_BINDINGS, ProjectFiles, TopLevelNames, _binds
 from .values import OTHER, Value
 
 
@@ -51,6 +51,9 @@ class _Source(Protocol):
 
     @property
     def bindings(self) -> Dict[str, List[str]]: ...
+
+    @property
+    def top_level(self) -> TopLevelNames: ...
 
 
 class _Class:
@@ -94,6 +97,7 @@ class CheckedFile:
     def __init__(self, path: str, tree: ast.Module, parents: Dict[int, ast.AST],
                  bindings: Dict[str, List[str]]) -> None:
         self.path, self.tree, self.parents, self.bindings = path, tree, parents, bindings
+        self.top_level = TopLevelNames(tree)
         # class id -> (the class, its MRO, the files read to find it): see ProjectAnswers._mro
         self.mros: Dict[int, Tuple[ast.ClassDef, Optional[List[Optional[_Class]]], FrozenSet[str]]] = {}
 
@@ -351,7 +355,7 @@ class ProjectAnswers:
         if depth > _MAX_DEPTH or source.tree is None:
             return None
         found: Optional[ast.stmt] = None
-        for stmt in source.tree.body:
+        for stmt in source.top_level.binding(name):
             if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
                 found = stmt
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -707,18 +711,37 @@ def _unquoted(node: ast.expr) -> ast.expr:
 
 
 def rebinds(function: ast.AST, name: str, param: ast.arg) -> bool:
-    """Whether anything in ``function`` but its parameter ``param`` binds ``name`` (nested code too)."""
-    for node in ast.walk(function):
-        if node is param:
-            continue
-        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) \
-                or isinstance(node, ast.arg) and node.arg == name \
-                or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name \
-                or isinstance(node, ast.alias) and (node.asname or node.name.split(".", 1)[0]) == name \
-                or isinstance(node, ast.ExceptHandler) and node.name == name \
-                or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
-            return True
-        for cls, field in _MATCH_BINDINGS:
-            if isinstance(node, cls) and getattr(node, field, None) == name:
-                return True
-    return False
+    """Whether anything in ``function`` but its parameter ``param`` (named ``name``) binds ``name``,
+    nested code too."""
+    return _function_bindings(function).get(name, 0) > 1
+
+
+_BINDINGS_IN: "weakref.WeakKeyDictionary[ast.AST, Dict[str, int]]" = weakref.WeakKeyDictionary()
+
+
+def _function_bindings(function: ast.AST) -> Dict[str, int]:
+    """How many times each name is bound in a function (its parameters too), found once per function."""
+    counted = _BINDINGS_IN.get(function)
+    if counted is None:
+        counted = {}
+        for node in ast.walk(function):
+            names: Iterable[object] = ()
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                names = (node.id,)
+            elif isinstance(node, ast.arg):
+                names = (node.arg,)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = (node.name,)
+            elif isinstance(node, ast.alias):
+                names = (node.asname or node.name.split(".", 1)[0],)
+            elif isinstance(node, ast.ExceptHandler):
+                names = (node.name,) if node.name else ()
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                names = node.names
+            else:
+                names = [getattr(node, field, None) for cls, field in _MATCH_BINDINGS if isinstance(node, cls)]
+            for bound in names:
+                if isinstance(bound, str):
+                    counted[bound] = counted.get(bound, 0) + 1
+        _BINDINGS_IN[function] = counted
+    return counted

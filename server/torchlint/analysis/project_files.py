@@ -16,7 +16,7 @@ import enum
 import importlib.machinery
 import os
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, Iterator, List, Literal, Optional, Sequence, Set, Tuple, Type, Union, cast
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Literal, Optional, Sequence, Set, Tuple, Type, Union, cast
 
 from . import torch_names as tn
 from .imports import ImportMap, collect_imports
@@ -237,13 +237,13 @@ class ProjectFiles:
             return False  # Enum, NamedTuple, Protocol, torch.Tensor, compiled classes: never a Module
         if depth > _MAX_BASE_DEPTH:
             return None
-        tree = self._read_file(module).tree
-        if tree is None:
+        read_file = self._read_file(module)
+        if read_file.tree is None:
             return None
         read.add(module)
         found: Union[ast.ClassDef, ImportNode, None] = None
         stars: List[ast.ImportFrom] = []  # star imports after the last definition found: they may rebind the name
-        for stmt in tree.body:
+        for stmt in read_file.top_level.binding(name):
             if isinstance(stmt, ast.ClassDef) and stmt.name == name:
                 found, stars = stmt, []
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -344,6 +344,13 @@ class _ReadFile:
         self._imports: Optional[ImportMap] = None
         self._by_name: Optional[Dict[str, ast.ClassDef]] = None
         self._bindings: Optional[Dict[str, List[str]]] = None
+        self._top_level: Optional[TopLevelNames] = None
+
+    @property
+    def top_level(self) -> TopLevelNames:
+        if self._top_level is None:
+            self._top_level = TopLevelNames(self.tree if self.tree is not None else ast.Module(body=[], type_ignores=[]))
+        return self._top_level
 
     @property
     def bindings(self) -> Dict[str, List[str]]:
@@ -490,19 +497,57 @@ _MATCH_BINDINGS: Tuple[Tuple[Type[ast.AST], str], ...] = tuple((getattr(ast, cls
 
 def _binds(stmt: ast.stmt, name: str) -> bool:
     """Whether a top-level statement other than a class or an import may bind ``name``."""
+    return name in _bound_names(stmt)
+
+
+def _bound_names(stmt: ast.stmt) -> FrozenSet[str]:
+    """The names a top-level statement other than a class or an import may bind."""
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return stmt.name == name
+        return frozenset([stmt.name])
     if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Delete)):
         # A name stored or deleted (a target, a walrus): not one only read, as in
         # `Name.push_to_hub = copy_func(Name.push_to_hub)`, which leaves the class bound to Name.
-        return any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
-                   for n in ast.walk(stmt))
+        return frozenset(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))
     if isinstance(stmt, (ast.If, ast.Try, ast.With, ast.For, ast.While)) or type(stmt).__name__ in ("TryStar", "Match"):
-        return any(isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name
-                   or isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-                   or isinstance(n, ast.alias) and (n.asname or n.name.split(".", 1)[0]) == name
-                   for n in ast.walk(stmt))
-    return False
+        names = set()
+        for n in ast.walk(stmt):
+            if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(n.name)
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                names.add(n.id)
+            elif isinstance(n, ast.alias):
+                names.add(n.asname or n.name.split(".", 1)[0])
+        return frozenset(names)
+    return frozenset()
+
+
+class TopLevelNames:
+    """Which top-level statements of a module may bind each name (a class, an import, anything
+    :func:`_binds` says), and its star imports: found in one pass, so that looking a name up reads
+    those statements only, not the whole module each time."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.body = tree.body
+        self._by_name: Dict[str, List[int]] = {}
+        self._stars: List[int] = []
+        for index, stmt in enumerate(tree.body):
+            if isinstance(stmt, ast.ClassDef):
+                names: Iterable[str] = (stmt.name,)
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                if isinstance(stmt, ast.ImportFrom) and any(alias.name == "*" for alias in stmt.names):
+                    self._stars.append(index)
+                names = {alias.asname or alias.name.split(".", 1)[0] for alias in stmt.names if alias.name != "*"}
+            else:
+                names = _bound_names(stmt)
+            for name in names:
+                self._by_name.setdefault(name, []).append(index)
+
+    def binding(self, name: str, stars: bool = True) -> List[ast.stmt]:
+        """The statements that may bind ``name``, with the star imports (``stars``), in order."""
+        indices = self._by_name.get(name, [])
+        if stars and self._stars:
+            indices = sorted(set(indices) | set(self._stars))
+        return [self.body[index] for index in indices]
 
 
 def _never_module_import(stmt: ast.stmt, name: str) -> Optional[ast.ImportFrom]:
