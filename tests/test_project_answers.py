@@ -30,6 +30,10 @@ class BaseConfig(Mixin):
     @property
     def num_labels(self) -> int:
         return len(self.names)
+
+    @classmethod
+    def from_dict(cls, values):
+        return cls(**values)
 '''
 
 CONFIG = '''
@@ -98,6 +102,7 @@ class Block(nn.Module):
         v = Helper  # ask
         w = Helper()  # ask
         x = sorted(config.names)  # ask
+        y = Config  # ask
 '''
 
 HELPERS = '''
@@ -122,6 +127,12 @@ class Block(nn.Module):
         a = config.extra  # ask
         b = config.num_labels  # ask
         c = make()  # ask
+        d = Config.from_dict({})  # ask
+        e = max(1, 2)  # ask
+
+
+def quoted(config: "Config"):
+    f = config.num_labels  # ask
 '''
 
 
@@ -192,7 +203,7 @@ def test_a_question_jedi_must_answer_is_asked_in_its_own_text(project, monkeypat
     path = project / "pkg" / "jedi_only.py"
     layer = JediInference(str(project), share_states=True)
     answers, inference, jedi_asked = _answers(layer, path)
-    assert len(jedi_asked) == 3
+    assert len(jedi_asked) == 6
     assert inference._script is None and inference._question is not None  # the file's text was never parsed
     assert str(inference._question.path).endswith(QUESTION_FILE)
     _jedi_alone(monkeypatch)
@@ -209,7 +220,9 @@ def test_an_imported_name_jedi_answered_once_is_not_asked_again(project):
     first, _, _ = _answers(layer, project / "pkg" / "jedi_only.py")
     again, inference, jedi_asked = _answers(layer, project / "pkg" / "again.py")
     assert again == first
-    assert jedi_asked == ["config.extra", "config.num_labels"]  # not `make()`: what make is is known
+    # not `make()`, `Config.from_dict({})` (a classmethod: jedi reads classmethod.__get__ for any),
+    # `max(1, 2)`: what each is, is known
+    assert jedi_asked == ["config.extra", "config.num_labels", "config.num_labels"]
     assert str(project / "pkg" / "helpers.py") in inference._read
 
 
@@ -218,6 +231,6 @@ def test_an_editor_asks_jedi_about_its_own_text(project):
     # by what was asked about; answers read from files still come without jedi.
     layer = JediInference(str(project))
     _, inference, jedi_asked = _answers(layer, project / "pkg" / "jedi_only.py")
-    assert len(jedi_asked) == 3 and inference._question is None and not layer.asked
+    assert len(jedi_asked) == 6 and inference._question is None and not layer.asked
     _, _, jedi_asked = _answers(layer, project / "pkg" / "model.py")
     assert jedi_asked == []

@@ -22,6 +22,7 @@ when a value may be a tensor or a Module (see file_inference.FileInference._valu
 from __future__ import annotations
 
 import ast
+import builtins
 import os
 import re
 import threading
@@ -162,15 +163,26 @@ class ProjectAnswers:
         imported name (``AutoModel``, ``nn.utils``), or a call of one (``AutoModel.from_config(c)``).
         jedi's answer depends on nothing else: it infers what the name is, and runs a function
         without the call's arguments (file_inference.FileInference._classify); so one file's
-        answer is every file's (kept per process: :attr:`FileInference.project`'s ``asked``)."""
+        answer is every file's (kept per process: :attr:`FileInference.project`'s ``asked``).
+        Also a builtin called (``max(a, b)``), and a classmethod called on a project class
+        (``Model._from_config(c)``), which jedi infers as ``classmethod.__get__``, whichever it is."""
         call = isinstance(node, ast.Call)
         expr = node.func if isinstance(node, ast.Call) else node
         attributes: List[str] = []
         while isinstance(expr, ast.Attribute):
             attributes.append(expr.attr)
             expr = expr.value
-        if not isinstance(expr, ast.Name) or not checked.bound_once(expr.id) or checked.tree is None:
+        if not isinstance(expr, ast.Name) or checked.tree is None:
             return None
+        if expr.id not in checked.bindings and "*" not in checked.bindings and hasattr(builtins, expr.id):
+            return (call, ("builtin", expr.id), tuple(reversed(attributes)))
+        if not checked.bound_once(expr.id):
+            return None
+        if call and len(attributes) == 1:
+            owner = self._definition(checked.path, checked, expr.id, 0, set())
+            method = self._class_function(owner, attributes[0], set()) if isinstance(owner, _Class) else None
+            if method is not None and _decorated_only_by(method[2], "classmethod"):
+                return (call, ("classmethod",), ())
         for statement in checked.tree.body:
             if not isinstance(statement, (ast.Import, ast.ImportFrom)):
                 continue
@@ -193,9 +205,9 @@ class ProjectAnswers:
     def question_text(self, checked: CheckedFile, node: ast.expr) -> Optional[Tuple[str, int, int]]:
         """A few lines that ask jedi what ``node`` asks, and the (line, column) to ask at; None
         when the question needs the checked file's own text. jedi parses the text it is given
-        before answering (half of the inference's time); for a question about an imported name
-        (``AutoModel.from_config(c)``) or about a parameter whose annotation names imported
-        classes (``config.num_labels`` in ``def f(self, config: LlamaConfig)``), the import
+        before answering (half of the inference's time); for a question about an imported or
+        builtin name (``AutoModel.from_config(c)``, ``max(a, b)``) or about a parameter whose
+        annotation names imported classes (``config.num_labels`` in ``def f(self, config: LlamaConfig)``), the import
         statements and that parameter say all jedi reads to answer: what the name is, the
         annotation, the classes' files; a call's arguments it never reads."""
         target = node.func if isinstance(node, ast.Call) else node
@@ -210,6 +222,8 @@ class ProjectAnswers:
         imports = _top_level_imports(checked.tree)
         if checked.bound_once(root.id) and root.id in imports:
             lines = [imports[root.id], expression]
+        elif root.id not in checked.bindings and "*" not in checked.bindings and hasattr(builtins, root.id):
+            lines = [expression]
         else:
             function = checked.function_of(root)
             if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -218,12 +232,13 @@ class ProjectAnswers:
             param = next((a for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg == root.id), None)
             if param is None or param.annotation is None or rebinds(function, root.id, param):
                 return None
-            names = {n.id for n in ast.walk(param.annotation) if isinstance(n, ast.Name)}
-            if isinstance(param.annotation, ast.Constant) or any(
+            annotation = _unquoted(param.annotation)
+            names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}
+            if isinstance(annotation, ast.Constant) or any(
                     name in checked.bindings and not (checked.bound_once(name) and name in imports) for name in names):
-                return None  # (a string annotation: its names are not checked here)
+                return None
             lines = sorted({imports[name] for name in names if name in imports})
-            lines += ["def question(%s: %s):" % (root.id, ast.unparse(param.annotation)), "    " + expression]
+            lines += ["def question(%s: %s):" % (root.id, ast.unparse(annotation)), "    " + expression]
         if any("\n" in line for line in lines):
             return None
         column = len(lines[-1]) - len(parts[0] if parts else root.id)
@@ -293,7 +308,7 @@ class ProjectAnswers:
             return ASK
         found = self._definition(checked.path, checked, node.id, 0, read)
         if isinstance(found, _Class):
-            return ASK if found.node.decorator_list else _NOT_PLAIN_ONLY  # the class itself
+            return _NOT_PLAIN_ONLY  # the class itself (jedi keeps it through a decorator it cannot run)
         if isinstance(found, tuple):
             path, source, statement = found
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -606,6 +621,11 @@ def _top_level_imports(tree: ast.Module) -> Dict[str, str]:
                     found[alias.asname or alias.name] = "from %s%s import %s" % (
                         "." * statement.level, statement.module or "", ast.unparse(alias))
     return found
+
+
+def _decorated_only_by(function: ast.stmt, decorator: str) -> bool:
+    return isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and len(function.decorator_list) == 1 \
+        and isinstance(function.decorator_list[0], ast.Name) and function.decorator_list[0].id == decorator
 
 
 def _name_column(source: _Source, function: ast.AST) -> Optional[int]:
