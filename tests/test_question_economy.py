@@ -177,16 +177,34 @@ def test_a_worker_past_its_memory_limit_drops_jedi_state_and_finds_the_same(tmp_
         path = tmp_path / ("m%d.py" % index)
         path.write_text(text)
         paths.append(str(path))
+    mib, limit, growth = 2 ** 20, 400 * 2 ** 20, inference_module.TRIM_GROWTH
+    resident = [100 * mib]  # what the process holds, as trim_memory reads it
+    monkeypatch.setattr(inference_module, "resident_memory", lambda: resident[0])
     layer = JediInference(str(tmp_path), share_states=True)
     first = check_source(text, paths[0], inference=layer).findings
     assert [f.code for f in first] == ["TL101"]
     assert layer._states
-    assert not layer.trim_memory(2 ** 62)  # under the limit: kept
+    assert not layer.trim_memory(limit)  # under the limit: kept
     assert layer._states
-    assert layer.trim_memory(0)  # past it: dropped
+    resident[0] = 500 * mib
+    assert layer.trim_memory(limit)  # past it: dropped
     assert not layer._states and not layer._file_cache and not layer._warmed.is_set()
     assert check_source(text, paths[1], inference=layer).findings == first  # a fresh state, the same answer
-    assert not layer.trim_memory(0)  # not grown since the last trim: what it freed is being reused
+    resident[0] = 500 * mib + growth // 2
+    assert not layer.trim_memory(limit)  # not grown enough since: what the trim freed is being reused
+    resident[0] = 500 * mib + growth + 1
+    assert layer.trim_memory(limit)
+
+
+def test_a_worker_forked_from_a_large_process_trims_once_it_has_grown(tmp_path, monkeypatch):
+    from torchlint.analysis import inference as inference_module
+    mib, limit, growth = 2 ** 20, 400 * 2 ** 20, inference_module.TRIM_GROWTH
+    resident = [600 * mib]  # born past the limit (a worker forked from a large process)
+    monkeypatch.setattr(inference_module, "resident_memory", lambda: resident[0])
+    layer = JediInference(str(tmp_path), share_states=True)
+    assert not layer.trim_memory(limit)
+    resident[0] = 600 * mib + growth + 1
+    assert layer.trim_memory(limit)
 
 
 def test_a_checked_file_leaves_no_tree_in_parsos_cache(tmp_path):

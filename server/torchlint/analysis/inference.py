@@ -188,7 +188,9 @@ class JediInference(ProjectFiles):
         # jedi's answers by what was asked about, the same in any file (ProjectAnswers.question_key)
         self.asked: Dict[Tuple[object, ...], Tuple[Optional[Value], FrozenSet[str]]] = {}
         self._warmed = threading.Event()
-        self._trimmed_at = 0  # resident bytes when trim_memory last dropped jedi's state
+        # Resident bytes when trim_memory last dropped jedi's state; at first, when this layer
+        # started: a worker forked from a large process does not drop it before it has grown.
+        self._trimmed_at = resident_memory() or 0
 
     @property
     def failure(self) -> Optional[str]:

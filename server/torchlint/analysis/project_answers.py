@@ -42,6 +42,7 @@ ASK = Ask()  # the files cannot tell: ask jedi
 QUESTION_FILE = "__torchlint_question__.py"  # where jedi reads a question's own text: beside the file asking
 FilesAnswer = Union[None, Value, Ask]  # an answer, or ASK
 KeptReturn = Tuple[str, int, int]  # a function of the project, by its file, and the line and column of its name
+KeptReturns = Dict[KeptReturn, Tuple[Optional[Value], FrozenSet[str]]]  # its answer, the files it was read from
 
 
 class _Source(Protocol):
@@ -115,8 +116,7 @@ class CheckedFile:
 class ProjectAnswers:
     """Answers read from the project's files; what it learns of classes is kept with their trees."""
 
-    def __init__(self, files: ProjectFiles, returns: Optional[Dict[KeptReturn, Tuple[Optional[Value],
-                                                                                   FrozenSet[str]]]] = None) -> None:
+    def __init__(self, files: ProjectFiles, returns: Optional[KeptReturns] = None) -> None:
         self.files = files
         # What jedi found a project function returns, by (file, line, column of its name): see
         # file_inference.FileInference._returned. A call of a function found there is answered
