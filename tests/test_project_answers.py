@@ -10,6 +10,7 @@ from torchlint.analysis.inference import JediInference
 from torchlint.analysis.project_answers import QUESTION_FILE
 from torchlint.analysis.scopes import NodeTable
 from torchlint.analysis.source import SourceText
+from torchlint.engine import check_source
 
 BASE = '''
 class Mixin:
@@ -234,3 +235,58 @@ def test_an_editor_asks_jedi_about_its_own_text(project):
     assert len(jedi_asked) == 6 and inference._question is None and not layer.asked
     _, _, jedi_asked = _answers(layer, project / "pkg" / "model.py")
     assert jedi_asked == []
+
+
+LOCAL = """
+import torch.nn as nn
+
+from .base import BaseConfig
+
+
+class LocalConfig(BaseConfig):
+    width: int = 3
+
+
+class Encoder(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Block(nn.Module):
+    def __init__(self, config: LocalConfig, sizes):
+        \"\"\"sizes (`list`): the sizes, as Google's style writes a type, which jedi does not read.\"\"\"
+        super().__init__()
+        self.encoder = Encoder()
+        self.labels = config.num_labels
+        self.first = sizes.first
+
+    def forward(self, x):
+        self.out = self.encoder(x)
+        return self.out
+"""
+
+
+def test_jedi_is_not_asked_what_it_cannot_tell_and_a_files_class_is_copied_into_the_question(project):
+    # `self.encoder(x)`: a call through Module.__call__, which jedi answers "unknown"; `sizes.first`:
+    # a parameter only Google's docstring style types, which jedi does not read; `config.num_labels`
+    # (a property): jedi reads the class of the file, copied into the question's own text.
+    _write(project, {"pkg/local.py": LOCAL})
+    path = project / "pkg" / "local.py"
+    text = path.read_text()
+    asked = []
+    classify = file_inference.FileInference._classify
+
+    def asking_jedi(self, node):
+        asked.append(ast.unparse(node))
+        return classify(self, node)
+    layer = JediInference(str(project), share_states=True)
+    texts = []
+    new_script = layer.new_script
+    layer.new_script = lambda text, path: texts.append(path) or new_script(text, path)
+    file_inference.FileInference._classify = asking_jedi
+    try:
+        check_source(text, str(path), inference=layer)
+    finally:
+        file_inference.FileInference._classify = classify
+    assert asked == ["config.num_labels"]
+    assert str(path) not in texts and any(name.endswith(QUESTION_FILE) for name in texts)  # not the file's text

@@ -6,6 +6,7 @@ on disk (:func:`_encode`).
 from __future__ import annotations
 
 import ast
+import importlib.util
 import logging
 import os
 import re
@@ -201,7 +202,7 @@ class FileInference:
         if self._checked is None and self._nodes is not None:
             tree = self._checked_tree()
             if tree is not None:
-                self._checked = CheckedFile(self.path, tree, self._nodes.parent, self._file_bindings())
+                self._checked = CheckedFile(self.path, tree, self._nodes.parent, self._file_bindings(), self.text)
         return self._checked
 
     def _question_key(self, node: ast.expr) -> Optional[Tuple[object, ...]]:
@@ -498,6 +499,20 @@ def _last_token(node: ast.expr, text: str, source: Optional[SourceText] = None) 
     return line, source.column(line, byte_col)
 
 
+# The docstring forms jedi reads a parameter's type from (jedi.inference.docstrings): Sphinx's and
+# Epydoc's; numpydoc's too where the numpydoc package can be imported.
+_DOCSTRING_TYPES = (r"\s*:type\s+%s:", r"\s*:param\s+\w+\s+%s:", r"\s*@type\s+%s:")
+
+
+def _typed_in_docstring(doc: str, name: str) -> bool:
+    if _NUMPYDOC_IMPORTABLE and re.search(r"\b%s\b" % re.escape(name), doc):
+        return True
+    return any(re.search(pattern % re.escape(name), doc) for pattern in _DOCSTRING_TYPES)
+
+
+_NUMPYDOC_IMPORTABLE = importlib.util.find_spec("numpydoc") is not None
+
+
 def _unknowable_parameter(function: Union[ast.FunctionDef, ast.AsyncFunctionDef], name: str,
                           parents: Dict[int, ast.AST], source: SourceText) -> str:
     """Whether jedi can infer nothing for parameter ``name`` of ``function`` inside it: "unknowable",
@@ -519,7 +534,7 @@ def _unknowable_parameter(function: Union[ast.FunctionDef, ast.AsyncFunctionDef]
     if default is not None and not (isinstance(default, ast.Constant) and default.value is None):
         return "no"
     doc = ast.get_docstring(function, clean=False)
-    if doc and re.search(r"\b%s\b" % re.escape(name), doc):
+    if doc and _typed_in_docstring(doc, name):
         return "no"  # jedi reads parameter types from docstrings
     body_line = function.body[0].lineno if function.body else function.lineno
     if "type:" in "".join(source.line(n) for n in range(function.lineno, body_line + 1)):

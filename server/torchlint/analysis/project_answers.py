@@ -97,9 +97,10 @@ class CheckedFile:
     binds each name (project_files._bindings)."""
 
     def __init__(self, path: str, tree: ast.Module, parents: Dict[int, ast.AST],
-                 bindings: Dict[str, List[str]]) -> None:
-        self.path, self.tree, self.parents, self.bindings = path, tree, parents, bindings
+                 bindings: Dict[str, List[str]], text: Optional[str] = None) -> None:
+        self.path, self.tree, self.parents, self.bindings, self.text = path, tree, parents, bindings, text
         self.top_level = TopLevelNames(tree)
+        self._lines: Optional[List[str]] = None
         # class id -> (the class, its MRO, the files read to find it): see ProjectAnswers._mro
         self.mros: Dict[int, Tuple[ast.ClassDef, Optional[List[Optional[_Class]]], FrozenSet[str]]] = {}
 
@@ -108,6 +109,12 @@ class CheckedFile:
         while function is not None and not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             function = self.parents.get(id(function))
         return function
+
+    def lines(self, first: int, last: int) -> List[str]:
+        """Lines ``first`` to ``last`` (1-based) of the file's text."""
+        if self._lines is None:
+            self._lines = (self.text or "").splitlines()
+        return self._lines[first - 1:last]
 
     def bound_once(self, name: str) -> bool:
         return len(self.bindings.get(name, ())) == 1 and "*" not in self.bindings
@@ -234,15 +241,48 @@ class ProjectAnswers:
                 return None
             annotation = _unquoted(param.annotation)
             names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}
-            if isinstance(annotation, ast.Constant) or any(
-                    name in checked.bindings and not (checked.bound_once(name) and name in imports) for name in names):
+            classes: List[ast.ClassDef] = []  # of the checked file, that the annotation names
+            for name in sorted(names):
+                if name in checked.bindings and not (checked.bound_once(name) and (
+                        name in imports or self._own_classes(checked, name, imports, classes, 0))):
+                    return None
+            if isinstance(annotation, ast.Constant):
                 return None
-            lines = sorted({imports[name] for name in names if name in imports})
+            wanted = set(imports.values()) if classes else {imports[name] for name in names if name in imports}
+            lines = sorted(wanted)
+            if any("\n" in line for line in lines):
+                return None
+            for cls in classes:
+                first = cls.decorator_list[0].lineno if cls.decorator_list else cls.lineno
+                lines += checked.lines(first, cls.end_lineno or cls.lineno)
             lines += ["def question(%s: %s):" % (root.id, ast.unparse(annotation)), "    " + expression]
-        if any("\n" in line for line in lines):
+        if "\n" in lines[-1]:
             return None
         column = len(lines[-1]) - len(parts[0] if parts else root.id)
         return "\n".join(lines) + ("()\n" if isinstance(node, ast.Call) else "\n"), len(lines), column
+
+    def _own_classes(self, checked: CheckedFile, name: str, imports: Dict[str, str], classes: List[ast.ClassDef],
+                     depth: int) -> bool:
+        """Add to ``classes`` the class ``name`` of the checked file and those of its bases defined
+        there too, when what they read of the file is only its imports and each other (their
+        text then asks jedi what the file would); False otherwise."""
+        found = checked.top_level.binding(name, stars=False)
+        if depth > 4 or checked.text is None or len(found) != 1 or not isinstance(found[0], ast.ClassDef) \
+                or found[0].keywords:
+            return False
+        cls = found[0]
+        if cls in classes:
+            return True
+        classes.insert(0, cls)  # (a base before the classes deriving from it)
+        for read in ast.walk(cls):
+            if not (isinstance(read, ast.Name) and isinstance(read.ctx, ast.Load)) or read.id == cls.name:
+                continue
+            bound = checked.top_level.binding(read.id, stars=False)
+            if not bound or read.id in imports and checked.bound_once(read.id):
+                continue  # a builtin, a method's local, or an import
+            if not self._own_classes(checked, read.id, imports, classes, depth + 1):
+                return False
+        return True
 
     # -- the shapes -----------------------------------------------------------------------
     def _call(self, checked: CheckedFile, node: ast.Call, read: Set[str]) -> Union[Values, Ask]:

@@ -109,13 +109,15 @@ class Classifier:
 
     def _worth_inferring(self, node: ast.expr, scope: Optional[Scope]) -> bool:
         """Skip what the slow layer was already asked about: a local name's assigned values were
-        classified (with the hook) when the name was, and so were self.<attr>'s assignments."""
+        classified (with the hook) when the name was, and so were self.<attr>'s assignments. And
+        a call of a Module (`self.encoder(x)`): jedi does not go through Module.__call__ (calling
+        an instance, it answers "unknown")."""
         if isinstance(node, ast.Name):
             return not self._is_local(node.id, scope)
         if isinstance(node, ast.Attribute):
             return not (scope is not None and scope.is_self(node.value) and scope.cls is not None
                         and scope.cls.is_module)
-        return isinstance(node, ast.Call)
+        return isinstance(node, ast.Call) and self._callee_module(node.func, scope) is None
 
     # -- the cases -------------------------------------------------------------------------
     def _classify(self, node: ast.expr, scope: Optional[Scope]) -> Value:
