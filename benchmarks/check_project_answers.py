@@ -1,0 +1,94 @@
+"""Are the jedi layer's shortcuts jedi's own answers? On a corpus sample, every question is asked
+the short way and the long way, and the answers compared (issue 23):
+
+- answered from the project's files (project_answers.ProjectAnswers.answer) vs jedi on the file;
+- jedi on a question's own few lines (question_text) vs jedi on the file's text;
+- an answer kept by what was asked about (question_key) vs jedi asked again.
+
+    .venv/bin/python benchmarks/check_project_answers.py --corpus DIR [--files 300] [--seed 0]
+
+Prints the counts per check and shape, and each question whose answers differ (exit 1 if any).
+One process, no disk cache; a few minutes for 300 transformers model files on 2 cores.
+"""
+import argparse
+import ast
+import collections
+import pathlib
+import random
+import sys
+
+from torchlint import cli
+from torchlint.analysis import file_inference
+from torchlint.analysis.project_answers import ASK
+
+
+def _same(one, other) -> bool:
+    return one == other  # Values compare by their fields; None is "unknown"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", required=True)
+    parser.add_argument("--files", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    files = sorted(str(p) for p in pathlib.Path(args.corpus).rglob("*.py"))
+    random.Random(args.seed).shuffle(files)
+    files = sorted(files[:args.files])
+    counts: "collections.Counter[tuple]" = collections.Counter()
+    differ = []
+    FileInference = file_inference.FileInference
+    from_files, own_text, kept_key, classify = (FileInference._from_files, FileInference._question_text,
+                                                FileInference._question_key, FileInference._classify)
+
+    def jedi_on_the_file(inference, node):
+        FileInference._question_text = lambda self, node: None
+        try:
+            return classify(inference, node)
+        finally:
+            FileInference._question_text = own_text
+
+    def record(check, inference, node, short, long):
+        shape = type(node).__name__
+        same = _same(short, long)
+        counts[(check, shape, "same" if same else "DIFFERENT")] += 1
+        if not same:
+            differ.append((check, inference.path, node.lineno, ast.unparse(node)[:70], short, long))
+
+    def checked_from_files(self, node):
+        answer = from_files(self, node)
+        if answer is not ASK:
+            record("files", self, node, answer, jedi_on_the_file(self, node))
+        return answer
+
+    def checked_key(self, node):
+        key = kept_key(self, node)
+        if key is not None and key in self.project.asked:
+            record("kept", self, node, self.project.asked[key][0], jedi_on_the_file(self, node))
+        return key
+
+    def checked_classify(self, node):
+        if own_text(self, node) is None:
+            return classify(self, node)
+        short = classify(self, node)
+        record("own text", self, node, short, jedi_on_the_file(self, node))
+        return short
+
+    FileInference._from_files = checked_from_files
+    FileInference._question_key = checked_key
+    FileInference._classify = checked_classify
+    cli.PARALLEL_MIN_FILES = 10 ** 9  # one process: the patches above apply
+    try:
+        cli.main(["check", "--no-cache", "-q", "--exit-zero", "--output-file", "/dev/null"] + files)
+    except SystemExit:
+        pass
+    print("%d files of %s (seed %d)" % (len(files), args.corpus, args.seed))
+    for (check, shape, verdict), count in sorted(counts.items()):
+        print("%-9s %-10s %-9s %5d" % (check, shape, verdict, count))
+    for entry in differ:
+        print("DIFFERENT %s %s:%d %s: short %r, jedi %r" % entry)
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
