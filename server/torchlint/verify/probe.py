@@ -16,6 +16,8 @@ Every issue carries "class" (the verified class), "attribute" (the dotted path f
 it), "owner_class"/"owner_attribute"/"owner_file"/"owner_line" (the class whose
 `self.<attr> = ...` stored it) and "line" (in the verified file; the parent may refine it).
 """
+from __future__ import annotations
+
 import faulthandler
 import importlib
 import importlib.util
@@ -26,7 +28,24 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: never evaluated, so Python 3.8 runs this file as it is
+    from types import ModuleType
+    from typing import Callable, Dict, List, Literal, Mapping, Optional, Set, Tuple, Type, TypeVar, Union
+
+    import torch
+    from torch import nn
+    from torch.utils.hooks import RemovableHandle
+
+    from . import probe_checks
+    from .probe_support import Run
+    from .protocol import Constructor, JsonObject, ProbeRequest
+
+    _T = TypeVar("_T")
+    # Example inputs of forward: (args, kwargs, how they were made, trusted: see input_candidates).
+    Candidate = Tuple[Tuple[Any, ...], Dict[str, Any], str, bool]
+    Device = torch.device  # (pick_device's parameter named torch is the module, untyped)
 
 # Bound before any user code runs: user code may monkeypatch the modules.
 _replace = os.replace
@@ -49,7 +68,7 @@ HOW_TO_GIVE_ARGUMENTS = ("in the editor, the \"Verify\" lens above the class ask
                          "under [tool.torchlint.verify.classes.%s] in pyproject.toml")
 
 
-def _load_sibling(name):
+def _load_sibling(name: str) -> ModuleType:
     """probe_support.py / probe_checks.py, by path: the child may not have torchlint installed."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
     spec = importlib.util.spec_from_file_location("torchlint_" + name, path)
@@ -60,8 +79,11 @@ def _load_sibling(name):
     return module
 
 
-support = _load_sibling("probe_support")
-protocol = _load_sibling("protocol")
+if TYPE_CHECKING:  # the modules _load_sibling loads, as mypy reads them
+    from . import probe_support as support, protocol
+else:
+    support = _load_sibling("probe_support")
+    protocol = _load_sibling("protocol")
 UserError, run_user, failure_issue = support.UserError, support.run_user, support.failure_issue
 
 
@@ -70,20 +92,20 @@ UserError, run_user, failure_issue = support.UserError, support.run_user, suppor
 class Result:
     """The result file: ``data`` (a protocol.ProbeResult), written whole and renamed into place."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = path
         self.data = protocol.ProbeResult(python=sys.version.split()[0], executable=sys.executable)
 
-    def phase(self, phase, class_name=None):
+    def phase(self, phase: str, class_name: Optional[str] = None) -> None:
         self.data.phase = phase
         self.data.current_class = class_name
         self.save()
 
-    def fail(self, kind, message):
+    def fail(self, kind: str, message: str) -> None:
         """Verification cannot run at all."""
         self.data.error = protocol.ProbeFailure(kind, message)
 
-    def save(self):
+    def save(self) -> None:
         temporary = self.path + ".tmp"
         with _open(temporary, "w", encoding="utf-8") as handle:
             handle.write(self.data.to_json(default=support.safe_text))
@@ -92,7 +114,7 @@ class Result:
 
 # -- importing the user's module ------------------------------------------------------------------
 
-def load_user_module(request):
+def load_user_module(request: ProbeRequest) -> Tuple[ModuleType, str]:
     """(module, how): as a module of its package when the request says how, else by path."""
     path = request.path
     for folder in request.extra_paths:
@@ -110,7 +132,7 @@ def load_user_module(request):
     return load_by_path(path), "path"
 
 
-def load_by_path(path):
+def load_by_path(path: str) -> ModuleType:
     folder = os.path.dirname(path)
     if folder not in sys.path:
         sys.path.insert(0, folder)
@@ -125,7 +147,7 @@ def load_by_path(path):
     return module
 
 
-def module_classes(user_module, torch):
+def module_classes(user_module: ModuleType, torch: ModuleType) -> List[type]:
     """The nn.Module subclasses defined in the file, in the order they are defined."""
     return [value for value in list(vars(user_module).values())
             if inspect.isclass(value) and issubclass(value, torch.nn.Module)
@@ -135,13 +157,13 @@ def module_classes(user_module, torch):
 # -- constructing the class -----------------------------------------------------------------------
 
 class Built:
-    def __init__(self, model, origin, text, inputs=None):
+    def __init__(self, model: nn.Module, origin: str, text: str, inputs: object = None) -> None:
         self.model = model
         self.constructed_with = {"origin": origin, "text": text}
         self.inputs = inputs  # example inputs a factory returned with the module
 
 
-def construct(cls, request, user_module):
+def construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType) -> Union[Built, str]:
     """A Built, or a str (why the class was skipped). Failures of user code raise UserError."""
     import torch
 
@@ -164,7 +186,7 @@ def construct(cls, request, user_module):
         built, _ = build_candidate(configured, cls, user_module, user_path)  # the user's own: failures are TL905
         return built if isinstance(built, Built) else "%s (from %s)" % (built, configured.origin)
     guesses = [c for c in candidates if not c.before_defaults]
-    default_failure = None
+    default_failure: Optional[support.UserError] = None
     if _binds_without_arguments(cls):
         torch.manual_seed(0)
         try:
@@ -173,7 +195,7 @@ def construct(cls, request, user_module):
             if not guesses:
                 raise
             default_failure = failure  # arguments found in the code may still build it
-    tried = []
+    tried: List[str] = []
     for candidate in guesses:
         try:
             built, text = build_candidate(candidate, cls, user_module, user_path)
@@ -194,7 +216,8 @@ def construct(cls, request, user_module):
     return reason
 
 
-def build_candidate(candidate, cls, user_module, user_path):
+def build_candidate(candidate: Constructor, cls: Type[nn.Module], user_module: ModuleType,
+                    user_path: str) -> Tuple[Union[Built, str], str]:
     """(Built or the reason it is not usable, the text shown for it)."""
     import torch
 
@@ -217,7 +240,7 @@ def build_candidate(candidate, cls, user_module, user_path):
     return Built(value, origin, text), text
 
 
-def _call_factory(text):
+def _call_factory(text: str) -> object:
     module_name, _, attribute = text.partition(":")
     target: Any = importlib.import_module(module_name.strip())  # then the attribute named
     for part in attribute.strip().split("."):
@@ -225,7 +248,7 @@ def _call_factory(text):
     return target()
 
 
-def _unpack_factory(value):
+def _unpack_factory(value: object) -> Tuple[object, object]:
     """A module; (module, inputs) as a tuple or list; or {"model": ..., "inputs": ...}."""
     if isinstance(value, dict) and "model" in value:
         return value["model"], value.get("inputs")
@@ -234,7 +257,7 @@ def _unpack_factory(value):
     return value, None
 
 
-def _binds_without_arguments(cls):
+def _binds_without_arguments(cls: type) -> bool:
     try:
         inspect.signature(cls).bind()
         return True
@@ -244,14 +267,14 @@ def _binds_without_arguments(cls):
         return True  # no signature to read: just try
 
 
-def _signature(cls):
+def _signature(cls: type) -> str:
     try:
         return str(inspect.signature(cls))
     except (TypeError, ValueError):
         return "(...)"
 
 
-def _required(cls):
+def _required(cls: type) -> List[str]:
     try:
         return [p.name for p in inspect.signature(cls).parameters.values()
                 if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.POSITIONAL_ONLY)]
@@ -259,14 +282,14 @@ def _required(cls):
         return []
 
 
-def _kwargs_text(kwargs):
+def _kwargs_text(kwargs: Mapping[str, object]) -> str:
     text = ", ".join("%s=%s" % (key, support.safe_text(value, 40)) for key, value in kwargs.items())
     return text if len(text) < 80 else text[:77] + "..."
 
 
 # -- example inputs -------------------------------------------------------------------------------
 
-def _as_call_arguments(value):
+def _as_call_arguments(value: object) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
     if isinstance(value, dict):
         return (), dict(value)
     if isinstance(value, (list, tuple)):
@@ -274,7 +297,7 @@ def _as_call_arguments(value):
     return (value,), {}
 
 
-def _to_device(value, device, depth=0):
+def _to_device(value: Any, device: torch.device, depth: int = 0) -> Any:  # (any nesting of inputs)
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -286,7 +309,7 @@ def _to_device(value, device, depth=0):
     return value
 
 
-def _accepts_argument(function):
+def _accepts_argument(function: Callable[..., object]) -> bool:
     try:
         parameters = inspect.signature(function).parameters.values()
     except (TypeError, ValueError):
@@ -294,14 +317,15 @@ def _accepts_argument(function):
     return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in parameters)
 
 
-def _class_attribute(cls, name):
+def _class_attribute(cls: type, name: str) -> object:
     try:
         return inspect.getattr_static(cls, name, None)
     except BaseException:  # noqa: B902 - odd metaclasses
         return None
 
 
-def input_candidates(model, user_module, request, built, several_classes, run):
+def input_candidates(model: nn.Module, user_module: ModuleType, request: ProbeRequest, built: Built,
+                     several_classes: bool, run: Run) -> List[Candidate]:
     """[(args, kwargs, description, trusted)], best first; [] with no way to make inputs.
 
     ``trusted``: the inputs were meant for this module, so a forward failure is the
@@ -328,7 +352,9 @@ def input_candidates(model, user_module, request, built, several_classes, run):
         return [(args, kwargs, "%s (from %s)" % (support.describe(args, kwargs), built.constructed_with["text"]),
                  True)]
     if callable(_class_attribute(type(model), "torchlint_example_inputs")):
-        value = run("%s.torchlint_example_inputs()" % class_name, lambda: model.torchlint_example_inputs())
+        # (callable, _class_attribute says; nn.Module.__getattr__'s type says a tensor or a module)
+        value = run("%s.torchlint_example_inputs()" % class_name,
+                    lambda: model.torchlint_example_inputs())  # type: ignore[operator]
         args, kwargs = _as_call_arguments(value)
         return [(args, kwargs, "%s (from %s.torchlint_example_inputs)" % (
             support.describe(args, kwargs), class_name), True)]
@@ -348,7 +374,10 @@ def input_candidates(model, user_module, request, built, several_classes, run):
             # A factory without a parameter cannot know which class it serves.
             trusted = takes_module or not several_classes
             return [(args, kwargs, "%s (from %s())" % (support.describe(args, kwargs), name), trusted)]
-    inputs = sys.modules.get("torchlint_probe_inputs") or _load_sibling("probe_inputs")
+    if TYPE_CHECKING:
+        from . import probe_inputs as inputs
+    else:
+        inputs = sys.modules.get("torchlint_probe_inputs") or _load_sibling("probe_inputs")
     found = [(args, kwargs, description, matches) for args, kwargs, description, matches in inputs.code_inputs(
         request.input_calls.get(class_name), built.constructed_with["text"])]
     # Both read forward's source and the built layers (no user code runs); what they cannot
@@ -360,7 +389,7 @@ def input_candidates(model, user_module, request, built, several_classes, run):
     try:
         signature = inputs.forward_signature(model)
         required = signature[1] if signature is not None else 1
-        tried = set()
+        tried: Set[Tuple[Tuple[int, ...], Optional[str]]] = set()
         for args, _, _, _ in found:
             tried |= inputs.shapes_of(args)
         found += [(args, kwargs, description, False)
@@ -372,36 +401,40 @@ def input_candidates(model, user_module, request, built, several_classes, run):
 
 # -- verifying one class --------------------------------------------------------------------------
 
-def check_entry(code, status, summary):
+def check_entry(code: str, status: str, summary: str) -> JsonObject:
     return {"code": code, "name": CHECK_NAMES[code], "status": status, "summary": summary}
 
 
-def skip_gradients(report, reason, short):
+def skip_gradients(report: JsonObject, reason: str, short: str) -> None:
     """The checks that need forward did not run: the class is partly verified, never "verified"."""
     report["checks"] += [check_entry(code, "skipped", reason) for code in ("TL903", "TL904", "TL906")]
     report["status"] = "partly verified"
     report["partial_reason"] = "gradients skipped: %s" % short
 
 
-def verify_class(cls, request, user_module, result, report, baseline, device, several_classes, seen=None,
-                 again=False):
+def verify_class(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType, result: Result,
+                 report: JsonObject, baseline: Set[str], device: torch.device, several_classes: bool,
+                 seen: Optional[Seen] = None, again: bool = False) -> None:
     """``seen``: records the inputs other classes of the file get from this one's forward (Seen);
     ``again``: the inputs it recorded for this class, from another class's forward, are tried first."""
     import torch
 
-    checks = sys.modules["torchlint_probe_checks"]
+    if TYPE_CHECKING:
+        checks = probe_checks
+    else:
+        checks = sys.modules["torchlint_probe_checks"]
     name = cls.__name__
     user_path = request.path
     issues = report["issues"]
     forward = "%s.forward" % name
 
-    def run(doing, function, *args, **kwargs):
+    def run(doing: str, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         return run_user(forward if doing == "forward" else doing, name, user_path, function, *args, **kwargs)
 
-    def state_of(model):
+    def state_of(model: nn.Module) -> probe_checks.State:
         return checks.State(model, baseline, cls, user_path)
 
-    def add(code, found, summary):
+    def add(code: str, found: List[JsonObject], summary: str) -> None:
         issues.extend(found)
         report["checks"].append(check_entry(code, checks.check_status(found), summary))
 
@@ -442,7 +475,7 @@ def verify_class(cls, request, user_module, result, report, baseline, device, se
         skip_gradients(report, reason, "no example inputs")
     else:
         result.phase("forward", name)
-        misfits = []
+        misfits: List[str] = []
         for args, kwargs, description, trusted in candidates:
             inputs = (_to_device(args, device), _to_device(kwargs, device))
             gradients = checks.GradientRun(model, state_of, inputs, run, device)
@@ -482,7 +515,7 @@ def verify_class(cls, request, user_module, result, report, baseline, device, se
 
 # -- the whole run --------------------------------------------------------------------------------
 
-def pick_device(torch, requested):
+def pick_device(torch: ModuleType, requested: str) -> Tuple[Device, Optional[str], str]:
     """(torch.device, name, note) or raises RuntimeError with a message for the user."""
     if requested == "auto":
         requested = "cuda" if torch.cuda.is_available() else "cpu"
@@ -498,7 +531,7 @@ def pick_device(torch, requested):
             "CPU run: TL902 moves the module with .to(torch.float64) as the observable stand-in for .to(device)")
 
 
-def pick_cuda(torch, requested):
+def pick_cuda(torch: ModuleType, requested: str) -> Tuple[Device, Optional[str], str]:
     if not torch.cuda.is_available():
         raise RuntimeError("--device %s was asked for, but torch.cuda.is_available() is False here (torch %s%s)" % (
             requested, torch.__version__, ", built without CUDA" if torch.version.cuda is None else ""))
@@ -514,14 +547,14 @@ def end_with_parent(every: float = 0.5) -> None:
     its result (a hung forward: for ever). So the probe ends as soon as it has another parent."""
     parent = os.getppid()
 
-    def watch():
+    def watch() -> None:
         while os.getppid() == parent:
             time.sleep(every)
         os._exit(1)
     threading.Thread(target=watch, name="torchlint-probe-owner", daemon=True).start()
 
 
-def main(request_path):
+def main(request_path: str) -> Result:
     end_with_parent()
     with open(request_path, encoding="utf-8") as handle:
         request = protocol.ProbeRequest.from_json(handle.read())
@@ -612,36 +645,37 @@ class Seen:
 
     MAX_NUMEL = 1 << 22
 
-    def __init__(self, torch, classes):
+    def __init__(self, torch: ModuleType, classes: List[type]) -> None:
         self.torch = torch
         self.classes = set(classes)
-        self.inputs = {}  # class -> (args, the class being verified when it was called)
-        self.current = None
-        self.pending = None  # None: not in a forward attempt
-        self._hook = None
+        # class -> (args, the class being verified when it was called)
+        self.inputs: Dict[type, Tuple[Tuple[object, ...], str]] = {}
+        self.current: Optional[type] = None
+        self.pending: Optional[Dict[type, Tuple[Tuple[object, ...], str]]] = None  # None: not in a forward attempt
+        self._hook: Optional[RemovableHandle] = None
 
-    def __enter__(self):
+    def __enter__(self) -> Seen:
         try:
             self._hook = self.torch.nn.modules.module.register_module_forward_pre_hook(self._record)
         except Exception:  # noqa: BLE001 - an old torch: no inputs from callers
             self._hook = None
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         if self._hook is not None:
             self._hook.remove()
         return False
 
-    def attempt(self):
+    def attempt(self) -> None:
         """A forward with new inputs begins: what it records counts only if it runs (commit)."""
         self.pending = {}
 
-    def commit(self):
+    def commit(self) -> None:
         for cls, value in (self.pending or {}).items():
             self.inputs.setdefault(cls, value)
         self.pending = None
 
-    def _record(self, module, args):
+    def _record(self, module: nn.Module, args: Tuple[Any, ...]) -> None:
         cls = type(module)
         pending = self.pending
         if pending is None or cls not in self.classes or cls in self.inputs or cls in pending \
@@ -658,11 +692,13 @@ class Seen:
         return None
 
 
-def verify_one(cls, request, user_module, result, baseline, device, several_classes, seen, replace=None):
+def verify_one(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType, result: Result,
+               baseline: Set[str], device: torch.device, several_classes: bool, seen: Seen,
+               replace: Optional[JsonObject] = None) -> JsonObject:
     """Verify one class into a new report (in place of ``replace`` in the result, if given)."""
     path = request.path
     sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))  # user code may have lowered it
-    report = {"name": cls.__name__, "status": "verified", "skip_reason": None, "partial_reason": None,
+    report: JsonObject = {"name": cls.__name__, "status": "verified", "skip_reason": None, "partial_reason": None,
               "inputs": None, "constructed_with": None, "checks": [], "issues": []}
     classes = result.data.classes
     if replace is not None:
@@ -688,7 +724,7 @@ def verify_one(cls, request, user_module, result, baseline, device, several_clas
     return report
 
 
-def run_probe(request_path):
+def run_probe(request_path: str) -> None:
     result = main(request_path)
     result.data.finished = True
     result.data.phase = "done"

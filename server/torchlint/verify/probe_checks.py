@@ -4,15 +4,31 @@ Loaded by ``probe.py`` by path, in the child process only (it imports torch).
 Issue dicts are made by ``probe_support.new_issue``; where an attribute lives
 (owner class, file, line) is worked out once per attribute by ``Locator``.
 """
+from __future__ import annotations
+
 import copy
 import math
 import sys
-from typing import Any, Dict, List, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Set, Tuple
 
 import torch
 from torch import nn
 
-support = sys.modules["torchlint_probe_support"]  # loaded by probe.py just before this file
+if TYPE_CHECKING:  # annotations only: never evaluated, so Python 3.8 runs this file as it is
+    from typing import (Callable, Container, ContextManager, Iterable, Iterator, Literal, Optional, Sequence,
+                        TypeVar, Union)
+
+    from torch.utils.hooks import RemovableHandle
+
+    from . import probe_support as support  # as mypy reads what probe.py loads
+    from .probe_support import Run
+    from .protocol import JsonObject
+
+    _D = TypeVar("_D")  # what State.issues groups per attribute, for its message
+    Holder = Tuple[str, str]  # (module prefix, attribute) of the `self.<attribute> = ...` that stored a value
+    Item = Union[torch.Tensor, nn.Module]  # what a container attribute can hide from registration
+else:
+    support = sys.modules["torchlint_probe_support"]  # loaded by probe.py just before this file
 SEVERITY_ERROR, SEVERITY_WARNING, SEVERITY_INFO = (
     support.SEVERITY_ERROR, support.SEVERITY_WARNING, support.SEVERITY_INFO)
 count, listing, new_issue = support.count, support.listing, support.new_issue
@@ -25,20 +41,21 @@ LEARNING_RATE = 1e-2
 CONTAINERS = (nn.ModuleList, nn.ModuleDict)
 
 
-def describe_tensor(tensor):
+def describe_tensor(tensor: torch.Tensor) -> str:
     kind = "an nn.Parameter" if isinstance(tensor, nn.Parameter) else "a tensor"
     dtype = str(tensor.dtype).replace("torch.", "")
     grad = ", requires_grad" if tensor.requires_grad else ""
     return "%s (%s, shape %s%s, on %s)" % (kind, dtype, list(tensor.shape), grad, tensor.device)
 
 
-def _contents(value, path, depth=0):
+def _contents(value: object, path: str, depth: int = 0) -> Iterator[Tuple[str, Item]]:
     """(path, item) for the tensors and modules inside a list/tuple/set/dict, recursively."""
     if isinstance(value, (torch.Tensor, nn.Module)):
         yield path, value
         return
     if depth >= MAX_DEPTH:
         return
+    items: List[Tuple[str, object]]
     if isinstance(value, dict):
         items = [("%s[%s]" % (path, support.safe_text(repr(key), 40)), item)
                  for key, item in list(value.items())[:MAX_CONTAINER_ITEMS]]
@@ -53,12 +70,12 @@ def _contents(value, path, depth=0):
             yield found
 
 
-def _split(path):
+def _split(path: str) -> Holder:
     prefix, _, name = path.rpartition(".")
     return prefix, name
 
 
-def _is_torch_class(cls):
+def _is_torch_class(cls: type) -> bool:
     name = getattr(cls, "__module__", "") or ""
     return name == "torch" or name.startswith("torch.")
 
@@ -71,21 +88,23 @@ class Locator:
     there (an attribute of a class from another file lands on the line that stored it
     here: `self.blocks = ...`), else the verified class's line."""
 
-    def __init__(self, modules, verified_cls, user_path):
+    def __init__(self, modules: Dict[str, nn.Module], verified_cls: type, user_path: str) -> None:
         self.modules = modules
         self.verified_cls = verified_cls
         self.user_path = user_path
-        self._cache = {}
+        self._cache: Dict[Tuple[str, str, bool], Tuple[JsonObject, Optional[int]]] = {}
 
-    def locate(self, prefix, attribute, outside_init=False):
+    def locate(self, prefix: str, attribute: str, outside_init: bool = False) -> Tuple[JsonObject, Optional[int]]:
         """``outside_init``: prefer an assignment outside ``__init__`` (a layer forward creates)."""
         key = (prefix, attribute, outside_init)
         if key not in self._cache:
             self._cache[key] = self._locate(prefix, attribute, outside_init)
         return self._cache[key]
 
-    def _locate(self, prefix, attribute, outside_init):
+    def _locate(self, prefix: str, attribute: str, outside_init: bool) -> Tuple[JsonObject, Optional[int]]:
         parts = prefix.split(".") if prefix else []
+        owner: Optional[JsonObject]
+        line: Optional[int]
         owner, line = None, None
         while True:
             module = self.modules.get(".".join(parts))
@@ -111,7 +130,7 @@ class Locator:
 class Held:
     """A tensor the module tree holds outside its registered parameters and buffers."""
 
-    def __init__(self, path, tensor, holder):
+    def __init__(self, path: str, tensor: torch.Tensor, holder: Holder) -> None:
         self.path = path  # as seen from the verified module: "blocks.0.gamma_1", "layers[0].weight"
         self.tensor = tensor
         self.holder = holder  # (module prefix, attribute) of the `self.<attribute> = ...` that stored it
@@ -120,7 +139,7 @@ class Held:
 class State:
     """Everything the module tree holds, registered or not, collected in one walk."""
 
-    def __init__(self, model, baseline, verified_cls, user_path):
+    def __init__(self, model: nn.Module, baseline: Container[str], verified_cls: type, user_path: str) -> None:
         self.modules = dict(model.named_modules())
         self.module_ids = {id(m) for m in self.modules.values()}
         self.parameters = dict(model.named_parameters())
@@ -128,11 +147,12 @@ class State:
         self.registered_ids = {id(t) for t in self.parameters.values()} | {id(t) for t in self.buffers.values()}
         self.locator = Locator(self.modules, verified_cls, user_path)
         self.verified = verified_cls.__name__
-        self.unregistered = []  # (holder, path, description, trainable, container) for TL901
+        # (holder, path, description, trainable, container) for TL901
+        self.unregistered: List[Tuple[Holder, str, str, bool, bool]] = []
         self.held: List[Held] = []  # every unregistered tensor reachable
-        seen = set()
+        seen: Set[int] = set()
 
-        def hold(path, tensor, holder):
+        def hold(path: str, tensor: torch.Tensor, holder: Holder) -> None:
             if id(tensor) not in seen and id(tensor) not in self.registered_ids:
                 seen.add(id(tensor))
                 self.held.append(Held(path, tensor, holder))
@@ -150,7 +170,7 @@ class State:
                 found = list(_contents(value, path))
                 if not found:
                     continue
-                lost = []  # modules, parameters and trainable tensors nobody registered
+                lost: List[Item] = []  # modules, parameters and trainable tensors nobody registered
                 for item_path, item in found:
                     if isinstance(item, nn.Module):
                         if id(item) in self.module_ids:
@@ -166,16 +186,19 @@ class State:
                 if lost:
                     self.unregistered.append((holder, path, describe_container(value, lost), True, True))
 
-    def issues(self, code, entries, severity, message, outside_init=False):
+    def issues(self, code: str, entries: Iterable[Tuple[Holder, str, _D]],
+               severity: Union[str, Callable[[List[_D]], str]], message: Callable[[List[str], List[_D]], str],
+               outside_init: bool = False) -> List[JsonObject]:
         """One issue per owner attribute: 12 blocks with the same bug are one finding.
 
         ``entries``: (holder, path, detail); ``message(paths, details)`` words it."""
-        groups: Dict[Any, Tuple[Any, Any, List[Any]]] = {}  # key -> (owner, line, its (path, detail))
+        # key -> (owner, line, its (path, detail))
+        groups: Dict[Tuple[object, ...], Tuple[JsonObject, Optional[int], List[Tuple[str, _D]]]] = {}
         for holder, path, detail in entries:
             owner, line = self.locator.locate(holder[0], holder[1], outside_init)
             key = (owner["owner_class"], owner["owner_attribute"], owner["owner_file"], line)
             groups.setdefault(key, (owner, line, []))[2].append((path, detail))
-        found = []
+        found: List[JsonObject] = []
         for owner, line, members in groups.values():
             paths = [path for path, _ in members]
             details = [detail for _, detail in members]
@@ -184,12 +207,12 @@ class State:
         return found
 
 
-def describe_container(value, lost):
+def describe_container(value: object, lost: List[Item]) -> str:
     if isinstance(value, nn.Module):
         return "the module %s, stored around nn.Module.__setattr__" % type(value).__name__
     modules = sum(1 for item in lost if isinstance(item, nn.Module))
     tensors = [item for item in lost if not isinstance(item, nn.Module)]
-    what = []
+    what: List[str] = []
     if modules:
         what.append(count(modules, "module"))
     if tensors:
@@ -198,17 +221,17 @@ def describe_container(value, lost):
     return "a plain %s holding %s" % (type(value).__name__, " and ".join(what))
 
 
-def check_status(issues):
+def check_status(issues: List[JsonObject]) -> str:
     return "failed" if any(issue["severity"] != SEVERITY_INFO for issue in issues) else "passed"
 
 
 # -- TL901 ---------------------------------------------------------------------------------------
 
-def check_registration(state):
+def check_registration(state: State) -> List[JsonObject]:
     entries = [(holder, path, (description, trainable, container))
                for holder, path, description, trainable, container in state.unregistered]
 
-    def message(paths, details):
+    def message(paths: List[str], details: List[Tuple[str, bool, bool]]) -> str:
         description, trainable, container = details[0]
         if container and description.startswith("the module"):
             consequence = ("its parameters are not in parameters() or state_dict(), and .to()/.cuda() do not "
@@ -231,17 +254,18 @@ def check_registration(state):
 
 # -- TL902 ---------------------------------------------------------------------------------------
 
-def tensors_to_move(state):
+def tensors_to_move(state: State) -> List[Tuple[Holder, str, torch.Tensor]]:
     """Every tensor of the tree: registered ones must follow a move, and the others show that they do not."""
-    items = [(_split(path), path, tensor) for path, tensor in state.parameters.items()]
+    items: List[Tuple[Holder, str, torch.Tensor]] = [
+        (_split(path), path, tensor) for path, tensor in state.parameters.items()]
     items += [(_split(path), path, tensor) for path, tensor in state.buffers.items()]
     items += [(held.holder, held.path, held.tensor) for held in state.held]
     return items
 
 
-def check_device(state, device, dtype_standin):
+def check_device(state: State, device: torch.device, dtype_standin: bool) -> List[JsonObject]:
     """TL902 after model.to(device) (CUDA) or model.to(torch.float64) (the CPU stand-in)."""
-    left = []
+    left: List[Tuple[Holder, str, str]] = []
     for holder, path, tensor in tensors_to_move(state):
         if dtype_standin:
             if tensor.is_floating_point() and tensor.dtype != torch.float64:
@@ -249,7 +273,7 @@ def check_device(state, device, dtype_standin):
         elif tensor.device != device:
             left.append((holder, path, "still on %s" % tensor.device))
 
-    def message(paths, details):
+    def message(paths: List[str], details: List[str]) -> str:
         verb = "was" if len(paths) == 1 else "were"
         if dtype_standin:
             return ("%s %s not converted by model.to(torch.float64) (%s), so model.to(device) leaves %s behind "
@@ -260,7 +284,7 @@ def check_device(state, device, dtype_standin):
     return state.issues("TL902", left, SEVERITY_ERROR, message)
 
 
-def replace_held(model, baseline, change):
+def replace_held(model: nn.Module, baseline: Container[str], change: Callable[[Item], object]) -> int:
     """Apply ``change`` to every unregistered tensor and module the tree holds, in place.
 
     ``change(value)`` returns the replacement (or the value itself). Plain attributes are
@@ -270,7 +294,7 @@ def replace_held(model, baseline, change):
     modules = {id(m) for m in model.modules()}
     replaced = [0]
 
-    def visit(value, depth):
+    def visit(value: object, depth: int) -> object:
         if isinstance(value, nn.Module):
             if id(value) in modules:
                 return value
@@ -305,9 +329,9 @@ def replace_held(model, baseline, change):
     return replaced[0]
 
 
-def mover(device):
+def mover(device: torch.device) -> Callable[[Item], Item]:
     """What replace_held applies after TL902 on CUDA: what was left behind follows the device."""
-    def move(value):
+    def move(value: Item) -> Item:
         if isinstance(value, nn.Module):
             return value.to(device)  # in place for modules
         if value.device == device:
@@ -319,12 +343,12 @@ def mover(device):
     return move
 
 
-def leaves_of(tensor, limit=MAX_GRAPH_NODES):
+def leaves_of(tensor: torch.Tensor, limit: int = MAX_GRAPH_NODES) -> Tuple[List[torch.Tensor], bool]:
     """The leaf tensors a non-leaf tensor was computed from (its grad_fn graph's AccumulateGrad
     variables), and whether the walk saw the whole graph."""
-    leaves: List[Any] = []
+    leaves: List[torch.Tensor] = []
     seen: Set[int] = set()
-    stack = [tensor.grad_fn]
+    stack: List[object] = [tensor.grad_fn]
     while stack:
         node = stack.pop()
         if node is None or id(node) in seen:
@@ -341,10 +365,10 @@ def leaves_of(tensor, limit=MAX_GRAPH_NODES):
     return leaves, True
 
 
-def graph_nodes(tensor, limit=MAX_GRAPH_NODES):
+def graph_nodes(tensor: torch.Tensor, limit: int = MAX_GRAPH_NODES) -> Set[int]:
     """ids of the autograd nodes a tensor's graph holds (at most ``limit``)."""
     seen: Set[int] = set()
-    stack = [getattr(tensor, "grad_fn", None)]
+    stack: List[object] = [getattr(tensor, "grad_fn", None)]
     while stack and len(seen) < limit:
         node = stack.pop()
         if node is None or id(node) in seen:
@@ -355,7 +379,7 @@ def graph_nodes(tensor, limit=MAX_GRAPH_NODES):
     return seen
 
 
-def _hidden_message(paths, details):
+def _hidden_message(paths: List[str], details: List[Tuple[Held, torch.Tensor]]) -> str:
     held, leaf = details[0]
     via = type(held.tensor.grad_fn).__name__ if held.tensor.grad_fn is not None else "an operation"
     kind = "an nn.Parameter" if isinstance(leaf, nn.Parameter) else "a leaf tensor with requires_grad"
@@ -369,7 +393,7 @@ def _hidden_message(paths, details):
 
 # -- TL903 / TL904: gradients over optimizer steps ------------------------------------------------
 
-def _output_tensors(value, depth=0):
+def _output_tensors(value: object, depth: int = 0) -> Iterator[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         yield value
     elif depth < 4:
@@ -383,7 +407,7 @@ def _output_tensors(value, depth=0):
                     yield tensor
 
 
-def _has_empty_tensor(args, depth=0):
+def _has_empty_tensor(args: Iterable[object], depth: int = 0) -> bool:
     for value in args:
         if isinstance(value, torch.Tensor) and value.numel() == 0:
             return True
@@ -395,45 +419,45 @@ def _has_empty_tensor(args, depth=0):
 class CallRecord:
     __slots__ = ("calls", "empty", "with_grad")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.calls = self.empty = self.with_grad = 0
 
 
 class Watch:
     """Which submodules forward called (and how), and which parameters ops used under no_grad."""
 
-    def __init__(self, modules, parameter_ids):
+    def __init__(self, modules: Dict[str, nn.Module], parameter_ids: Set[int]) -> None:
         self.records = {id(module): CallRecord() for module in modules.values()}
         self.parameter_ids = parameter_ids
-        self.used_without_grad = set()
-        self._hook = None
-        self._mode = None
+        self.used_without_grad: Set[int] = set()
+        self._hook: Optional[RemovableHandle] = None
+        self._mode: Optional[ContextManager[object]] = None  # (a TorchFunctionMode)
 
-    def _pre_hook(self, module, args):
+    def _pre_hook(self, module: nn.Module, args: Tuple[Any, ...]) -> None:
         record = self.records.get(id(module))
         if record is not None:
             record.calls += 1
             record.empty += _has_empty_tensor(args)
             record.with_grad += torch.is_grad_enabled()
 
-    def __enter__(self):
+    def __enter__(self) -> Watch:
         self._hook = nn.modules.module.register_module_forward_pre_hook(self._pre_hook)
         self._mode = _no_grad_recorder(self)
         if self._mode is not None:
             self._mode.__enter__()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> Literal[False]:  # (handed on to the mode's __exit__ as they came)
         if self._mode is not None:
             self._mode.__exit__(*exc)
         self._hook.remove()  # type: ignore[union-attr]  # (set by __enter__)
         return False
 
-    def record(self, module):
+    def record(self, module: object) -> CallRecord:
         return self.records.get(id(module)) or CallRecord()
 
 
-def _no_grad_recorder(watch):
+def _no_grad_recorder(watch: Watch) -> Optional[ContextManager[object]]:
     """A torch function mode noting parameters that ops use while grad is disabled (a frozen
     teacher, an EMA copy): getting no gradient is what they are meant for."""
     try:
@@ -442,7 +466,8 @@ def _no_grad_recorder(watch):
         return None
 
     class NoGradUses(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
+        def __torch_function__(self, func: Callable[..., Any], types: Sequence[type], args: Sequence[object] = (),
+                               kwargs: Optional[Dict[str, Any]] = None) -> Any:
             if not torch.is_grad_enabled():
                 for value in args:
                     if id(value) in watch.parameter_ids:
@@ -454,10 +479,11 @@ def _no_grad_recorder(watch):
     return NoGradUses()
 
 
-def _projected_loss(tensors, projections, device):
+def _projected_loss(tensors: List[torch.Tensor], projections: Dict[Tuple[int, Tuple[int, ...]], torch.Tensor],
+                    device: torch.device) -> Optional[torch.Tensor]:
     """A fixed random projection of the outputs: unlike a sum, it is not constant after a
     LayerNorm or a softmax, and it gives every output element a gradient."""
-    total = None
+    total: Optional[torch.Tensor] = None
     for index, tensor in enumerate(tensors):
         value = tensor.real if tensor.is_complex() else tensor
         key = (index, tuple(value.shape))
@@ -469,7 +495,7 @@ def _projected_loss(tensors, projections, device):
     return total
 
 
-def _nonzero(grad):
+def _nonzero(grad: Optional[torch.Tensor]) -> bool:
     if grad is None:
         return False
     if grad.is_sparse:
@@ -482,7 +508,8 @@ class GradientRun:
     first forward, then each step a fresh forward, a loss (a random projection of the outputs),
     backward() without retain_graph, step(), zero_grad(); two to four steps."""
 
-    def __init__(self, model, state_of, inputs, run, device):
+    def __init__(self, model: nn.Module, state_of: Callable[[nn.Module], State],
+                 inputs: Tuple[Tuple[Any, ...], Dict[str, Any]], run: Run, device: torch.device) -> None:
         self.original = model
         self.note = ""
         original_state = state_of(model)
@@ -506,11 +533,14 @@ class GradientRun:
         self.hidden = self._hidden_leaves(known)  # [(Held, leaf)]: leaves of non-leaf attributes
         self.steps = 0
         self.no_output = False
-        self.failure = None  # a TL905 issue: a step after the first failed
-        self.born = {}  # parameter name -> ([steps], "created" | "replaced"): parameters that forward made
-        self._previous = None  # ids of the parameters after the last forward
+        self.failure: Optional[JsonObject] = None  # a TL905 issue: a step after the first failed
+        # parameter name -> ([steps], "created" | "replaced"): parameters that forward made
+        self.born: Dict[str, Tuple[List[int], str]] = {}
+        self._previous: Optional[Set[int]] = None  # ids of the parameters after the last forward
 
-    def _hidden_leaves(self, known):
+    def _hidden_leaves(self, known: Set[int]) -> List[Tuple[Held, torch.Tensor]]:
+        found: List[Tuple[Held, torch.Tensor]]
+        seen: Set[int]
         found, seen = [], set()
         for held in self.watched:
             if held.tensor.is_leaf:
@@ -522,20 +552,20 @@ class GradientRun:
                     found.append((held, leaf))
         return found
 
-    def go(self):
+    def go(self) -> None:
         args, kwargs = self.inputs
-        self.got_grad: Set[Any] = set()
-        self.nonzero: Set[Any] = set()
-        self.outside: Set[Any] = set()
-        self.hidden_grad: Set[Any] = set()
-        self.graph_attributes = []  # non-leaf attributes step 1's loss was computed through
+        self.got_grad: Set[int] = set()
+        self.nonzero: Set[int] = set()
+        self.outside: Set[int] = set()
+        self.hidden_grad: Set[int] = set()
+        self.graph_attributes: List[Held] = []  # non-leaf attributes step 1's loss was computed through
         leaves = [held for held in self.watched if held.tensor.is_leaf]
         with torch.no_grad():
             before = {id(h.tensor): h.tensor.detach().clone() for h in self.watched}
         # As training builds it: from the parameters, before the first forward.
         parameters_before = dict(self.model.named_parameters())
         optimizer = torch.optim.SGD([p for _, p in self.trainable], lr=LEARNING_RATE) if self.trainable else None
-        projections: Dict[Any, Any] = {}
+        projections: Dict[Tuple[int, Tuple[int, ...]], torch.Tensor] = {}
         self.watch = Watch(self.state.modules, {id(p) for _, p in self.trainable})
         for held in leaves:
             held.tensor.grad = None
@@ -553,6 +583,7 @@ class GradientRun:
                     self.no_output = step == 1
                     break
                 loss = _projected_loss(differentiable, projections, self.device)
+                assert loss is not None  # (differentiable is not empty)
                 if step == 1:
                     self._note_graph(loss)
                 self.run("backward", loss.backward)
@@ -589,7 +620,7 @@ class GradientRun:
         with torch.no_grad():
             self.unchanged = [h for h in self.watched if torch.equal(before[id(h.tensor)], h.tensor.detach())]
 
-    def _note_born(self, parameters_before, step):
+    def _note_born(self, parameters_before: Dict[str, nn.Parameter], step: int) -> None:
         """Parameters that are not the ones the optimizer was built from (by identity), and the
         steps whose forward made them (a parameter replaced on every step shows on each)."""
         ids = {id(p) for p in parameters_before.values()}
@@ -604,14 +635,14 @@ class GradientRun:
             self.born[name] = (steps, how)
         self._previous = {id(p) for p in current.values()}
 
-    def _note_graph(self, loss):
+    def _note_graph(self, loss: torch.Tensor) -> None:
         nonleaf = [held for held in self.watched if not held.tensor.is_leaf]
         if not nonleaf:
             return
         nodes = graph_nodes(loss)
         self.graph_attributes = [held for held in nonleaf if id(held.tensor.grad_fn) in nodes]
 
-    def _step_failure(self, failure, step):
+    def _step_failure(self, failure: support.UserError, step: int) -> JsonObject:
         """TL905 for a step after the first: at the attribute whose graph the first backward freed,
         when the loss went through one; else where the traceback says."""
         issue = dict(failure.issue)
@@ -622,7 +653,7 @@ class GradientRun:
         entries = [(held.holder, held.path, describe_tensor(held.tensor)) for held in attributes]
         names = [path for _, path, _ in entries]
 
-        def message(paths, details):
+        def message(paths: List[str], details: List[str]) -> str:
             return ("step %d of training failed (step 1 ran): %s %s %s a non-leaf tensor built before training "
                     "(%s, computed from other tensors, so not an nn.Parameter): every forward uses its graph, "
                     "and the first backward() freed it, so the second backward() fails the same way in a "
@@ -637,10 +668,10 @@ class GradientRun:
 
     # -- what the run says ---------------------------------------------------------------------
 
-    def tl903(self):
+    def tl903(self) -> Tuple[List[JsonObject], str]:
         state = self.state
         if self.no_output:
-            issues = []
+            issues: List[JsonObject] = []
             if self.trainable:
                 issues.append(new_issue(
                     "TL903", SEVERITY_WARNING, "the output of forward() does not depend on any trainable tensor "
@@ -672,11 +703,11 @@ class GradientRun:
             summary += "; %d frozen (requires_grad=False)" % self.frozen
         return issues, summary
 
-    def tl906(self):
+    def tl906(self) -> Tuple[List[JsonObject], str]:
         """Parameters forward created or replaced: not the ones the optimizer was built from."""
         entries = [(_split(name), name, (steps, how)) for name, (steps, how) in sorted(self.born.items())]
 
-        def message(paths, details):
+        def message(paths: List[str], details: List[Tuple[List[int], str]]) -> str:
             steps = sorted({step for made, _ in details for step in made})
             every = len(steps) > 1 and len(steps) == self.steps + (self.failure is not None)
             when = "on the first forward" if steps == [1] else "by forward on step%s %s%s" % (
@@ -702,7 +733,7 @@ class GradientRun:
             summary = "%s not in parameters() when the optimizer was built" % count(len(self.born), "parameter")
         return issues, summary
 
-    def tl904(self):
+    def tl904(self) -> Tuple[List[JsonObject], str]:
         state = self.state
         unchanged = [(h.holder, h.path, describe_tensor(h.tensor)) for h in self.unchanged]
         issues = state.issues(
@@ -715,8 +746,8 @@ class GradientRun:
             return issues, "no optimizer step: the output does not require grad"
         silent = {id(p) for path, module in self.unused for p in module.parameters()}
         experts = {id(p): path for path, module in self.idle_experts for p in module.parameters()}
-        dead: List[Any] = []
-        idle: Dict[Any, Any] = {}
+        dead: List[Tuple[Holder, str, bool]] = []  # (holder, name, got an all-zero gradient)
+        idle: Dict[str, List[str]] = {}  # expert -> its parameters
         no_grad = 0
         for name, p in self.trainable:
             if id(p) in self.nonzero or id(p) in silent:
@@ -755,10 +786,10 @@ class GradientRun:
             summary += "; %s got no tokens" % count(len(idle), "expert")
         return issues, summary
 
-    def _chain(self, prefix):
+    def _chain(self, prefix: str) -> List[CallRecord]:
         """Call records of the module at prefix and its ancestors, nearest first."""
         parts = prefix.split(".") if prefix else []
-        chain = []
+        chain: List[CallRecord] = []
         while True:
             module = self.state.modules.get(".".join(parts))
             if module is not None:
@@ -767,7 +798,7 @@ class GradientRun:
                 return chain
             parts.pop()
 
-    def _expert_path(self, prefix, default=None):
+    def _expert_path(self, prefix: str, default: Optional[str] = None) -> str:
         """The outermost module of prefix's chain that ran on an empty batch only."""
         parts = prefix.split(".") if prefix else []
         found = prefix if default is None else default
@@ -778,13 +809,13 @@ class GradientRun:
             parts.pop()
         return found
 
-    def _unused_modules(self):
+    def _unused_modules(self) -> Tuple[List[Tuple[str, nn.Module]], List[Tuple[str, nn.Module]]]:
         """(never used, idle experts): the outermost submodules with trainable parameters that
         forward never called (nor any module inside) and whose parameters got no gradient.
         An idle expert is one whose siblings in a ModuleList/ModuleDict were called."""
         modules = self.state.modules
         trainable = {id(p) for _, p in self.trainable}
-        called = set()
+        called: Set[str] = set()
         for prefix, module in modules.items():
             if self.watch.record(module).calls:
                 parts = prefix.split(".") if prefix else []
@@ -793,8 +824,8 @@ class GradientRun:
                     if not parts:
                         break
                     parts.pop()
-        unused: List[Any] = []
-        experts: List[Any] = []
+        unused: List[Tuple[str, nn.Module]] = []
+        experts: List[Tuple[str, nn.Module]] = []
         for prefix, module in modules.items():
             if not prefix or prefix in called:
                 continue

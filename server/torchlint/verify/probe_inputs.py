@@ -17,16 +17,31 @@ sources, tried in this order after what the user gave:
 
 Each is a list of ``(args, kwargs, description)``; the caller decides which it trusts.
 """
+from __future__ import annotations
+
 import ast
 import inspect
 import sys
 import textwrap
-from typing import Any, Dict, List, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Tuple, cast
 
 import torch
 from torch import nn
 
-support = sys.modules["torchlint_probe_support"]
+if TYPE_CHECKING:  # annotations only: never evaluated, so Python 3.8 runs this file as it is
+    from typing import Iterable, Optional, Sequence, Set, TypeGuard, Union
+
+    from . import probe_support as support  # as mypy reads what probe.py loads
+    from .protocol import JsonObject
+
+    Shape = Tuple[int, ...]
+    # A shape to try and what fills it: None (random floats) or "indices" (an embedding's).
+    Option = Tuple[Shape, Optional[str]]
+    Guess = Tuple[Tuple[Any, ...], Dict[str, Any], str]  # (args, kwargs, description)
+    FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+    Layers = Union[List[nn.Module], Tuple[nn.Module, ...]]  # a plain list or tuple of modules
+else:
+    support = sys.modules["torchlint_probe_support"]
 
 BATCH = 2
 SEQUENCE = 8  # a sequence axis's length, when nothing says another
@@ -64,12 +79,12 @@ _CARRY_FUNCTIONS = frozenset({
 _TORCH_NAMES = frozenset({"torch", "F", "nn", "functional"})
 
 
-def _plain_layers(value):
+def _plain_layers(value: object) -> TypeGuard[Layers]:
     """A plain list or tuple of modules."""
     return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, nn.Module) for v in value[:64])
 
 
-def all_layers(model):
+def all_layers(model: nn.Module) -> List[Tuple[str, nn.Module]]:
     """(path, module) of the tree, then of the modules held in plain lists, tuples and dicts
     (not registered, but forward calls them all the same)."""
     found = [(name, layer) for name, layer in model.named_modules() if layer is not model]
@@ -80,6 +95,7 @@ def all_layers(model):
         except TypeError:
             continue
         for name, value in items:
+            held: List[Tuple[str, object]]
             if isinstance(value, dict):
                 held = [("%s[%r]" % (name, key), item) for key, item in list(value.items())[:64]]
             elif isinstance(value, (list, tuple)):
@@ -96,12 +112,12 @@ def all_layers(model):
     return found
 
 
-def _torch_class(layer):
+def _torch_class(layer: object) -> bool:
     name = getattr(type(layer), "__module__", "") or ""
     return name == "torch" or name.startswith("torch.")
 
 
-def _neutral(layer):
+def _neutral(layer: object) -> bool:
     return _torch_class(layer) and type(layer).__name__ in _NEUTRAL_NAMES
 
 
@@ -111,7 +127,8 @@ class Need:
     """What the first layer an argument reaches needs: ``last`` (feature-last: the trailing sizes),
     ``channels`` (channels-first, with ``spatial`` dimensions), or ``indices`` (an embedding)."""
 
-    def __init__(self, label, last=None, channels=None, spatial=None, indices=None, min_dims=2):
+    def __init__(self, label: str, last: Optional[Shape] = None, channels: Optional[int] = None,
+                 spatial: Optional[List[int]] = None, indices: Optional[int] = None, min_dims: int = 2) -> None:
         self.label = label
         self.last = last
         self.channels = channels
@@ -119,9 +136,9 @@ class Need:
         self.indices = indices
         self.min_dims = min_dims
 
-    def shapes(self, ndim=None, lengths=(SEQUENCE,)):
+    def shapes(self, ndim: Optional[int] = None, lengths: Sequence[int] = (SEQUENCE,)) -> List[Option]:
         """[(shape, dtype)], best first (``ndim``: the dimensions forward's code says it has)."""
-        found = []
+        found: List[Option] = []
         if self.indices is not None:
             dims = ndim or 2
             shape = (BATCH,) + (SEQUENCE,) * max(dims - 1, 0)
@@ -140,19 +157,20 @@ class Need:
                     found.append(((BATCH, length) + tail, None))
         elif self.channels is not None:
             spatial = [ndim - 2] if ndim and ndim >= 2 else self.spatial
+            assert spatial is not None  # (need_of gives channels with spatial)
             for dims in spatial:
                 if dims == 0:
                     found.append(((BATCH, self.channels), None))
                 for size in SPATIAL_SIZES.get(dims, []):
                     found.append(((BATCH, self.channels) + size, None))
-        unique = []
+        unique: List[Option] = []
         for item in found:
             if item not in unique:
                 unique.append(item)
         return unique[:MAX_OPTIONS]
 
 
-def need_of(layer, path):
+def need_of(layer: object, path: str) -> Optional[Need]:
     """The Need of a layer that fixes its input's width, or None."""
     label = "%s = %s" % (path, type(layer).__name__) if path else type(layer).__name__
     uninitialized = getattr(layer, "has_uninitialized_params", None)
@@ -189,10 +207,11 @@ def need_of(layer, path):
 
 # -- following forward's data flow ---------------------------------------------------------------------
 
-def _function_tree(function):
+def _function_tree(function: object) -> Optional[FunctionNode]:
     """The ast.FunctionDef of a function, or None (no source: builtins, exec'd code)."""
     try:
-        source = textwrap.dedent(inspect.getsource(function))
+        # (anything: what has no source, None included, raises, caught below)
+        source = textwrap.dedent(inspect.getsource(function))  # type: ignore[arg-type]
         tree = ast.parse(source)
     except BaseException:  # noqa: B902 - OSError, TypeError, SyntaxError, odd objects
         return None
@@ -200,7 +219,7 @@ def _function_tree(function):
     return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
-def _parameters(node, bound=True):
+def _parameters(node: FunctionNode, bound: bool = True) -> Tuple[List[str], int]:
     """(positional parameter names after self, how many of them are required)."""
     args = node.args
     positional = [a.arg for a in args.posonlyargs + args.args]
@@ -214,18 +233,18 @@ class Flow:
     """One function's data flow: which argument each local carries (unchanged in width), which
     module each local names, and the first width-fixing layer each argument reaches."""
 
-    def __init__(self, owner, path, depth):
+    def __init__(self, owner: object, path: str, depth: int) -> None:
         self.owner = owner  # the module `self` is
         self.path = path  # its dotted path from the verified module
         self.depth = depth
         self.self_name = "self"
-        self.carriers = {}  # local name -> argument index
-        self.modules = {}  # local name -> (module, path)
-        self.found = {}  # argument index -> Need
-        self.ndim = {}  # argument index -> number of dimensions the code unpacks
-        self.returns = None  # the argument index a return statement carries
+        self.carriers: Dict[str, int] = {}  # local name -> argument index
+        self.modules: Dict[str, Tuple[object, str]] = {}  # local name -> (module, path)
+        self.found: Dict[int, Need] = {}  # argument index -> Need
+        self.ndim: Dict[int, int] = {}  # argument index -> number of dimensions the code unpacks
+        self.returns: Optional[int] = None  # the argument index a return statement carries
 
-    def run(self, node, indices):
+    def run(self, node: FunctionNode, indices: Sequence[Optional[int]]) -> Flow:
         """``indices``: for each positional parameter after self, the outer argument it carries (or None)."""
         args = node.args
         positional = [a.arg for a in args.posonlyargs + args.args]
@@ -238,11 +257,11 @@ class Flow:
         return self
 
     # -- statements ------------------------------------------------------------------------
-    def block(self, statements):
+    def block(self, statements: List[ast.stmt]) -> None:
         for statement in statements:
             self.statement(statement)
 
-    def statement(self, node):
+    def statement(self, node: ast.stmt) -> None:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if node.value is None:
@@ -273,13 +292,14 @@ class Flow:
                 self.visit(item.context_expr)
             self.block(node.body)
         elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-            self.block(node.body)
-            for handler in node.handlers:
+            handled = cast("ast.Try", node)  # (ast.TryStar, Python 3.11+, has the same fields)
+            self.block(handled.body)
+            for handler in handled.handlers:
                 self.block(handler.body)
-            self.block(node.orelse)
-            self.block(node.finalbody)
+            self.block(handled.orelse)
+            self.block(handled.finalbody)
 
-    def bind(self, target, carried, module):
+    def bind(self, target: ast.expr, carried: Optional[int], module: Optional[Tuple[object, str]]) -> None:
         if isinstance(target, ast.Name):
             if carried is not None:
                 self.carriers[target.id] = carried
@@ -293,13 +313,13 @@ class Flow:
             for element in target.elts:
                 self.bind(element.value if isinstance(element, ast.Starred) else element, None, None)
 
-    def _unpacked_shape(self, targets, value):
+    def _unpacked_shape(self, targets: Sequence[ast.expr], value: ast.expr) -> None:
         """``B, N, C = x.shape`` / ``b, c, h, w = x.size()``: x has that many dimensions."""
         if len(targets) != 1 or not isinstance(targets[0], (ast.Tuple, ast.List)):
             return
         if any(isinstance(e, ast.Starred) for e in targets[0].elts):
             return
-        source = None
+        source: Optional[ast.expr] = None
         if isinstance(value, ast.Attribute) and value.attr == "shape":
             source = value.value
         elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size" \
@@ -310,7 +330,7 @@ class Flow:
             if carried is not None:
                 self.ndim.setdefault(carried, len(targets[0].elts))
 
-    def _loop(self, target, iterable):
+    def _loop(self, target: ast.expr, iterable: ast.expr) -> None:
         """``for block in self.blocks`` / ``for i, block in enumerate(self.blocks)`` / ``for layer, gate
         in zip(self.layers, self.gates)``: the first one."""
         if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "zip" \
@@ -333,7 +353,7 @@ class Flow:
             self.modules[target.id] = (module[key], path + "." + key)
 
     # -- expressions -----------------------------------------------------------------------
-    def resolve(self, node):
+    def resolve(self, node: ast.expr) -> Optional[Tuple[object, str]]:
         """(module, path) when the expression names a submodule, else None."""
         if isinstance(node, ast.Name):
             return self.modules.get(node.id)
@@ -372,7 +392,7 @@ class Flow:
                 return None
         return None
 
-    def visit(self, node):
+    def visit(self, node: Optional[ast.expr]) -> Optional[int]:
         """The argument index the expression carries (same width and dimensions), or None; records
         the first width-fixing layer each argument reaches on the way."""
         if node is None:
@@ -403,7 +423,7 @@ class Flow:
                 self.visit(child)
         return None
 
-    def call(self, node):
+    def call(self, node: ast.Call) -> Optional[int]:
         carried_args = [self.visit(a.value if isinstance(a, ast.Starred) else a) for a in node.args]
         for keyword in node.keywords:
             self.visit(keyword.value)
@@ -430,7 +450,7 @@ class Flow:
         self.visit(func)
         return None
 
-    def _concatenated(self, node):
+    def _concatenated(self, node: ast.Call) -> Optional[int]:
         """torch.cat([cls, x], dim=1): the width of x, unless it concatenates along the last axis."""
         dim = next((k.value for k in node.keywords if k.arg in ("dim", "axis")), node.args[1] if len(node.args) > 1
                    else None)
@@ -444,7 +464,7 @@ class Flow:
                     return carried
         return None
 
-    def method(self, name, carried_args):
+    def method(self, name: str, carried_args: List[Optional[int]]) -> Optional[int]:
         """``self.forward_features(x)``: follow the module's own method."""
         if self.depth >= MAX_FLOW_DEPTH or all(c is None for c in carried_args):
             return None
@@ -458,7 +478,7 @@ class Flow:
         self._merge(inner)
         return inner.returns
 
-    def apply(self, layer, path, carried_args, first):
+    def apply(self, layer: object, path: str, carried_args: List[Optional[int]], first: Optional[int]) -> Optional[int]:
         if first is None:
             return None
         if _neutral(layer):
@@ -484,14 +504,14 @@ class Flow:
         self._merge(inner)
         return inner.returns
 
-    def _merge(self, inner):
+    def _merge(self, inner: Flow) -> None:
         for index, need in inner.found.items():
             self.found.setdefault(index, need)
         for index, dims in inner.ndim.items():
             self.ndim.setdefault(index, dims)
 
 
-def forward_signature(model):
+def forward_signature(model: nn.Module) -> Optional[Tuple[List[str], int]]:
     """(positional parameter names of forward after self, how many are required), or None.
     ``forward(self, *args)`` counts as one required argument (nothing says how many)."""
     node = _function_tree(getattr(type(model), "forward", None))
@@ -503,7 +523,7 @@ def forward_signature(model):
     return names, required
 
 
-def first_layers(model):
+def first_layers(model: nn.Module) -> Optional[Tuple[List[str], int, Dict[int, Need], Dict[int, int]]]:
     """(parameter names, required count, {index: Need}, {index: ndim}), or None without forward's source."""
     node = _function_tree(getattr(type(model), "forward", None))
     if node is None:
@@ -520,17 +540,17 @@ def first_layers(model):
 
 # -- making tensors --------------------------------------------------------------------------------
 
-def _tensor(shape, kind):
+def _tensor(shape: Shape, kind: Optional[int]) -> torch.Tensor:
     if isinstance(kind, int):  # an embedding's size: indices below it
         return torch.randint(0, max(kind, 1), shape)
     return torch.randn(*shape)
 
 
-def _make(need, shape, kind):
+def _make(need: Need, shape: Shape, kind: Optional[str]) -> torch.Tensor:
     return _tensor(shape, need.indices if kind == "indices" else None)
 
 
-def _lengths(model, need):
+def _lengths(model: nn.Module, need: Need) -> List[int]:
     """Sequence lengths to try: 8, then what a fixed position table of that width says (P and P-1
     for a class token)."""
     lengths = [SEQUENCE]
@@ -546,7 +566,7 @@ def _lengths(model, need):
     return lengths[:3]
 
 
-def dataflow_inputs(model):
+def dataflow_inputs(model: nn.Module) -> List[Guess]:
     """[(args, kwargs, description)] from the first layer forward applies to each tensor argument."""
     found = first_layers(model)
     if found is None:
@@ -558,28 +578,28 @@ def dataflow_inputs(model):
         return []
     first = needs[0]
     options = first.shapes(ndim.get(0), _lengths(model, first))
-    results: List[Tuple[Any, Any, str]] = []  # (args, kwargs, how they were made)
+    results: List[Guess] = []  # (args, kwargs, how they were made)
     for shape, kind in options:
         torch.manual_seed(0)
-        args = [_make(first, shape, kind)]
+        tensors = [_make(first, shape, kind)]
         notes = ["%s, the first layer forward applies to %s" % (first.label, names[0])]
         for index in range(1, required):
             need = needs.get(index)
             if need is not None:
                 other_shape, other_kind = (need.shapes(ndim.get(index), _lengths(model, need)) or [(shape, kind)])[0]
-                args.append(_make(need, other_shape, other_kind))
+                tensors.append(_make(need, other_shape, other_kind))
                 notes.append("%s for %s" % (need.label, names[index]))
             else:  # nothing says: shaped like the first argument
-                args.append(_make(first, shape, kind) if kind != "indices" else torch.randn(*shape))
+                tensors.append(_make(first, shape, kind) if kind != "indices" else torch.randn(*shape))
                 notes.append("%s shaped like %s" % (names[index], names[0]))
-        args = tuple(args)  # type: ignore[assignment]  # (handed on as a tuple)
+        args = tuple(tensors)
         results.append((args, {}, "%s (guessed from %s)" % (support.describe(args, {}), "; ".join(notes))))
     return results
 
 
-def _unpacks_three(model):
+def _unpacks_three(model: nn.Module) -> bool:
     """Does any module of the tree unpack three dimensions (``B, N, C = x.shape``) in forward?"""
-    seen = set()
+    seen: Set[type] = set()
     for module in model.modules():
         cls = type(module)
         if cls in seen or _torch_class(module):
@@ -599,24 +619,26 @@ def _unpacks_three(model):
     return False
 
 
-def candidate_inputs(model, required, tried=()):
+def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = ()) -> List[Guess]:
     """[(args, kwargs, description)]: every layer's stated input size in turn (not those in ``tried``:
     shapes already tried)."""
     if required < 1:
         return []
     three = _unpacks_three(model)
-    results: List[Tuple[Any, Any, str]] = []
+    results: List[Guess] = []
     shapes = set(tried)
     for name, layer in all_layers(model):
         need = need_of(layer, name)
         if need is None:
             continue
+        options: List[Option]
         if need.channels is not None:
             options = []
             # The first convolution is the stem: every size (299: Inception's auxiliary head).
             table = SPATIAL_SIZES if not any("in_channels" in r[2] for r in results) else CANDIDATE_SPATIAL
+            assert need.spatial is not None  # (need_of gives channels with spatial)
             for dims in need.spatial:
-                sizes = [()] if dims == 0 else table.get(dims, [])
+                sizes: List[Shape] = [()] if dims == 0 else table.get(dims, [])
                 options += [((BATCH, need.channels) + size, None) for size in sizes]
         elif need.last is not None and len(need.last) == 1 and three:
             options = need.shapes(3, _lengths(model, need)) + need.shapes(2)
@@ -635,19 +657,20 @@ def candidate_inputs(model, required, tried=()):
     return results
 
 
-def shapes_of(args):
+def shapes_of(args: Iterable[object]) -> Set[Option]:
     """The (shape, kind) keys of inputs already tried (so candidates do not repeat them)."""
-    keys = set()
+    keys: Set[Option] = set()
     for value in args:
         if isinstance(value, torch.Tensor):
             keys.add((tuple(value.shape), "indices" if not value.is_floating_point() else None))
     return keys
 
 
-def code_inputs(entries, built_text):
+def code_inputs(entries: Optional[List[JsonObject]],
+                built_text: str) -> List[Tuple[Tuple[Any, ...], Dict[str, Any], str, bool]]:
     """[(args, kwargs, description, matches)] from the project's calls of the built object: the
     expressions need only torch. ``matches``: the call's object was built the way this one was."""
-    results = []
+    results: List[Tuple[Tuple[Any, ...], Dict[str, Any], str, bool]] = []
     for entry in entries or []:
         if not isinstance(entry, dict):
             continue
@@ -662,7 +685,7 @@ def code_inputs(entries, built_text):
             continue
         replaced = [False]
 
-        def varied(value):
+        def varied(value: Any) -> Any:  # (an input as it came, or in place of one)
             """A float tensor of one repeated value (torch.zeros(1, 3, 224, 224) in a demo) makes
             gradients that are zero for reasons of its own: random values of its shape instead."""
             if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel() > 1 \

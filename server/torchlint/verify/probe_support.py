@@ -4,11 +4,26 @@ Loaded by ``probe.py`` by path (the child may not have torchlint installed), so 
 uses the standard library only. Nothing here may raise while describing a failure:
 user code can raise any BaseException, including one whose ``str()`` raises.
 """
+from __future__ import annotations
+
 import ast
 import inspect
 import os
 import traceback
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+
+if TYPE_CHECKING:  # annotations only: never evaluated, so Python 3.8 runs this file as it is
+    from types import TracebackType
+    from typing import Callable, Iterable, List, Mapping, Protocol, Sequence, Type, TypeVar
+
+    from .protocol import JsonObject
+
+    _T = TypeVar("_T")
+
+    class Run(Protocol):
+        """run_user with what is being done (and for whom) already bound: probe.verify_class's ``run``."""
+
+        def __call__(self, doing: str, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T: ...
 
 SEVERITY_ERROR, SEVERITY_WARNING, SEVERITY_INFO = "error", "warning", "info"
 PROBE_FOLDER = os.path.dirname(os.path.abspath(__file__))
@@ -17,7 +32,7 @@ MAX_MESSAGE = 600
 
 # -- text that never raises --------------------------------------------------------------------
 
-def safe_text(value, limit=MAX_MESSAGE):
+def safe_text(value: object, limit: int = MAX_MESSAGE) -> str:
     """str(value), else repr(value), else a placeholder: user objects may raise in either."""
     for render in (str, repr):
         try:
@@ -29,18 +44,18 @@ def safe_text(value, limit=MAX_MESSAGE):
     return "<%s object that cannot be printed>" % type_name(value)
 
 
-def type_name(value):
+def type_name(value: object) -> str:
     try:
         return type(value).__name__
     except BaseException:  # noqa: B902
         return "object"
 
 
-def describe(args, kwargs) -> str:
+def describe(args: Iterable[object], kwargs: Mapping[str, object]) -> str:
     """Example inputs as the report names them: ``(2, 16) float32, mask=(2, 16) bool``."""
     import torch
 
-    def one(value):
+    def one(value: object) -> str:
         if isinstance(value, torch.Tensor):
             return "%s %s" % (tuple(value.shape), str(value.dtype).replace("torch.", ""))
         return type_name(value)
@@ -49,7 +64,7 @@ def describe(args, kwargs) -> str:
     return ", ".join(parts) or "no arguments"
 
 
-def describe_exception(exc):
+def describe_exception(exc: BaseException) -> str:
     """`KeyError: 'dim'`, `the module's code called sys.exit(3)`, `RecursionError: ...`."""
     try:
         if isinstance(exc, SystemExit):
@@ -65,7 +80,7 @@ def describe_exception(exc):
         return "an exception that cannot be described"
 
 
-def format_traceback(exc, tb):
+def format_traceback(exc: BaseException, tb: Optional[TracebackType]) -> str:
     try:
         lines = traceback.format_exception(type(exc), exc, tb)
         return "".join(lines[-12:]).rstrip()
@@ -79,21 +94,21 @@ def format_traceback(exc, tb):
 
 # -- files and lines --------------------------------------------------------------------------------
 
-def same_file(a, b):
+def same_file(a: str, b: str) -> bool:
     try:
         return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
     except (OSError, ValueError, TypeError):
         return False
 
 
-def _in_probe(filename):
+def _in_probe(filename: str) -> bool:
     try:
         return os.path.dirname(os.path.abspath(filename)) == PROBE_FOLDER
     except (TypeError, ValueError):
         return False
 
 
-def user_line(exc, user_path):
+def user_line(exc: BaseException, user_path: str) -> Tuple[Optional[int], Optional[str]]:
     """(line, function) of the innermost frame of the traceback in the user's file."""
     try:
         if isinstance(exc, SyntaxError) and exc.filename and same_file(exc.filename, user_path):
@@ -107,17 +122,17 @@ def user_line(exc, user_path):
         return None, None
 
 
-def source_file(cls):
+def source_file(cls: type) -> Optional[str]:
     try:
         return inspect.getsourcefile(cls)
     except BaseException:  # noqa: B902 - builtins, classes made by exec(), odd metaclasses
         return None
 
 
-_TREES: Dict[str, Any] = {}
+_TREES: Dict[str, Optional[ast.Module]] = {}
 
 
-def _tree(path):
+def _tree(path: str) -> Optional[ast.Module]:
     if path not in _TREES:
         try:
             with open(path, "rb") as handle:
@@ -127,7 +142,7 @@ def _tree(path):
     return _TREES[path]
 
 
-def class_line(cls, path):
+def class_line(cls: type, path: str) -> Optional[int]:
     """The line of `class Name` in ``path`` for cls (None when cls is not defined there)."""
     if not same_file(source_file(cls) or "", path):
         return None
@@ -148,19 +163,21 @@ def class_line(cls, path):
     return candidates[0].lineno if candidates else None
 
 
-def _class_node(cls, path):
+def _class_node(cls: type, path: str) -> Optional[ast.ClassDef]:
     line = class_line(cls, path)
     if line is None:
         return None
-    for node in ast.walk(_tree(path)):
+    tree = _tree(path)
+    assert tree is not None  # (class_line found the class in it)
+    for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.lineno == line:
             return node
     return None
 
 
-def _stores(node, attribute):
+def _stores(node: ast.stmt, attribute: str) -> bool:
     """Does this statement store `self.<attribute>` (assignment, register_*, setattr)?"""
-    targets = []
+    targets: List[ast.expr] = []
     if isinstance(node, ast.Assign):
         targets = node.targets
     elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
@@ -182,20 +199,20 @@ def _stores(node, attribute):
     return False
 
 
-def assignment_line(cls, attribute, path, outside_init=False):
+def assignment_line(cls: type, attribute: Optional[str], path: str, outside_init: bool = False) -> Optional[int]:
     """The line of `self.<attribute> = ...` in cls or its bases defined in ``path`` (__init__ first;
     with ``outside_init``, another method first: where forward creates it)."""
     if not attribute:
         return None
     try:
-        mro = inspect.getmro(cls)
+        mro: Tuple[type, ...] = inspect.getmro(cls)
     except BaseException:  # noqa: B902
         mro = (cls,)
     for klass in mro:
         node = _class_node(klass, path)
         if node is None:
             continue
-        found = []
+        found: List[Tuple[bool, int]] = []  # (not the preferred kind of method, line)
         for function in node.body:
             if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -213,7 +230,8 @@ def assignment_line(cls, attribute, path, outside_init=False):
 class UserError(Exception):
     """A failure of the user's code, already described as a TL905 issue."""
 
-    def __init__(self, issue, stage, error, exception_type=Exception):
+    def __init__(self, issue: JsonObject, stage: str, error: str,
+                 exception_type: Type[BaseException] = Exception) -> None:
         Exception.__init__(self, issue["message"])
         self.issue = issue
         self.stage = stage  # what was being done: "Net.forward", "constructing Net()"...
@@ -221,12 +239,13 @@ class UserError(Exception):
         self.exception_type = exception_type
 
     @property
-    def always_a_bug(self):
+    def always_a_bug(self) -> bool:
         """Not a sign of inputs that do not fit: exits, interrupts, runaway recursion."""
         return not issubclass(self.exception_type, Exception) or issubclass(self.exception_type, RecursionError)
 
 
-def failure_issue(exc, doing, verified, user_path, fallback_line=None):
+def failure_issue(exc: BaseException, doing: str, verified: Optional[str], user_path: str,
+                  fallback_line: Optional[int] = None) -> JsonObject:
     """A TL905 issue for anything user code raised, with the innermost line in the user's file."""
     line, function = user_line(exc, user_path)
     where = ""
@@ -248,7 +267,8 @@ def failure_issue(exc, doing, verified, user_path, fallback_line=None):
     return issue
 
 
-def run_user(doing, verified, user_path, function, *args, **kwargs):
+def run_user(doing: str, verified: Optional[str], user_path: str, function: Callable[..., _T], *args: Any,
+             **kwargs: Any) -> _T:
     """Call user code; anything it raises (SystemExit, KeyboardInterrupt too) becomes a UserError."""
     try:
         return function(*args, **kwargs)
@@ -259,7 +279,8 @@ def run_user(doing, verified, user_path, function, *args, **kwargs):
 
 # -- issues --------------------------------------------------------------------------------------------
 
-def new_issue(code, severity, message, verified, paths=(), owner=None, line=None):
+def new_issue(code: str, severity: str, message: str, verified: Optional[str], paths: Sequence[str] = (),
+              owner: Optional[Mapping[str, Any]] = None, line: Optional[int] = None) -> JsonObject:
     """One issue dict as the parent reads it (an entry of protocol.ProbeResult; report.Issue.from_dict).
 
     ``owner``: a dict with owner_class, owner_attribute, owner_file, owner_line."""
@@ -280,10 +301,10 @@ def new_issue(code, severity, message, verified, paths=(), owner=None, line=None
     }
 
 
-def count(number, noun):
+def count(number: int, noun: str) -> str:
     return "%d %s%s" % (number, noun, "" if number == 1 else "s")
 
 
-def listing(paths, limit=4):
+def listing(paths: Sequence[str], limit: int = 4) -> str:
     shown = ", ".join(paths[:limit])
     return shown + (" and %d more" % (len(paths) - limit) if len(paths) > limit else "")
