@@ -17,7 +17,7 @@ from . import torch_names as tn
 from .inference_cache import dependency
 from . import jedi_access
 from .jedi_access import BudgetSpent, JediName, JediScript, within_deadline
-from .project_answers import ASK, QUESTION_FILE, Ask, CheckedFile, FilesAnswer, rebinds
+from .project_answers import ASK, PLAIN_TYPES, QUESTION_FILE, Ask, CheckedFile, FilesAnswer, rebinds
 from .project_files import ImportNode, _bindings, _builtin_class, _statement_walk
 from .reduced_text import TopLevel
 from .scopes import ClassInfo, NodeTable, Scope
@@ -31,9 +31,6 @@ log = logging.getLogger("torchlint")
 Answer = TypeVar("Answer")
 
 _TENSOR_CLASSES = frozenset(["torch.Tensor", "torch._tensor.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"])
-_PLAIN_TYPES = frozenset(["builtins.int", "builtins.float", "builtins.str", "builtins.bool", "builtins.NoneType",
-                          "builtins.bytes", "torch.device", "torch.dtype", "torch.Size", "torch._C.device",
-                          "torch._C.dtype", "torch.types.Device"])
 MOST_OF_THE_TEXT = 0.6  # a reduced text for jedi above this share of the lines: the whole text instead
 
 
@@ -441,7 +438,7 @@ class FileInference:
             return Value(Kind.PARAMETER)
         if canonical == "torch.nn.Buffer":
             return Value(Kind.BUFFER)
-        if full_name in _PLAIN_TYPES:
+        if full_name in PLAIN_TYPES:
             return OTHER
         if tn.is_module_class(canonical):
             return Value(Kind.MODULE, module_class=canonical)

@@ -82,7 +82,12 @@ _NOTHING: Values = frozenset()
 _PLAIN_ONLY: Values = frozenset([_PLAIN])
 _NOT_PLAIN_ONLY: Values = frozenset([_NOT_PLAIN])
 
-_PLAIN_BUILTINS = frozenset(["int", "float", "str", "bool", "bytes"])
+# The classes whose instances jedi's answer calls plain values ("other"), by jedi's full names.
+PLAIN_TYPES = frozenset(["builtins.int", "builtins.float", "builtins.str", "builtins.bool", "builtins.NoneType",
+                         "builtins.bytes", "torch.device", "torch.dtype", "torch.Size", "torch._C.device",
+                         "torch._C.dtype", "torch.types.Device"])
+_PLAIN_BUILTINS = frozenset(name[len("builtins."):] for name in PLAIN_TYPES
+                            if name.startswith("builtins.") and name != "builtins.NoneType")
 _CONTAINER_BUILTINS = frozenset(["list", "dict", "tuple", "set", "frozenset"])
 _TYPING_CONTAINERS = frozenset(["List", "Dict", "Tuple", "Set", "FrozenSet"])
 # math's functions whose stubs return a float or an int.
