@@ -19,7 +19,7 @@ from torchlint.rules import ALL_RULES
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 sys.path.insert(0, str(ROOT / "tests"))
-from expectations import expected_findings  # noqa: E402  (the tests' own reading of `# expect:`)
+from testkit.expectations import expected_findings  # noqa: E402  (the tests' own reading of `# expect:`)
 
 
 def main() -> int:

@@ -22,7 +22,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "server"))
 
-from expectations import expected_findings  # noqa: E402
+from testkit.expectations import expected_findings  # noqa: E402
 from torchlint.analysis import inference  # noqa: E402
 from torchlint.engine import check_source  # noqa: E402
 from torchlint.analysis.environments import choose_interpreter  # noqa: E402

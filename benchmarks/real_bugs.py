@@ -21,7 +21,7 @@ from torchlint.rules import RULES_BY_CODE
 ROOT = Path(__file__).resolve().parent.parent
 REAL_BUGS = ROOT / "tests" / "fixtures" / "real_bugs"
 sys.path.insert(0, str(ROOT / "tests"))
-from expectations import expected_findings  # noqa: E402  (the tests' own reading of `# expect:`)
+from testkit.expectations import expected_findings  # noqa: E402  (the tests' own reading of `# expect:`)
 
 
 def measure(inference=None):

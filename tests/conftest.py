@@ -1,5 +1,5 @@
 """pytest's set-up for every test: torchlint from the source tree, a cache folder of the tests' own,
-the ``layers`` fixture and the ``editors`` marker. What test files import is in tests/support.py: a
+the ``layers`` fixture and the ``editors`` marker. What test files import is in the tests/testkit package: a
 module imported as ``conftest`` may be tests/verify's, whichever pytest loaded last."""
 from __future__ import annotations
 

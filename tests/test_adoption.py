@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from support import run_cli as run
+from testkit.support import run_cli as run
 from torchlint.adoption import GitError, changed_lines, changes_against
 from torchlint.analysis.findings import Finding, Range, Severity
 from torchlint.analysis.noqa import add_noqa

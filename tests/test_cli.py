@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from support import run_cli as run
+from testkit.support import run_cli as run
 from torchlint import cli, fixing
 from torchlint.rules import RULES_BY_CODE
 

@@ -9,7 +9,7 @@ from textwrap import dedent
 
 import pytest
 
-from support import ROOT
+from testkit.support import ROOT
 from torchlint.engine import CheckOptions, check_source
 from torchlint.analysis.findings import (Applicability, CheckResult, Edit, Finding, Fix, ParseError, Position,
                                          Range, Severity)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from support import default_sigint
-from support import run_cli as run
+from testkit.support import default_sigint
+from testkit.support import run_cli as run
 from torchlint import cli, files, fixing
 from torchlint.fixing import fix_text
 

@@ -1,7 +1,7 @@
 """What `torchlint check` walks past: .gitignore files as git reads them (pathspec)."""
 from pathlib import Path
 
-from support import run_cli
+from testkit.support import run_cli
 from torchlint.files import GitIgnores, discover
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from expectations import expected_findings
+from testkit.expectations import expected_findings
 from torchlint.engine import check_source
 from torchlint.analysis.inference import JediInference
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from packaging_helpers import (BUILD_LIMIT, INSTALL_LIMIT, ROOT, bin_dir, copy_checkout, lsp_handshake,
+from testkit.packaging import (BUILD_LIMIT, INSTALL_LIMIT, ROOT, bin_dir, copy_checkout, lsp_handshake,
                                make_git_repository, new_venv, pip_install, run)
 
 if sys.version_info >= (3, 11):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from packaging_helpers import ROOT, clean_env, copy_checkout, git, make_git_repository, run
+from testkit.packaging import ROOT, clean_env, copy_checkout, git, make_git_repository, run
 
 yaml = pytest.importorskip("yaml", reason="pip install -e '.[test]' (installs pyyaml)")
 pytest.importorskip("pre_commit", reason="pip install -e '.[test]' (installs pre-commit)")

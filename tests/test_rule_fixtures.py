@@ -2,7 +2,7 @@
 
 A fixture is a file of plausible PyTorch code in tests/fixtures/rules/. Each line
 where a finding must start carries `# expect: TLnnn` (the notation is in
-tests/expectations.py); every other line must stay quiet. `fp_*.py` files announce
+tests/testkit/expectations.py); every other line must stay quiet. `fp_*.py` files announce
 nothing: any finding there is a false positive.
 
 Expected fixes are snapshots: tests/fixtures/rules/__snapshots__/NAME.fixed.py.snap is
@@ -21,8 +21,8 @@ from collections import Counter
 
 import pytest
 
-from support import RULE_FIXTURES, describe, rule_fixture_files
-from expectations import expected_after_fix, expected_counts, expected_findings
+from testkit.support import RULE_FIXTURES, describe, rule_fixture_files
+from testkit.expectations import expected_after_fix, expected_counts, expected_findings
 from torchlint import rules
 from torchlint.engine import check_source
 from torchlint.fixing import fix_text

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 import torch
 
-from rule_helpers import by_title, findings, fixed, only, preferred, quiet, run
+from testkit.rules import by_title, findings, fixed, only, preferred, quiet, run
 from torchlint.analysis.findings import Severity
 
 

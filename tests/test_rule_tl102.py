@@ -7,7 +7,7 @@ import textwrap
 import pytest
 import torch
 
-from rule_helpers import fixed, only, preferred, quiet, run
+from testkit.rules import fixed, only, preferred, quiet, run
 
 
 def module(init: str, forward: str, signature: str = "self, dim=4") -> str:

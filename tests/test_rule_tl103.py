@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from rule_helpers import by_title, check, findings, fixed, only, preferred, quiet, run
+from testkit.rules import by_title, check, findings, fixed, only, preferred, quiet, run
 from torchlint.engine import check_source
 from torchlint.analysis.source import apply_edits
 

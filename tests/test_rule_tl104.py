@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rule_helpers import by_title, findings, fixed, only, preferred, run
+from testkit.rules import by_title, findings, fixed, only, preferred, run
 from torchlint.engine import check_source
 from torchlint.analysis.source import apply_edits
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from torchlint.analysis.findings import Severity
-from rule_helpers import by_title, fixed, only, preferred, quiet, run
+from testkit.rules import by_title, fixed, only, preferred, quiet, run
 
 
 SCRIPT = """\

@@ -7,7 +7,7 @@ import torch
 
 from torchlint.analysis.findings import Severity
 from torchlint.rules import RULES_BY_CODE
-from rule_helpers import only, quiet, run
+from testkit.rules import only, quiet, run
 
 
 UNUSED = """\

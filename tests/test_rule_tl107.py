@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from torchlint.analysis.findings import Severity
-from rule_helpers import by_title, fixed, only, preferred, quiet, run
+from testkit.rules import by_title, fixed, only, preferred, quiet, run
 
 ENCODING = """\
 import torch

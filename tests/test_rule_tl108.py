@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from torchlint.analysis.findings import Severity
-from rule_helpers import fixed, only, preferred, quiet, run
+from testkit.rules import fixed, only, preferred, quiet, run
 
 LATE_HEAD = """\
 import torch

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rule_helpers import check, findings, fixed, only, preferred, run
+from testkit.rules import check, findings, fixed, only, preferred, run
 from torchlint.engine import check_source
 from torchlint.analysis.source import apply_edits
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from torchlint.analysis.findings import Severity
-from rule_helpers import findings, fixed, only, preferred, quiet, run
+from testkit.rules import findings, fixed, only, preferred, quiet, run
 
 
 def test_tl203_assigns_the_result_and_keeps_the_rest():

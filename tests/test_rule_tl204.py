@@ -10,7 +10,7 @@ import torch
 
 from torchlint.analysis.findings import Severity
 from torchlint.fixing import fix_text
-from rule_helpers import by_title, findings, fixed, only, preferred, quiet, run
+from testkit.rules import by_title, findings, fixed, only, preferred, quiet, run
 
 
 GPT = """\

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from torchlint.analysis.findings import Severity
-from rule_helpers import by_title, check, fixed, only, preferred, quiet, run
+from testkit.rules import by_title, check, fixed, only, preferred, quiet, run
 
 
 def fix_line(check, text, line=None, title=None):

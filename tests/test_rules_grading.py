@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from rule_helpers import check
+from testkit.rules import check
 from torchlint.engine import CheckOptions
 from torchlint.analysis.findings import Severity
 from torchlint.config import ConfigError, load_config

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from expectations import expected_findings
+from testkit.expectations import expected_findings
 from torchlint.engine import check_source
 from torchlint.rules import RULES_BY_CODE
 from torchlint.analysis.source import apply_edits

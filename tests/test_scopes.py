@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from rule_helpers import findings
+from testkit.rules import findings
 from torchlint.analysis.scopes import build_index
 
 SOURCE = textwrap.dedent('''

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from support import default_sigint
+from testkit.support import default_sigint
 from test_hostile_files import MASK  # one finding with a safe fix: --fix would rewrite it
 from test_speed_features import ask, project
 from torchlint.fixing import fix_text

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from rule_helpers import check
+from testkit.rules import check
 from torchlint.incremental import IncrementalChecker
 
 

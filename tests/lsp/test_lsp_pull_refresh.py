@@ -11,7 +11,7 @@ import asyncio
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
-from expectations import expected_findings
+from testkit.expectations import expected_findings
 from lsp_helpers import CONFIG, NEOVIM, ROOT, VSCODE, open_document, record_publishes, replace_text, wait_for
 from torchlint.engine import check_source
 

@@ -19,7 +19,7 @@ import venv
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VERSION_FILE = ROOT / "server" / "torchlint" / "__init__.py"
 
 # Limits that only stop a hung command; a busy 2-core machine needs a fraction of them.

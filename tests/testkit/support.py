@@ -1,4 +1,4 @@
-"""Helpers the test files import (``from support import run_cli``): the CLI run in-process, the rule
+"""Helpers the test files import (``from testkit.support import run_cli``): the CLI run in-process, the rule
 fixtures, how findings read in failures, a child's SIGINT. Not in conftest.py: a test importing
 ``conftest`` may get tests/verify's."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RULE_FIXTURES = ROOT / "tests" / "fixtures" / "rules"
 
 

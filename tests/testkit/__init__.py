@@ -1,0 +1,3 @@
+"""What the tests share: the checkout's paths and the CLI run in-process (support), the
+`# expect:` reading of fixtures (expectations), a rule run on a snippet (rules), installs and
+git repositories in scratch folders (packaging). Fixtures live in the conftest.py files."""
