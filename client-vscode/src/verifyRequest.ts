@@ -30,6 +30,9 @@ export interface ModuleClass {
   needsInputs?: string[];
 }
 
+// The fields a lens or a client may pass as lists of strings (each kept only when it is one).
+const TEXT_LISTS = ['needsArguments', 'inputShapes', 'inputs', 'needsInputs'] as const;
+
 function texts(value: unknown): string[] | undefined {
   return Array.isArray(value) && value.length > 0 && value.every((item) => typeof item === 'string')
     ? value as string[] : undefined;
@@ -54,21 +57,11 @@ export function verifyArguments(args: unknown[], activeUri: string | undefined):
     if (typeof given.initKwargs === 'string') {
       result.initKwargs = given.initKwargs;
     }
-    const needs = texts(given.needsArguments);
-    if (needs !== undefined) {
-      result.needsArguments = needs;
-    }
-    const shapes = texts(given.inputShapes);
-    if (shapes !== undefined) {
-      result.inputShapes = shapes;
-    }
-    const inputs = texts(given.inputs);
-    if (inputs !== undefined) {
-      result.inputs = inputs;
-    }
-    const needsInputs = texts(given.needsInputs);
-    if (needsInputs !== undefined) {
-      result.needsInputs = needsInputs;
+    for (const key of TEXT_LISTS) {
+      const listed = texts(given[key]);
+      if (listed !== undefined) {
+        result[key] = listed;
+      }
     }
     return result;
   }
