@@ -4,7 +4,9 @@ __init__ fills a registry, ResNet needs constructor arguments that only its fact
 
 Healthy models: no TL905, no TL901-TL904 at error or warning level (a head the forward never
 calls and experts that got no tokens are information). Each buggy twin: its finding.
-Runs on the default device: CUDA where there is one, else the CPU.
+The healthy models run on the default device: CUDA where there is one, else the CPU. The buggy
+twins' expectations are the CPU run's (the float64 stand-in for the move); what the same bugs do
+on CUDA is tested on its own, where there is a GPU.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 from torchlint.verify import report_to_findings, verify_file
 from torchlint.verify.report import COMPLETED
 
-from verify_helpers import ROOT, check, class_report, issues, line_of, torch_python
+from verify_helpers import ROOT, check, class_report, cuda_available, issues, line_of, torch_python
 
 ZOO = ROOT / "tests" / "verify" / "model_zoo"
 FILES = ("resnet.py", "vit.py", "text.py", "moe.py", "distill.py", "seq.py", "heads.py", "video.py", "buggy.py")
@@ -34,7 +36,8 @@ EXPECTED_FAILURES = {"NonLeafGate"}  # its second training step fails: that is t
 def reports():
     found = {}
     for name in FILES:
-        report = verify_file(str(ZOO / name), python=torch_python(), timeout=300)
+        device = "cpu" if name == "buggy.py" else "auto"
+        report = verify_file(str(ZOO / name), python=torch_python(), timeout=300, device=device)
         assert report.outcome == COMPLETED, (name, report.error, report.stderr_tail)
         found[name] = report
     return found
@@ -246,3 +249,18 @@ def test_a_class_without_inputs_of_its_own_gets_those_its_caller_gave_it(reports
     assert cls.status == "verified"
     assert cls.inputs == "(2, 2, 8, 16) float32 (seen when PlainRotaryLM.forward called it)"
     assert check(cls, "TL903").status == "passed"
+
+
+def test_buggy_twins_on_cuda_show_what_a_gpu_user_meets():
+    if not cuda_available():
+        pytest.skip("CUDA-only behaviour: torch.cuda.is_available() is False here")
+    report = verify_file(str(ZOO / "buggy.py"), python=torch_python(), timeout=300, device="cuda")
+    assert report.outcome == COMPLETED, (report.error, report.stderr_tail)
+    # The computed copy of the parameter is a plain tensor: model.to("cuda") leaves it on the CPU.
+    assert codes(report, "DtypeMovedScale") == ["TL901", "TL902", "TL903", "TL904"]
+    (tl902,) = issues(report, "TL902", "DtypeMovedScale")
+    assert tl902.attribute == "scale" and "still on cpu" in tl902.message
+    # The head forward creates lands on the CPU while the inputs are on the GPU: forward fails there.
+    (tl905,) = issues(report, "TL905", "LateHead")
+    assert "same device" in tl905.message and class_report(report, "LateHead").status == "failed"
+    assert tl905.line == line_of(ZOO / "buggy.py", "self.head = nn.Linear(x.shape[-1]") + 1  # its call
