@@ -294,6 +294,8 @@ class FileInference:
         about this text (when a disk cache is in use)."""
         if self.note is not None:
             self.project.notes[self.path] = self.note
+        if self._checked is not None:
+            self._checked.mros.clear()  # its own classes hold it: a cycle the collector would have to find
         cache = self.project.cache
         keep = cache is not None and self._asked and self.project.failure is None
         last = self._script if self._script is not None else self._question

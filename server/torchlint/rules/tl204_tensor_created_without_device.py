@@ -91,8 +91,11 @@ class TensorCreatedWithoutDevice(Rule):
             methods: Dict[str, _Method] = {}
             for name, scope in reached.methods.items():
                 methods[name] = _Method(ctx, cls, scope, methods)
-            for method in list(methods.values()):
-                yield from method.findings()
+            try:
+                for method in list(methods.values()):
+                    yield from method.findings()
+            finally:
+                methods.clear()  # each method holds the table: a cycle that would keep the file's tree
 
 
 class _Method:
