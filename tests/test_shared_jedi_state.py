@@ -96,7 +96,7 @@ def test_a_question_cut_short_is_not_shared(tmp_path, layers, monkeypatch):
     _, first = ask(layer, root / "a.py")
     classify = inference_module.FileInference._classify
 
-    def stopped(self, node):
+    def stopped(self, node, *question):
         self.script  # the state is taken, then the budget runs out mid-question
         raise BudgetSpent()
 
@@ -327,12 +327,12 @@ def test_a_question_that_failed_leaves_the_next_one_a_working_script(tmp_path, l
     classify = inference_module.FileInference._classify
     failed = []
 
-    def fails_once(self, node):
+    def fails_once(self, node, *question):
         if not failed:
             failed.append(node)
             self.script  # the script is made, then jedi raises midway
             raise KeyError("jedi's own bug")
-        return classify(self, node)
+        return classify(self, node, *question)
 
     monkeypatch.setattr(inference_module.FileInference, "_classify", fails_once)
     assert inference.classify(first, None) is None

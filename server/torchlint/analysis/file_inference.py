@@ -161,13 +161,18 @@ class FileInference:
             self._remember(key, _encode(read))
             return read
         asked = self._question_key(node)
+        question = self._question_text(node)
+        if asked is None and question is not None:
+            # The same lines beside the same folder get the same answer (`config.num_labels` for
+            # each class of a file that takes the same config: a third of the questions).
+            asked = (QUESTION_FILE, os.path.dirname(self.path)) + question
         if asked is not None and asked in self.project.asked:
             value, depended_on = self.project.asked[asked]
             self._read.update(depended_on)
             self._remember(key, _encode(value))
             return value
         try:
-            value = self._ask(lambda: self._classify(node))
+            value = self._ask(lambda: self._classify(node, question))
         except BudgetSpent:
             return None
         except Exception:  # jedi has its own bugs; an unknown is always a safe answer
@@ -176,7 +181,7 @@ class FileInference:
             asked = None
         if self.project.failure is None:  # an answer cut short by a timeout is not one to keep
             self._remember(key, _encode(value))
-            script = self._script if self._script is not None else self._question
+            script = self._question if question is not None else self._script
             if asked is not None and script is not None:
                 # What jedi read so far for this file: more than this answer needs, which only
                 # makes a later change elsewhere re-ask more often.
@@ -351,8 +356,9 @@ class FileInference:
                      "the rest of this file was checked by names alone" % budget)
         self._asked = False  # an incomplete set of answers: not kept on disk
 
-    def _classify(self, node: ast.expr) -> Optional[Value]:
-        question = self._question_text(node)
+    def _classify(self, node: ast.expr, question: Optional[Tuple[str, int, int]] = None) -> Optional[Value]:
+        """jedi's answer: in ``question``'s own text (see _question_text) when there is one, else
+        in the file's."""
         if question is not None:
             text, at_line, at_column = question
             script = self._question = self.project.new_script(text, os.path.join(os.path.dirname(self.path),
