@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import gc
 import json
+import os
 import weakref
 from pathlib import Path
 
@@ -132,6 +133,7 @@ def worker_collector(monkeypatch):
     # (this test process may be past a worker's limit: jedi layers that earlier tests left would
     # trim, and a worker collects after a trim)
     monkeypatch.setattr(cli, "WORKER_MEMORY_LIMIT", 2 ** 62)
+    monkeypatch.setattr(cli, "_INFERENCE", {})  # a worker of the --no-infer mode, unless a test adds a layer
     gc.disable()
     yield
     gc.unfreeze()
@@ -152,6 +154,30 @@ def test_a_worker_leaves_what_a_file_left_out_of_later_collections(worker_collec
 def test_a_worker_collects_once_its_memory_has_grown(worker_collector, monkeypatch):
     monkeypatch.setattr(cli, "COLLECT_AFTER_GROWTH", 0)
     garbage = weakref.ref(Cycle())
+    cli._collect_now()
+    assert garbage() is None and not gc.isenabled()
+
+
+class TrimmingLayer:
+    """What _collect_now asks of a jedi layer: whether it dropped what it kept."""
+
+    def __init__(self):
+        self.trims = []
+
+    def trim_memory(self, limit):
+        return bool(self.trims) and self.trims.pop()
+
+
+def test_a_worker_with_a_jedi_layer_collects_after_its_trims_only(worker_collector, monkeypatch):
+    # A collection walks jedi's model of torch (2-3 s on a large run): growth alone does not start
+    # one in a worker whose layer trims, and collects what it dropped.
+    layer = TrimmingLayer()
+    monkeypatch.setitem(cli._INFERENCE, (os.getpid(), "root", None), layer)
+    monkeypatch.setattr(cli, "COLLECT_AFTER_GROWTH", 0)
+    garbage = weakref.ref(Cycle())
+    cli._collect_now()
+    assert garbage() is not None
+    layer.trims.append(True)
     cli._collect_now()
     assert garbage() is None and not gc.isenabled()
 

@@ -162,13 +162,15 @@ class Checked:
     noqa_left: List[Finding] = field(default_factory=list)  # --add-noqa: findings no directive silences
 
 
-# A worker runs with the cyclic garbage collector off. A check frees nearly all it built by
-# reference counting (FileContext.release breaks its cycles); most of what outlives it is jedi's
-# model of torch, kept to the end of the run, which every collection would walk again (a tenth of
-# the default mode's time on the benchmark corpus). So after each file what it left is put out of
-# the collector's reach (gc.freeze: no walk), and the few cycles it left as garbage are collected
-# once the worker's peak memory has grown by COLLECT_AFTER_GROWTH since the last collection (every
-# COLLECT_EVERY files where the peak cannot be read).
+# A worker runs with the cyclic garbage collector off. A check frees what it built by reference
+# counting (FileContext.release and the rules break their cycles: tests/test_garbage.py); most of
+# what outlives it is jedi's model of torch, kept to the end of the run, which every collection
+# would walk again (2-3 s each on transformers' models). So after each file what it left is put
+# out of the collector's reach (gc.freeze: no walk). The jedi layer's trims (WORKER_MEMORY_LIMIT)
+# collect what they drop; a worker without one collects the few cycles left as garbage once its
+# peak memory has grown by COLLECT_AFTER_GROWTH since the last collection (every COLLECT_EVERY
+# files where the peak cannot be read). A worker with one collected on growth too: twice per run
+# on transformers' models, freeing nothing its trims would not.
 COLLECT_AFTER_GROWTH = 256 * 2 ** 20
 COLLECT_EVERY = 500
 _COLLECTED = {"worker": False, "files": 0, "peak": 0}
@@ -196,13 +198,13 @@ def _collect_now() -> None:
     if not _COLLECTED["worker"]:
         return  # the main process: Python's own schedule
     _COLLECTED["files"] += 1
+    layers = [layer for (pid, *_), layer in _INFERENCE.items() if pid == os.getpid() and layer is not None]
     trimmed = False
-    for (pid, *_), layer in _INFERENCE.items():
-        if pid == os.getpid() and layer is not None:
-            trimmed = layer.trim_memory(WORKER_MEMORY_LIMIT) or trimmed
+    for layer in layers:
+        trimmed = layer.trim_memory(WORKER_MEMORY_LIMIT) or trimmed
     peak = _peak_memory()
-    if trimmed or peak is None and _COLLECTED["files"] % COLLECT_EVERY == 0 \
-            or peak is not None and peak - _COLLECTED["peak"] >= COLLECT_AFTER_GROWTH:
+    if trimmed or not layers and (peak is None and _COLLECTED["files"] % COLLECT_EVERY == 0
+                                  or peak is not None and peak - _COLLECTED["peak"] >= COLLECT_AFTER_GROWTH):
         gc.unfreeze()
         gc.collect()
         _COLLECTED["peak"] = _peak_memory() or 0
