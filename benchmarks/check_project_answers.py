@@ -3,7 +3,8 @@ the short way and the long way, and the answers compared (issue 23):
 
 - answered from the project's files (project_answers.ProjectAnswers.answer) vs jedi on the file;
 - jedi on a question's own few lines (question_text) vs jedi on the file's text;
-- an answer kept by what was asked about (question_key) vs jedi asked again.
+- an answer kept by what was asked about (question_key), or by a question's own text, vs jedi
+  asked again.
 
     .venv/bin/python benchmarks/check_project_answers.py --corpus DIR [--files 300] [--seed 0]
 
@@ -13,6 +14,7 @@ One process, no disk cache; a few minutes for 300 transformers model files on 2 
 import argparse
 import ast
 import collections
+import os
 import pathlib
 import random
 import sys
@@ -42,11 +44,7 @@ def main() -> int:
                                                 FileInference._question_key, FileInference._classify)
 
     def jedi_on_the_file(inference, node):
-        FileInference._question_text = lambda self, node: None
-        try:
-            return classify(inference, node)
-        finally:
-            FileInference._question_text = own_text
+        return classify(inference, node)  # (no question: the file's text)
 
     def record(check, inference, node, short, long):
         shape = type(node).__name__
@@ -67,15 +65,24 @@ def main() -> int:
             record("kept", self, node, self.project.asked[key][0], jedi_on_the_file(self, node))
         return key
 
-    def checked_classify(self, node):
-        if own_text(self, node) is None:
+    def checked_text(self, node):
+        question = own_text(self, node)
+        if question is not None and kept_key(self, node) is None:
+            key = (file_inference.QUESTION_FILE, os.path.dirname(self.path)) + question
+            if key in self.project.asked:
+                record("kept", self, node, self.project.asked[key][0], jedi_on_the_file(self, node))
+        return question
+
+    def checked_classify(self, node, question=None):
+        if question is None:
             return classify(self, node)
-        short = classify(self, node)
+        short = classify(self, node, question)
         record("own text", self, node, short, jedi_on_the_file(self, node))
         return short
 
     FileInference._from_files = checked_from_files
     FileInference._question_key = checked_key
+    FileInference._question_text = checked_text
     FileInference._classify = checked_classify
     cli.PARALLEL_MIN_FILES = 10 ** 9  # one process: the patches above apply
     try:
