@@ -137,6 +137,42 @@ def quoted(config: "Config"):
 '''
 
 
+LOCALS = '''
+import torch
+import torch.nn as nn
+
+
+class Sub:
+    def __init__(self):
+        self.table = torch.zeros(3)
+        self.width = 4
+
+
+class Outer:
+    def __init__(self):
+        self.sub = Sub()
+
+
+class Block(nn.Module):
+    def __init__(self, outer: Outer):
+        super().__init__()
+        sub = outer.sub
+        self.table = sub.table  # ask
+        self.width = sub.width  # ask
+'''
+
+BOUND_TWICE = '''
+from .locals import Outer
+
+
+def build(outer: Outer):
+    twice = outer.sub
+    twice = outer
+    found = twice.sub  # ask
+    return found
+'''
+
+
 def _write(root, files):
     for name, text in files.items():
         path = root / name
@@ -292,3 +328,21 @@ def test_jedi_is_not_asked_what_it_cannot_tell_and_a_files_class_is_copied_into_
         file_inference.FileInference._classify = classify
     assert asked == ["config.num_labels"]
     assert str(path) not in texts and any(name.endswith(QUESTION_FILE) for name in texts)  # not the file's text
+
+
+def test_a_local_assigned_once_from_a_parameter_is_asked_in_its_own_text(project, monkeypatch):
+    # `sub = outer.sub` then `sub.table`: the question's own lines hold the assignment; jedi infers
+    # the local from it as it would in the file.
+    _write(project, {"pkg/locals.py": LOCALS, "pkg/twice.py": BOUND_TWICE})
+    path = project / "pkg" / "locals.py"
+    answers, inference, jedi_asked = _answers(JediInference(str(project), share_states=True), path)
+    assert jedi_asked == ["sub.table", "sub.width"]
+    assert inference._script is None  # the file's text was never parsed
+    kinds = {question: answer.kind.name if answer is not None else None for question, answer in answers}
+    assert kinds == {"sub.table": "TENSOR", "sub.width": "OTHER"}
+    # a local bound twice: jedi reads the file's flow
+    _, twice, asked_twice = _answers(JediInference(str(project), share_states=True), project / "pkg" / "twice.py")
+    assert asked_twice == ["twice.sub"] and twice._script is not None
+    _jedi_alone(monkeypatch)
+    full, _, _ = _answers(JediInference(str(project), share_states=True), path)
+    assert answers == full

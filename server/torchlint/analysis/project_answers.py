@@ -241,8 +241,17 @@ class ProjectAnswers:
             if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 return None
             args = function.args
-            param = next((a for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg == root.id), None)
-            if param is None or param.annotation is None or rebinds(function, root.id, param):
+            params = args.posonlyargs + args.args + args.kwonlyargs
+            param = next((a for a in params if a.arg == root.id), None)
+            local: List[str] = []  # a local name's one assignment, from the parameter alone
+            if param is None:
+                assigned = _assigned_once(function, root.id, node)
+                read = {n.id for n in ast.walk(assigned.value) if isinstance(n, ast.Name)} if assigned else set()
+                if assigned is None or len(read) != 1:
+                    return None
+                param = next((a for a in params if a.arg in read), None)
+                local = ["    %s = %s" % (root.id, ast.unparse(assigned.value))]
+            if param is None or param.annotation is None or rebinds(function, param.arg, param):
                 return None
             annotation = _unquoted(param.annotation)
             names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}
@@ -260,8 +269,8 @@ class ProjectAnswers:
             for cls in classes:
                 first = cls.decorator_list[0].lineno if cls.decorator_list else cls.lineno
                 lines += checked.lines(first, cls.end_lineno or cls.lineno)
-            lines += ["def question(%s: %s):" % (root.id, ast.unparse(annotation)), "    " + expression]
-        if "\n" in lines[-1]:
+            lines += ["def question(%s: %s):" % (param.arg, ast.unparse(annotation))] + local + ["    " + expression]
+        if any("\n" in line for line in lines[-2:]):
             return None
         column = len(lines[-1]) - len(parts[0] if parts else root.id)
         return "\n".join(lines) + ("()\n" if isinstance(node, ast.Call) else "\n"), len(lines), column
@@ -773,6 +782,20 @@ def _unquoted(node: ast.expr) -> ast.expr:
         except SyntaxError:
             return node
     return node
+
+
+def _assigned_once(function: Union[ast.FunctionDef, ast.AsyncFunctionDef], name: str,
+                   used: ast.expr) -> Optional[ast.Assign]:
+    """``name = value``, a statement of ``function``'s own body before ``used``, when nothing else
+    in the function binds ``name`` or declares it global or nonlocal (nested code included): what
+    jedi infers the name to be there is what it infers ``value`` to be."""
+    if _function_bindings(function).get(name, 0) != 1:
+        return None
+    for statement in function.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name:
+            return statement if statement.lineno < used.lineno else None
+    return None
 
 
 def rebinds(function: ast.AST, name: str, param: ast.arg) -> bool:
