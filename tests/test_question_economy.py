@@ -1,5 +1,6 @@
 """The jedi layer asks only what can change a finding, and bounds what a worker keeps (issue 23)."""
 import ast
+import os
 import textwrap
 
 import pytest
@@ -235,6 +236,37 @@ def test_read_files_are_kept_least_recently_used_first(tmp_path, monkeypatch):
     layer._read_file(str(tmp_path / "a.py"))
     layer._read_file(str(tmp_path / "c.py"))
     assert list(layer._file_cache) == [str(tmp_path / "a.py"), str(tmp_path / "c.py")]
+
+
+def test_a_name_a_module_gave_is_not_parsed_again_once_its_tree_was_dropped(tmp_path, monkeypatch):
+    # Base resolution keeps a module's answer for each name it was asked: transformers' model files
+    # ask ModelOutput's module about the same name in every folder, long after its tree was dropped.
+    from torchlint.analysis import project_files
+    monkeypatch.setattr(project_files, "READ_FILES_KEPT", 1)
+    (tmp_path / "outputs.py").write_text("import torch.nn as nn\n\n\nclass Output(dict):\n    pass\n\n\n"
+                                         "class Layer(nn.Module):\n    pass\n")
+    layer = JediInference(str(tmp_path), share_states=True)
+    parsed = []  # (file, tree) each time a tree was read
+    read_file = layer._read_file
+
+    def reading(path):
+        read = read_file(path)
+        if (os.path.basename(path), read.tree) not in parsed:
+            parsed.append((os.path.basename(path), read.tree))
+        return read
+    monkeypatch.setattr(layer, "_read_file", reading)
+    findings = []
+    for index in range(3):
+        (tmp_path / ("other%d.py" % index)).write_text("x = 1\n")
+        text = ("import torch.nn as nn\nfrom outputs import Output, Layer\nfrom other%d import x\n\n\n"
+                "class Result(Output):\n    pass\n\n\nclass Block(Layer):\n    def __init__(self):\n"
+                "        super().__init__()\n        self.layers = [nn.Linear(2, 2)]\n") % index
+        path = tmp_path / ("model%d.py" % index)
+        path.write_text(text)
+        findings.append([f.code for f in check_source(text, str(path), inference=layer).findings])
+        layer._read_file(str(tmp_path / ("other%d.py" % index)))  # outputs.py's tree is dropped
+    assert findings == [["TL102"]] * 3  # Block is a Module through Layer; Result is not one
+    assert [name for name, _ in parsed].count("outputs.py") == 1
 
 
 def test_parso_keeps_only_the_most_recently_used_project_modules(tmp_path, monkeypatch):
