@@ -173,6 +173,26 @@ def build(outer: Outer):
 '''
 
 
+COMPREHENSIONS = '''
+import torch.nn as nn
+
+from .configuration import Config
+from .locals import Sub
+
+
+class Block(nn.Module):
+    def __init__(self, config: Config, subs: list[Sub]):
+        super().__init__()
+        self.names = [n for n in config.names]
+        self.tables = [s.table for s in subs]
+        self.steps = [i for i in range(3)]
+
+
+def shadowed(config: Config):
+    return [config for config in (1, 2)]
+'''
+
+
 def _write(root, files):
     for name, text in files.items():
         path = root / name
@@ -346,3 +366,25 @@ def test_a_local_assigned_once_from_a_parameter_is_asked_in_its_own_text(project
     _jedi_alone(monkeypatch)
     full, _, _ = _answers(JediInference(str(project), share_states=True), path)
     assert answers == full
+
+
+def test_a_comprehensions_variable_is_asked_about_in_its_own_text(project, monkeypatch):
+    # `[s.table for s in subs]`: jedi infers `s` from the iterable alone, in `[s.table for s in
+    # subs]` under a function taking `subs: list[Sub]` as in the file.
+    _write(project, {"pkg/locals.py": LOCALS, "pkg/comps.py": COMPREHENSIONS})
+    path = project / "pkg" / "comps.py"
+    text = path.read_text()
+    tree = ast.parse(text)
+    elements = [node.elt for node in ast.walk(tree) if isinstance(node, ast.ListComp)]
+
+    def answers(layer):
+        inference = layer.for_file(text, str(path), SourceText(text), tree, NodeTable(tree))
+        found = [(ast.unparse(node), inference.classify(node, None)) for node in elements]
+        return found, inference
+    own, inference = answers(JediInference(str(project), share_states=True))
+    assert inference._script is None  # the file's text was never parsed
+    kinds = {question: answer.kind.name if answer is not None else None for question, answer in own}
+    assert kinds == {"n": "OTHER", "s.table": "TENSOR", "i": "OTHER", "config": "OTHER"}
+    _jedi_alone(monkeypatch)
+    full, _ = answers(JediInference(str(project), share_states=True))
+    assert own == full

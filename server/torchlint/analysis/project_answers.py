@@ -237,6 +237,11 @@ class ProjectAnswers:
         elif root.id not in checked.bindings and "*" not in checked.bindings and hasattr(builtins, root.id):
             lines = [expression]
         else:
+            comprehension = _binding_comprehension(checked, root)
+            if comprehension is not None:
+                if isinstance(node, ast.Call):
+                    return None
+                return self._comprehension_question(checked, comprehension, expression, imports)
             function = checked.function_of(root)
             if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 return None
@@ -251,29 +256,68 @@ class ProjectAnswers:
                     return None
                 param = next((a for a in params if a.arg in read), None)
                 local = ["    %s = %s" % (root.id, ast.unparse(assigned.value))]
-            if param is None or param.annotation is None or rebinds(function, param.arg, param):
+            header = self._parameter_header(checked, function, param, imports)
+            if header is None:
                 return None
-            annotation = _unquoted(param.annotation)
-            names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}
-            classes: List[ast.ClassDef] = []  # of the checked file, that the annotation names
-            for name in sorted(names):
-                if name in checked.bindings and not (checked.bound_once(name) and (
-                        name in imports or self._own_classes(checked, name, imports, classes, 0))):
-                    return None
-            if isinstance(annotation, ast.Constant):
-                return None
-            wanted = set(imports.values()) if classes else {imports[name] for name in names if name in imports}
-            lines = sorted(wanted)
-            if any("\n" in line for line in lines):
-                return None
-            for cls in classes:
-                first = cls.decorator_list[0].lineno if cls.decorator_list else cls.lineno
-                lines += checked.lines(first, cls.end_lineno or cls.lineno)
-            lines += ["def question(%s: %s):" % (param.arg, ast.unparse(annotation))] + local + ["    " + expression]
+            lines = header + local + ["    " + expression]
         if any("\n" in line for line in lines[-2:]):
             return None
         column = len(lines[-1]) - len(parts[0] if parts else root.id)
         return "\n".join(lines) + ("()\n" if isinstance(node, ast.Call) else "\n"), len(lines), column
+
+    def _parameter_header(self, checked: CheckedFile, function: Union[ast.FunctionDef, ast.AsyncFunctionDef],
+                          param: Optional[ast.arg], imports: Dict[str, str]) -> Optional[List[str]]:
+        """The lines that give a question's own text ``param`` of ``function`` as jedi reads it
+        there: the imports and classes of the file its annotation names, then ``def question(param:
+        annotation):``. None when the parameter has no annotation jedi would read alike."""
+        if param is None or param.annotation is None or rebinds(function, param.arg, param):
+            return None
+        annotation = _unquoted(param.annotation)
+        names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}
+        classes: List[ast.ClassDef] = []  # of the checked file, that the annotation names
+        for name in sorted(names):
+            if name in checked.bindings and not (checked.bound_once(name) and (
+                    name in imports or self._own_classes(checked, name, imports, classes, 0))):
+                return None
+        if isinstance(annotation, ast.Constant):
+            return None
+        wanted = set(imports.values()) if classes else {imports[name] for name in names if name in imports}
+        lines = sorted(wanted)
+        if any("\n" in line for line in lines):
+            return None
+        for cls in classes:
+            first = cls.decorator_list[0].lineno if cls.decorator_list else cls.lineno
+            lines += checked.lines(first, cls.end_lineno or cls.lineno)
+        return lines + ["def question(%s: %s):" % (param.arg, ast.unparse(annotation))]
+
+    def _comprehension_question(self, checked: CheckedFile, comprehension: _Comprehension, expression: str,
+                                imports: Dict[str, str]) -> Optional[Tuple[str, int, int]]:
+        """``expression``, whose root a comprehension's ``for`` binds (``[i[0] for i in sizes]``),
+        asked in ``[expression for ...]``: jedi infers the name from the iterable alone. Only when
+        what the ``for`` clauses read is builtins and at most one annotated parameter."""
+        bound = {n.id for g in comprehension.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        read = {n.id for g in comprehension.generators for n in ast.walk(g) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Load) and n.id not in bound}
+        unbound_builtins = {name for name in read if name not in checked.bindings and "*" not in checked.bindings
+                            and hasattr(builtins, name)}
+        clauses = "".join(ast.unparse(g) for g in comprehension.generators)
+        if not read - unbound_builtins:
+            lines, indent = [], ""
+        else:
+            function = checked.function_of(comprehension)
+            if len(read - unbound_builtins) > 1 or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return None
+            args = function.args
+            param = next((a for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg in read), None)
+            header = self._parameter_header(checked, function, param, imports)
+            if header is None:
+                return None
+            lines, indent = header, "    "
+        question = "%s[%s%s]" % (indent, expression, clauses)
+        if "\n" in question:
+            return None
+        last = expression.rsplit(".", 1)[-1]
+        return "\n".join(lines + [question]) + "\n", len(lines) + 1, len(indent) + 1 + len(expression) - len(last)
 
     def _own_classes(self, checked: CheckedFile, name: str, imports: Dict[str, str], classes: List[ast.ClassDef],
                      depth: int) -> bool:
@@ -782,6 +826,26 @@ def _unquoted(node: ast.expr) -> ast.expr:
         except SyntaxError:
             return node
     return node
+
+
+_Comprehension = Union[ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp]
+
+
+def _binding_comprehension(checked: CheckedFile, name: ast.Name) -> Optional[_Comprehension]:
+    """The innermost comprehension around ``name`` whose ``for`` binds it, where it is read in that
+    comprehension's scope (not in its first iterable, which the enclosing scope evaluates)."""
+    child: ast.AST = name
+    parent = checked.parents.get(id(name))
+    while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                                         ast.ClassDef, ast.Module)):
+        if isinstance(parent, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            first_iterable = parent.generators[0].iter
+            outside = child is parent.generators[0] and any(n is name for n in ast.walk(first_iterable))
+            targets = {n.id for g in parent.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            if name.id in targets and not outside:
+                return parent
+        child, parent = parent, checked.parents.get(id(parent))
+    return None
 
 
 def _assigned_once(function: Union[ast.FunctionDef, ast.AsyncFunctionDef], name: str,

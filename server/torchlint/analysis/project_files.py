@@ -57,8 +57,8 @@ class ProjectFiles:
         self.reads_stubs = reads_stubs
         self._class_cache: Dict[Tuple[str, int], Tuple[bool, FrozenSet[str]]] = {}
         self._module_files: Dict[Tuple[Tuple[str, ...], Tuple[str, ...]], Optional[str]] = {}
-        # (module file, name) -> (the file's mtime, _name_is_module's answer, the files it read)
-        self._names: Dict[Tuple[str, str], Tuple[float, _FileAnswer, FrozenSet[str]]] = {}
+        # (module file, name) -> (_name_is_module's answer, the files it read and their mtimes)
+        self._names: Dict[Tuple[str, str], Tuple[_FileAnswer, Tuple[Tuple[str, Optional[float]], ...]]] = {}
         self._cut_short = False  # a class resolution under way met the depth limit
         # path -> the file as last read, the most recently used last
         self._file_cache: "collections.OrderedDict[str, _ReadFile]" = collections.OrderedDict()
@@ -232,22 +232,20 @@ class ProjectFiles:
     def _name_is_module(self, module: str, name: str, depth: int, read: Set[str]) -> _FileAnswer:
         """Whether ``name`` at the top level of the file ``module`` is a Module class; None when the
         file cannot tell, _ABSENT when the file does not define it. A definite answer is kept while
-        the file is unchanged: a module whose tree was dropped since (READ_FILES_KEPT) is not
-        parsed again for a name it already gave (ModelOutput, ProcessorMixin: a third of the
-        files parsed on transformers' models were parsed before)."""
-        try:
-            mtime = os.path.getmtime(module)
-        except OSError:
-            return None
+        the files it was read from are unchanged: a module whose tree was dropped since
+        (READ_FILES_KEPT) is not parsed again for a name it already gave (ModelOutput,
+        ProcessorMixin: a third of the files parsed on transformers' models were parsed before)."""
         kept = self._names.get((module, name))
-        if kept is not None and kept[0] == mtime:
-            read.update(kept[2])
-            return kept[1]
+        if kept is not None and all(_modified(path) == stamp for path, stamp in kept[1]):
+            read.update(path for path, _ in kept[1])
+            return kept[0]
         files: Set[str] = set()
         outer, self._cut_short = self._cut_short, False
         answer = self._find_name(module, name, depth, files)
         if answer is not None and not self._cut_short:
-            self._names[(module, name)] = (mtime, answer, frozenset(files))
+            stamps = tuple((path, _modified(path)) for path in sorted(files))
+            if all(stamp is not None for _, stamp in stamps):
+                self._names[(module, name)] = (answer, stamps)
         self._cut_short = self._cut_short or outer
         read.update(files)
         return answer
@@ -440,6 +438,13 @@ def _literal_all(tree: ast.Module) -> Optional[FrozenSet[str]]:
         else:
             return _UNKNOWN_ALL
     return found
+
+
+def _modified(path: str) -> Optional[float]:
+    try:
+        return os.path.getmtime(path)
+    except OSError:
+        return None
 
 
 _STATEMENT_LEVELS = (ast.stmt, ast.excepthandler, ast.match_case)  # what statements are found under
