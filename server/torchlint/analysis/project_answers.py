@@ -295,6 +295,8 @@ class ProjectAnswers:
         """``expression``, whose root a comprehension's ``for`` binds (``[i[0] for i in sizes]``),
         asked in ``[expression for ...]``: jedi infers the name from the iterable alone. Only when
         what the ``for`` clauses read is builtins and at most one annotated parameter."""
+        if any(g.is_async for g in comprehension.generators):
+            return None  # (`async for` belongs in the file's own async function)
         bound = {n.id for g in comprehension.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
         read = {n.id for g in comprehension.generators for n in ast.walk(g) if isinstance(n, ast.Name)
                 and isinstance(n.ctx, ast.Load) and n.id not in bound}
