@@ -238,6 +238,12 @@ def test_read_files_are_kept_least_recently_used_first(tmp_path, monkeypatch):
     assert list(layer._file_cache) == [str(tmp_path / "a.py"), str(tmp_path / "c.py")]
 
 
+def _codes_written(layer, path, text):
+    """The codes of what a check of ``text``, written to ``path``, finds."""
+    path.write_text(text)
+    return [f.code for f in check_source(text, str(path), inference=layer).findings]
+
+
 def test_a_name_a_module_gave_is_not_parsed_again_once_its_tree_was_dropped(tmp_path, monkeypatch):
     # Base resolution keeps a module's answer for each name it was asked: transformers' model files
     # ask ModelOutput's module about the same name in every folder, long after its tree was dropped.
@@ -261,9 +267,7 @@ def test_a_name_a_module_gave_is_not_parsed_again_once_its_tree_was_dropped(tmp_
         text = ("import torch.nn as nn\nfrom outputs import Output, Layer\nfrom other%d import x\n\n\n"
                 "class Result(Output):\n    pass\n\n\nclass Block(Layer):\n    def __init__(self):\n"
                 "        super().__init__()\n        self.layers = [nn.Linear(2, 2)]\n") % index
-        path = tmp_path / ("model%d.py" % index)
-        path.write_text(text)
-        findings.append([f.code for f in check_source(text, str(path), inference=layer).findings])
+        findings.append(_codes_written(layer, tmp_path / ("model%d.py" % index), text))
         layer._read_file(str(tmp_path / ("other%d.py" % index)))  # outputs.py's tree is dropped
     assert findings == [["TL102"]] * 3  # Block is a Module through Layer; Result is not one
     assert [name for name, _ in parsed].count("outputs.py") == 1
@@ -283,9 +287,7 @@ def test_parso_keeps_only_the_most_recently_used_project_modules(tmp_path, monke
         text = ("import torch.nn as nn\nfrom helpers%d import make\n\n\nclass M(nn.Module):\n"
                 "    def __init__(self):\n        super().__init__()\n        self.w = make()\n\n"
                 "    def forward(self, x):\n        return x * self.w\n") % index
-        path = tmp_path / ("model%d.py" % index)
-        path.write_text(text)
-        codes.append([f.code for f in check_source(text, str(path), inference=layer).findings])
+        codes.append(_codes_written(layer, tmp_path / ("model%d.py" % index), text))
         kept = [p for cache in parso.cache.parser_cache.values() for p in cache
                 if p is not None and str(p).startswith(str(tmp_path))]
         assert len(kept) <= 2, kept
