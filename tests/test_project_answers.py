@@ -193,6 +193,26 @@ def shadowed(config: Config):
 '''
 
 
+HELD = '''
+import torch.nn as nn
+
+from .configuration import Config
+from .locals import Outer
+
+
+class Block(nn.Module):
+    def __init__(self, config: Config, outer: Outer):
+        super().__init__()
+        self.config = config
+        self.outer = outer
+
+    def forward(self, x):
+        extra = self.config.extra  # ask
+        table = self.outer.sub.table  # ask
+        return x * table
+'''
+
+
 def _write(root, files):
     for name, text in files.items():
         path = root / name
@@ -388,3 +408,18 @@ def test_a_comprehensions_variable_is_asked_about_in_its_own_text(project, monke
     _jedi_alone(monkeypatch)
     full, _ = answers(JediInference(str(project), share_states=True))
     assert own == full
+
+
+def test_a_parameter_a_method_keeps_on_self_is_asked_about_in_its_own_text(project, monkeypatch):
+    # `self.outer.sub.table` where `self.outer = outer` (outer: Outer) is the class's one binding:
+    # asked as `outer.sub.table` under `def question(outer: Outer)`, as jedi reads it in the file.
+    _write(project, {"pkg/locals.py": LOCALS, "pkg/held.py": HELD})
+    path = project / "pkg" / "held.py"
+    answers, inference, jedi_asked = _answers(JediInference(str(project), share_states=True), path)
+    assert jedi_asked == ["self.config.extra", "self.outer.sub.table"]
+    assert inference._script is None  # the file's text was never parsed
+    kinds = {question: answer.kind.name if answer is not None else None for question, answer in answers}
+    assert kinds == {"self.config.extra": None, "self.outer.sub.table": "TENSOR"}
+    _jedi_alone(monkeypatch)
+    full, _, _ = _answers(JediInference(str(project), share_states=True), path)
+    assert answers == full

@@ -249,7 +249,15 @@ class ProjectAnswers:
             params = args.posonlyargs + args.args + args.kwonlyargs
             param = next((a for a in params if a.arg == root.id), None)
             local: List[str] = []  # a local name's one assignment, from the parameter alone
-            if param is None:
+            if param is not None and param is params[0] and parts \
+                    and isinstance(checked.parents.get(id(function)), ast.ClassDef):
+                # `self.config.x`: what `self.config = config` in the class's own methods holds
+                held = self._held_parameter(checked, function, parts[-1])
+                if held is None:
+                    return None
+                function, param = held
+                expression = ".".join([param.arg] + parts[-2::-1])
+            elif param is None:
                 assigned = _assigned_once(function, root.id, node)
                 read = {n.id for n in ast.walk(assigned.value) if isinstance(n, ast.Name)} if assigned else set()
                 if assigned is None or len(read) != 1:
@@ -262,8 +270,31 @@ class ProjectAnswers:
             lines = header + local + ["    " + expression]
         if any("\n" in line for line in lines[-2:]):
             return None
-        column = len(lines[-1]) - len(parts[0] if parts else root.id)
+        column = len(lines[-1]) - len(expression.rsplit(".", 1)[-1])
         return "\n".join(lines) + ("()\n" if isinstance(node, ast.Call) else "\n"), len(lines), column
+
+    def _held_parameter(self, checked: CheckedFile, method: Union[ast.FunctionDef, ast.AsyncFunctionDef],
+                        name: str) -> Optional[Tuple[Union[ast.FunctionDef, ast.AsyncFunctionDef], ast.arg]]:
+        """For ``self.<name>`` in ``method`` of a class of the checked file: the method and its
+        parameter that the class's one ``self.<name> = parameter`` assigns, when that is all jedi
+        reads for it (the class is the first of the instance's MRO; nothing in its body binds the
+        name); None otherwise."""
+        cls = checked.parents.get(id(method))  # (a class: see question_text)
+        if not isinstance(cls, ast.ClassDef) or any(
+                isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in method.decorator_list):
+            return None
+        attributes = self._attributes_of(_Class(checked.path, checked, cls))
+        bindings = attributes.assigned.get(name)
+        if not isinstance(bindings, list) or len(bindings) != 1 or attributes.class_level(name) is not None:
+            return None
+        function, statement = bindings[0]
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(statement, ast.Assign) \
+                or not isinstance(statement.value, ast.Name) or checked.parents.get(id(function)) is not cls:
+            return None
+        args = function.args
+        params = args.posonlyargs + args.args + args.kwonlyargs
+        param = next((a for a in params[1:] if a.arg == statement.value.id), None)
+        return (function, param) if param is not None and not rebinds(function, param.arg, param) else None
 
     def _parameter_header(self, checked: CheckedFile, function: Union[ast.FunctionDef, ast.AsyncFunctionDef],
                           param: Optional[ast.arg], imports: Dict[str, str]) -> Optional[List[str]]:
