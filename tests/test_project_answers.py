@@ -213,6 +213,37 @@ class Block(nn.Module):
 '''
 
 
+FUNCTIONS = '''
+import math
+
+import torch
+import torch.nn as nn
+
+
+def scale(width):
+    return math.sqrt(width)
+
+
+def table(width):
+    return torch.zeros(width) * scale(width)
+
+
+LIMIT = 3
+
+
+def limited():
+    return LIMIT
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        a = table(4)  # ask
+        b = scale(4)  # ask
+        c = limited()  # ask
+'''
+
+
 def _write(root, files):
     for name, text in files.items():
         path = root / name
@@ -423,3 +454,52 @@ def test_a_parameter_a_method_keeps_on_self_is_asked_about_in_its_own_text(proje
     _jedi_alone(monkeypatch)
     full, _, _ = _answers(JediInference(str(project), share_states=True), path)
     assert answers == full
+
+
+def test_a_function_of_the_file_is_asked_about_in_a_text_holding_it(project, monkeypatch):
+    # `table(4)`: its definition and the helper it calls, with the file's imports, say all jedi
+    # reads; `limited()` reads a constant of the file, which only the file's text holds.
+    _write(project, {"pkg/functions.py": FUNCTIONS})
+    path = project / "pkg" / "functions.py"
+    texts = []
+    own_text = file_inference.FileInference._question_text
+
+    def recorded(self, node):
+        question = own_text(self, node)
+        texts.append((ast.unparse(node), question is not None))
+        return question
+    monkeypatch.setattr(file_inference.FileInference, "_question_text", recorded)
+    answers, _, jedi_asked = _answers(JediInference(str(project), share_states=True), path)
+    assert jedi_asked == ["table(4)", "scale(4)", "limited()"]
+    assert texts == [("table(4)", True), ("scale(4)", True), ("limited()", False)]
+    kinds = {question: answer.kind.name if answer is not None else None for question, answer in answers}
+    assert kinds == {"table(4)": "TENSOR", "scale(4)": "OTHER", "limited()": "OTHER"}
+    _jedi_alone(monkeypatch)
+    full, _, _ = _answers(JediInference(str(project), share_states=True), path)
+    assert answers == full
+
+
+MAKES = '''
+import torch
+import torch.nn as nn
+
+
+def make():
+    return %s
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        value = make()  # ask
+'''
+
+
+def test_what_a_function_in_a_questions_own_lines_returns_is_not_kept_by_its_place(project):
+    # Two files of one folder whose `make` sits at the same place of their questions' lines: what
+    # one returns is not the other's answer.
+    _write(project, {"pkg/tensor_make.py": MAKES % "torch.zeros(3)", "pkg/number_make.py": MAKES % "3"})
+    layer = JediInference(str(project), share_states=True)
+    tensor, _, _ = _answers(layer, project / "pkg" / "tensor_make.py")
+    number, _, _ = _answers(layer, project / "pkg" / "number_make.py")
+    assert [answer.kind.name for _, answer in tensor + number] == ["TENSOR", "OTHER"]

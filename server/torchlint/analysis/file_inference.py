@@ -406,7 +406,8 @@ class FileInference:
         the function's own: one helper defined in another file is executed once per process."""
         module_path = str(function.module_path or "")
         key = (module_path, function.line or 0, function.column or 0)
-        if not module_path or os.path.abspath(module_path) == self.path or not function.line:
+        if not module_path or os.path.abspath(module_path) == self.path or not function.line \
+                or os.path.basename(module_path) == QUESTION_FILE:  # (a question's own lines: not kept by place)
             return self._values(function.execute(), constructed=True)
         if key not in self.project._return_cache:
             read: Set[str] = {module_path}

@@ -232,10 +232,16 @@ class ProjectAnswers:
             return None
         expression = ".".join([root.id] + parts[::-1])
         imports = _top_level_imports(checked.tree)
+        definitions: List[Definition] = []  # of the checked file, that the question reads
         if checked.bound_once(root.id) and root.id in imports:
             lines = [imports[root.id], expression]
         elif root.id not in checked.bindings and "*" not in checked.bindings and hasattr(builtins, root.id):
             lines = [expression]
+        elif checked.bound_once(root.id) and self._own_definitions(checked, root.id, imports, definitions, 0):
+            # a function of the file (`yarn_apply_mscale(...)`): its text, and what it reads of the file
+            lines = sorted(set(imports.values())) + _definition_lines(checked, definitions) + [expression]
+            if any("\n" in line for line in imports.values()):
+                return None
         else:
             comprehension = _binding_comprehension(checked, root)
             if comprehension is not None:
@@ -305,10 +311,10 @@ class ProjectAnswers:
             return None
         annotation = _unquoted(param.annotation)
         names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}
-        classes: List[ast.ClassDef] = []  # of the checked file, that the annotation names
+        classes: List[Definition] = []  # of the checked file, that the annotation names
         for name in sorted(names):
             if name in checked.bindings and not (checked.bound_once(name) and (
-                    name in imports or self._own_classes(checked, name, imports, classes, 0))):
+                    name in imports or self._own_definitions(checked, name, imports, classes, 0))):
                 return None
         if isinstance(annotation, ast.Constant):
             return None
@@ -316,9 +322,7 @@ class ProjectAnswers:
         lines = sorted(wanted)
         if any("\n" in line for line in lines):
             return None
-        for cls in classes:
-            first = cls.decorator_list[0].lineno if cls.decorator_list else cls.lineno
-            lines += checked.lines(first, cls.end_lineno or cls.lineno)
+        lines += _definition_lines(checked, classes)
         return lines + ["def question(%s: %s):" % (param.arg, ast.unparse(annotation))]
 
     def _comprehension_question(self, checked: CheckedFile, comprehension: _Comprehension, expression: str,
@@ -352,26 +356,27 @@ class ProjectAnswers:
         last = expression.rsplit(".", 1)[-1]
         return "\n".join(lines + [question]) + "\n", len(lines) + 1, len(indent) + 1 + len(expression) - len(last)
 
-    def _own_classes(self, checked: CheckedFile, name: str, imports: Dict[str, str], classes: List[ast.ClassDef],
-                     depth: int) -> bool:
-        """Add to ``classes`` the class ``name`` of the checked file and those of its bases defined
-        there too, when what they read of the file is only its imports and each other (their
-        text then asks jedi what the file would); False otherwise."""
+    def _own_definitions(self, checked: CheckedFile, name: str, imports: Dict[str, str],
+                         definitions: List[Definition], depth: int) -> bool:
+        """Add to ``definitions`` the class or function ``name`` of the checked file and the ones
+        of the file it reads (a base, a helper), when what they read of the file is only its
+        imports and each other (their text then asks jedi what the file would); False otherwise."""
         found = checked.top_level.binding(name, stars=False)
-        if depth > 4 or checked.text is None or len(found) != 1 or not isinstance(found[0], ast.ClassDef) \
-                or found[0].keywords:
+        if depth > 4 or checked.text is None or len(found) != 1 \
+                or not isinstance(found[0], (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
+                or isinstance(found[0], ast.ClassDef) and found[0].keywords:
             return False
-        cls = found[0]
-        if cls in classes:
+        definition = found[0]
+        if definition in definitions:
             return True
-        classes.insert(0, cls)  # (a base before the classes deriving from it)
-        for read in ast.walk(cls):
-            if not (isinstance(read, ast.Name) and isinstance(read.ctx, ast.Load)) or read.id == cls.name:
+        definitions.insert(0, definition)  # (a base before the classes deriving from it)
+        for read in ast.walk(definition):
+            if not (isinstance(read, ast.Name) and isinstance(read.ctx, ast.Load)) or read.id == definition.name:
                 continue
             bound = checked.top_level.binding(read.id, stars=False)
             if not bound or read.id in imports and checked.bound_once(read.id):
-                continue  # a builtin, a method's local, or an import
-            if not self._own_classes(checked, read.id, imports, classes, depth + 1):
+                continue  # a builtin, a local, or an import
+            if not self._own_definitions(checked, read.id, imports, definitions, depth + 1):
                 return False
         return True
 
@@ -861,7 +866,17 @@ def _unquoted(node: ast.expr) -> ast.expr:
     return node
 
 
+Definition = Union[ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef]
 _Comprehension = Union[ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp]
+
+
+def _definition_lines(checked: CheckedFile, definitions: List[Definition]) -> List[str]:
+    """The checked file's lines of each definition, its decorators first."""
+    lines: List[str] = []
+    for definition in definitions:
+        first = definition.decorator_list[0].lineno if definition.decorator_list else definition.lineno
+        lines += checked.lines(first, definition.end_lineno or definition.lineno)
+    return lines
 
 
 def _binding_comprehension(checked: CheckedFile, name: ast.Name) -> Optional[_Comprehension]:
