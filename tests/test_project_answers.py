@@ -284,6 +284,27 @@ def _answers(layer, path):
     return answers, inference, jedi_asked
 
 
+def _kinds(answers):
+    return {question: answer.kind.name if answer is not None else None for question, answer in answers}
+
+
+def _own_text_answers(project, files, name):
+    """Write ``files``, ask the `# ask` questions of pkg/``name``, and check that the file's text was
+    never parsed: (its path, the answers, what jedi was asked)."""
+    _write(project, files)
+    path = project / "pkg" / name
+    answers, inference, jedi_asked = _answers(JediInference(str(project), share_states=True), path)
+    assert inference._script is None
+    return path, answers, jedi_asked
+
+
+def _as_jedi_on_the_file(project, monkeypatch, path, answers):
+    """Assert that ``answers`` (of _answers) are jedi's when it is asked about the file's text."""
+    _jedi_alone(monkeypatch)
+    full, _, _ = _answers(JediInference(str(project), share_states=True), path)
+    assert answers == full
+
+
 def _jedi_alone(monkeypatch):
     """jedi asked about the checked file's own text, as before the files were read."""
     monkeypatch.setattr(file_inference.FileInference, "_from_files", lambda self, node: file_inference.ASK)
@@ -299,7 +320,7 @@ def test_the_files_answer_as_jedi_does_without_jedi(project, monkeypatch):
     from_jedi, _, jedi_asked = _answers(JediInference(str(project), share_states=True), model)
     assert len(jedi_asked) == len(from_jedi)  # (the comparison is with jedi's answers)
     assert from_files == from_jedi
-    kinds = {question: answer.kind.name if answer is not None else None for question, answer in from_files}
+    kinds = _kinds(from_files)
     # plain values (an int, a str, an Optional[float], a parameter's default, `self.heads` through
     # `self.kv_heads`, a mixin's annotation) and unknowns (a union with a list, a list, a dict, a
     # class, an instance of a project class, a name found nowhere) alike
@@ -315,9 +336,7 @@ def test_a_question_jedi_must_answer_is_asked_in_its_own_text(project, monkeypat
     assert jedi_asked == ["config.extra", "config.num_labels", "make()", "Config.from_dict({})", "max(1, 2)"]
     assert inference._script is None and inference._question is not None  # the file's text was never parsed
     assert str(inference._question.path).endswith(QUESTION_FILE)
-    _jedi_alone(monkeypatch)
-    full, _, _ = _answers(JediInference(str(project), share_states=True), path)
-    assert answers == full
+    _as_jedi_on_the_file(project, monkeypatch, path, answers)
     assert dict(answers)["config.num_labels"].kind.name == "OTHER"  # the property's annotation
     # and what it read is what the answers depend on: the question's own text is not a file
     assert str(project / "pkg" / "configuration.py") in inference._read
@@ -404,19 +423,14 @@ def test_jedi_is_not_asked_what_it_cannot_tell_and_a_files_class_is_copied_into_
 def test_a_local_assigned_once_from_a_parameter_is_asked_in_its_own_text(project, monkeypatch):
     # `sub = outer.sub` then `sub.table`: the question's own lines hold the assignment; jedi infers
     # the local from it as it would in the file.
-    _write(project, {"pkg/locals.py": LOCALS, "pkg/twice.py": BOUND_TWICE})
-    path = project / "pkg" / "locals.py"
-    answers, inference, jedi_asked = _answers(JediInference(str(project), share_states=True), path)
+    path, answers, jedi_asked = _own_text_answers(project, {"pkg/locals.py": LOCALS, "pkg/twice.py": BOUND_TWICE},
+                                                  "locals.py")
     assert jedi_asked == ["sub.table", "sub.width"]
-    assert inference._script is None  # the file's text was never parsed
-    kinds = {question: answer.kind.name if answer is not None else None for question, answer in answers}
-    assert kinds == {"sub.table": "TENSOR", "sub.width": "OTHER"}
+    assert _kinds(answers) == {"sub.table": "TENSOR", "sub.width": "OTHER"}
     # a local bound twice: jedi reads the file's flow
     _, twice, asked_twice = _answers(JediInference(str(project), share_states=True), project / "pkg" / "twice.py")
     assert asked_twice == ["twice.sub"] and twice._script is not None
-    _jedi_alone(monkeypatch)
-    full, _, _ = _answers(JediInference(str(project), share_states=True), path)
-    assert answers == full
+    _as_jedi_on_the_file(project, monkeypatch, path, answers)
 
 
 def test_a_comprehensions_variable_is_asked_about_in_its_own_text(project, monkeypatch):
@@ -434,8 +448,7 @@ def test_a_comprehensions_variable_is_asked_about_in_its_own_text(project, monke
         return found, inference
     own, inference = answers(JediInference(str(project), share_states=True))
     assert inference._script is None  # the file's text was never parsed
-    kinds = {question: answer.kind.name if answer is not None else None for question, answer in own}
-    assert kinds == {"n": "OTHER", "s.table": "TENSOR", "i": "OTHER", "config": "OTHER"}
+    assert _kinds(own) == {"n": "OTHER", "s.table": "TENSOR", "i": "OTHER", "config": "OTHER"}
     _jedi_alone(monkeypatch)
     full, _ = answers(JediInference(str(project), share_states=True))
     assert own == full
@@ -444,16 +457,10 @@ def test_a_comprehensions_variable_is_asked_about_in_its_own_text(project, monke
 def test_a_parameter_a_method_keeps_on_self_is_asked_about_in_its_own_text(project, monkeypatch):
     # `self.outer.sub.table` where `self.outer = outer` (outer: Outer) is the class's one binding:
     # asked as `outer.sub.table` under `def question(outer: Outer)`, as jedi reads it in the file.
-    _write(project, {"pkg/locals.py": LOCALS, "pkg/held.py": HELD})
-    path = project / "pkg" / "held.py"
-    answers, inference, jedi_asked = _answers(JediInference(str(project), share_states=True), path)
+    path, answers, jedi_asked = _own_text_answers(project, {"pkg/locals.py": LOCALS, "pkg/held.py": HELD}, "held.py")
     assert jedi_asked == ["self.config.extra", "self.outer.sub.table"]
-    assert inference._script is None  # the file's text was never parsed
-    kinds = {question: answer.kind.name if answer is not None else None for question, answer in answers}
-    assert kinds == {"self.config.extra": None, "self.outer.sub.table": "TENSOR"}
-    _jedi_alone(monkeypatch)
-    full, _, _ = _answers(JediInference(str(project), share_states=True), path)
-    assert answers == full
+    assert _kinds(answers) == {"self.config.extra": None, "self.outer.sub.table": "TENSOR"}
+    _as_jedi_on_the_file(project, monkeypatch, path, answers)
 
 
 def test_a_function_of_the_file_is_asked_about_in_a_text_holding_it(project, monkeypatch):
@@ -472,11 +479,8 @@ def test_a_function_of_the_file_is_asked_about_in_a_text_holding_it(project, mon
     answers, _, jedi_asked = _answers(JediInference(str(project), share_states=True), path)
     assert jedi_asked == ["table(4)", "scale(4)", "limited()"]
     assert texts == [("table(4)", True), ("scale(4)", True), ("limited()", False)]
-    kinds = {question: answer.kind.name if answer is not None else None for question, answer in answers}
-    assert kinds == {"table(4)": "TENSOR", "scale(4)": "OTHER", "limited()": "OTHER"}
-    _jedi_alone(monkeypatch)
-    full, _, _ = _answers(JediInference(str(project), share_states=True), path)
-    assert answers == full
+    assert _kinds(answers) == {"table(4)": "TENSOR", "scale(4)": "OTHER", "limited()": "OTHER"}
+    _as_jedi_on_the_file(project, monkeypatch, path, answers)
 
 
 MAKES = '''
