@@ -507,3 +507,15 @@ def test_what_a_function_in_a_questions_own_lines_returns_is_not_kept_by_its_pla
     tensor, _, _ = _answers(layer, project / "pkg" / "tensor_make.py")
     number, _, _ = _answers(layer, project / "pkg" / "number_make.py")
     assert [answer.kind.name for _, answer in tensor + number] == ["TENSOR", "OTHER"]
+
+
+def test_a_question_too_deep_to_write_out_again_is_asked_in_the_files_text(project):
+    # The comprehension's clause below is too deep for ast.unparse: its question is asked in the
+    # file's text, and no rule fails.
+    deep = "+".join(["1"] * 900)
+    text = ("import torch.nn as nn\n\n\nclass Block(nn.Module):\n    def __init__(self, sizes: list):\n"
+            "        super().__init__()\n        self.kept = [i for i in sizes if i > %s]\n") % deep
+    path = project / "pkg" / "deep.py"
+    path.write_text(text)
+    result = check_source(text, str(path), inference=JediInference(str(project), share_states=True))
+    assert result.internal_errors == [] and result.parse_error is None

@@ -376,9 +376,13 @@ class FileInference:
         return self._answer(node, script.infer(line, column), script)
 
     def _question_text(self, node: ast.expr) -> Optional[Tuple[str, int, int]]:
-        """See project_answers.ProjectAnswers.question_text; in a run that shares states (the CLI's)."""
+        """See project_answers.ProjectAnswers.question_text; in a run that shares states (the CLI's).
+        None (the file's text) for an expression too deep to write out again."""
         checked = self._checked_file() if self.project.share_states else None
-        return self.project.answers.question_text(checked, node) if checked is not None else None
+        try:
+            return self.project.answers.question_text(checked, node) if checked is not None else None
+        except (ValueError, RecursionError):
+            return None
 
     def _answer(self, node: ast.expr, names: List[JediName], script: JediScript) -> Optional[Value]:
         """The answer jedi's ``names`` (what it inferred at ``node`` in ``script``) give."""
