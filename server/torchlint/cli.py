@@ -169,8 +169,8 @@ class Checked:
 # out of the collector's reach (gc.freeze: no walk). The jedi layer's trims (WORKER_MEMORY_LIMIT)
 # collect what they drop; a worker without one collects the few cycles left as garbage once its
 # peak memory has grown by COLLECT_AFTER_GROWTH since the last collection (every COLLECT_EVERY
-# files where the peak cannot be read). A worker with one collected on growth too: twice per run
-# on transformers' models, freeing nothing its trims would not.
+# files where the peak cannot be read). A worker with one does not collect on growth: on
+# transformers' models that was two collections per run that freed nothing its trims would not.
 COLLECT_AFTER_GROWTH = 256 * 2 ** 20
 COLLECT_EVERY = 500
 _COLLECTED = {"worker": False, "files": 0, "peak": 0}
