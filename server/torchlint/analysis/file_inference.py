@@ -161,7 +161,7 @@ class FileInference:
             self._remember(key, _encode(read))
             return read
         asked = self._question_key(node)
-        question = self._question_text(node)
+        question = None if asked is not None and asked in self.project.asked else self._question_text(node)
         if asked is None and question is not None:
             # The same lines beside the same folder get the same answer (`config.num_labels` for
             # each class of a file that takes the same config: a third of the questions).

@@ -20,6 +20,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Literal,
 
 from . import torch_names as tn
 from .imports import ImportMap, collect_imports
+from .inference_cache import Dependency, dependency
 from .jedi_access import STDLIB
 from .scopes import NodeT, NodeTable, dotted_name
 
@@ -57,8 +58,8 @@ class ProjectFiles:
         self.reads_stubs = reads_stubs
         self._class_cache: Dict[Tuple[str, int], Tuple[bool, FrozenSet[str]]] = {}
         self._module_files: Dict[Tuple[Tuple[str, ...], Tuple[str, ...]], Optional[str]] = {}
-        # (module file, name) -> (_name_is_module's answer, the files it read and their mtimes)
-        self._names: Dict[Tuple[str, str], Tuple[_FileAnswer, Tuple[Tuple[str, Optional[float]], ...]]] = {}
+        # (module file, name) -> (_name_is_module's answer, the files it read, as they were then)
+        self._names: Dict[Tuple[str, str], Tuple[_FileAnswer, Tuple[Dependency, ...]]] = {}
         self._cut_short = False  # a class resolution under way met the depth limit
         # path -> the file as last read, the most recently used last
         self._file_cache: "collections.OrderedDict[str, _ReadFile]" = collections.OrderedDict()
@@ -232,20 +233,21 @@ class ProjectFiles:
     def _name_is_module(self, module: str, name: str, depth: int, read: Set[str]) -> _FileAnswer:
         """Whether ``name`` at the top level of the file ``module`` is a Module class; None when the
         file cannot tell, _ABSENT when the file does not define it. A definite answer is kept while
-        the files it was read from are unchanged: a module whose tree was dropped since
-        (READ_FILES_KEPT) is not parsed again for a name it already gave (ModelOutput,
-        ProcessorMixin: a third of the files parsed on transformers' models were parsed before)."""
+        the files it was read from are unchanged (inference_cache.dependency): a module whose tree
+        was dropped since (READ_FILES_KEPT) is not parsed again for a name it already gave
+        (ModelOutput, ProcessorMixin: a third of the files parsed on transformers' models were
+        parsed before)."""
         kept = self._names.get((module, name))
-        if kept is not None and all(_modified(path) == stamp for path, stamp in kept[1]):
-            read.update(path for path, _ in kept[1])
+        if kept is not None and all(dependency(stamp[0]) == stamp for stamp in kept[1]):
+            read.update(stamp[0] for stamp in kept[1])
             return kept[0]
         files: Set[str] = set()
         outer, self._cut_short = self._cut_short, False
         answer = self._find_name(module, name, depth, files)
         if answer is not None and not self._cut_short:
-            stamps = tuple((path, _modified(path)) for path in sorted(files))
-            if all(stamp is not None for _, stamp in stamps):
-                self._names[(module, name)] = (answer, stamps)
+            stamps = [dependency(path) for path in sorted(files)]
+            if None not in stamps:
+                self._names[(module, name)] = (answer, tuple(cast(Dependency, stamp) for stamp in stamps))
         self._cut_short = self._cut_short or outer
         read.update(files)
         return answer
@@ -438,13 +440,6 @@ def _literal_all(tree: ast.Module) -> Optional[FrozenSet[str]]:
         else:
             return _UNKNOWN_ALL
     return found
-
-
-def _modified(path: str) -> Optional[float]:
-    try:
-        return os.path.getmtime(path)
-    except OSError:
-        return None
 
 
 _STATEMENT_LEVELS = (ast.stmt, ast.excepthandler, ast.match_case)  # what statements are found under
