@@ -207,7 +207,7 @@ class Block(nn.Module):
         self.outer = outer
 
     def forward(self, x):
-        extra = self.config.extra  # ask
+        labels = self.config.num_labels  # ask
         table = self.outer.sub.table  # ask
         return x * table
 '''
@@ -332,8 +332,9 @@ def test_a_question_jedi_must_answer_is_asked_in_its_own_text(project, monkeypat
     path = project / "pkg" / "jedi_only.py"
     layer = JediInference(str(project), share_states=True)
     answers, inference, jedi_asked = _answers(layer, path)
-    # `config.num_labels` of quoted(config: "Config") is the same question as Block's: asked once
-    assert jedi_asked == ["config.extra", "config.num_labels", "make()", "Config.from_dict({})", "max(1, 2)"]
+    # `config.num_labels` of quoted(config: "Config") is the same question as Block's: asked once;
+    # `config.extra` (`kwargs.pop("extra", None)`) is typed from the files: not a tensor
+    assert jedi_asked == ["config.num_labels", "make()", "Config.from_dict({})", "max(1, 2)"]
     assert inference._script is None and inference._question is not None  # the file's text was never parsed
     assert str(inference._question.path).endswith(QUESTION_FILE)
     _as_jedi_on_the_file(project, monkeypatch, path, answers)
@@ -360,7 +361,7 @@ def test_an_editor_asks_jedi_about_its_own_text(project):
     # by what was asked about; answers read from files still come without jedi.
     layer = JediInference(str(project))
     _, inference, jedi_asked = _answers(layer, project / "pkg" / "jedi_only.py")
-    assert len(jedi_asked) == 6 and inference._question is None and not layer.asked
+    assert len(jedi_asked) == 5 and inference._question is None and not layer.asked
     _, _, jedi_asked = _answers(layer, project / "pkg" / "model.py")
     assert jedi_asked == []
 
@@ -458,8 +459,8 @@ def test_a_parameter_a_method_keeps_on_self_is_asked_about_in_its_own_text(proje
     # `self.outer.sub.table` where `self.outer = outer` (outer: Outer) is the class's one binding:
     # asked as `outer.sub.table` under `def question(outer: Outer)`, as jedi reads it in the file.
     path, answers, jedi_asked = _own_text_answers(project, {"pkg/locals.py": LOCALS, "pkg/held.py": HELD}, "held.py")
-    assert jedi_asked == ["self.config.extra", "self.outer.sub.table"]
-    assert _kinds(answers) == {"self.config.extra": None, "self.outer.sub.table": "TENSOR"}
+    assert jedi_asked == ["self.config.num_labels", "self.outer.sub.table"]
+    assert _kinds(answers) == {"self.config.num_labels": "OTHER", "self.outer.sub.table": "TENSOR"}
     _as_jedi_on_the_file(project, monkeypatch, path, answers)
 
 
@@ -519,3 +520,119 @@ def test_a_question_too_deep_to_write_out_again_is_asked_in_the_files_text(proje
     path.write_text(text)
     result = check_source(text, str(path), inference=JediInference(str(project), share_states=True))
     assert result.internal_errors == [] and result.parse_error is None
+
+
+COMPOUND_CONFIG = '''
+import torch
+
+
+class Settings:
+    def __init__(self, hidden: int = 8, heads: int = 2, flag=True, names: list = None, **kwargs):
+        self.hidden = hidden
+        self.heads = heads
+        self.head_dim = self.hidden // self.heads
+        self.scale = 1.0 / self.head_dim
+        self.wide = self.hidden if flag else 2 * self.hidden
+        self.name = f"h{hidden}"
+        self.tag = self.name or "none"
+        self.labels = kwargs.get("labels", self.labels if self.labels is not None else 2)
+        self.heads_left = min(self.heads, 4)
+        self.has_names = names is not None
+        self.count = len(kwargs)
+        self.sizes = list(kwargs)
+        self.first = self.name[0]
+        self.mask = torch.ones(3) * self.scale
+        self.table = kwargs.get("table", torch.zeros(2))
+        self.maybe = self.hidden if flag else torch.zeros(1)
+        self.rows = names[0]
+        self.grid = torch.zeros(1) if flag else torch.ones(1)
+        self.negated = -self.mask
+'''
+
+COMPOUND_MODEL = '''
+import torch.nn as nn
+
+from .settings import Settings
+
+
+class Block(nn.Module):
+    def __init__(self, settings: Settings):
+        super().__init__()
+        a = settings.head_dim  # ask
+        b = settings.scale  # ask
+        c = settings.wide  # ask
+        d = settings.tag  # ask
+        e = settings.labels  # ask
+        f = settings.heads_left  # ask
+        g = settings.has_names  # ask
+        h = settings.count  # ask
+        i = settings.sizes  # ask
+        j = settings.first  # ask
+        k = settings.mask  # ask
+        m = settings.table  # ask
+        n = settings.maybe  # ask
+        o = settings.rows  # ask
+        p = settings.grid  # ask
+        q = settings.negated  # ask
+'''
+
+
+def test_an_attribute_built_of_typed_parts_is_typed_without_jedi_and_never_hides_a_tensor(project, monkeypatch):
+    # arithmetic, conditionals, comparisons, `kwargs.get(name, default)` and builtins' calls over
+    # parameters and other attributes: typed from the files (an attribute's own value in its
+    # default adds nothing); a part that may be a tensor (`torch.ones`, a default of `kwargs.get`,
+    # an arm of a conditional, an operand) or that is not typed (an item of a list) leaves it to jedi
+    _write(project, {"pkg/settings.py": COMPOUND_CONFIG, "pkg/compound.py": COMPOUND_MODEL})
+    path = project / "pkg" / "compound.py"
+    answers, _, jedi_asked = _answers(JediInference(str(project), share_states=True), path)
+    assert jedi_asked == ["settings.mask", "settings.table", "settings.maybe", "settings.rows", "settings.grid",
+                          "settings.negated"]
+    kinds = _kinds(answers)
+    assert [kinds[q] for q in ("settings.head_dim", "settings.scale", "settings.wide", "settings.heads_left",
+                               "settings.has_names", "settings.count", "settings.first")] == ["OTHER"] * 7
+    assert kinds["settings.labels"] is kinds["settings.sizes"] is kinds["settings.tag"] is None
+    assert kinds["settings.mask"] == kinds["settings.grid"] == "TENSOR"
+    # jedi on the file: the same, or plain where the files say unknown (saying less), never a
+    # tensor or a Module the files' answer hides
+    _jedi_alone(monkeypatch)
+    full, _, _ = _answers(JediInference(str(project), share_states=True), path)
+    for (question, short), (_, long) in zip(answers, full):
+        assert short == long or short is None and long is not None and long.kind.name == "OTHER", question
+
+
+UNANNOTATED = '''
+import torch.nn as nn
+
+from .configuration import Config
+
+
+class Block(nn.Module):
+    def __init__(self, config, sizes=None):
+        super().__init__()
+        a = config.hidden  # ask
+        b = sizes.first  # ask
+
+
+def documented(config):
+    """Build a block.
+
+    :type config: Config
+    """
+    c = config.hidden  # ask
+
+
+def commented(config):  # type: (Config) -> None
+    d = config.hidden  # ask
+'''
+
+
+def test_an_unannotated_parameter_is_nothing_unless_words_type_it(project, monkeypatch):
+    # jedi does not search the calls (dynamic_params is off): a parameter with no annotation, no
+    # default and no type in its function's docstring or signature comment is nothing to it. A
+    # default is typed from the files; a docstring or a type comment that may type it is jedi's.
+    _write(project, {"pkg/unannotated.py": UNANNOTATED})
+    path = project / "pkg" / "unannotated.py"
+    answers, _, jedi_asked = _answers(JediInference(str(project), share_states=True), path)
+    assert jedi_asked == ["config.hidden", "config.hidden"]  # the documented one's, the commented one's
+    assert [answer.kind.name if answer is not None else None for _, answer in answers] == [None, None, "OTHER", None]
+    _as_jedi_on_the_file(project, monkeypatch, path, answers)

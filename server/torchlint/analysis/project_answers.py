@@ -18,6 +18,12 @@ attribute, its annotation, else its value. The answer is a plain value (OTHER) w
 is an int, a float, a str, a bool, bytes or None; unknown (None) when some value is another
 instance (a list, a project class that is not a Module), a function or a class; and jedi's
 when a value may be a tensor or a Module (see file_inference.FileInference._values).
+
+Not copied, but never less safe: an attribute's value built of such parts (``self.hidden //
+self.heads``, ``kwargs.get("labels", self.labels or 2)``, ``int(x)``, ``a if flag else b``) is
+plain when every part is plain, else unknown: jedi may find a plain value where this says
+unknown, never a tensor or a Module where this answers (a part that may be one is asked). An
+attribute met again while its own value is typed adds nothing, as in jedi.
 """
 from __future__ import annotations
 
@@ -57,6 +63,8 @@ class _Source(Protocol):
     @property
     def top_level(self) -> TopLevelNames: ...
 
+    def lines(self, first: int, last: int) -> List[str]: ...
+
 
 class _Class:
     """A class read from a file: its statement, and the file (its path, tree and bindings)."""
@@ -93,6 +101,11 @@ _TYPING_CONTAINERS = frozenset(["List", "Dict", "Tuple", "Set", "FrozenSet"])
 # math's functions whose stubs return a float or an int.
 _MATH_NUMBERS = frozenset(["sqrt", "log", "log2", "log10", "exp", "floor", "ceil", "pow", "cos", "sin", "tan",
                            "fabs", "isqrt"])
+# Builtins whose call is a plain value, a container, or a number of numbers (_method_value).
+_PLAIN_RESULTS = frozenset(["int", "float", "str", "bool", "len", "isinstance", "issubclass", "hasattr", "callable",
+                            "repr", "ord", "chr"])
+_CONTAINER_RESULTS = frozenset(["list", "tuple", "dict", "set", "frozenset", "sorted", "range", "enumerate", "zip"])
+_NUMBER_FUNCTIONS = frozenset(["min", "max", "abs", "round"])
 _SLOTS = ("__getattr__", "__getattribute__")
 _MAX_DEPTH = 12  # imports and bases followed for one answer
 
@@ -489,11 +502,11 @@ class ProjectAnswers:
         if param is None or rebinds(function, name.id, param):
             return ASK
         owner = checked.parents.get(id(function))
-        if param.annotation is None and isinstance(owner, ast.ClassDef) and positional and positional[0] is param \
-                and not function.decorator_list:
-            return frozenset([_Class(checked.path, checked, owner)])  # self
+        if param.annotation is None and isinstance(owner, ast.ClassDef) and positional and positional[0] is param:
+            # self (a decorator may make it the class, or any first argument)
+            return ASK if function.decorator_list else frozenset([_Class(checked.path, checked, owner)])
         if param.annotation is None:
-            return ASK
+            return _unannotated(function, param, checked)
         return self._annotation(checked.path, checked, param.annotation, read)
 
     # -- definitions, through imports -----------------------------------------------------
@@ -554,8 +567,10 @@ class ProjectAnswers:
     def _instance_attribute(self, cls: _Class, name: str, read: Set[str],
                             looking_up: FrozenSet[str] = frozenset()) -> Union[Values, Ask]:
         """``looking_up``: the attributes of the same instance whose values led here (a cycle: ASK)."""
+        if name in looking_up:
+            return _NOTHING  # its own value again: adds nothing (jedi stops such a recursion with nothing too)
         mro = self._mro(cls, read)
-        if mro is None or name in looking_up or name.startswith("__") and not name.endswith("__"):
+        if mro is None or name.startswith("__") and not name.endswith("__"):
             return ASK  # (a private name is mangled)
         for each in mro:
             if each is None:
@@ -627,28 +642,78 @@ class ProjectAnswers:
         if isinstance(statement, ast.AnnAssign):
             return self._annotation(cls.path, cls.source, statement.annotation, read)
         assert isinstance(statement, ast.Assign) and isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
-        value = statement.value
-        args = function.args
+        return self._method_value(_InMethod(cls, function, instance, looking_up), statement.value, read)
+
+    def _method_value(self, method: "_InMethod", node: ast.expr, read: Set[str]) -> Union[Values, Ask]:
+        """What ``node``, an expression in a method, may be. A parameter, ``self.<other>`` and a
+        value written out are typed as jedi types them. An expression built of typed parts
+        (arithmetic, a comparison, a conditional, ``kwargs.get(name, default)``, a builtin's call,
+        an attribute of a parameter) is typed as far as a tensor or a Module goes: plain when each
+        part is plain, else unknown, never a tensor or Module jedi could find (it says less than
+        jedi at most: unknown where jedi may say plain). ASK for anything else."""
+        def part(child: ast.expr) -> Union[Values, Ask]:
+            return self._method_value(method, child, read)
+        if isinstance(node, ast.Name):
+            return self._parameter_value(method, node.id, read)
+        if isinstance(node, ast.Attribute):
+            if method.is_self(node.value):
+                return self._instance_attribute(method.instance, node.attr, read, method.looking_up)
+            owner = part(node.value)
+            if isinstance(owner, Ask) or owner == _PLAIN_ONLY:
+                return ASK if isinstance(owner, Ask) else _NOT_PLAIN_ONLY  # an int's, a str's attribute
+            return _union(self._instance_attribute(value, node.attr, read) if isinstance(value, _Class) else ASK
+                          for value in owner)
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare)):
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) or isinstance(node, ast.Compare) and all(
+                    isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+                return _PLAIN_ONLY  # a bool, whatever the operands
+            operands = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.operand] \
+                if isinstance(node, ast.UnaryOp) else [node.left] + node.comparators
+            values = _union(part(operand) for operand in operands)
+            if isinstance(values, Ask) or any(isinstance(value, _Class) for value in values):
+                return ASK  # (a project class may overload the operator)
+            return _PLAIN_ONLY if values == _PLAIN_ONLY or isinstance(node, ast.Compare) else _NOT_PLAIN_ONLY
+        if isinstance(node, ast.BoolOp):
+            # jedi keeps the first operand's values unless it knows their truth: never more than
+            # all the operands' values, of which only the classes are worth telling apart
+            values = _union(part(value) for value in node.values)
+            if isinstance(values, Ask) or any(isinstance(value, _Class) for value in values):
+                return values
+            return _NOT_PLAIN_ONLY if values else _NOTHING
+        if isinstance(node, ast.IfExp):
+            return _union([part(node.body), part(node.orelse)])
+        if isinstance(node, ast.Subscript):
+            if method.is_kwargs(node.value):
+                return _NOT_PLAIN_ONLY  # a value a caller passed (jedi does not search the calls)
+            return _PLAIN_ONLY if part(node.value) == _PLAIN_ONLY else ASK  # a str's item
+        if isinstance(node, ast.Call) and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id not in method.cls.source.bindings \
+                    and "*" not in method.cls.source.bindings:
+                if func.id in _PLAIN_RESULTS:
+                    return _PLAIN_ONLY
+                if func.id in _CONTAINER_RESULTS:
+                    return _NOT_PLAIN_ONLY
+                if func.id in _NUMBER_FUNCTIONS:
+                    values = _union(part(argument) for argument in node.args)
+                    return _PLAIN_ONLY if values == _PLAIN_ONLY else ASK
+            if isinstance(func, ast.Attribute) and func.attr in ("get", "pop") and method.is_kwargs(func.value) \
+                    and 1 <= len(node.args) <= 2:
+                return _union([_NOT_PLAIN_ONLY] + [part(default) for default in node.args[1:]])
+        return _literal(node)
+
+    def _parameter_value(self, method: "_InMethod", name: str, read: Set[str]) -> Union[Values, Ask]:
+        """A parameter of a method: its annotation, else its default (jedi does not search the calls)."""
+        args = method.function.args
         positional = args.posonlyargs + args.args
-        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and positional \
-                and value.value.id == positional[0].arg and not rebinds(function, value.value.id, positional[0]):
-            return self._instance_attribute(instance, value.attr, read, looking_up)  # self.<other>
-        if not isinstance(value, ast.Name):
-            return _literal(value)
-        if args.vararg is not None and args.vararg.arg == value.id or args.kwarg is not None \
-                and args.kwarg.arg == value.id:
+        if args.vararg is not None and args.vararg.arg == name or args.kwarg is not None and args.kwarg.arg == name:
             return _NOT_PLAIN_ONLY  # a tuple, a dict
-        param = next((a for a in positional + args.kwonlyargs if a.arg == value.id), None)
-        if param is None or param is positional[0] or rebinds(function, value.id, param):
+        param = next((a for a in positional + args.kwonlyargs if a.arg == name), None)
+        if param is None or param is positional[0] or rebinds(method.function, name, param):
             return ASK
         if param.annotation is not None:
-            return self._annotation(cls.path, cls.source, param.annotation, read)
-        if param in positional:
-            index = positional.index(param) - (len(positional) - len(args.defaults))
-            default = args.defaults[index] if index >= 0 else None
-        else:
-            default = args.kw_defaults[args.kwonlyargs.index(param)]
-        return _NOTHING if default is None else _literal(default)  # jedi does not search the calls
+            return self._annotation(method.cls.path, method.cls.source, param.annotation, read)
+        return _unannotated(method.function, param, method.cls.source)
 
     def _class_level(self, cls: _Class, statement: ast.stmt, read: Set[str]) -> Union[Values, Ask]:
         if isinstance(statement, ast.AnnAssign):  # the annotation is what jedi reads
@@ -687,6 +752,30 @@ class ProjectAnswers:
             if from_typing and head == "Union":
                 return _union(self._annotation(path, source, member, read) for member in members)
         return ASK
+
+
+class _InMethod:
+    """Where an expression of a method is typed (ProjectAnswers._method_value): the method, its
+    class, the instance whose attribute is looked up, and the attributes being looked up."""
+
+    __slots__ = ("cls", "function", "instance", "looking_up", "_self", "_kwargs")
+
+    def __init__(self, cls: _Class, function: Union[ast.FunctionDef, ast.AsyncFunctionDef], instance: _Class,
+                 looking_up: FrozenSet[str]) -> None:
+        self.cls, self.function, self.instance, self.looking_up = cls, function, instance, looking_up
+        args = function.args
+        positional = args.posonlyargs + args.args
+        me = positional[0] if positional else None
+        self._self = me.arg if me is not None and not rebinds(function, me.arg, me) else None
+        kwargs = args.kwarg
+        self._kwargs = kwargs.arg if kwargs is not None and not rebinds(function, kwargs.arg, kwargs) else None
+
+    def is_self(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.Name) and node.id == self._self
+
+    def is_kwargs(self, node: ast.expr) -> bool:
+        """``node`` is the method's ``**kwargs``, bound nowhere else."""
+        return isinstance(node, ast.Name) and node.id == self._kwargs
 
 
 class _ClassAttributes:
@@ -831,6 +920,27 @@ def _returns_objects_own(function: ast.AST) -> bool:
         and r.value.func.attr == "__getattribute__" and isinstance(r.value.func.value, ast.Call)
         and isinstance(r.value.func.value.func, ast.Name) and r.value.func.value.func.id == "super"
         for r in returns)
+
+
+def _unannotated(function: Union[ast.FunctionDef, ast.AsyncFunctionDef], param: ast.arg,
+                 source: _Source) -> Union[Values, Ask]:
+    """A parameter without an annotation, as jedi types it when it does not search the calls
+    (the jedi layer turns dynamic_params off): its default, or nothing. ASK when jedi may read a
+    type in words: a docstring that names it (Sphinx's, Epydoc's, numpydoc's types) or a type
+    comment on the signature."""
+    docstring = ast.get_docstring(function, clean=False)
+    if docstring and re.search(r"\b%s\b" % re.escape(param.arg), docstring):
+        return ASK
+    if any("# type:" in line for line in source.lines(function.lineno, function.body[0].lineno)):
+        return ASK
+    args = function.args
+    positional = args.posonlyargs + args.args
+    if param in positional:
+        index = positional.index(param) - (len(positional) - len(args.defaults))
+        default = args.defaults[index] if index >= 0 else None
+    else:
+        default = args.kw_defaults[args.kwonlyargs.index(param)]
+    return _NOTHING if default is None else _literal(default)
 
 
 def _union(parts: Iterable[Union[Values, Ask]]) -> Union[Values, Ask]:

@@ -368,6 +368,13 @@ class _ReadFile:
         self._by_name: Optional[Dict[str, ast.ClassDef]] = None
         self._bindings: Optional[Dict[str, List[str]]] = None
         self._top_level: Optional[TopLevelNames] = None
+        self._lines: Optional[List[str]] = None
+
+    def lines(self, first: int, last: int) -> List[str]:
+        """Lines ``first`` to ``last`` (1-based) of the file's text."""
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        return self._lines[first - 1:last]
 
     @property
     def top_level(self) -> TopLevelNames:
