@@ -1,12 +1,14 @@
 """Questions answered from the project's files, or from a question's own text, as jedi answers
 them from the checked file (issue 23): the same answers, without jedi parsing the file."""
 import ast
+import json
 import textwrap
 
 import pytest
 
 from torchlint.analysis import file_inference
 from torchlint.analysis.inference import JediInference
+from torchlint.analysis.inference_cache import InferenceCache
 from torchlint.analysis.project_answers import QUESTION_FILE
 from torchlint.analysis.scopes import NodeTable
 from torchlint.analysis.source import SourceText
@@ -636,3 +638,61 @@ def test_an_unannotated_parameter_is_nothing_unless_words_type_it(project, monke
     assert jedi_asked == ["config.hidden", "config.hidden"]  # the documented one's, the commented one's
     assert [answer.kind.name if answer is not None else None for _, answer in answers] == [None, None, "OTHER", None]
     _as_jedi_on_the_file(project, monkeypatch, path, answers)
+
+
+BUILT = {
+    "pkg/built_base.py": """
+import torch.nn as nn
+
+
+class Base(nn.Module):
+    @classmethod
+    def build(cls, config):
+        return cls(config)
+""",
+    "pkg/built.py": """
+import torch.nn as nn
+
+from .built_base import Base
+from .configuration import Config
+
+
+class Block(Base):
+    def __init__(self, config):
+        super().__init__()
+
+
+class Net(nn.Module):
+    def __init__(self, config: Config):
+        super().__init__()
+        self.block = Block.build(config)
+"""}
+
+
+def test_an_answer_from_a_questions_own_text_comes_back_from_disk(project, tmp_path):
+    # `Block.build(config)` is asked in a question's own text, which copies the file's Block into
+    # it; jedi's answer goes through that copy. The question's text is no file: what the answer
+    # depends on is the file (its key) and the files it imports, so the answers are stored and a
+    # second run asks jedi nothing (they were not stored at all when the copy counted as a file).
+    _write(project, BUILT)
+    path = project / "pkg" / "built.py"
+    text = path.read_text()
+    cache = InferenceCache(tmp_path / "cache")
+    asked = []
+    classify = file_inference.FileInference._classify
+
+    def asking_jedi(self, node, *question):
+        asked.append(ast.unparse(node))
+        return classify(self, node, *question)
+    file_inference.FileInference._classify = asking_jedi
+    try:
+        check_source(text, str(path), inference=JediInference(str(project), cache=cache, share_states=True))
+        assert asked == ["Block.build(config)"]
+        (entry,) = sorted(cache.directory.glob("*/*.json"))
+        depends_on = [d[0] for d in json.loads(entry.read_text())["dependencies"]]
+        assert str(project / "pkg" / "built_base.py") in depends_on
+        assert not any(name.endswith(QUESTION_FILE) for name in depends_on)
+        check_source(text, str(path), inference=JediInference(str(project), cache=cache, share_states=True))
+    finally:
+        file_inference.FileInference._classify = classify
+    assert asked == ["Block.build(config)"]

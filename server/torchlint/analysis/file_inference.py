@@ -310,7 +310,8 @@ class FileInference:
             self.project.done_with(self._question)
         if cache is None or self._cache_key is None or not keep or loaded is None:
             return  # loaded None: cannot tell what the answers depend on (kept for this run only)
-        read = (self._read | loaded) - {self.path}
+        # (a question's own text is no file: what it copies of this file is in this file's key)
+        read = {p for p in self._read | loaded if os.path.basename(p) != QUESTION_FILE} - {self.path}
         dependencies = [d for d in (dependency(p) for p in read if self.project.is_project_file(p)) if d]
         if len(dependencies) < len([p for p in read if self.project.is_project_file(p)]):
             return  # a file the answers came from is gone already
