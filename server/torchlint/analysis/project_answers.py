@@ -566,7 +566,8 @@ class ProjectAnswers:
     # -- attributes of instances ----------------------------------------------------------
     def _instance_attribute(self, cls: _Class, name: str, read: Set[str],
                             looking_up: FrozenSet[str] = frozenset()) -> Union[Values, Ask]:
-        """``looking_up``: the attributes of the same instance whose values led here (a cycle: ASK)."""
+        """``looking_up``: the attributes of the same instance whose values led here (met again:
+        nothing)."""
         if name in looking_up:
             return _NOTHING  # its own value again: adds nothing (jedi stops such a recursion with nothing too)
         mro = self._mro(cls, read)
@@ -672,6 +673,8 @@ class ProjectAnswers:
             values = _union(part(operand) for operand in operands)
             if isinstance(values, Ask) or any(isinstance(value, _Class) for value in values):
                 return ASK  # (a project class may overload the operator)
+            if not values:
+                return _NOTHING  # (jedi's operation on nothing)
             return _PLAIN_ONLY if values == _PLAIN_ONLY or isinstance(node, ast.Compare) else _NOT_PLAIN_ONLY
         if isinstance(node, ast.BoolOp):
             # jedi keeps the first operand's values unless it knows their truth: never more than
