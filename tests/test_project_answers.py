@@ -351,7 +351,7 @@ def test_an_imported_name_jedi_answered_once_is_not_asked_again(project):
     first, _, _ = _answers(layer, project / "pkg" / "jedi_only.py")
     again, inference, jedi_asked = _answers(layer, project / "pkg" / "again.py")
     assert again == first
-    # not `make()`, `Config.from_dict({})` (a classmethod: jedi reads classmethod.__get__ for any),
+    # not `make()`, `Config.from_dict({})` (the same classmethod called on the same class),
     # `max(1, 2)`: what each is, is known; nor `config.extra`, `config.num_labels`: the same lines
     # beside the same folder as the first file's questions
     assert jedi_asked == []
@@ -696,3 +696,43 @@ def test_an_answer_from_a_questions_own_text_comes_back_from_disk(project, tmp_p
     finally:
         file_inference.FileInference._classify = classify
     assert asked == ["Block.build(config)"]
+
+
+BUILT_OTHER = '''
+import torch.nn as nn
+
+from .built_base import Base
+from .configuration import Config
+
+
+class Other(Base):
+    def __init__(self, config):
+        super().__init__()
+
+
+class Net(nn.Module):
+    def __init__(self, config: Config):
+        super().__init__()
+        self.other = Other.build(config)
+'''
+
+
+def _first_call_answer(layer, path):
+    """The answer to the first call assigned in ``path``."""
+    text = path.read_text()
+    tree = ast.parse(text)
+    call = next(n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call))
+    return layer.for_file(text, str(path), SourceText(text), tree, NodeTable(tree)).classify(call, None)
+
+
+def test_a_classmethod_building_the_class_it_is_called_on_answers_per_class(project, monkeypatch):
+    # `Base.build` returns `cls(config)`: called on this file's Block, a Block; on another file's
+    # Other, an Other. Neither the answer kept for a classmethod called on a project class nor what
+    # the helper returns is shared between the two: jedi runs it with `cls` the class it is called on.
+    _write(project, dict(BUILT, **{"pkg/built_other.py": BUILT_OTHER}))
+    layer = JediInference(str(project), share_states=True)
+    paths = [project / "pkg" / name for name in ("built.py", "built_other.py")]
+    answers = [_first_call_answer(layer, path) for path in paths]
+    assert [(v.kind.name, v.module_class) for v in answers] == [("MODULE", "Block"), ("MODULE", "Other")]
+    _jedi_alone(monkeypatch)  # as jedi answers on each file's own text, in a run of its own
+    assert [_first_call_answer(JediInference(str(project), share_states=True), path) for path in paths] == answers

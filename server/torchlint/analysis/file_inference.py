@@ -219,6 +219,12 @@ class FileInference:
             self._bindings = _bindings(tree, self._nodes) if tree is not None else {"*": ["*"]}
         return self._bindings
 
+    def _own_class_line(self, name: str) -> Optional[int]:
+        """The line of the class statement of this file's top-level class ``name`` (None: none)."""
+        tree = self._checked_tree()
+        found = [s.lineno for s in tree.body if isinstance(s, ast.ClassDef) and s.name == name] if tree else []
+        return found[0] if len(found) == 1 else None
+
     def _checked_tree(self) -> Optional[ast.Module]:
         if self._tree is None:
             from .parsing import parse  # the tree the check is using (kept for a while)
@@ -423,6 +429,11 @@ class FileInference:
                 self._read = outer
             # Everything this file's jedi state has read so far: more than the helper needs,
             # which only makes a later change elsewhere re-ask more often.
+            if self.path in read:
+                # through a class of this file (`cls(...)` of a classmethod called on it): this
+                # file's answer, not the helper's, so not kept by the helper's place
+                self._read.update(read - {self.path})
+                return value
             read |= self.project.loaded_files(script) or set()
             read.discard(self.path)  # the file that asked first: not what the helper depends on
             self.project._return_cache[key] = (value, frozenset(read))
@@ -456,9 +467,12 @@ class FileInference:
             return OTHER
         if tn.is_module_class(canonical):
             return Value(Kind.MODULE, module_class=canonical)
-        module_path = str(name.module_path or "")
-        if self.project.readable_source(module_path) and name.line \
-                and self.project.class_is_module(module_path, name.line, read=self._read):
+        module_path, line = str(name.module_path or ""), name.line
+        if os.path.basename(module_path) == QUESTION_FILE:
+            # a class of this file copied into a question's own text: the file's own, as on its text
+            module_path, line = self.path, self._own_class_line(full_name.rsplit(".", 1)[-1])
+        if self.project.readable_source(module_path) and line \
+                and self.project.class_is_module(module_path, line, read=self._read):
             local = full_name.rsplit(".", 1)[-1] if os.path.abspath(module_path) == self.path else full_name
             return Value(Kind.MODULE, module_class=local)
         if module_path and self.project.is_project_file(module_path):

@@ -190,7 +190,8 @@ class ProjectAnswers:
         without the call's arguments (file_inference.FileInference._classify); so one file's
         answer is every file's (kept per process: :attr:`FileInference.project`'s ``asked``).
         Also a builtin called (``max(a, b)``), and a classmethod called on a project class
-        (``Model._from_config(c)``), which jedi infers as ``classmethod.__get__``, whichever it is."""
+        (``Model._from_config(c)``), by the class and the method: jedi runs the method with ``cls``
+        that class (``return cls(config)`` is a Model)."""
         call = isinstance(node, ast.Call)
         expr = node.func if isinstance(node, ast.Call) else node
         attributes: List[str] = []
@@ -206,8 +207,9 @@ class ProjectAnswers:
         if call and len(attributes) == 1:
             owner = self._definition(checked.path, checked, expr.id, 0, set())
             method = self._class_function(owner, attributes[0], set()) if isinstance(owner, _Class) else None
-            if method is not None and _decorated_only_by(method[2], "classmethod"):
-                return (call, ("classmethod",), ())
+            if isinstance(owner, _Class) and method is not None and _decorated_only_by(method[2], "classmethod"):
+                # jedi runs it with ``cls`` the class it is called on: one answer per class and method
+                return (call, ("classmethod", owner.path, owner.node.lineno, method[0], method[2].lineno), ())
         for statement in checked.tree.body:
             if not isinstance(statement, (ast.Import, ast.ImportFrom)):
                 continue
