@@ -725,14 +725,30 @@ def _first_call_answer(layer, path):
     return layer.for_file(text, str(path), SourceText(text), tree, NodeTable(tree)).classify(call, None)
 
 
+BUILT_IMPORTED = '''
+import torch.nn as nn
+
+from .built import Block
+from .configuration import Config
+
+
+class Net(nn.Module):
+    def __init__(self, config: Config):
+        super().__init__()
+        self.block = Block.build(config)
+'''
+
+
 def test_a_classmethod_building_the_class_it_is_called_on_answers_per_class(project, monkeypatch):
     # `Base.build` returns `cls(config)`: called on this file's Block, a Block; on another file's
-    # Other, an Other. Neither the answer kept for a classmethod called on a project class nor what
-    # the helper returns is shared between the two: jedi runs it with `cls` the class it is called on.
-    _write(project, dict(BUILT, **{"pkg/built_other.py": BUILT_OTHER}))
+    # Other, an Other; on Block imported, a Block by jedi's full name. jedi runs it with `cls` the
+    # class it is called on: what is kept for the classmethod is "an instance of that class", not
+    # the first answer, and what the helper returns is not kept by its place.
+    _write(project, dict(BUILT, **{"pkg/built_other.py": BUILT_OTHER, "pkg/built_imported.py": BUILT_IMPORTED}))
     layer = JediInference(str(project), share_states=True)
-    paths = [project / "pkg" / name for name in ("built.py", "built_other.py")]
+    paths = [project / "pkg" / name for name in ("built.py", "built_other.py", "built_imported.py")]
     answers = [_first_call_answer(layer, path) for path in paths]
-    assert [(v.kind.name, v.module_class) for v in answers] == [("MODULE", "Block"), ("MODULE", "Other")]
+    assert [(v.kind.name, v.module_class) for v in answers] == [
+        ("MODULE", "Block"), ("MODULE", "Other"), ("MODULE", "pkg.built.Block")]
     _jedi_alone(monkeypatch)  # as jedi answers on each file's own text, in a run of its own
     assert [_first_call_answer(JediInference(str(project), share_states=True), path) for path in paths] == answers

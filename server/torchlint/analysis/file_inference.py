@@ -32,6 +32,9 @@ Answer = TypeVar("Answer")
 
 _TENSOR_CLASSES = frozenset(["torch.Tensor", "torch._tensor.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"])
 MOST_OF_THE_TEXT = 0.6  # a reduced text for jedi above this share of the lines: the whole text instead
+# Kept for a classmethod called on a project class (project_answers.question_key) when jedi's answer
+# is an instance of that class: each call's answer is then an instance of the class it is called on.
+_THE_CALLED_CLASS = Value(Kind.MODULE, module_class="(the class the classmethod is called on)")
 
 
 class FileInference:
@@ -168,9 +171,13 @@ class FileInference:
             asked = (QUESTION_FILE, os.path.dirname(self.path)) + question
         if asked is not None and asked in self.project.asked:
             value, depended_on = self.project.asked[asked]
-            self._read.update(depended_on)
-            self._remember(key, _encode(value))
-            return value
+            if value is _THE_CALLED_CLASS:
+                value = self._instance_of_called_class(node)
+            if value is not _THE_CALLED_CLASS:
+                self._read.update(depended_on)
+                self._remember(key, _encode(value))
+                return value
+            question = self._question_text(node)  # (an instance of a class of another file: jedi names it)
         try:
             value = self._ask(lambda: self._classify(node, question))
         except BudgetSpent:
@@ -187,8 +194,27 @@ class FileInference:
                 # makes a later change elsewhere re-ask more often.
                 depends_on = self.project.loaded_files(script)
                 if depends_on is not None:
-                    self.project.asked[asked] = (value, frozenset(depends_on - {self.path}))
+                    kept = _THE_CALLED_CLASS if self._names_called_class(node, value) else value
+                    self.project.asked[asked] = (kept, frozenset(depends_on - {self.path}))
         return value
+
+    def _names_called_class(self, node: ast.expr, value: Optional[Value]) -> bool:
+        """``Class.method(...)``'s answer is an instance of ``Class`` (a classmethod's ``cls(...)``)."""
+        checked = self._checked_file()
+        called = self.project.answers.called_class(checked, node) if checked is not None else None
+        name = value.module_class if value is not None and value.kind is Kind.MODULE else None
+        return called is not None and name is not None and (name == called[2] or name.endswith("." + called[2]))
+
+    def _instance_of_called_class(self, node: ast.expr) -> Optional[Value]:
+        """An instance of the class ``Class.method(...)`` is called on, as jedi names it: for a class of
+        this file, its local name; _THE_CALLED_CLASS for another file's (jedi's full name: asked)."""
+        checked = self._checked_file()
+        called = self.project.answers.called_class(checked, node) if checked is not None else None
+        if called is None or os.path.abspath(called[0]) != self.path:
+            return _THE_CALLED_CLASS
+        if self.project.class_is_module(self.path, called[1], read=self._read):
+            return Value(Kind.MODULE, module_class=called[2])
+        return None
 
     def _from_files(self, node: ast.expr) -> FilesAnswer:
         """The answer the project's files give without jedi (see project_answers), or ASK."""

@@ -190,8 +190,9 @@ class ProjectAnswers:
         without the call's arguments (file_inference.FileInference._classify); so one file's
         answer is every file's (kept per process: :attr:`FileInference.project`'s ``asked``).
         Also a builtin called (``max(a, b)``), and a classmethod called on a project class
-        (``Model._from_config(c)``), by the class and the method: jedi runs the method with ``cls``
-        that class (``return cls(config)`` is a Model)."""
+        (``Model._from_config(c)``), by the method: jedi runs it with ``cls`` the class it is
+        called on, so an answer that is an instance of that class is kept as such (see
+        :meth:`called_class`), any other for every class."""
         call = isinstance(node, ast.Call)
         expr = node.func if isinstance(node, ast.Call) else node
         attributes: List[str] = []
@@ -208,8 +209,7 @@ class ProjectAnswers:
             owner = self._definition(checked.path, checked, expr.id, 0, set())
             method = self._class_function(owner, attributes[0], set()) if isinstance(owner, _Class) else None
             if isinstance(owner, _Class) and method is not None and _decorated_only_by(method[2], "classmethod"):
-                # jedi runs it with ``cls`` the class it is called on: one answer per class and method
-                return (call, ("classmethod", owner.path, owner.node.lineno, method[0], method[2].lineno), ())
+                return (call, ("classmethod", method[0], method[2].lineno), ())
         for statement in checked.tree.body:
             if not isinstance(statement, (ast.Import, ast.ImportFrom)):
                 continue
@@ -228,6 +228,15 @@ class ProjectAnswers:
                         imported = ("from", statement.module, alias.name)
                     return (call, imported, tuple(reversed(attributes)))
         return None
+
+    def called_class(self, checked: CheckedFile, node: ast.expr) -> Optional[Tuple[str, int, str]]:
+        """For ``Class.method(...)`` with ``Class`` a project class: its file, line and name."""
+        func = node.func if isinstance(node, ast.Call) else None
+        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name) \
+                or not checked.bound_once(func.value.id):
+            return None
+        owner = self._definition(checked.path, checked, func.value.id, 0, set())
+        return (owner.path, owner.node.lineno, owner.node.name) if isinstance(owner, _Class) else None
 
     def question_text(self, checked: CheckedFile, node: ast.expr) -> Optional[Tuple[str, int, int]]:
         """A few lines that ask jedi what ``node`` asks, and the (line, column) to ask at; None
