@@ -4,8 +4,9 @@
     .venv/bin/python benchmarks/bench_cli.py [--runs 3] [--skip-pylint] [--pylint-files N] [--skip-scaling]
         [--skip-torch-compare] [--corpus DIR]
 
-torchlint's default mode is timed twice: cold (an empty inference cache, as on a first run)
-and warm (the cache a previous run left), then cold with torch in the analysed environment
+torchlint's default mode is timed twice: cold (an empty inference cache, and a jedi cache holding
+parso's trees of the environment but none of the corpus's, as on a first run on the corpus) and
+warm (the caches a previous run left), then cold with torch in the analysed environment
 (``--python`` this interpreter) and without (``--python`` a bare virtual environment the script
 makes: torchlint reads its shipped torch stubs), whose findings must be equal. After the corpus
 table a scaling table times one generated model file of 1k to 200k lines and folders of 10 to

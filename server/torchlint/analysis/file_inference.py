@@ -453,13 +453,13 @@ class FileInference:
                 value = self._values(function.execute(), constructed=True)
             finally:
                 self._read = outer
-            # Everything this file's jedi state has read so far: more than the helper needs,
-            # which only makes a later change elsewhere re-ask more often.
             if self.path in read:
                 # through a class of this file (`cls(...)` of a classmethod called on it): this
                 # file's answer, not the helper's, so not kept by the helper's place
                 self._read.update(read - {self.path})
                 return value
+            # Everything this file's jedi state has read so far: more than the helper needs,
+            # which only makes a later change elsewhere re-ask more often.
             read |= self.project.loaded_files(script) or set()
             read.discard(self.path)  # the file that asked first: not what the helper depends on
             self.project._return_cache[key] = (value, frozenset(read))
