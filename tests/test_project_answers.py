@@ -698,23 +698,8 @@ def test_an_answer_from_a_questions_own_text_comes_back_from_disk(project, tmp_p
     assert asked == ["Block.build(config)"]
 
 
-BUILT_OTHER = '''
-import torch.nn as nn
-
-from .built_base import Base
-from .configuration import Config
-
-
-class Other(Base):
-    def __init__(self, config):
-        super().__init__()
-
-
-class Net(nn.Module):
-    def __init__(self, config: Config):
-        super().__init__()
-        self.other = Other.build(config)
-'''
+# The same file with its class named Other.
+BUILT_OTHER = BUILT["pkg/built.py"].replace("Block", "Other").replace("self.block", "self.other")
 
 
 def _first_call_answer(layer, path):

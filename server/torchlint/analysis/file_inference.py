@@ -198,18 +198,21 @@ class FileInference:
                     self.project.asked[asked] = (kept, frozenset(depends_on - {self.path}))
         return value
 
+    def _called_class(self, node: ast.expr) -> Optional[Tuple[str, int, str]]:
+        """See project_answers.ProjectAnswers.called_class."""
+        checked = self._checked_file()
+        return self.project.answers.called_class(checked, node) if checked is not None else None
+
     def _names_called_class(self, node: ast.expr, value: Optional[Value]) -> bool:
         """``Class.method(...)``'s answer is an instance of ``Class`` (a classmethod's ``cls(...)``)."""
-        checked = self._checked_file()
-        called = self.project.answers.called_class(checked, node) if checked is not None else None
+        called = self._called_class(node)
         name = value.module_class if value is not None and value.kind is Kind.MODULE else None
         return called is not None and name is not None and (name == called[2] or name.endswith("." + called[2]))
 
     def _instance_of_called_class(self, node: ast.expr) -> Optional[Value]:
         """An instance of the class ``Class.method(...)`` is called on, as jedi names it: for a class of
         this file, its local name; _THE_CALLED_CLASS for another file's (jedi's full name: asked)."""
-        checked = self._checked_file()
-        called = self.project.answers.called_class(checked, node) if checked is not None else None
+        called = self._called_class(node)
         if called is None or os.path.abspath(called[0]) != self.path:
             return _THE_CALLED_CLASS
         if self.project.class_is_module(self.path, called[1], read=self._read):
@@ -342,8 +345,7 @@ class FileInference:
             self.project.done_with(self._question)
         if cache is None or self._cache_key is None or not keep or loaded is None:
             return  # loaded None: cannot tell what the answers depend on (kept for this run only)
-        # (a question's own text is no file: what it copies of this file is in this file's key)
-        read = {p for p in self._read | loaded if os.path.basename(p) != QUESTION_FILE} - {self.path}
+        read = (self._read | loaded) - {self.path}
         dependencies = [d for d in (dependency(p) for p in read if self.project.is_project_file(p)) if d]
         if len(dependencies) < len([p for p in read if self.project.is_project_file(p)]):
             return  # a file the answers came from is gone already

@@ -35,7 +35,7 @@ import threading
 import weakref
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Protocol, Set, Tuple, Union
 
-from .project_files import _MATCH_BINDINGS, ProjectFiles, TopLevelNames, _binds
+from .project_files import _MATCH_BINDINGS, ProjectFiles, TextLines, TopLevelNames, _binds
 from .values import OTHER, Value
 
 
@@ -110,7 +110,7 @@ _SLOTS = ("__getattr__", "__getattribute__")
 _MAX_DEPTH = 12  # imports and bases followed for one answer
 
 
-class CheckedFile:
+class CheckedFile(TextLines):
     """What the answers need of the file being checked: its tree, its nodes' parents and how it
     binds each name (project_files._bindings)."""
 
@@ -118,7 +118,6 @@ class CheckedFile:
                  bindings: Dict[str, List[str]], text: Optional[str] = None) -> None:
         self.path, self.tree, self.parents, self.bindings, self.text = path, tree, parents, bindings, text
         self.top_level = TopLevelNames(tree)
-        self._lines: Optional[List[str]] = None
         # class id -> (the class, its MRO, the files read to find it): see ProjectAnswers._mro
         self.mros: Dict[int, Tuple[ast.ClassDef, Optional[List[Optional[_Class]]], FrozenSet[str]]] = {}
 
@@ -127,12 +126,6 @@ class CheckedFile:
         while function is not None and not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             function = self.parents.get(id(function))
         return function
-
-    def lines(self, first: int, last: int) -> List[str]:
-        """Lines ``first`` to ``last`` (1-based) of the file's text."""
-        if self._lines is None:
-            self._lines = (self.text or "").splitlines()
-        return self._lines[first - 1:last]
 
     def bound_once(self, name: str) -> bool:
         return len(self.bindings.get(name, ())) == 1 and "*" not in self.bindings

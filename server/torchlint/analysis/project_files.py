@@ -356,9 +356,24 @@ class ProjectFiles:
         return read_file
 
 
-class _ReadFile:
+class TextLines:
+    """A file's text (``text``), split into lines on first use: what a question reads a few of."""
+
+    text: Optional[str]
+    _lines: Optional[List[str]] = None
+
+    def lines(self, first: int, last: int) -> List[str]:
+        """Lines ``first`` to ``last`` (1-based) of the file's text."""
+        if self._lines is None:
+            self._lines = (self.text or "").splitlines()
+        return self._lines[first - 1:last]
+
+
+class _ReadFile(TextLines):
     """A module file read to resolve bases, with what base resolution looks up in it (found on
     first use: one walk of the tree, not one per class or base asked about)."""
+
+    text: str
 
     def __init__(self, mtime: Optional[float], text: str, tree: Optional[ast.Module]) -> None:
         self.mtime, self.text, self.tree = mtime, text, tree
@@ -368,13 +383,6 @@ class _ReadFile:
         self._by_name: Optional[Dict[str, ast.ClassDef]] = None
         self._bindings: Optional[Dict[str, List[str]]] = None
         self._top_level: Optional[TopLevelNames] = None
-        self._lines: Optional[List[str]] = None
-
-    def lines(self, first: int, last: int) -> List[str]:
-        """Lines ``first`` to ``last`` (1-based) of the file's text."""
-        if self._lines is None:
-            self._lines = self.text.splitlines()
-        return self._lines[first - 1:last]
 
     @property
     def top_level(self) -> TopLevelNames:
