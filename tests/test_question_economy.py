@@ -311,3 +311,119 @@ def test_no_question_about_a_base_once_another_base_makes_the_class_a_module(tmp
     ctx = FileContext(text, str(path), ast.parse(text), JediInference(str(tmp_path), share_states=True))
     assert ctx.classes["Head"].is_module and ctx.classes["Base"].is_module
     assert asked == ["Backbone"]
+
+
+# -- questions no answer could turn into a finding -------------------------------------------------
+class _SaysEverything:
+    """A jedi layer that answers ``answer`` to every question and records what it was asked."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.asked = []
+
+    def for_file(self, text, path, source, tree=None, nodes=None):
+        return self
+
+    def is_module_base(self, info, base):
+        return False
+
+    def classify(self, node, scope):
+        self.asked.append((node.lineno, ast.unparse(node)))
+        return self.answer
+
+    def finish(self):
+        pass
+
+
+def _answers():
+    from torchlint.analysis.values import OTHER, Kind, Value
+    return [Value(Kind.TENSOR), Value(Kind.PARAMETER), Value(Kind.MODULE, module_class="torch.nn.Linear"),
+            Value(Kind.BUFFER), OTHER, None]
+
+
+GATED = '''
+import torch
+import torch.nn as nn
+
+
+def helper():
+    return something()
+
+
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.size = config.hidden_size          # only builds a layer here: quiet whatever it holds
+        self.proj = nn.Linear(self.size, self.size)
+        self.table = helper()                   # forward reads its shape only: quiet
+        self.scale = helper()                   # forward computes with it: asked
+        self.grad = helper().requires_grad_()   # may require grad: asked
+        self.moved = helper().cuda()            # a Parameter moved requires grad: asked
+        self.layers = config.make_layers()      # a call holds one object, never a list of layers
+        self.other = config.other
+
+    def forward(self, x):
+        print(self.table.shape, self.grad.shape, self.moved.shape)
+        return self.proj(x) * self.scale
+'''
+
+
+def test_tl101_asks_only_where_a_tensor_could_make_a_finding(tmp_path):
+    path = tmp_path / "block.py"
+    path.write_text(GATED)
+    layer = _SaysEverything(_answers()[0])
+    found = check_source(GATED, str(path), inference=layer).findings
+    asked = {line for line, _ in layer.asked}
+    assert 13 not in asked and 15 not in asked  # self.size, self.table
+    assert {16, 17, 18} <= asked  # self.scale, self.grad and self.moved (helper() in each)
+    tl101 = {(f.range.start.line, f.severity.value) for f in found if f.code == "TL101"}
+    assert tl101 == {(16, "warning"), (17, "error")}  # self.scale, self.grad
+    shown = _SaysEverything(_answers()[0])
+    from torchlint.engine import CheckOptions
+    check_source(GATED, str(path), CheckOptions(show_all=True), inference=shown)
+    assert {13, 15} <= {line for line, _ in shown.asked}  # everything shown: a quiet finding is one too
+
+
+@pytest.mark.parametrize("answer", range(len(_answers())))
+def test_questions_left_unasked_change_no_finding(tmp_path, monkeypatch, answer):
+    # Whatever the jedi layer answers, the findings are those of a check that asks everything: on
+    # the text above and on every rule fixture.
+    from torchlint.rules import tl101_unregistered_tensor
+    fixtures = os.path.join(os.path.dirname(__file__), "fixtures", "rules")
+    texts = [GATED] + [open(os.path.join(fixtures, name), encoding="utf-8").read()
+                       for name in sorted(os.listdir(fixtures)) if name.endswith(".py")]
+    value = _answers()[answer]
+    skipped = 0
+    for index, text in enumerate(texts):
+        path = tmp_path / ("m%d.py" % index)
+        path.write_text(text)
+        gated = _SaysEverything(value)
+        found = check_source(text, str(path), inference=gated).findings
+        with monkeypatch.context() as patched:
+            patched.setattr(tl101_unregistered_tensor, "_quiet_whatever_inferred", lambda *args: False)
+            asking = _SaysEverything(value)
+            assert check_source(text, str(path), inference=asking).findings == found, index
+        skipped += len(asking.asked) - len(gated.asked)
+    assert skipped > 0  # (the comparison is not empty)
+
+
+@pytest.mark.parametrize("answer", range(len(_answers())))
+def test_a_call_or_an_attribute_is_never_a_container_whatever_jedi_answers(tmp_path, answer):
+    # TL102 does not classify `self.x = f(...)` / `self.x = a.b`, on this ground.
+    from torchlint.analysis.context import FileContext
+    from torchlint.analysis.parsing import parse
+    from torchlint.analysis.values import CONTAINER_KINDS, Kind
+    fixtures = os.path.join(os.path.dirname(__file__), "fixtures", "rules")
+    seen = 0
+    for name in [n for n in sorted(os.listdir(fixtures)) if n.endswith(".py")]:
+        text = open(os.path.join(fixtures, name), encoding="utf-8").read()
+        tree, _ = parse(text, name)
+        ctx = FileContext(text, str(tmp_path / name), tree, _SaysEverything(_answers()[answer]))
+        for cls in ctx.module_classes:
+            for binding in cls.attr_assignments:
+                if isinstance(binding.value, (ast.Call, ast.Attribute)):
+                    value = ctx.classify(binding.value, binding.scope)
+                    assert value.kind not in CONTAINER_KINDS and not (value.kind is Kind.OTHER and value.empty)
+                    seen += 1
+        ctx.release()
+    assert seen > 100

@@ -11,7 +11,7 @@ from ..analysis.dtypes import INTEGRAL, dtype_family, is_zero_dim
 from ..analysis.findings import Edit, Finding, Position, Range, Severity
 from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition, Scope
 from ..analysis.source import apply_edits, last_line, statement_start
-from ..analysis.values import Kind, Value
+from ..analysis.values import TENSOR_KINDS, Kind, Value
 from .base import Rule
 
 
@@ -38,6 +38,8 @@ class UnregisteredTensor(Rule):
             for binding in cls.attr_assignments:
                 if binding.scope not in built or binding.value is None or binding.name in registered \
                         or binding.name in _PLAIN_BY_CONVENTION:
+                    continue
+                if not ctx.show_all and _quiet_whatever_inferred(ctx, cls, binding, built):
                     continue
                 value, branches = _tensor_value(ctx, binding)
                 if value is None:
@@ -74,6 +76,48 @@ def _tensor_value(ctx: FileContext, binding: Binding) -> Tuple[Optional[Value], 
         return tensors[0], branches
     return Value(Kind.TENSOR, requires_grad=any(v.requires_grad for v in tensors), factory=tensors[0].factory), \
         branches
+
+
+def _quiet_whatever_inferred(ctx: FileContext, cls: ClassInfo, binding: Binding, built: Construction) -> bool:
+    """No finding here whatever the jedi layer would answer, so it is not asked: names alone find
+    no tensor on any path, the jedi layer's tensors never require grad unless the value moves one
+    or calls requires_grad_ (see _may_gain_grad), and a tensor that does not require grad and
+    that nothing reads but for its shape or a host copy is quiet (_grade)."""
+    assert binding.value is not None
+    with ctx.classifier.names_only():
+        if any(ctx.classify(node, binding.scope).kind in TENSOR_KINDS for node in _branches(binding.value)):
+            return False
+        if _may_gain_grad(binding.value, binding.scope):
+            return False
+        uses = Uses.of(ctx, cls, binding.name, built, unknown_index_is_tensor=True)
+    return _grade(Value(Kind.TENSOR), uses) is None
+
+
+_GAINS_GRAD = tn.MOVE_METHODS | {"requires_grad_"}
+
+
+def _may_gain_grad(value: ast.expr, scope: Scope, budget: int = 64) -> bool:
+    """Whether ``value``, or a local name's assigned value it reads (transitively), calls a method that
+    makes what the jedi layer answers into something that requires grad (a Parameter moved,
+    requires_grad_()). True when it reads more than ``budget`` bindings."""
+    pending, seen = [value], set()
+    while pending:
+        expr = pending.pop()
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _GAINS_GRAD:
+                return True
+            if isinstance(node, ast.Name) and node.id not in seen:
+                seen.add(node.id)
+                owner: Optional[Scope] = scope
+                while owner is not None and node.id not in owner.locals:
+                    owner = owner.parent
+                for bound in owner.locals[node.id] if owner is not None else ():
+                    budget -= 1
+                    if budget < 0:
+                        return True
+                    if bound.value is not None:
+                        pending.append(bound.value)
+    return False
 
 
 def _registered_elsewhere(ctx: FileContext, cls: ClassInfo, binding: Binding) -> Union[Literal[True], Kind, None]:
@@ -136,8 +180,11 @@ class Uses:
         self.read_in_init = False  # construction reads it (to build other attributes)
 
     @classmethod
-    def of(cls, ctx: FileContext, info: ClassInfo, attr: str, built: Construction) -> "Uses":
-        """``built``: the class's construction (its methods' reads are not uses of the module)."""
+    def of(cls, ctx: FileContext, info: ClassInfo, attr: str, built: Construction,
+           unknown_index_is_tensor: bool = False) -> "Uses":
+        """``built``: the class's construction (its methods' reads are not uses of the module).
+        ``unknown_index_is_tensor``: an index names alone cannot tell counts as a tensor (uses at
+        least those a later answer could find)."""
         uses = cls()
         methods: Dict[str, Scope] = {}
         for owner in ctx.class_chain(info):
@@ -154,7 +201,7 @@ class Uses:
             parents = ctx.nodes.parent
             in_init = scope in built
             for node in _reads(ctx, scope, attr):
-                use = uses._read(ctx, scope, in_init, node, parents)
+                use = uses._read(ctx, scope, in_init, node, parents, unknown_index_is_tensor)
                 if not in_init and use in ("computed", "scalar"):
                     computed[name] = computed.get(name, 0) + 1
                     if use == "scalar":
@@ -170,7 +217,7 @@ class Uses:
         return uses
 
     def _read(self, ctx: FileContext, scope: Scope, in_init: bool, node: ast.Attribute,
-              parents: Dict[int, ast.AST]) -> str:
+              parents: Dict[int, ast.AST], unknown_index_is_tensor: bool = False) -> str:
         """Record one read; returns "computed" for a use on the tensor's device ("scalar" when the
         use takes it as a number: a keyword argument, elementwise arithmetic, a comparison)."""
         if isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -185,7 +232,7 @@ class Uses:
                 if isinstance(parent.ctx, (ast.Store, ast.Del)):
                     self.written_in_place = True
                     return "write"
-                if not in_init and _tensor_index(ctx, parent.slice, scope):
+                if not in_init and _tensor_index(ctx, parent.slice, scope, unknown_index_is_tensor):
                     return "computed"  # `self.table[t]` with a tensor `t`: indexed where `t` is, before any move
                 current, parent, as_is = parent, parents.get(id(parent)), False
                 continue
@@ -246,11 +293,12 @@ class Uses:
         return "passed"
 
 
-def _tensor_index(ctx: FileContext, index: ast.expr, scope: Scope) -> bool:
+def _tensor_index(ctx: FileContext, index: ast.expr, scope: Scope, unknown_is_tensor: bool = False) -> bool:
     """An index that is a tensor: indexing a CPU tensor with a CUDA one raises."""
     if isinstance(index, (ast.Slice, ast.Constant, ast.Tuple)):
         return False
-    return ctx.classify(index, scope).kind in (Kind.TENSOR, Kind.PARAMETER)
+    kind = ctx.classify(index, scope).kind
+    return kind in (Kind.TENSOR, Kind.PARAMETER) or unknown_is_tensor and kind is Kind.UNKNOWN
 
 
 # Calls that return a view of the same values: where the result goes decides the use.

@@ -98,6 +98,10 @@ def _value(binding: Binding) -> ast.expr:
 
 def _container(ctx: FileContext, binding: Binding, init: Scope) -> Optional[_Found]:
     node = _value(binding)
+    if isinstance(node, (ast.Call, ast.Attribute)):
+        # One object, never a container the classifier knows (the jedi layer's answers are single
+        # values too): not classified, which would ask the jedi layer about each `self.x = f(...)`.
+        return _Found(Kind.MODULE_LIST) if _from_module_arguments(ctx, node, init) else None
     value = ctx.classify(node, init)
     if value.kind in CONTAINER_KINDS and not value.empty:
         return _Found(value.kind, keys=_literal_keys(node, init))
