@@ -85,8 +85,9 @@ def _quiet_whatever_inferred(ctx: FileContext, cls: ClassInfo, binding: Binding,
     that nothing reads but for its shape or a host copy is quiet (_grade)."""
     assert binding.value is not None
     with ctx.classifier.names_only():
-        if any(ctx.classify(node, binding.scope).kind in TENSOR_KINDS for node in _branches(binding.value)):
-            return False
+        kinds = {ctx.classify(node, binding.scope).kind for node in _branches(binding.value)}
+        if Kind.UNKNOWN not in kinds or kinds & TENSOR_KINDS:
+            return False  # (names alone tell, and the jedi layer is not asked anyway; or a tensor)
         if _may_gain_grad(binding.value, binding.scope):
             return False
         uses = Uses.of(ctx, cls, binding.name, built, unknown_index_is_tensor=True)
