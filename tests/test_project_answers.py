@@ -737,3 +737,32 @@ def test_a_classmethod_building_the_class_it_is_called_on_answers_per_class(proj
         ("MODULE", "Block"), ("MODULE", "Other"), ("MODULE", "pkg.built.Block")]
     _jedi_alone(monkeypatch)  # as jedi answers on each file's own text, in a run of its own
     assert [_first_call_answer(JediInference(str(project), share_states=True), path) for path in paths] == answers
+
+
+NUMPY = '''
+import numpy as np
+import numpy
+import torch as nt
+
+
+class M:
+    def __init__(self):
+        self.a = np.linspace(0, 1, 3)  # ask
+        self.b = np.pi  # ask
+        self.c = numpy.random.rand(3).T  # ask
+        self.d = np.float32(2.0)  # ask
+        self.e = nt.zeros(3)  # ask
+'''
+
+
+def test_numpys_values_are_unknown_without_jedi_and_jedi_finds_no_tensor_there(project, monkeypatch):
+    path, answers, jedi_asked = _own_text_answers(project, {"pkg/arrays.py": NUMPY}, "arrays.py")
+    kinds = _kinds(answers)
+    assert jedi_asked == ["nt.zeros(3)"]  # (a name bound by another import is not numpy's)
+    assert kinds["nt.zeros(3)"] == "TENSOR"
+    _jedi_alone(monkeypatch)
+    jedis, _, _ = _answers(JediInference(str(project), share_states=True), path)
+    for question, kind in _kinds(jedis).items():
+        if question.startswith(("np.", "numpy.")):
+            assert kinds[question] is None and kind in (None, "OTHER"), question  # less at most, never a tensor
+

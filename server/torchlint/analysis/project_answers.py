@@ -151,6 +151,8 @@ class ProjectAnswers:
             self._answering.checked = None
 
     def _answer(self, checked: CheckedFile, node: ast.expr, read: Set[str]) -> FilesAnswer:
+        if _of_numpy(checked, node):
+            return None  # numpy's values are never torch's (jedi names an ndarray or a number: unknown or plain)
         if isinstance(node, ast.Call):
             returned = self._returned(checked, node.func, read)
             if returned is not ASK:
@@ -948,6 +950,16 @@ def _unannotated(function: Union[ast.FunctionDef, ast.AsyncFunctionDef], param: 
     else:
         default = args.kw_defaults[args.kwonlyargs.index(param)]
     return _NOTHING if default is None else _literal(default)
+
+
+def _of_numpy(checked: CheckedFile, node: ast.expr) -> bool:
+    """``np.linspace(...)``, ``np.pi``, ``numpy.random.rand(3).T``: an attribute or a call rooted at
+    a name the file binds only by ``import numpy`` (jedi parses numpy's stubs to answer, a second
+    or so per process, and finds no tensor or Module there)."""
+    while isinstance(node, (ast.Attribute, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return isinstance(node, ast.Name) and checked.bindings.get(node.id) == ["import numpy"] \
+        and "*" not in checked.bindings
 
 
 def _union(parts: Iterable[Union[Values, Ask]]) -> Union[Values, Ask]:
