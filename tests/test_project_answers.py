@@ -766,3 +766,35 @@ def test_numpys_values_are_unknown_without_jedi_and_jedi_finds_no_tensor_there(p
         if question.startswith(("np.", "numpy.")):
             assert kinds[question] is None and kind in (None, "OTHER"), question  # less at most, never a tensor
 
+
+
+GOOGLE_DOCSTRING = {
+    "pkg/settings_google.py": '''
+class Settings:
+    def __init__(self, hidden, width=4):
+        """Settings.
+
+        Args:
+            hidden (`int`): the size, in Google's style, which jedi reads no type from
+            width (`int`): the width
+        """
+        self.hidden = hidden
+        self.width = width
+''',
+    "pkg/uses_google.py": '''
+from .settings_google import Settings
+
+
+def build(settings: Settings):
+    a = settings.hidden  # ask
+    b = settings.width  # ask
+'''}
+
+
+def test_a_docstring_jedi_reads_no_type_from_leaves_a_parameter_to_the_files(project, monkeypatch):
+    # The same test of what jedi reads from words as for the checked file's own parameters
+    # (project_answers.typed_in_words): naming a parameter in Google's style types nothing.
+    path, answers, jedi_asked = _own_text_answers(project, GOOGLE_DOCSTRING, "uses_google.py")
+    assert jedi_asked == []
+    assert _kinds(answers) == {"settings.hidden": None, "settings.width": "OTHER"}
+    _as_jedi_on_the_file(project, monkeypatch, path, answers)

@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from torchlint.analysis import file_inference
+from torchlint.analysis import file_inference, project_answers
 from torchlint.analysis.inference import JediInference
 from torchlint.engine import check_source
 
@@ -143,7 +143,7 @@ def _questions(tree, names):
 
 
 def test_attributes_of_a_parameter_jedi_cannot_infer_are_not_asked_and_jedi_agrees(tmp_path, monkeypatch):
-    monkeypatch.setattr(file_inference, "_NUMPYDOC_IMPORTABLE", False)  # (with it, jedi reads numpydoc's form too)
+    monkeypatch.setattr(project_answers, "_NUMPYDOC_IMPORTABLE", False)  # (with it, jedi reads numpydoc's form too)
     ctx, inference = _inference(tmp_path, SKIPPED)
     nodes = _questions(ctx.tree, {"config.hidden_size", "config.sub.make()", "getattr(config, 'scale', 1.0)",
                                   "other.weight", "kw.bias", "q.w"})

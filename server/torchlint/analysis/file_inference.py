@@ -6,10 +6,8 @@ on disk (:func:`_encode`).
 from __future__ import annotations
 
 import ast
-import importlib.util
 import logging
 import os
-import re
 import time
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeVar, Union, cast
 
@@ -17,7 +15,8 @@ from . import torch_names as tn
 from .inference_cache import dependency
 from . import jedi_access
 from .jedi_access import BudgetSpent, JediName, JediScript, within_deadline
-from .project_answers import ASK, PLAIN_TYPES, QUESTION_FILE, Ask, CheckedFile, FilesAnswer, rebinds
+from .project_answers import (ASK, PLAIN_TYPES, QUESTION_FILE, Ask, CheckedFile, FilesAnswer, body_line,
+                              parameter_default, rebinds, typed_in_words)
 from .project_files import ImportNode, _bindings, _builtin_class, _statement_walk
 from .reduced_text import TopLevel
 from .scopes import ClassInfo, NodeTable, Scope
@@ -552,20 +551,6 @@ def _last_token(node: ast.expr, text: str, source: Optional[SourceText] = None) 
     return line, source.column(line, byte_col)
 
 
-# The docstring forms jedi reads a parameter's type from (jedi.inference.docstrings): Sphinx's and
-# Epydoc's; numpydoc's too where the numpydoc package can be imported.
-_DOCSTRING_TYPES = (r"\s*:type\s+%s:", r"\s*:param\s+\w+\s+%s:", r"\s*@type\s+%s:")
-
-
-def _typed_in_docstring(doc: str, name: str) -> bool:
-    if _NUMPYDOC_IMPORTABLE and re.search(r"\b%s\b" % re.escape(name), doc):
-        return True
-    return any(re.search(pattern % re.escape(name), doc) for pattern in _DOCSTRING_TYPES)
-
-
-_NUMPYDOC_IMPORTABLE = importlib.util.find_spec("numpydoc") is not None
-
-
 def _unknowable_parameter(function: Union[ast.FunctionDef, ast.AsyncFunctionDef], name: str,
                           parents: Dict[int, ast.AST], source: SourceText) -> str:
     """Whether jedi can infer nothing for parameter ``name`` of ``function`` inside it: "unknowable",
@@ -579,19 +564,11 @@ def _unknowable_parameter(function: Union[ast.FunctionDef, ast.AsyncFunctionDef]
         return "no"
     if isinstance(parents.get(id(function)), ast.ClassDef) and positional and positional[0] is param:
         return "no"  # a method's self (or cls): the class's instance
-    if param in positional:
-        index = positional.index(param) - (len(positional) - len(args.defaults))
-        default = args.defaults[index] if index >= 0 else None
-    else:
-        default = args.kw_defaults[args.kwonlyargs.index(param)]
+    default = parameter_default(function, param)
     if default is not None and not (isinstance(default, ast.Constant) and default.value is None):
         return "no"
-    doc = ast.get_docstring(function, clean=False)
-    if doc and _typed_in_docstring(doc, name):
-        return "no"  # jedi reads parameter types from docstrings
-    body_line = function.body[0].lineno if function.body else function.lineno
-    if "type:" in "".join(source.line(n) for n in range(function.lineno, body_line + 1)):
-        return "no"  # a type comment
+    if typed_in_words(function, name, [source.line(n) for n in range(function.lineno, body_line(function) + 1)]):
+        return "no"  # jedi reads parameter types from docstrings and type comments
     if rebinds(function, name, param):  # any other binding of the name in the function, nested code too
         return "no"
     return "default-none" if default is not None else "unknowable"

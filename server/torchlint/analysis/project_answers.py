@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib.util
 import os
 import re
 import threading
@@ -935,21 +936,43 @@ def _unannotated(function: Union[ast.FunctionDef, ast.AsyncFunctionDef], param: 
                  source: _Source) -> Union[Values, Ask]:
     """A parameter without an annotation, as jedi types it when it does not search the calls
     (the jedi layer turns dynamic_params off): its default, or nothing. ASK when jedi may read a
-    type in words: a docstring that names it (Sphinx's, Epydoc's, numpydoc's types) or a type
-    comment on the signature."""
-    docstring = ast.get_docstring(function, clean=False)
-    if docstring and re.search(r"\b%s\b" % re.escape(param.arg), docstring):
+    type in words (typed_in_words)."""
+    if typed_in_words(function, param.arg, source.lines(function.lineno, body_line(function))):
         return ASK
-    if any("# type:" in line for line in source.lines(function.lineno, function.body[0].lineno)):
-        return ASK
+    default = parameter_default(function, param)
+    return _NOTHING if default is None else _literal(default)
+
+
+def parameter_default(function: Union[ast.FunctionDef, ast.AsyncFunctionDef], param: ast.arg) -> Optional[ast.expr]:
+    """The default written for ``param`` of ``function``, or None."""
     args = function.args
     positional = args.posonlyargs + args.args
     if param in positional:
         index = positional.index(param) - (len(positional) - len(args.defaults))
-        default = args.defaults[index] if index >= 0 else None
-    else:
-        default = args.kw_defaults[args.kwonlyargs.index(param)]
-    return _NOTHING if default is None else _literal(default)
+        return args.defaults[index] if index >= 0 else None
+    return args.kw_defaults[args.kwonlyargs.index(param)]
+
+
+def typed_in_words(function: Union[ast.FunctionDef, ast.AsyncFunctionDef], name: str, signature: List[str]) -> bool:
+    """Whether jedi may read parameter ``name``'s type from words: its function's docstring in a
+    form jedi reads, or a type comment on the signature (``signature``: its lines, to the body's
+    first)."""
+    doc = ast.get_docstring(function, clean=False)
+    if doc and (_NUMPYDOC_IMPORTABLE and re.search(r"\b%s\b" % re.escape(name), doc)
+                or any(re.search(pattern % re.escape(name), doc) for pattern in _DOCSTRING_TYPES)):
+        return True
+    return any("type:" in line for line in signature)
+
+
+def body_line(function: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> int:
+    """The line of the first statement of ``function``'s body: where its signature ends."""
+    return function.body[0].lineno if function.body else function.lineno
+
+
+# The docstring forms jedi reads a parameter's type from (jedi.inference.docstrings): Sphinx's and
+# Epydoc's; numpydoc's too where the numpydoc package can be imported.
+_DOCSTRING_TYPES = (r"\s*:type\s+%s:", r"\s*:param\s+\w+\s+%s:", r"\s*@type\s+%s:")
+_NUMPYDOC_IMPORTABLE = importlib.util.find_spec("numpydoc") is not None
 
 
 def _of_numpy(checked: CheckedFile, node: ast.expr) -> bool:
