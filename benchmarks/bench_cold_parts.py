@@ -1,0 +1,101 @@
+"""Where the default mode's cold time goes: the same CLI run with parts of the inference switched
+off, side by side with the floor (``ast.parse``) and ``--no-infer`` (issue 23).
+
+Each row but the floor is one cold ``torchlint check`` of the corpus (an empty inference cache, a
+jedi cache holding only the environment's trees: bench_cli.cold_cache), in worker processes as a
+user runs it. Parts are switched off by a few lines run before the CLI (BOOT), never in the product:
+
+- ``--no-infer``: names alone.
+- files only: the inference layer answers from the project's files (project_answers, base
+  resolution by reading files); jedi is never asked. Its cost over ``--no-infer`` is the files'.
+- jedi for class bases only: no question of the rules reaches jedi (each answers "unknown"); jedi
+  still settles the class bases the files cannot. The default row's cost over this one is the
+  rules' questions to jedi.
+- default.
+- default, unbounded: every file read for answers kept parsed, and no worker memory limit: what
+  keeping the largest process under 600 MB costs (READ_FILES_KEPT, cli.WORKER_MEMORY_LIMIT).
+
+Prints CPU seconds (the workers' included), the ratio to ``--no-infer``, wall seconds, the largest
+process, and how many findings each row has and how many differ from the default's.
+
+    .venv/bin/python benchmarks/bench_cold_parts.py --corpus DIR [--runs 2]
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from bench_cli import (PYTHON, Outcome, best_of, cold_cache, corpus_files, finding_keys, parse_all, print_markdown,
+                       time_in_process)
+
+# Run as `python -c BOOT PART ARGS...`: PART picks what is switched off, ARGS go to the CLI.
+# The workers are forked from this process, so they run with the same parts off.
+BOOT = """
+import sys
+from torchlint import cli
+from torchlint.analysis import file_inference, project_files
+part = sys.argv[1]
+if part == "files-only":
+    file_inference.FileInference._ask = lambda self, question, **options: None
+elif part == "bases-only":
+    file_inference.FileInference._classify = lambda self, node, question=None: None
+elif part == "unbounded":
+    project_files.READ_FILES_KEPT = 1 << 30
+    cli.WORKER_MEMORY_LIMIT = 1 << 62
+elif part != "default":
+    sys.exit("unknown part %r" % part)
+sys.exit(cli.main(sys.argv[2:]))
+"""
+
+# (row, part, extra CLI arguments)
+ROWS: List[Tuple[str, str, List[str]]] = [
+    ("--no-infer", "default", ["--no-infer"]),
+    ("files only (jedi never asked)", "files-only", []),
+    ("jedi for class bases only", "bases-only", []),
+    ("default", "default", []),
+    ("default, unbounded (read files kept, no memory limit)", "unbounded", []),
+]
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, required=True,
+                        help="folder of .py files, sub-folders included (e.g. an unzipped wheel's transformers/models)")
+    parser.add_argument("--runs", type=int, default=1, help="best of this many runs per row (default 1)")
+    args = parser.parse_args(argv)
+    corpus = args.corpus.resolve()
+    files = corpus_files(corpus)
+    if not files:
+        sys.exit("no .py files in %s" % corpus)
+    lines = sum(len(path.read_bytes().splitlines()) for path in files)
+    print("corpus: %s, %d files, %d lines, best of %d run(s)" % (corpus, len(files), lines, args.runs), flush=True)
+
+    floor_wall, floor_cpu = time_in_process(args.runs, lambda: parse_all(files))
+    outcomes: Dict[str, Outcome] = {}
+    for row, part, extra in ROWS:
+        print("  %-56s" % row, end="", flush=True)
+        command = [PYTHON, "-c", BOOT, part, "check", "--no-cache", "--exit-zero", "--format", "json"] + extra + ["."]
+        outcomes[row] = outcome = best_of(args.runs, command, corpus, cold_cache)
+        print("%7.1f CPU s%s" % (outcome.cpu, "" if outcome.rc == 0 else "  (exit %d)" % outcome.rc), flush=True)
+
+    default = finding_keys(outcomes["default"]) or collections.Counter()
+    no_infer_cpu = outcomes["--no-infer"].cpu
+    table = [["row", "CPU s", "x --no-infer", "wall s", "largest process MiB", "findings", "differ from default"],
+             ["floor (ast.parse, in-process)", "%.1f" % floor_cpu, "%.2f" % (floor_cpu / no_infer_cpu),
+              "%.1f" % floor_wall, "-", "-", "-"]]
+    for row, _, _ in ROWS:
+        outcome = outcomes[row]
+        keys = finding_keys(outcome)
+        table.append([row, "%.1f" % outcome.cpu, "%.2f" % (outcome.cpu / no_infer_cpu), "%.1f" % outcome.seconds,
+                      "%.0f" % outcome.rss_mib, "-" if keys is None else str(sum(keys.values())),
+                      "-" if keys is None else str(sum(((keys - default) + (default - keys)).values()))])
+    print()
+    print_markdown(table)
+    return 0 if all(outcome.rc == 0 for outcome in outcomes.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
