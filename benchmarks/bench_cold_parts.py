@@ -14,6 +14,10 @@ user runs it. Parts are switched off by a few lines run before the CLI (BOOT), n
 - default.
 - default, unbounded: every file read for answers kept parsed, and no worker memory limit: what
   keeping the largest process under 600 MB costs (READ_FILES_KEPT, cli.WORKER_MEMORY_LIMIT).
+- jedi asked only what makes torch values: the rules' questions that jedi answered with a torch
+  value (a tensor, a Parameter, a buffer, a Module, a list of them...) in the default row
+  (recorded there) are asked, every other one answers "unknown" at once: what a question gate
+  that knew the answers in advance would cost.
 
 Prints CPU seconds (the workers' included), the ratio to ``--no-infer``, wall seconds, the largest
 process, and how many findings each row has and how many differ from the default's.
@@ -24,20 +28,40 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from bench_cli import (PYTHON, Outcome, best_of, cold_cache, corpus_files, finding_keys, parse_all, print_markdown,
                        time_in_process)
 
-# Run as `python -c BOOT PART ARGS...`: PART picks what is switched off, ARGS go to the CLI.
+# Run as `python -c BOOT PART RECORD ARGS...`: PART picks what is switched off, ARGS go to the CLI.
+# RECORD: the file where the default row writes the rules' questions jedi answers with a torch
+# value (file, line, column), which the last row reads.
 # The workers are forked from this process, so they run with the same parts off.
 BOOT = """
 import sys
 from torchlint import cli
 from torchlint.analysis import file_inference, project_files
-part = sys.argv[1]
+part, record = sys.argv[1], sys.argv[2]
+if part in ("default", "torch-answers"):
+    classify = file_inference.FileInference._classify
+    asked = set()
+    if part == "torch-answers":
+        with open(record) as lines:
+            asked = {tuple(line.rstrip("\\n").split("\\t")) for line in lines}
+    def recorded(self, node, question=None):
+        where = (self.path, str(node.lineno), str(node.col_offset))
+        if part == "torch-answers" and where not in asked:
+            return None
+        value = classify(self, node, question)
+        if part == "default" and value is not None and value.kind.value not in ("unknown", "other"):
+            with open(record, "a") as lines:  # (each worker appends its own lines)
+                lines.write("\\t".join(where) + "\\n")
+        return value
+    file_inference.FileInference._classify = recorded
 if part == "files-only":
     file_inference.FileInference._ask = lambda self, question, **options: None
 elif part == "bases-only":
@@ -45,9 +69,9 @@ elif part == "bases-only":
 elif part == "unbounded":
     project_files.READ_FILES_KEPT = 1 << 30
     cli.WORKER_MEMORY_LIMIT = 1 << 62
-elif part != "default":
+elif part not in ("default", "torch-answers"):
     sys.exit("unknown part %r" % part)
-sys.exit(cli.main(sys.argv[2:]))
+sys.exit(cli.main(sys.argv[3:]))
 """
 
 # (row, part, extra CLI arguments)
@@ -57,6 +81,7 @@ ROWS: List[Tuple[str, str, List[str]]] = [
     ("jedi for class bases only", "bases-only", []),
     ("default", "default", []),
     ("default, unbounded (read files kept, no memory limit)", "unbounded", []),
+    ("jedi asked only what it answers with a torch value", "torch-answers", []),
 ]
 
 
@@ -75,11 +100,18 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     floor_wall, floor_cpu = time_in_process(args.runs, lambda: parse_all(files))
     outcomes: Dict[str, Outcome] = {}
-    for row, part, extra in ROWS:
-        print("  %-56s" % row, end="", flush=True)
-        command = [PYTHON, "-c", BOOT, part, "check", "--no-cache", "--exit-zero", "--format", "json"] + extra + ["."]
-        outcomes[row] = outcome = best_of(args.runs, command, corpus, cold_cache)
-        print("%7.1f CPU s%s" % (outcome.cpu, "" if outcome.rc == 0 else "  (exit %d)" % outcome.rc), flush=True)
+    with tempfile.TemporaryDirectory(prefix="torchlint-bench-parts-") as scratch:
+        record = os.path.join(scratch, "torch-answers.tsv")
+        open(record, "w").close()
+        for row, part, extra in ROWS:
+            print("  %-56s" % row, end="", flush=True)
+            command = [PYTHON, "-c", BOOT, part, record, "check", "--no-cache", "--exit-zero", "--format", "json"] \
+                + extra + ["."]
+            outcomes[row] = outcome = best_of(args.runs, command, corpus, cold_cache)
+            print("%7.1f CPU s%s" % (outcome.cpu, "" if outcome.rc == 0 else "  (exit %d)" % outcome.rc), flush=True)
+        with open(record, "a+") as lines:
+            lines.seek(0)
+            torch_answers = len(set(lines))
 
     default = finding_keys(outcomes["default"]) or collections.Counter()
     no_infer_cpu = outcomes["--no-infer"].cpu
@@ -94,6 +126,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                       "-" if keys is None else str(sum(((keys - default) + (default - keys)).values()))])
     print()
     print_markdown(table)
+    print("\njedi answered %d of the rules' questions with a torch value" % torch_answers)
     return 0 if all(outcome.rc == 0 for outcome in outcomes.values()) else 1
 
 
