@@ -109,9 +109,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 + extra + ["."]
             outcomes[row] = outcome = best_of(args.runs, command, corpus, cold_cache)
             print("%7.1f CPU s%s" % (outcome.cpu, "" if outcome.rc == 0 else "  (exit %d)" % outcome.rc), flush=True)
-        with open(record, "a+") as lines:
-            lines.seek(0)
-            torch_answers = len(set(lines))
+        with open(record) as recorded:
+            torch_answers = len(set(recorded))
 
     default = finding_keys(outcomes["default"]) or collections.Counter()
     no_infer_cpu = outcomes["--no-infer"].cpu
