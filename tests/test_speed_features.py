@@ -391,6 +391,40 @@ def test_bases_names_decide_are_not_asked_and_are_what_jedi_would_say(tmp_path, 
     assert inference.is_module_base(None, base) is True
 
 
+# A package's lazy __init__ (diffusers' loaders, transformers' models): names bound only by imports
+# under a condition. Whether jedi counts them depends on what it makes of the condition.
+LAZY_INIT = ("from typing import TYPE_CHECKING\n\n"
+             "if TYPE_CHECKING:\n    from .mixins import LoaderMixin, LayerMixin\n"
+             "else:\n    import sys\n\n    sys.modules[__name__] = sys.modules[__name__]\n")
+MIXINS = "import torch.nn as nn\n\n\nclass LoaderMixin:\n    pass\n\n\nclass LayerMixin(nn.Module):\n    pass\n"
+FALLBACK = ("try:\n    from .mixins import LoaderMixin as Loader\n"
+            "except ImportError:\n    from .plain import Loader\n\n"
+            "try:\n    from .mixins import LoaderMixin as Missing\nexcept ImportError:\n    Missing = None\n")
+USES_LAZY = ("from pkg import LoaderMixin, LayerMixin\nfrom pkg.fallback import Loader, Missing\n\n\n"
+             "class A(LoaderMixin):\n    pass\n\n\nclass B(Loader):\n    pass\n\n\n"
+             "class C(LayerMixin):\n    pass\n\n\nclass D(Missing):\n    pass\n")
+
+
+def test_a_base_imported_under_a_condition_is_settled_by_the_files_only_when_no_import_is_a_module(tmp_path, layers):
+    """Imports under a condition (and nothing else) that are none of them a Module: "no" whichever
+    jedi counts. One that is a Module, or another binding (`Missing = None`), is left to jedi."""
+    root = project(tmp_path)
+    (root / "pkg").mkdir()
+    for name, text in (("__init__", LAZY_INIT), ("mixins", MIXINS), ("fallback", FALLBACK),
+                       ("plain", "class Loader:\n    pass\n")):
+        (root / "pkg" / ("%s.py" % name)).write_text(text)
+    (root / "uses.py").write_text(USES_LAZY)
+    layer = layers(root)
+    inference = layer.for_file(USES_LAZY, str(root / "uses.py"), SourceText(USES_LAZY))
+    bases = dict((node.name, base) for node, base in class_bases(USES_LAZY))
+    assert [inference._base_from_files(bases[name]) for name in "ABCD"] == [False, False, None, None]
+    assert [inference.is_module_base(None, bases[name]) for name in "AB"] == [False, False]
+    assert inference._script is None  # no jedi Script: nothing was asked
+    jedi = [layer._base_is_module(inference.script, bases[name], USES_LAZY, 1, set()) for name in "ABCD"]
+    assert jedi[:2] == [False, False]  # jedi's own answers, where the files gave theirs
+    assert [inference.is_module_base(None, bases[name]) for name in "CD"] == jedi[2:]
+
+
 def test_jedi_leaves_a_paused_collector_paused():
     import gc
 

@@ -266,19 +266,22 @@ class ProjectFiles:
         read.add(module)
         found: Union[ast.ClassDef, ImportNode, None] = None
         stars: List[ast.ImportFrom] = []  # star imports after the last definition found: they may rebind the name
+        conditional: List[ImportNode] = []  # the name's imports under a condition after it
         for stmt in read_file.top_level.binding(name):
             if isinstance(stmt, ast.ClassDef) and stmt.name == name:
-                found, stars = stmt, []
+                found, stars, conditional = stmt, [], []
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 if isinstance(stmt, ast.ImportFrom) and any(alias.name == "*" for alias in stmt.names):
                     stars.append(stmt)
                 if any((alias.asname or alias.name.split(".", 1)[0]) == name for alias in stmt.names):
-                    found, stars = stmt, []
+                    found, stars, conditional = stmt, [], []
             elif _binds(stmt, name):
-                imported = _never_module_import(stmt, name)
-                if imported is None:
+                imports = _imports_only(stmt, name)
+                if imports is None:
                     return None  # an assignment, a function, a definition under a condition
-                found, stars = imported, []  # `if is_available(): from torch._C.x import name`
+                conditional += imports  # `if TYPE_CHECKING: from .x import name`
+        if conditional:  # (a star import may bind it too: what jedi makes of it is not followed here)
+            return None if stars else self._conditional_imports(module, found, conditional, name, depth, read)
         for star in reversed(stars):  # `from .modules import *`: the last one that has it wins
             answer = self._star_import(module, star, name, depth + 1, read)
             if answer is not _ABSENT:
@@ -288,6 +291,23 @@ class ProjectFiles:
         if found is not None:
             return self.base_from_files(module, [found], ast.Name(id=name), depth + 1, read)
         return _ABSENT
+
+    def _conditional_imports(self, module: str, before: Union[ast.ClassDef, ImportNode, None],
+                             imports: List[ImportNode], name: str, depth: int, read: Set[str]) -> Optional[bool]:
+        """``name`` in ``module`` bound by imports under a condition (``if TYPE_CHECKING:`` in a
+        package's lazy ``__init__``, ``try:``/``except ImportError:``) after ``before``, its last
+        binding outside them (None: none). Which of them jedi counts depends on what it makes of the
+        conditions, and it calls the name a Module when any it counts is one: so "no" when none of
+        them is (whichever jedi counts, or none), else None: jedi is asked."""
+        candidates: List[Union[ast.ClassDef, ImportNode]] = ([before] if before is not None else []) + list(imports)
+        for candidate in candidates:
+            if isinstance(candidate, ast.ClassDef):
+                answer: _FileAnswer = self.class_is_module(module, candidate.lineno, depth, read)
+            else:
+                answer = self.base_from_files(module, [candidate], ast.Name(id=name), depth + 1, read)
+            if answer is not False:
+                return None
+        return False
 
     def _star_import(self, module: str, star: ast.ImportFrom, name: str, depth: int,
                      read: Set[str]) -> _FileAnswer:
@@ -588,19 +608,19 @@ class TopLevelNames:
         return [self.body[index] for index in indices]
 
 
-def _never_module_import(stmt: ast.stmt, name: str) -> Optional[ast.ImportFrom]:
-    """When every binding of ``name`` in a compound statement (an ``if``, a ``try``) is an absolute
-    import from a package whose classes are never Modules (_NEVER_MODULE_PACKAGES): one of those
-    imports. None when anything else may bind it there."""
-    found = None
+def _imports_only(stmt: ast.stmt, name: str) -> Optional[List[ImportNode]]:
+    """The imports that bind ``name`` in a compound statement (an ``if``, a ``try``), when nothing
+    else may bind it there (an assignment, a definition, a star import); None otherwise."""
+    found: List[ImportNode] = []
     for node in ast.walk(stmt):
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name \
-                or isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+                or isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) \
+                or isinstance(node, ast.ExceptHandler) and node.name == name \
+                or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names \
+                or isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names) \
+                or any(isinstance(node, cls) and getattr(node, field, None) == name for cls, field in _MATCH_BINDINGS):
             return None
-        if isinstance(node, ast.Import) and any((a.asname or a.name.split(".", 1)[0]) == name for a in node.names):
-            return None
-        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
-            if node.level or not node.module or not (node.module + ".").startswith(_NEVER_MODULE_PACKAGES):
-                return None
-            found = node
+        if isinstance(node, ast.Import) and any((a.asname or a.name.split(".", 1)[0]) == name for a in node.names) \
+                or isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
+            found.append(node)
     return found
