@@ -275,7 +275,7 @@ class ProjectFiles:
                     stars.append(stmt)
                 if any((alias.asname or alias.name.split(".", 1)[0]) == name for alias in stmt.names):
                     found, stars, conditional = stmt, [], []
-            elif _binds(stmt, name):
+            else:  # anything else TopLevelNames lists here may bind the name (an `if`, a `try`, an assignment)
                 imports = _imports_only(stmt, name)
                 if imports is None:
                     return None  # an assignment, a function, a definition under a condition
@@ -299,7 +299,8 @@ class ProjectFiles:
         binding outside them (None: none). Which of them jedi counts depends on what it makes of the
         conditions, and it calls the name a Module when any it counts is one: so "no" when none of
         them is (whichever jedi counts, or none), else None: jedi is asked."""
-        candidates: List[Union[ast.ClassDef, ImportNode]] = ([before] if before is not None else []) + list(imports)
+        candidates: List[Union[ast.ClassDef, ImportNode]] = [before] if before is not None else []
+        candidates += imports
         for candidate in candidates:
             if isinstance(candidate, ast.ClassDef):
                 answer: _FileAnswer = self.class_is_module(module, candidate.lineno, depth, read)
