@@ -752,6 +752,20 @@ class M:
         self.c = numpy.random.rand(3).T  # ask
         self.d = np.float32(2.0)  # ask
         self.e = nt.zeros(3)  # ask
+        self.f = (np.cumsum([1, 2]) - 1).tolist()  # ask
+        self.g = np.arange(5)[::-1]  # ask
+'''
+
+NUMPY_WITH_TORCH = '''
+import numpy as np
+import torch
+
+
+class M:
+    def __init__(self):
+        self.h = (torch.zeros(3) - 1).float()  # ask
+        self.i = (np.ones(3) * torch.ones(3)).sum()  # ask
+        self.j = (np.ones(3) - 1).sum()  # ask
 '''
 
 
@@ -763,8 +777,17 @@ def test_numpys_values_are_unknown_without_jedi_and_jedi_finds_no_tensor_there(p
     _jedi_alone(monkeypatch)
     jedis, _, _ = _answers(JediInference(str(project), share_states=True), path)
     for question, kind in _kinds(jedis).items():
-        if question.startswith(("np.", "numpy.")):
+        if question.startswith(("np.", "numpy.", "(np.")):
             assert kinds[question] is None and kind in (None, "OTHER"), question  # less at most, never a tensor
+
+
+def test_an_operation_is_numpys_only_when_its_left_operand_is_and_its_right_one_a_number(project):
+    # (a tensor on the right may take the operation over: its __rmul__)
+    _write(project, {"pkg/mixed.py": NUMPY_WITH_TORCH})
+    answers, _, jedi_asked = _answers(JediInference(str(project), share_states=True), project / "pkg" / "mixed.py")
+    assert jedi_asked == ["(torch.zeros(3) - 1).float()", "(np.ones(3) * torch.ones(3)).sum()"]
+    assert _kinds(answers)["(torch.zeros(3) - 1).float()"] == "TENSOR"
+    assert _kinds(answers)["(np.ones(3) - 1).sum()"] is None
 
 
 
@@ -797,4 +820,83 @@ def test_a_docstring_jedi_reads_no_type_from_leaves_a_parameter_to_the_files(pro
     path, answers, jedi_asked = _own_text_answers(project, GOOGLE_DOCSTRING, "uses_google.py")
     assert jedi_asked == []
     assert _kinds(answers) == {"settings.hidden": None, "settings.width": "OTHER"}
+    _as_jedi_on_the_file(project, monkeypatch, path, answers)
+
+
+CALLED_INSTANCES = {
+    "pkg/parts.py": '''
+import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Settings:
+    pass
+
+
+def make(x):
+    return torch.zeros(3)
+''',
+    "pkg/calls.py": '''
+import torch
+from torch import nn
+from .parts import Encoder, Settings, make
+
+
+class Model(nn.Module):
+    def __init__(self, settings: Settings, shared=make, norm=None):
+        super().__init__()
+        self.encoder = Encoder()
+        self.settings = Settings()
+        self.either = make if shared else Encoder()
+        self.helper = make
+        self.maker = Encoder
+        if shared:
+            self.one_of = make
+        else:
+            self.one_of = Encoder()
+        self.given = shared
+        self.norm = norm
+        self.proj = None
+        self.proj = make
+
+    @torch.no_grad()
+    def forward(self, x, settings: Settings, width: int = 3, act=make, plain=None):
+        a = self.encoder(x)  # ask
+        b = self.settings(x)  # ask
+        c = self.helper(x)  # ask
+        d = self.maker(x)  # ask
+        e = self.one_of(x)  # ask
+        f = self.given(x)  # ask
+        g = self.either(x)  # ask
+        h = self.norm(x)  # ask
+        i = self.proj(x)  # ask
+        j = settings(x)  # ask
+        k = width(x)  # ask
+        l = act(x)  # ask
+        m = plain(x)  # ask
+        return a
+''',
+}
+
+
+def test_a_call_of_something_holding_an_instance_is_unknown_without_jedi(project, monkeypatch):
+    # jedi answers "unknown" for a call of an instance whatever else the callee may be (a function,
+    # executed, here), so an instance it surely finds settles it: among an attribute's assignments
+    # a new instance of a project class, None, a parameter typed by its annotation or default; a
+    # parameter typed so. A function, a class, or a parameter whose default is one, is jedi's to
+    # answer. (A decorator other than @staticmethod or @classmethod leaves self the instance.)
+    _write(project, CALLED_INSTANCES)
+    path = project / "pkg" / "calls.py"
+    answers, _, jedi_asked = _answers(JediInference(str(project), share_states=True), path)
+    assert jedi_asked == ["self.helper(x)", "self.maker(x)", "self.given(x)", "self.either(x)", "act(x)"]
+    kinds = _kinds(answers)
+    unknown = ["self.encoder(x)", "self.settings(x)", "self.one_of(x)", "self.norm(x)", "self.proj(x)", "settings(x)",
+               "width(x)", "plain(x)"]
+    assert [question for question in unknown if kinds[question] is not None] == []
+    assert kinds["self.helper(x)"] == kinds["act(x)"] == "TENSOR" and kinds["self.maker(x)"] == "MODULE"
     _as_jedi_on_the_file(project, monkeypatch, path, answers)

@@ -155,6 +155,8 @@ class ProjectAnswers:
         if _of_numpy(checked, node):
             return None  # numpy's values are never torch's (jedi names an ndarray or a number: unknown or plain)
         if isinstance(node, ast.Call):
+            if self._calls_an_instance(checked, node.func, read):
+                return None  # jedi's answer for a call of an instance, whatever else the callee may be
             returned = self._returned(checked, node.func, read)
             if returned is not ASK:
                 return returned
@@ -306,8 +308,7 @@ class ProjectAnswers:
         reads for it (the class is the first of the instance's MRO; nothing in its body binds the
         name); None otherwise."""
         cls = checked.parents.get(id(method))  # (a class: see question_text)
-        if not isinstance(cls, ast.ClassDef) or any(
-                isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in method.decorator_list):
+        if not isinstance(cls, ast.ClassDef) or _static_or_class_method(method):
             return None
         attributes = self._attributes_of(_Class(checked.path, checked, cls))
         bindings = attributes.assigned.get(name)
@@ -419,6 +420,53 @@ class ProjectAnswers:
             return _PLAIN_ONLY
         return ASK
 
+    def _calls_an_instance(self, checked: CheckedFile, func: ast.expr, read: Set[str]) -> bool:
+        """Whether jedi finds an instance among what ``func`` is, for sure: then it answers
+        "unknown" for the call (a Module's ``__call__`` is the syntactic layer's business, see
+        file_inference.FileInference._answer), whatever else ``func`` may be. ``norm(x)`` with a
+        parameter typed by its annotation or default (``norm=None``); ``self.proj(x)`` where an
+        assignment jedi reads for ``self.proj`` stores an instance (``self.proj = None``,
+        ``self.proj = Projection(dim)``, ``self.proj = norm``)."""
+        if isinstance(func, ast.Name):
+            values = self._parameter_of_checked(checked, func, read)
+            return not isinstance(values, Ask)  # (nothing: jedi's answer is "unknown" too)
+        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+            return False
+        owners = self._parameter_of_checked(checked, func.value, read)
+        return not isinstance(owners, Ask) and any(
+            isinstance(owner, _Class) and self._holds_an_instance(owner, func.attr, read) for owner in owners)
+
+    def _holds_an_instance(self, cls: _Class, name: str, read: Set[str]) -> bool:
+        """Whether one of the ``self.<name> = ...`` assignments jedi reads for an instance of
+        ``cls`` (those of the first class of its MRO that has any) stores an instance for sure."""
+        for each in self._mro(cls, read) or [None]:
+            if each is None:
+                return False  # a base from the environment may assign it first
+            bindings = self._attributes_of(each).assigned.get(name)
+            if isinstance(bindings, Ask):
+                return False
+            if bindings:
+                return any(self._an_instance(each, function, statement.value, read)
+                           for function, statement in bindings if isinstance(statement, ast.Assign))
+        return False
+
+    def _an_instance(self, cls: _Class, function: ast.AST, value: ast.expr, read: Set[str]) -> bool:
+        """Whether jedi's values of ``value``, assigned in ``function`` of ``cls``, hold an instance
+        for sure: a value written out (``None``, a list), a parameter typed by its annotation or
+        default, or a new instance of an undecorated project class named once in its file."""
+        if isinstance(value, ast.Name) and isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            typed = self._parameter_value(_InMethod(cls, function, cls, frozenset()), value.id, read)
+            return not isinstance(typed, Ask) and bool(typed)
+        if not isinstance(value, ast.Call):
+            return not isinstance(_literal(value), Ask)
+        if not isinstance(value.func, ast.Name):
+            return False
+        name, bindings = value.func.id, cls.source.bindings
+        if len(bindings.get(name, ())) != 1 or "*" in bindings:
+            return False  # (a parameter or a local of that name: not the top level's)
+        found = self._definition(cls.path, cls.source, name, 0, read)
+        return isinstance(found, _Class) and not found.node.decorator_list and not found.node.keywords
+
     def _returned(self, checked: CheckedFile, func: ast.expr, read: Set[str]) -> FilesAnswer:
         """What a call of a function of another project file returns, when jedi has said already:
         ``helper(x)``, ``Class.method(x)`` (a classmethod or a staticmethod)."""
@@ -510,8 +558,8 @@ class ProjectAnswers:
             return ASK
         owner = checked.parents.get(id(function))
         if param.annotation is None and isinstance(owner, ast.ClassDef) and positional and positional[0] is param:
-            # self (a decorator may make it the class, or any first argument)
-            return ASK if function.decorator_list else frozenset([_Class(checked.path, checked, owner)])
+            # self: the instance whatever the other decorators (jedi's rule: _static_or_class_method)
+            return ASK if _static_or_class_method(function) else frozenset([_Class(checked.path, checked, owner)])
         if param.annotation is None:
             return _unannotated(function, param, checked)
         return self._annotation(checked.path, checked, param.annotation, read)
@@ -858,6 +906,13 @@ def _top_level_imports(tree: ast.Module) -> Dict[str, str]:
     return found
 
 
+def _static_or_class_method(function: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
+    """Whether a method's first parameter is not the instance, as jedi tells: a decorator written
+    ``@staticmethod`` or ``@classmethod`` (jedi compares the decorator's text; any other decorator,
+    ``@torch.no_grad()``, ``@auto_docstring``, one it cannot infer, leaves the instance)."""
+    return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in function.decorator_list)
+
+
 def _decorated_only_by(function: ast.stmt, decorator: str) -> bool:
     return isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and len(function.decorator_list) == 1 \
         and isinstance(function.decorator_list[0], ast.Name) and function.decorator_list[0].id == decorator
@@ -978,11 +1033,27 @@ _NUMPYDOC_IMPORTABLE = importlib.util.find_spec("numpydoc") is not None
 def _of_numpy(checked: CheckedFile, node: ast.expr) -> bool:
     """``np.linspace(...)``, ``np.pi``, ``numpy.random.rand(3).T``: an attribute or a call rooted at
     a name the file binds only by ``import numpy`` (jedi parses numpy's stubs to answer, a second
-    or so per process, and finds no tensor or Module there)."""
-    while isinstance(node, (ast.Attribute, ast.Call)):
-        node = node.func if isinstance(node, ast.Call) else node.value
+    or so per process, and finds no tensor or Module there); also through an item and through
+    arithmetic with a number on its right: ``(np.cumsum(sizes) - 1).tolist()``, ``np.arange(n)[::-1]``
+    (jedi takes the operation from the left operand's class, numpy's)."""
+    while True:
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.BinOp) and _number(node.right):
+            node = node.left
+        else:
+            break
     return isinstance(node, ast.Name) and checked.bindings.get(node.id) == ["import numpy"] \
         and "*" not in checked.bindings
+
+
+def _number(node: ast.expr) -> bool:
+    """An int or a float written out (``1``, ``-0.5``)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
 
 
 def _union(parts: Iterable[Union[Values, Ask]]) -> Union[Values, Ask]:
