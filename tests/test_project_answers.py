@@ -842,6 +842,7 @@ def make(x):
     return torch.zeros(3)
 ''',
     "pkg/calls.py": '''
+from typing import Optional, Type
 import torch
 from torch import nn
 from .parts import Encoder, Settings, make
@@ -865,7 +866,10 @@ class Model(nn.Module):
         self.proj = make
 
     @torch.no_grad()
-    def forward(self, x, settings: Settings, width: int = 3, act=make, plain=None):
+    def forward(self, x, settings: Settings, width: int = 3, act=make, plain=None,
+                layer: Optional[Type[nn.Module]] = None, other: "Type[nn.Module] | None" = None,
+                rebound: Optional[Type[nn.Module]] = None):
+        rebound = rebound or Encoder
         a = self.encoder(x)  # ask
         b = self.settings(x)  # ask
         c = self.helper(x)  # ask
@@ -879,6 +883,9 @@ class Model(nn.Module):
         k = width(x)  # ask
         l = act(x)  # ask
         m = plain(x)  # ask
+        n = layer(x)  # ask
+        o = other(x)  # ask
+        p = rebound(x)  # ask
         return a
 ''',
 }
@@ -888,15 +895,17 @@ def test_a_call_of_something_holding_an_instance_is_unknown_without_jedi(project
     # jedi answers "unknown" for a call of an instance whatever else the callee may be (a function,
     # executed, here), so an instance it surely finds settles it: among an attribute's assignments
     # a new instance of a project class, None, a parameter typed by its annotation or default; a
-    # parameter typed so. A function, a class, or a parameter whose default is one, is jedi's to
-    # answer. (A decorator other than @staticmethod or @classmethod leaves self the instance.)
+    # parameter typed so, or annotated Optional (jedi finds a NoneType instance there). A function,
+    # a class, a parameter whose default is one or that is bound again, is jedi's to answer. (A
+    # decorator other than @staticmethod or @classmethod leaves self the instance.)
     _write(project, CALLED_INSTANCES)
     path = project / "pkg" / "calls.py"
     answers, _, jedi_asked = _answers(JediInference(str(project), share_states=True), path)
-    assert jedi_asked == ["self.helper(x)", "self.maker(x)", "self.given(x)", "self.either(x)", "act(x)"]
+    assert jedi_asked == ["self.helper(x)", "self.maker(x)", "self.given(x)", "self.either(x)", "act(x)",
+                          "rebound(x)"]
     kinds = _kinds(answers)
     unknown = ["self.encoder(x)", "self.settings(x)", "self.one_of(x)", "self.norm(x)", "self.proj(x)", "settings(x)",
-               "width(x)", "plain(x)"]
+               "width(x)", "plain(x)", "layer(x)", "other(x)"]
     assert [question for question in unknown if kinds[question] is not None] == []
     assert kinds["self.helper(x)"] == kinds["act(x)"] == "TENSOR" and kinds["self.maker(x)"] == "MODULE"
     _as_jedi_on_the_file(project, monkeypatch, path, answers)

@@ -429,7 +429,8 @@ class ProjectAnswers:
         ``self.proj = Projection(dim)``, ``self.proj = norm``)."""
         if isinstance(func, ast.Name):
             values = self._parameter_of_checked(checked, func, read)
-            return not isinstance(values, Ask)  # (nothing: jedi's answer is "unknown" too)
+            # (nothing: jedi's answer is "unknown" too)
+            return not isinstance(values, Ask) or _optional_parameter(checked, func)
         if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
             return False
         owners = self._parameter_of_checked(checked, func.value, read)
@@ -911,6 +912,35 @@ def _static_or_class_method(function: Union[ast.FunctionDef, ast.AsyncFunctionDe
     ``@staticmethod`` or ``@classmethod`` (jedi compares the decorator's text; any other decorator,
     ``@torch.no_grad()``, ``@auto_docstring``, one it cannot infer, leaves the instance)."""
     return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in function.decorator_list)
+
+
+def _optional_parameter(checked: CheckedFile, name: ast.Name) -> bool:
+    """Whether ``name`` is a parameter of the function it is read in, bound nowhere else there,
+    annotated with a union that holds None (``norm: Optional[Type[nn.Module]] = None``): jedi
+    finds a NoneType instance among its values, whatever it makes of the other members."""
+    function = checked.function_of(name)
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    args = function.args
+    param = next((a for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg == name.id), None)
+    return param is not None and param.annotation is not None and not rebinds(function, name.id, param) \
+        and "*" not in checked.bindings and _holds_none(param.annotation, checked.bindings)
+
+
+def _holds_none(annotation: ast.expr, bindings: Dict[str, List[str]]) -> bool:
+    """``Optional[X]``, ``X | None``, ``Union[X, None]`` (typing's, bound by ``from typing import``
+    alone), quoted or not."""
+    node = _unquoted(annotation)
+    if isinstance(node, ast.Constant):
+        return node.value is None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _holds_none(node.left, bindings) or _holds_none(node.right, bindings)
+    if not isinstance(node, ast.Subscript) or not isinstance(node.value, ast.Name) \
+            or bindings.get(node.value.id) != ["from typing.%s" % node.value.id]:
+        return False
+    members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return node.value.id == "Optional" or node.value.id == "Union" and any(
+        _holds_none(member, bindings) for member in members)
 
 
 def _decorated_only_by(function: ast.stmt, decorator: str) -> bool:
