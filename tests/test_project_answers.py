@@ -909,3 +909,82 @@ def test_a_call_of_something_holding_an_instance_is_unknown_without_jedi(project
     assert [question for question in unknown if kinds[question] is not None] == []
     assert kinds["self.helper(x)"] == kinds["act(x)"] == "TENSOR" and kinds["self.maker(x)"] == "MODULE"
     _as_jedi_on_the_file(project, monkeypatch, path, answers)
+
+
+ANNOTATED_RETURNS = {
+    "pkg/described.py": '''
+from typing import Optional
+import torch
+from torch import nn
+
+
+class Settings:
+    def __init__(self):
+        self.shadowed = torch.zeros
+
+    def size(self) -> int:
+        return 3
+
+    def copy(self) -> "Settings":
+        return Settings()
+
+    def maybe(self) -> Optional[int]:
+        return None
+
+    def table(self) -> dict:
+        return {}
+
+    def tensor(self) -> torch.Tensor:
+        return torch.zeros(3)
+
+    def unannotated(self):
+        return torch.zeros(3)
+
+    async def later(self) -> int:
+        return 3
+
+    @torch.no_grad()
+    def wrapped(self) -> int:
+        return 3
+
+    def shadowed(self) -> int:
+        return 3
+
+
+class Model(nn.Module):
+    def __init__(self, settings: Settings):
+        super().__init__()
+        self.a = settings.size()  # ask
+        self.b = settings.copy()  # ask
+        self.c = settings.maybe()  # ask
+        self.d = settings.table()  # ask
+        self.e = settings.tensor()  # ask
+        self.f = settings.unannotated()  # ask
+        self.g = settings.later()  # ask
+        self.h = settings.wrapped()  # ask
+        self.settings = settings
+        self.i = self.settings.copy()  # ask
+        self.j = self.helper()  # ask
+        self.k = settings.shadowed()  # ask
+
+    def helper(self) -> "Settings":
+        return Settings()
+''',
+}
+
+
+def test_a_method_with_a_return_annotation_returns_it_without_jedi(project, monkeypatch):
+    # jedi answers a method's call with its return annotation's values alone when they are some;
+    # an annotation the files cannot type, none, an async method, a decorator, a class with a base
+    # from the environment (nn.Module may assign an instance attribute of that name), an instance
+    # attribute of the name (read first): jedi's to answer.
+    _write(project, ANNOTATED_RETURNS)
+    path = project / "pkg" / "described.py"
+    answers, _, jedi_asked = _answers(JediInference(str(project), share_states=True), path)
+    assert jedi_asked == ["settings.tensor()", "settings.unannotated()", "settings.later()", "settings.wrapped()",
+                          "self.helper()", "settings.shadowed()"]
+    kinds = _kinds(answers)
+    assert [kinds[q] for q in ("settings.size()", "settings.copy()", "settings.maybe()", "settings.table()",
+                               "self.settings.copy()")] == ["OTHER", None, "OTHER", None, None]
+    assert kinds["settings.tensor()"] == kinds["settings.unannotated()"] == "TENSOR"
+    _as_jedi_on_the_file(project, monkeypatch, path, answers)

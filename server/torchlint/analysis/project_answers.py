@@ -160,7 +160,9 @@ class ProjectAnswers:
             returned = self._returned(checked, node.func, read)
             if returned is not ASK:
                 return returned
-            values = self._call(checked, node, read)
+            values = self._annotated_return(checked, node.func, read)
+            if isinstance(values, Ask):
+                values = self._call(checked, node, read)
         elif isinstance(node, ast.Attribute):
             values = self._attribute_chain(checked, node, read)
         elif isinstance(node, ast.Name):
@@ -436,6 +438,35 @@ class ProjectAnswers:
         owners = self._parameter_of_checked(checked, func.value, read)
         return not isinstance(owners, Ask) and any(
             isinstance(owner, _Class) and self._holds_an_instance(owner, func.attr, read) for owner in owners)
+
+    def _annotated_return(self, checked: CheckedFile, func: ast.expr, read: Set[str]) -> Union[Values, Ask]:
+        """``config.to_dict()``, ``self.config.get_text_config()``: a method of a project class with a
+        return annotation, called on an instance of that class. jedi runs it without the call's
+        arguments and, when its annotation gives values, answers with those alone (never its body).
+        Not on a class with a base from the environment (a Module): that base may assign an
+        instance attribute of the name, which jedi would read first."""
+        if not isinstance(func, ast.Attribute) or not isinstance(func.value, (ast.Name, ast.Attribute)):
+            return ASK
+        owners = self._parameter_of_checked(checked, func.value, read) if isinstance(func.value, ast.Name) \
+            else self._attribute_chain(checked, func.value, read)
+        if isinstance(owners, Ask) or len(owners) != 1:
+            return ASK
+        owner = next(iter(owners))
+        if not isinstance(owner, _Class):
+            return ASK
+        mro = self._mro(owner, read) or [None]
+        classes = [each for each in mro if each is not None]
+        if len(classes) != len(mro) or any(self._attributes_of(each).assigned.get(func.attr) for each in classes):
+            return ASK  # (a base of the environment, or an instance attribute of that name first)
+        found = self._class_function(owner, func.attr, read)
+        if found is None:
+            return ASK
+        path, source, method = found
+        if not isinstance(method, ast.FunctionDef) or method.returns is None or any(
+                not (isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")) for d in method.decorator_list):
+            return ASK  # (an async method returns a coroutine; a decorator may return anything)
+        values = self._annotation(path, source, method.returns, read)
+        return values if values else ASK  # (an annotation jedi types as nothing: it reads the body then)
 
     def _holds_an_instance(self, cls: _Class, name: str, read: Set[str]) -> bool:
         """Whether one of the ``self.<name> = ...`` assignments jedi reads for an instance of
