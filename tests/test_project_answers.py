@@ -895,17 +895,17 @@ def test_a_call_of_something_holding_an_instance_is_unknown_without_jedi(project
     # jedi answers "unknown" for a call of an instance whatever else the callee may be (a function,
     # executed, here), so an instance it surely finds settles it: among an attribute's assignments
     # a new instance of a project class, None, a parameter typed by its annotation or default; a
-    # parameter typed so, or annotated Optional (jedi finds a NoneType instance there). A function,
-    # a class, a parameter whose default is one or that is bound again, is jedi's to answer. (A
-    # decorator other than @staticmethod or @classmethod leaves self the instance.)
+    # parameter typed so, or annotated Optional (jedi finds a NoneType instance there; also after
+    # `rebound = rebound or Encoder`: see the next test). A function, a class, a parameter whose
+    # default is one, is jedi's to answer. (A decorator other than @staticmethod or @classmethod
+    # leaves self the instance.)
     _write(project, CALLED_INSTANCES)
     path = project / "pkg" / "calls.py"
     answers, _, jedi_asked = _answers(JediInference(str(project), share_states=True), path)
-    assert jedi_asked == ["self.helper(x)", "self.maker(x)", "self.given(x)", "self.either(x)", "act(x)",
-                          "rebound(x)"]
+    assert jedi_asked == ["self.helper(x)", "self.maker(x)", "self.given(x)", "self.either(x)", "act(x)"]
     kinds = _kinds(answers)
     unknown = ["self.encoder(x)", "self.settings(x)", "self.one_of(x)", "self.norm(x)", "self.proj(x)", "settings(x)",
-               "width(x)", "plain(x)", "layer(x)", "other(x)"]
+               "width(x)", "plain(x)", "layer(x)", "other(x)", "rebound(x)"]
     assert [question for question in unknown if kinds[question] is not None] == []
     assert kinds["self.helper(x)"] == kinds["act(x)"] == "TENSOR" and kinds["self.maker(x)"] == "MODULE"
     _as_jedi_on_the_file(project, monkeypatch, path, answers)
@@ -987,4 +987,55 @@ def test_a_method_with_a_return_annotation_returns_it_without_jedi(project, monk
     assert [kinds[q] for q in ("settings.size()", "settings.copy()", "settings.maybe()", "settings.table()",
                                "self.settings.copy()")] == ["OTHER", None, "OTHER", None, None]
     assert kinds["settings.tensor()"] == kinds["settings.unannotated()"] == "TENSOR"
+    _as_jedi_on_the_file(project, monkeypatch, path, answers)
+
+
+REBOUND_BY_OR = {
+    "pkg/rebound.py": '''
+from typing import Callable, Optional, Type
+import torch
+from torch import nn
+from torch.nn import Module
+
+
+class Block(nn.Module):
+    pass
+
+
+class Model(nn.Module):
+    def __init__(self, a: Optional[Type[nn.Module]] = None, b: Optional[Callable] = None,
+                 c: "Optional[Type[Block]]" = None, d: Optional[Type["Nope"]] = None, e=None,
+                 f: Type[Module] | None = None, g: Optional[Type[nn.Module]] = None):
+        super().__init__()
+        a = a or Block
+        b = b or Block
+        c = c or Block
+        d = d or Block
+        e = e or Block
+        f = f or Block
+        if True:
+            g = g or Block
+        self.a = a(3)  # ask
+        self.b = b(3)  # ask
+        self.c = c(3)  # ask
+        self.d = d(3)  # ask
+        self.e = e(3)  # ask
+        self.f = f(3)  # ask
+        self.g = g(3)  # ask
+''',
+}
+
+
+def test_a_parameter_kept_by_an_or_with_a_none_and_a_class_is_unknown_without_jedi(project, monkeypatch):
+    # `a = a or Block` keeps the parameter's values when some are true (a class, a Callable) and
+    # some false (None): jedi finds a NoneType instance in what is called. A member jedi cannot
+    # type ("Nope"), no annotation (None alone: the right operand then), a binding under a
+    # condition: jedi's to answer.
+    _write(project, REBOUND_BY_OR)
+    path = project / "pkg" / "rebound.py"
+    answers, _, jedi_asked = _answers(JediInference(str(project), share_states=True), path)
+    assert jedi_asked == ["d(3)", "e(3)", "g(3)"]
+    kinds = _kinds(answers)
+    assert [kinds[q] for q in ("a(3)", "b(3)", "c(3)", "f(3)")] == [None] * 4
+    assert kinds["d(3)"] == kinds["e(3)"] == "MODULE"
     _as_jedi_on_the_file(project, monkeypatch, path, answers)

@@ -432,12 +432,64 @@ class ProjectAnswers:
         if isinstance(func, ast.Name):
             values = self._parameter_of_checked(checked, func, read)
             # (nothing: jedi's answer is "unknown" too)
-            return not isinstance(values, Ask) or _optional_parameter(checked, func)
+            return not isinstance(values, Ask) or _optional_parameter(checked, func) \
+                or self._kept_by_or(checked, func, read)
         if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
             return False
         owners = self._parameter_of_checked(checked, func.value, read)
         return not isinstance(owners, Ask) and any(
             isinstance(owner, _Class) and self._holds_an_instance(owner, func.attr, read) for owner in owners)
+
+    def _kept_by_or(self, checked: CheckedFile, name: ast.Name, read: Set[str]) -> bool:
+        """``norm(x)`` after ``norm = norm or nn.LayerNorm``, a statement of the function's own body,
+        with ``norm: Optional[Type[nn.Module]] = None``. jedi reads the last binding before the
+        call's statement (one in the function's own body: the others are not looked at), and keeps
+        the left operand's values of an ``or`` when some are true and some false: the parameter's,
+        a class (true) and a NoneType instance (false), which makes the call "unknown"."""
+        function = checked.function_of(name)
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        args = function.args
+        param = next((a for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg == name.id), None)
+        if param is None or param.annotation is None or "*" in checked.bindings \
+                or _function_bindings(function).get(name.id) != 2:
+            return False  # (the parameter and one more binding, the `or`)
+        rebound = [s for s in function.body if isinstance(s, ast.Assign) and len(s.targets) == 1
+                   and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name.id]
+        if len(rebound) != 1 or not isinstance(rebound[0].value, ast.BoolOp) \
+                or not isinstance(rebound[0].value.op, ast.Or) or not isinstance(rebound[0].value.values[0], ast.Name) \
+                or rebound[0].value.values[0].id != name.id:
+            return False
+        statement: Optional[ast.stmt] = None  # the call's statement, in the function's own scope
+        node: Optional[ast.AST] = checked.parents.get(id(name))
+        while node is not None and node is not function:
+            if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                return False
+            if isinstance(node, ast.stmt) and statement is None:
+                statement = node
+            node = checked.parents.get(id(node))
+        after = rebound[0].end_lineno, rebound[0].end_col_offset
+        if statement is None or node is None or (statement.lineno, statement.col_offset) < after:
+            return False
+        members = _members(param.annotation, checked.bindings)
+        return any(isinstance(m, ast.Constant) and m.value is None for m in members) and any(
+            self._a_true_member(checked, member, read) for member in members)
+
+    def _a_true_member(self, checked: CheckedFile, member: ast.expr, read: Set[str]) -> bool:
+        """A member of an annotation that jedi surely makes a value whose truth is not "false" of:
+        ``Type[C]`` with C ``nn.Module`` or a class of the project (a class), ``Callable``."""
+        bindings = checked.bindings
+        head = member.value if isinstance(member, ast.Subscript) else member
+        if isinstance(head, ast.Name) and head.id == "Callable" and bindings.get("Callable") == ["from typing.Callable"]:
+            return True
+        if not isinstance(member, ast.Subscript) or not isinstance(head, ast.Name) \
+                or bindings.get(head.id) != ["from typing.Type"]:
+            return False
+        inner = _unquoted(member.slice)
+        if _qualified_in(inner, bindings) == "torch.nn.Module":
+            return True
+        return isinstance(inner, ast.Name) and len(bindings.get(inner.id, ())) == 1 \
+            and isinstance(self._definition(checked.path, checked, inner.id, 0, read), _Class)
 
     def _annotated_return(self, checked: CheckedFile, func: ast.expr, read: Set[str]) -> Union[Values, Ask]:
         """``config.to_dict()``, ``self.config.get_text_config()``: a method of a project class with a
@@ -959,19 +1011,37 @@ def _optional_parameter(checked: CheckedFile, name: ast.Name) -> bool:
 
 
 def _holds_none(annotation: ast.expr, bindings: Dict[str, List[str]]) -> bool:
-    """``Optional[X]``, ``X | None``, ``Union[X, None]`` (typing's, bound by ``from typing import``
-    alone), quoted or not."""
+    """``Optional[X]``, ``X | None``, ``Union[X, None]``."""
+    return any(isinstance(member, ast.Constant) and member.value is None for member in _members(annotation, bindings))
+
+
+def _members(annotation: ast.expr, bindings: Dict[str, List[str]]) -> List[ast.expr]:
+    """The members of a union annotation, quoted or not (``Optional[X]``: X and None; ``X | Y``;
+    ``Union[X, Y]``, typing's names bound by ``from typing import`` alone); else the annotation."""
     node = _unquoted(annotation)
-    if isinstance(node, ast.Constant):
-        return node.value is None
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return _holds_none(node.left, bindings) or _holds_none(node.right, bindings)
-    if not isinstance(node, ast.Subscript) or not isinstance(node.value, ast.Name) \
-            or bindings.get(node.value.id) != ["from typing.%s" % node.value.id]:
-        return False
-    members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-    return node.value.id == "Optional" or node.value.id == "Union" and any(
-        _holds_none(member, bindings) for member in members)
+        return _members(node.left, bindings) + _members(node.right, bindings)
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in ("Optional", "Union") \
+            and bindings.get(node.value.id) == ["from typing.%s" % node.value.id]:
+        members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        found = [m for member in members for m in _members(member, bindings)]
+        return found + [ast.Constant(value=None)] if node.value.id == "Optional" else found
+    return [node]
+
+
+def _qualified_in(node: ast.expr, bindings: Dict[str, List[str]]) -> Optional[str]:
+    """The dotted name ``node`` stands for by the file's one import of its first name
+    (``nn.Module`` with ``from torch import nn``: torch.nn.Module); None for anything else."""
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or len(bindings.get(node.id, ())) != 1:
+        return None
+    how, _, module = bindings[node.id][0].partition(" ")
+    if how not in ("import", "from") or not module:
+        return None
+    return ".".join([module] + parts[::-1])
 
 
 def _decorated_only_by(function: ast.stmt, decorator: str) -> bool:
