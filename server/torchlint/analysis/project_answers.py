@@ -446,13 +446,12 @@ class ProjectAnswers:
         call's statement (one in the function's own body: the others are not looked at), and keeps
         the left operand's values of an ``or`` when some are true and some false: the parameter's,
         a class (true) and a NoneType instance (false), which makes the call "unknown"."""
-        function = checked.function_of(name)
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        found = _parameter_read(checked, name)
+        if found is None:
             return False
-        args = function.args
-        param = next((a for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg == name.id), None)
-        if param is None or param.annotation is None or "*" in checked.bindings \
-                or _function_bindings(function).get(name.id) != 2:
+        function, param = found
+        annotation = param.annotation
+        if annotation is None or "*" in checked.bindings or _function_bindings(function).get(name.id) != 2:
             return False  # (the parameter and one more binding, the `or`)
         rebound = [s for s in function.body if isinstance(s, ast.Assign) and len(s.targets) == 1
                    and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name.id]
@@ -471,9 +470,8 @@ class ProjectAnswers:
         after = rebound[0].end_lineno, rebound[0].end_col_offset
         if statement is None or node is None or (statement.lineno, statement.col_offset) < after:
             return False
-        members = _members(param.annotation, checked.bindings)
-        return any(isinstance(m, ast.Constant) and m.value is None for m in members) and any(
-            self._a_true_member(checked, member, read) for member in members)
+        return _holds_none(annotation, checked.bindings) and any(
+            self._a_true_member(checked, member, read) for member in _members(annotation, checked.bindings))
 
     def _a_true_member(self, checked: CheckedFile, member: ast.expr, read: Set[str]) -> bool:
         """A member of an annotation that jedi surely makes a value whose truth is not "false" of:
@@ -632,14 +630,11 @@ class ProjectAnswers:
         return values
 
     def _parameter_of_checked(self, checked: CheckedFile, name: ast.Name, read: Set[str]) -> Union[Values, Ask]:
-        function = checked.function_of(name)
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        found = _parameter_read(checked, name)
+        if found is None or rebinds(found[0], name.id, found[1]):
             return ASK
-        args = function.args
-        positional = args.posonlyargs + args.args
-        param = next((a for a in positional + args.kwonlyargs if a.arg == name.id), None)
-        if param is None or rebinds(function, name.id, param):
-            return ASK
+        function, param = found
+        positional = function.args.posonlyargs + function.args.args
         owner = checked.parents.get(id(function))
         if param.annotation is None and isinstance(owner, ast.ClassDef) and positional and positional[0] is param:
             # self: the instance whatever the other decorators (jedi's rule: _static_or_class_method)
@@ -1001,13 +996,20 @@ def _optional_parameter(checked: CheckedFile, name: ast.Name) -> bool:
     """Whether ``name`` is a parameter of the function it is read in, bound nowhere else there,
     annotated with a union that holds None (``norm: Optional[Type[nn.Module]] = None``): jedi
     finds a NoneType instance among its values, whatever it makes of the other members."""
+    found = _parameter_read(checked, name)
+    return found is not None and found[1].annotation is not None and not rebinds(found[0], name.id, found[1]) \
+        and "*" not in checked.bindings and _holds_none(found[1].annotation, checked.bindings)
+
+
+def _parameter_read(checked: CheckedFile, name: ast.Name) -> Optional[Tuple[Union[ast.FunctionDef, ast.AsyncFunctionDef],
+                                                                           ast.arg]]:
+    """The function ``name`` is read in and its parameter of that name (None: not a parameter there)."""
     function = checked.function_of(name)
     if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
+        return None
     args = function.args
     param = next((a for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg == name.id), None)
-    return param is not None and param.annotation is not None and not rebinds(function, name.id, param) \
-        and "*" not in checked.bindings and _holds_none(param.annotation, checked.bindings)
+    return (function, param) if param is not None else None
 
 
 def _holds_none(annotation: ast.expr, bindings: Dict[str, List[str]]) -> bool:
