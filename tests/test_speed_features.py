@@ -466,3 +466,25 @@ def test_jedis_interpreter_reads_torchs_stubs_and_never_imports_it(tmp_path, lay
     process = layer.environment._subprocess._process
     mapped = Path("/proc/%d/maps" % process.pid).read_text()
     assert "libtorch" not in mapped and "torch/_C" not in mapped  # import torch._C would load them
+
+
+def _dive(depth: int) -> int:
+    return 0 if depth == 0 else _dive(depth - 1) + 1
+
+
+def _page_faults_diving(dives: int) -> int:
+    import resource
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(dives):
+        _dive(600)  # some 60 KiB of frames: across at least one border between CPython's frame chunks
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11) or not sys.platform.startswith("linux"),
+                    reason="frames live in mapped chunks from CPython 3.11; page faults counted as on Linux")
+def test_a_question_recursing_across_a_frame_chunk_does_not_map_memory_at_each_step():
+    from torchlint.analysis.jedi_access import with_frame_room
+    without = _page_faults_diving(3000)  # each dive maps a chunk and unmaps it on the way up
+    with_room = with_frame_room(lambda: _page_faults_diving(3000))
+    assert without >= 3000
+    assert with_room * 10 < without

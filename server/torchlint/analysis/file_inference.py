@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set,
 from . import torch_names as tn
 from .inference_cache import dependency
 from . import jedi_access
-from .jedi_access import BudgetSpent, JediName, JediScript, within_deadline
+from .jedi_access import BudgetSpent, JediName, JediScript, with_frame_room, within_deadline
 from .project_answers import (ASK, PLAIN_TYPES, QUESTION_FILE, Ask, CheckedFile, FilesAnswer, body_line,
                               parameter_default, rebinds, typed_in_words)
 from .project_files import ImportNode, _bindings, _builtin_class, _statement_walk
@@ -364,7 +364,7 @@ class FileInference:
         started = time.monotonic()
         try:
             with within_deadline(None if budget is None else max(budget - self.spent, 0.0)):
-                return question()
+                return with_frame_room(question)
         except BudgetSpent:  # (only raised within a budget)
             self._spoiled()
             if budget is not None:

@@ -22,7 +22,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Protocol, Sequence, Set, Tuple, Union
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Protocol, Sequence, Set, Tuple, TypeVar, Union, cast
 
 import parso
 import parso.cache as _parso_cache
@@ -41,6 +41,7 @@ from .. import processes
 from .environments import TIMEOUT_ENV
 
 log = logging.getLogger("torchlint")
+Answer = TypeVar("Answer")
 
 JEDI_MAIN: str = _jedi_main_path  # the script jedi's interpreter runs
 
@@ -181,6 +182,34 @@ def within_deadline(seconds: Optional[float]) -> Iterator[None]:
         yield
     finally:
         _DEADLINE.at = outer
+
+
+# CPython 3.11 and later keep the frames of Python calls in chunks of memory (16 KiB at first): a
+# call that does not fit in the current chunk maps a new one, and unmaps it when it returns. jedi's
+# recursion goes up and down across such a border thousands of times per question, each crossing a
+# mapping, an unmapping and page faults: 3 to 4 of the default mode's 50 CPU seconds on
+# transformers' models were the kernel's. A call made through _call_with_room gets a frame
+# FRAME_ROOM_SLOTS slots larger than it needs: CPython places it at the start of a new chunk twice
+# that size (a power of two), and the calls below it fit in the rest of that chunk, mapped once per
+# question (mostly never touched: only the pages used count). Slots past a frame's stack are never
+# initialized; before 3.11 frames are separate objects, and the room is not given.
+FRAME_ROOM_SLOTS = 128 * 1024  # pointers: 1 MiB, some 8,000 of jedi's frames
+
+
+def _call(function: Callable[[], Answer]) -> Answer:
+    return function()
+
+
+_call_with_room: Callable[[Callable[[], Any]], Any] = _call
+if sys.version_info >= (3, 11):
+    _call_with_room = type(_call)(_call.__code__.replace(co_stacksize=_call.__code__.co_stacksize + FRAME_ROOM_SLOTS),
+                                  _call.__globals__, "_call_with_room")
+
+
+def with_frame_room(function: Callable[[], Answer]) -> Answer:
+    """``function()``, with room below it for deep recursion that does not map and unmap memory
+    at each step across a border (see FRAME_ROOM_SLOTS)."""
+    return cast(Answer, _call_with_room(function))
 
 
 def _end_process(process: "subprocess.Popen[bytes]", reader: threading.Thread) -> None:
