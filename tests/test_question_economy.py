@@ -273,25 +273,37 @@ def test_a_name_a_module_gave_is_not_parsed_again_once_its_tree_was_dropped(tmp_
     assert [name for name, _ in parsed].count("outputs.py") == 1
 
 
-def test_parso_keeps_only_the_most_recently_used_project_modules(tmp_path, monkeypatch):
-    """A run over many files imports many project modules: jedi's parser keeps the trees of the
-    last PROJECT_TREES_KEPT of them, and the answers do not change once one was evicted."""
+def test_parso_keeps_the_project_modules_across_files_until_a_trim(tmp_path, monkeypatch):
+    """jedi parses a project module once per run, however many files import others in between
+    (70 here), and a trim (past the memory limit) drops the trees; the answers are the same."""
     import parso.cache
     from torchlint.analysis import inference as inference_module
-    monkeypatch.setattr(inference_module, "PROJECT_TREES_KEPT", 2)
-    for index in range(4):
+    mib = 2 ** 20
+    resident = [100 * mib]  # what the process holds, as trim_memory reads it
+    monkeypatch.setattr(inference_module, "resident_memory", lambda: resident[0])
+    modules = 70
+    for index in range(modules):
         (tmp_path / ("helpers%d.py" % index)).write_text("import torch\n\n\ndef make():\n    return torch.zeros(3)\n")
     layer = JediInference(str(tmp_path), share_states=True)
-    codes = []
-    for index in list(range(4)) + [0]:
+
+    def kept():
+        return sorted(p.name for cache in parso.cache.parser_cache.values() for p in cache
+                      if p is not None and str(p).startswith(str(tmp_path)))
+    codes, trees = [], []
+    for index in list(range(modules)) + [0]:
         text = ("import torch.nn as nn\nfrom helpers%d import make\n\n\nclass M(nn.Module):\n"
                 "    def __init__(self):\n        super().__init__()\n        self.w = make()\n\n"
                 "    def forward(self, x):\n        return x * self.w\n") % index
         codes.append(_codes_written(layer, tmp_path / ("model%d.py" % index), text))
-        kept = [p for cache in parso.cache.parser_cache.values() for p in cache
-                if p is not None and str(p).startswith(str(tmp_path))]
-        assert len(kept) <= 2, kept
-    assert codes == [["TL101"]] * 5
+        trees.append(next(cache[tmp_path / "helpers0.py"].node for cache in parso.cache.parser_cache.values()
+                          if tmp_path / "helpers0.py" in cache))
+    assert kept() == sorted("helpers%d.py" % index for index in range(modules))  # no model file's own tree
+    assert trees[-1] is trees[0]  # helpers0.py, imported again by the last file, was not parsed again
+    resident[0] = 2 ** 40
+    assert layer.trim_memory(512 * mib)
+    assert kept() == []
+    assert _codes_written(layer, tmp_path / "model0.py", text) == codes[0]
+    assert codes == [["TL101"]] * (modules + 1)
 
 
 def test_no_question_about_a_base_once_another_base_makes_the_class_a_module(tmp_path, monkeypatch):
