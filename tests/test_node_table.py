@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from torchlint.analysis.scopes import NodeTable, build_index
+from torchlint.analysis.scopes import NodeTable, build_index, nodes_by_type
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -129,6 +129,19 @@ def test_slices_and_orders_match_walking_the_tree(name, text):
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, _MARKERS):
                 assert table.parent[id(child)] is node
+
+
+@pytest.mark.parametrize("name,text", SOURCES, ids=[name for name, _ in SOURCES])
+def test_nodes_by_type_are_ast_walks_nodes_in_its_order(name, text):
+    tree = ast.parse(text)
+    for root in [tree] + [n for n in ast.walk(tree) if isinstance(n, _OWN_CODE)]:
+        walked = {}
+        for node in ast.walk(root):
+            if not isinstance(node, _MARKERS):
+                walked.setdefault(type(node), []).append(node)
+        found = nodes_by_type(root)
+        assert list(found) == list(walked)  # (classes first met in the same order too)
+        assert all([id(n) for n in found[cls]] == [id(n) for n in nodes] for cls, nodes in walked.items())
 
 
 @pytest.mark.parametrize("name,text", SOURCES, ids=[name for name, _ in SOURCES])

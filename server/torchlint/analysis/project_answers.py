@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib.util
+import itertools
 import os
 import re
 import threading
@@ -37,6 +38,7 @@ import weakref
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Protocol, Set, Tuple, Union
 
 from .project_files import _MATCH_BINDINGS, ProjectFiles, TextLines, TopLevelNames, _binds
+from .scopes import nodes_by_type
 from .values import OTHER, Value
 
 
@@ -1280,7 +1282,7 @@ def _function_bindings(function: ast.AST) -> Dict[str, int]:
     counted = _BINDINGS_IN.get(function)
     if counted is None:
         counted = {}
-        for node in ast.walk(function):
+        for node in itertools.chain.from_iterable(nodes_by_type(function).values()):
             names: Iterable[object] = ()
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 names = (node.id,)

@@ -22,7 +22,7 @@ from . import torch_names as tn
 from .imports import ImportMap, collect_imports
 from .inference_cache import Dependency, dependency
 from .jedi_access import STDLIB
-from .scopes import NodeT, NodeTable, dotted_name
+from .scopes import NodeT, NodeTable, dotted_name, nodes_by_type
 
 # Other modules' files kept parsed for base resolution and the files' answers (ProjectFiles._read_file).
 # On transformers' models each of two workers asks for 500-600 files 8,000-10,000 times: with 64 kept
@@ -511,10 +511,8 @@ def _bindings(tree: ast.Module, nodes: Optional[NodeTable] = None) -> Dict[str, 
     a module), ``"from collections.deque"`` (an absolute ``from`` import), or ``"other"`` (an
     assignment, a definition, a parameter, a relative import...). Key ``"*"``: a star import.
     ``nodes``: the tree's scopes.NodeTable, whose lists by node type spare a walk of the tree."""
-    by_type: Dict[type, List[ast.AST]] = {}
-    if nodes is None:
-        for node in ast.walk(tree):
-            by_type.setdefault(type(node), []).append(node)
+    by_type = nodes_by_type(tree) if nodes is None else {}
+    node: ast.AST  # (narrowed by each loop below)
 
     def of_type(cls: Type[NodeT]) -> List[NodeT]:
         if nodes is not None:

@@ -11,6 +11,7 @@ from the enclosing scope, since a method does not see the class body's names.
 from __future__ import annotations
 
 import ast
+import collections
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple, Type, TypeVar, Union, cast
@@ -423,6 +424,32 @@ def _node_kind(cls: type) -> int:
             kind = _PLAIN
         _node_kinds[cls] = kind
     return kind
+
+
+def nodes_by_type(tree: ast.AST) -> Dict[type, List[ast.AST]]:
+    """Every node of ``tree`` (itself included, the Load/Store/operator markers left out) by its
+    class, each list in ``ast.walk``'s order: for a tree walked once for a few kinds of node, at
+    half the cost of ``ast.walk`` (no generator per node). See NodeTable for more per node."""
+    by_type: Dict[type, List[ast.AST]] = {}
+    todo = collections.deque([tree])
+    popleft, push, fields_of = todo.popleft, todo.append, _child_fields
+    while todo:
+        node = popleft()
+        cls = node.__class__
+        found = by_type.get(cls)
+        if found is None:
+            found = by_type[cls] = []
+        found.append(node)
+        fields = fields_of.get(cls) or child_fields(cls)
+        for field in fields:
+            child = getattr(node, field, None)
+            if child.__class__ is list:
+                for item in child:
+                    if isinstance(item, ast.AST):
+                        push(item)
+            elif isinstance(child, ast.AST):
+                push(child)
+    return by_type
 
 
 class NodeTable:
