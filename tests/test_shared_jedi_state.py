@@ -363,3 +363,82 @@ def test_a_question_that_failed_leaves_the_next_one_a_working_script(tmp_path, l
     monkeypatch.setattr(inference_module.FileInference, "_classify", fails_once)
     assert inference.classify(first, None) is None
     assert inference.classify(second, None) is not None
+
+
+METHODS = '''import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = self.make_scale()
+        self.reset()
+
+    def make_scale(self):
+        return torch.ones(3)
+
+    def reset(self):
+        self.bias = torch.zeros(3)
+
+    def forward(self, x):
+        self.last = x.detach()
+        return x * self.scale + self.bias
+
+    def extra_repr(self):
+        return "block"
+
+
+class Mixin:
+    def helper(self):
+        return nn.Linear(2, 2)
+
+
+class Head(Mixin, nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = self.helper()
+        self.bias = self.proj.bias
+'''
+
+
+def test_a_kept_class_keeps_only_the_methods_a_question_needs(tmp_path, layers):
+    """The text jedi reads keeps, of a class, the method holding the question, the dunders, the
+    methods its words name, and those assigning an attribute its words name; of another class,
+    the methods only when that class is kept by name (a base), never for a word of its own."""
+    root = tmp_path / "project"
+    root.mkdir()
+    path = root / "methods.py"
+    path.write_text(METHODS)
+    tree = ast.parse(METHODS)
+    block, _, head = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    full = layers(root).for_file(METHODS, str(path), SourceText(METHODS))
+    reduced = layers(root, share_states=True).for_file(METHODS, str(path), SourceText(METHODS), tree)
+    scale = block.body[0].body[1].value  # self.make_scale()
+    assert reduced.classify(scale, None) == full.classify(scale, None)
+    assert reduced.classify(scale, None).kind is Kind.TENSOR
+    kept = reduced._script._code
+    assert "def make_scale(self):" in kept and "def reset(self):" in kept  # named in __init__
+    assert "def forward(self, x):" not in kept and "def extra_repr(self):" not in kept
+    assert "class Head" not in kept  # `bias` is a word of Block's, but no word names Head
+    lines = METHODS.splitlines()
+    assert len(kept.splitlines()) <= len(lines)
+    assert all(line == lines[number] for number, line in enumerate(kept.splitlines()) if line)
+
+    other = layers(root, share_states=True).for_file(METHODS, str(path), SourceText(METHODS), tree)
+    proj = head.body[0].body[1].value  # self.helper(): a method of a base of the same file
+    assert other.classify(proj, None) == full.classify(proj, None)
+    assert other.classify(proj, None).kind is Kind.MODULE
+    kept = other._script._code
+    assert "class Mixin:" in kept and "def helper(self):" in kept and "class Block" not in kept
+
+
+def test_a_class_with_no_method_kept_still_parses(tmp_path):
+    from torchlint.analysis.reduced_text import TopLevel
+    text = "class Bare:\n    @property\n    def x(self):\n        return 1\n\n    def y(self):\n        return 2\n\n\n" \
+           "value = Bare\n"
+    units = TopLevel(ast.parse(text), SourceText(text))
+    kept = units.closure(set())
+    reduced = units.text_of(kept)
+    assert reduced == "class Bare:\n    pass\n" + "\n" * 7 + "value = Bare\n"  # (lines 3-9 blank)
+    ast.parse(reduced)
