@@ -7,8 +7,9 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple, cast
 
+from .scopes import nodes_by_type
 from .source import SourceText, line_groups, statement_start
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -169,8 +170,8 @@ class TopLevel:
 
 def _attributes_stored(function: ast.AST) -> Set[str]:
     """The attributes a function assigns (``self.x = ...``, ``for o.y in ...``), whatever the object."""
-    return {node.attr for node in ast.walk(function)
-            if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load)}
+    return {node.attr for node in cast(List[ast.Attribute], nodes_by_type(function).get(ast.Attribute, []))
+            if not isinstance(node.ctx, ast.Load)}
 
 
 def _assigns_all(stmt: ast.stmt) -> bool:
