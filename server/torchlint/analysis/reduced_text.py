@@ -100,15 +100,15 @@ class TopLevel:
             if unit in kept:
                 return
             kept.add(unit)
-            pending.append(unit)
+            if unit not in self.others or unit in self.scanned:
+                pending.append(unit)
             if unit in self.owner:
                 keep(self.owner[unit])
             for member in self.members.get(unit, ()):
                 if member in self.dunders or self.names[member] & words:
                     keep(member)
-        for unit in sorted(set(start) | self.others):
+        for unit in set(start) | self.others:
             keep(unit)
-        pending = [unit for unit in pending if unit not in self.others or unit in self.scanned]
         while pending:
             for word in set(_WORD.findall(self._own_text(pending.pop()))) - words:
                 words.add(word)
