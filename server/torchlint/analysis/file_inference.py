@@ -113,7 +113,7 @@ class FileInference:
             return stored
         if self.project.failure is not None or self.note is not None:
             return False
-        found = False if _builtin_class(base, self._file_bindings()) else self._base_from_files(base)
+        found = False if _builtin_class(base, self._file_bindings) else self._base_from_files(base)
         if found is not None:
             self._remember(key, found)  # with the files it was read from: a warm run reads none
             return found

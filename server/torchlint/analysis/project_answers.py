@@ -30,15 +30,13 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib.util
-import itertools
 import os
 import re
 import threading
 import weakref
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Protocol, Set, Tuple, Union
 
-from .project_files import _MATCH_BINDINGS, ProjectFiles, TextLines, TopLevelNames, _binds
-from .scopes import nodes_by_type
+from .project_files import ProjectFiles, TextLines, TopLevelNames, _bindings, _binds
 from .values import OTHER, Value
 
 
@@ -1281,25 +1279,5 @@ def _function_bindings(function: ast.AST) -> Dict[str, int]:
     """How many times each name is bound in a function (its parameters too), found once per function."""
     counted = _BINDINGS_IN.get(function)
     if counted is None:
-        counted = {}
-        for node in itertools.chain.from_iterable(nodes_by_type(function).values()):
-            names: Iterable[object] = ()
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                names = (node.id,)
-            elif isinstance(node, ast.arg):
-                names = (node.arg,)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names = (node.name,)
-            elif isinstance(node, ast.alias):
-                names = (node.asname or node.name.split(".", 1)[0],)
-            elif isinstance(node, ast.ExceptHandler):
-                names = (node.name,) if node.name else ()
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                names = node.names
-            else:
-                names = [getattr(node, field, None) for cls, field in _MATCH_BINDINGS if isinstance(node, cls)]
-            for bound in names:
-                if isinstance(bound, str):
-                    counted[bound] = counted.get(bound, 0) + 1
-        _BINDINGS_IN[function] = counted
+        counted = _BINDINGS_IN[function] = {name: len(kinds) for name, kinds in _bindings(function).items()}
     return counted

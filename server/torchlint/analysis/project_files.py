@@ -134,7 +134,7 @@ class ProjectFiles:
                 if self.class_is_module(path, by_name[base.id].lineno, depth + 1, read):
                     return True
                 continue
-            if _builtin_class(base, read_file.bindings):
+            if _builtin_class(base, lambda: read_file.bindings):
                 continue  # str, object, Exception...: never a Module
             found = self.base_from_files(path, import_nodes, base, depth + 1, read)
             if found is not None:
@@ -499,14 +499,17 @@ def _statement_walk(tree: ast.AST) -> Iterator[ast.AST]:
 _NEVER_MODULE_PACKAGES = ("torch._C.", "typing_extensions.")
 
 
-def _builtin_class(base: ast.expr, bindings: Dict[str, List[str]]) -> bool:
+def _builtin_class(base: ast.expr, bindings: Callable[[], Dict[str, List[str]]]) -> bool:
     """A base that is a builtin class (``str``, ``Exception``) by its name, nothing in the file
-    binding that name."""
-    return isinstance(base, ast.Name) and "*" not in bindings and base.id not in bindings \
-        and isinstance(getattr(builtins, base.id, None), type)
+    binding that name. ``bindings``: the file's (:func:`_bindings`), found only for a builtin's
+    name (a walk of the whole tree, which most bases, imported, never need)."""
+    if not isinstance(base, ast.Name) or not isinstance(getattr(builtins, base.id, None), type):
+        return False
+    found = bindings()
+    return "*" not in found and base.id not in found
 
 
-def _bindings(tree: ast.Module, nodes: Optional[NodeTable] = None) -> Dict[str, List[str]]:
+def _bindings(tree: ast.AST, nodes: Optional[NodeTable] = None) -> Dict[str, List[str]]:
     """How each name is bound anywhere in a file: ``"import torch.nn"`` (``import torch.nn as x``:
     a module), ``"from collections.deque"`` (an absolute ``from`` import), or ``"other"`` (an
     assignment, a definition, a parameter, a relative import...). Key ``"*"``: a star import.
