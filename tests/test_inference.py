@@ -90,7 +90,7 @@ def test_broken_python_path_falls_back_to_own_interpreter(tmp_path):
     assert (15, "TL101") in found
 
 
-def test_what_the_layer_reads_from_the_checks_node_table_is_what_a_walk_finds():
+def test_what_the_layer_reads_from_the_checks_node_table_is_what_a_walk_finds(tmp_path):
     """The bindings and imports the layer looks names up in come from the check's NodeTable (no
     second walk of the tree): the same, in the same order, as walking the tree finds."""
     import ast
@@ -101,11 +101,24 @@ def test_what_the_layer_reads_from_the_checks_node_table_is_what_a_walk_finds():
     torch_nn = Path(importlib.util.find_spec("torch").submodule_search_locations[0]) / "nn"
     paths = sorted(PROJECT.rglob("*.py")) + sorted((torch_nn / "modules").glob("*.py"))[:20] + [
         Path(__file__).parent / "fixtures" / "rules" / name for name in ("tl101_aliases.py", "tl101_assignment_shapes.py")]
+    compound = tmp_path / "compound.py"  # every statement that holds statements, nested
+    compound.write_text(
+        "try:\n    import a\nexcept ImportError as e:\n    import b\nelse:\n    import c\nfinally:\n"
+        "    import d\nfor x in y:\n    import e\nelse:\n    import f\nwhile x:\n    import g\nelse:\n"
+        "    import h\nmatch x:\n    case 1:\n        import i\n    case _:\n        class J:\n"
+        "            def k(self):\n                with x:\n                    import l\n"
+        "            f = lambda: (yield)\nasync def m():\n    async with x:\n        import n\n"
+        "    async for x in y:\n        import o\n    else:\n        import p\n"
+        "if x:\n    import q\nelif y:\n    import r\nelse:\n    import s\n")
+    paths.append(compound)
+    _STATEMENT_LEVELS = (ast.stmt, ast.excepthandler, ast.match_case)
     assert len(paths) > 20
     for path in paths:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         table = NodeTable(tree)
-        walked = [n for n in _statement_walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        statements = list(_statement_walk(tree))
+        assert statements == [tree] + [n for n in ast.walk(tree) if isinstance(n, _STATEMENT_LEVELS)]
+        walked = [n for n in statements if isinstance(n, (ast.Import, ast.ImportFrom))]
         assert table.in_walk_order(table.positions_of(ast.Import) + table.positions_of(ast.ImportFrom)) == walked
         by_walk, by_table = _bindings(tree), _bindings(tree, table)
         assert by_walk and {k: sorted(v) for k, v in by_walk.items()} == {k: sorted(v) for k, v in by_table.items()}

@@ -236,11 +236,12 @@ class ProjectFiles:
 
     def _name_is_module(self, module: str, name: str, depth: int, read: Set[str]) -> _FileAnswer:
         """Whether ``name`` at the top level of the file ``module`` is a Module class; None when the
-        file cannot tell, _ABSENT when the file does not define it. A definite answer is kept while
-        the files it was read from are unchanged (inference_cache.dependency): a module whose tree
-        was dropped since (READ_FILES_KEPT) is not parsed again for a name it already gave
-        (ModelOutput, ProcessorMixin: a third of the files parsed on transformers' models were
-        parsed before)."""
+        file cannot tell, _ABSENT when the file does not define it. The answer is kept while
+        the files it was read from are unchanged (inference_cache.dependency), and so is None: a
+        module whose tree was dropped since (READ_FILES_KEPT) is not parsed again for a name it
+        already gave (ModelOutput, ProcessorMixin: a third of the files parsed on transformers'
+        models were parsed before; PreTrainedTokenizer, which the files cannot tell, 20 times in
+        1,300 files)."""
         kept = self._names.get((module, name))
         if kept is not None and all(dependency(stamp[0]) == stamp for stamp in kept[1]):
             read.update(stamp[0] for stamp in kept[1])
@@ -248,7 +249,7 @@ class ProjectFiles:
         files: Set[str] = set()
         outer, self._cut_short = self._cut_short, False
         answer = self._find_name(module, name, depth, files)
-        if answer is not None and not self._cut_short:
+        if not self._cut_short:  # (None too: the files cannot tell, as often as it is asked)
             stamps = [dependency(path) for path in sorted(files)]
             if None not in stamps:
                 self._names[(module, name)] = (answer, tuple(cast(Dependency, stamp) for stamp in stamps))
@@ -263,11 +264,12 @@ class ProjectFiles:
         if qualified.split(".", 1)[0] in STDLIB or qualified in _NOT_MODULES or qualified.startswith("torch._C."):
             return False  # Enum, NamedTuple, Protocol, torch.Tensor, compiled classes: never a Module
         if depth > _MAX_BASE_DEPTH:
+            self._cut_short = True  # the depth limit's "cannot tell", not the file's
             return None
         read_file = self._read_file(module)
+        read.add(module)  # (an unparsable file too: its "cannot tell" is kept while it is unchanged)
         if read_file.tree is None:
             return None
-        read.add(module)
         found: Union[ast.ClassDef, ImportNode, None] = None
         stars: List[ast.ImportFrom] = []  # star imports after the last definition found: they may rebind the name
         conditional: List[ImportNode] = []  # the name's imports under a condition after it
@@ -482,16 +484,26 @@ def _literal_all(tree: ast.Module) -> Optional[FrozenSet[str]]:
     return found
 
 
-_STATEMENT_LEVELS = (ast.stmt, ast.excepthandler, ast.match_case)  # what statements are found under
+_STATEMENT_LISTS = ("body", "handlers", "orelse", "finalbody", "cases")  # the fields that hold statements
+_statement_fields: Dict[type, Tuple[str, ...]] = {}  # per node class: those of its fields, in ast.walk's order
 
 
 def _statement_walk(tree: ast.AST) -> Iterator[ast.AST]:
-    """The statements of a tree (classes, imports...) in ast.walk's order, without going into
-    expressions, which hold none: a fraction of the nodes."""
+    """The statements of a tree (classes, imports...) in ast.walk's order, read from the fields
+    that hold statements (a body, the handlers...), never going into expressions, which hold
+    none: a fraction of the nodes."""
     todo = collections.deque([tree])
+    popleft, extend = todo.popleft, todo.extend
     while todo:
-        node = todo.popleft()
-        todo.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, _STATEMENT_LEVELS))
+        node = popleft()
+        cls = node.__class__
+        fields = _statement_fields.get(cls)
+        if fields is None:
+            fields = _statement_fields[cls] = tuple(field for field in cls._fields if field in _STATEMENT_LISTS)
+        for field in fields:
+            children = getattr(node, field, None)
+            if children.__class__ is list:  # (a lambda's body is an expression)
+                extend(children)
         yield node
 
 
