@@ -111,13 +111,13 @@ def test_what_the_layer_reads_from_the_checks_node_table_is_what_a_walk_finds(tm
         "    async for x in y:\n        import o\n    else:\n        import p\n"
         "if x:\n    import q\nelif y:\n    import r\nelse:\n    import s\n")
     paths.append(compound)
-    _STATEMENT_LEVELS = (ast.stmt, ast.excepthandler, ast.match_case)
+    statement_levels = (ast.stmt, ast.excepthandler, ast.match_case)  # what ast.walk finds statements as
     assert len(paths) > 20
     for path in paths:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         table = NodeTable(tree)
         statements = list(_statement_walk(tree))
-        assert statements == [tree] + [n for n in ast.walk(tree) if isinstance(n, _STATEMENT_LEVELS)]
+        assert statements == [tree] + [n for n in ast.walk(tree) if isinstance(n, statement_levels)]
         walked = [n for n in statements if isinstance(n, (ast.Import, ast.ImportFrom))]
         assert table.in_walk_order(table.positions_of(ast.Import) + table.positions_of(ast.ImportFrom)) == walked
         by_walk, by_table = _bindings(tree), _bindings(tree, table)
