@@ -62,8 +62,8 @@ log = logging.getLogger("torchlint")
 # Scripts (checked files' texts, question texts) that share one jedi inference state (new_script). A
 # fresh state infers builtins, typing and torch's classes again (about half a CPU second); what bounds
 # a state's memory is the worker's limit (trim_memory drops the states). On transformers' models a
-# worker answers with about 330 scripts: at 128 per state the run took 1.1 to 2.8 CPU s more, in
-# turns, than at 1024, for the same findings and largest process.
+# worker answers with about 330 scripts: at 128 per state (3 states a worker, against 1) the run took
+# 1.1 to 3.1 CPU s more in turns than at 1024, for the same findings and largest process.
 SCRIPTS_PER_STATE = 1024
 TRIM_GROWTH = 32 * 2 ** 20  # bytes a process grows past its last trim before the next (trim_memory)
 SHARED_STATES = 4  # shared states kept at once, one per jedi sys.path (folders outside packages)
