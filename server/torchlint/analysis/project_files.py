@@ -502,7 +502,7 @@ def _statement_walk(tree: ast.AST) -> Iterator[ast.AST]:
             fields = _statement_fields[cls] = tuple(field for field in cls._fields if field in _STATEMENT_LISTS)
         for field in fields:
             children = getattr(node, field, None)
-            if children.__class__ is list:  # (a lambda's body is an expression)
+            if children.__class__ is list:  # (not the one expression an ast.Expression root holds)
                 extend(children)
         yield node
 
