@@ -193,6 +193,30 @@ def test_a_worker_collects_every_so_many_files_where_memory_cannot_be_read(worke
     assert garbage() is None
 
 
+@pytest.mark.parametrize("files, as_a_worker", [(cli.PARALLEL_MIN_FILES, True), (cli.PARALLEL_MIN_FILES - 1, False)])
+def test_many_files_checked_in_the_main_process_are_collected_as_a_worker_does(files, as_a_worker, monkeypatch):
+    # One CPU: no workers. Python's own schedule walked jedi's model of torch at every collection
+    # (52 CPU s against 39 on transformers' models) and nothing trimmed the process.
+    layer = TrimmingLayer()
+    limits = []
+    monkeypatch.setattr(layer, "trim_memory", lambda limit: limits.append(limit) or False)
+    monkeypatch.setattr(cli, "_INFERENCE", {(os.getpid(), "root", None): layer})
+    monkeypatch.setitem(cli._COLLECTED, "worker", False)
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 1)
+    collector_on = []
+    monkeypatch.setattr(cli, "_check_file", lambda job: collector_on.append(gc.isenabled()) or job)
+    was_enabled = gc.isenabled()
+    gc.enable()
+    try:
+        assert list(cli.run_jobs(list(range(files)))) == list(range(files))
+        assert gc.isenabled() and not cli._COLLECTED["worker"]  # as it was before the run
+    finally:
+        if not was_enabled:
+            gc.disable()
+    assert collector_on == [not as_a_worker] * files
+    assert limits == ([cli.WORKER_MEMORY_LIMIT] * files if as_a_worker else [])
+
+
 def test_the_main_process_keeps_pythons_own_schedule(monkeypatch):
     monkeypatch.setitem(cli._COLLECTED, "worker", False)
     frozen = gc.get_freeze_count()
