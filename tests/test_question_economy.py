@@ -204,6 +204,33 @@ def test_a_worker_past_its_memory_limit_drops_jedi_state_and_finds_the_same(tmp_
     assert layer.trim_memory(limit)
 
 
+def test_a_worker_past_its_memory_limit_drops_many_read_files_first_and_keeps_jedis_state(tmp_path, monkeypatch):
+    # Trees of read files hold no cycles: dropping them needs no collection (2-3 s a worker), and
+    # jedi keeps what it learnt. Few of them: the states go too, as before.
+    from torchlint.analysis import inference as inference_module, project_files
+    monkeypatch.setattr(project_files, "READ_FILES_KEPT", 8)
+    mib, limit, growth = 2 ** 20, 400 * 2 ** 20, inference_module.TRIM_GROWTH
+    resident = [100 * mib]
+    monkeypatch.setattr(inference_module, "resident_memory", lambda: resident[0])
+    text = "import torch\nimport torch.nn as nn\n\n\ndef make():\n    return torch.zeros(3)\n\n\n" \
+           "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.w = make()\n\n" \
+           "    def forward(self, x):\n        return x * self.w\n"
+    (tmp_path / "m.py").write_text(text)
+    layer = JediInference(str(tmp_path), share_states=True)
+    check_source(text, str(tmp_path / "m.py"), inference=layer)
+    for name in "abc":
+        (tmp_path / (name + ".py")).write_text("class %s:\n    pass\n" % name.upper())
+        layer._read_file(str(tmp_path / (name + ".py")))
+    assert layer._states and len(layer._file_cache) == 3
+    resident[0] = 500 * mib
+    assert not layer.trim_memory(limit)  # nothing for the caller to collect
+    assert not layer._file_cache and layer._states and layer._warmed.is_set()
+    layer._read_file(str(tmp_path / "a.py"))  # one file: under a quarter of READ_FILES_KEPT
+    resident[0] = 500 * mib + growth + 1
+    assert layer.trim_memory(limit)
+    assert not layer._states and not layer._file_cache and not layer._warmed.is_set()
+
+
 def test_a_worker_forked_from_a_large_process_trims_once_it_has_grown(tmp_path, monkeypatch):
     from torchlint.analysis import inference as inference_module
     mib, limit, growth = 2 ** 20, 400 * 2 ** 20, inference_module.TRIM_GROWTH
@@ -305,6 +332,9 @@ def test_parso_keeps_the_project_modules_across_files_until_a_trim(tmp_path, mon
     assert kept() == sorted("helpers%d.py" % index for index in range(modules))  # no model file's own tree
     assert trees[-1] is trees[0]  # helpers0.py, imported again by the last file, was not parsed again
     resident[0] = 2 ** 40
+    assert not layer.trim_memory(512 * mib)  # first the 70 files read for base resolution
+    assert not layer._file_cache and len(kept()) == modules
+    resident[0] += inference_module.TRIM_GROWTH + 1
     assert layer.trim_memory(512 * mib)
     assert kept() == []
     assert _codes_written(layer, tmp_path / "model0.py", text) == codes[0]

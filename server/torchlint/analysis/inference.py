@@ -52,6 +52,7 @@ from .environments import Interpreter, choose_interpreter, interpreter_timeout, 
 from .file_inference import FileInference, _last_token
 from .inference_cache import InferenceCache, fingerprint
 from .project_answers import QUESTION_FILE, ProjectAnswers
+from . import project_files
 from .project_files import BaseAsker, ProjectFiles
 from .scopes import NodeTable
 from .source import SourceText
@@ -289,20 +290,25 @@ class JediInference(ProjectFiles):
 
     def trim_memory(self, limit: int) -> bool:
         """Between two files of a run that shares states: when this process holds more than
-        ``limit`` bytes, drop what jedi and this layer keep (the shared states, the parsed trees of
-        the project's modules, the files read for base resolution); the next question starts a
-        fresh state (jedi's trip into torch again, not counted in a file's budget). The caller
-        collects the garbage. Answers kept per process (classes, helpers) stay: they are small.
-        True when something was dropped. Not again before the process has grown by TRIM_GROWTH
-        since: the memory a trim frees is reused, not given back, so the process stays as large
-        (dropping all again at each file past the limit made a run re-read every module: a
-        third of its time on transformers' models)."""
+        ``limit`` bytes, drop the files read for base resolution and the files' answers if they
+        are many (at least a quarter of READ_FILES_KEPT): their trees hold no cycles, so no
+        collection is needed, and jedi keeps what it learnt. Otherwise drop what jedi and this
+        layer keep (the shared states, the parsed trees of the project's modules, the files
+        read); the next question starts a fresh state (jedi's trip into torch again, not counted
+        in a file's budget). Answers kept per process (classes, helpers) stay: they are small.
+        True when the caller should collect the garbage (the states were dropped). Not again
+        before the process has grown by TRIM_GROWTH since: the memory a trim frees is reused,
+        not given back, so the process stays as large (dropping all again at each file past the
+        limit made a run re-read every module: a third of its time on transformers' models)."""
         if not self.share_states:
             return False
         resident = resident_memory()
         if resident is None or resident <= max(limit, self._trimmed_at + TRIM_GROWTH):
             return False
         self._trimmed_at = resident
+        if len(self._file_cache) >= project_files.READ_FILES_KEPT // 4:
+            self._file_cache.clear()
+            return False
         self._states.clear()
         self._file_cache.clear()
         jedi_access.drop_parsed(lambda kept: [path for _, path in kept  # the project modules parso keeps
