@@ -265,6 +265,18 @@ def test_read_files_are_kept_least_recently_used_first(tmp_path, monkeypatch):
     assert list(layer._file_cache) == [str(tmp_path / "a.py"), str(tmp_path / "c.py")]
 
 
+def test_a_file_a_check_parsed_lately_is_read_from_that_tree(tmp_path):
+    # A model file reads its folder's configuration file, which the worker has often just checked.
+    from torchlint.analysis import parsing
+    text = "import torch.nn as nn\n\n\nclass Block(nn.Module):\n    pass\n"
+    (tmp_path / "blocks.py").write_text(text)
+    checked, _ = parsing.parse(text, "blocks.py")  # as a check of it did (the CLI's path, relative)
+    layer = JediInference(str(tmp_path), share_states=True)
+    assert layer._read_file(str(tmp_path / "blocks.py")).tree is checked
+    (tmp_path / "other.py").write_text(text + "\n")
+    assert layer._read_file(str(tmp_path / "other.py")).tree is not checked  # another text: parsed
+
+
 def _codes_written(layer, path, text):
     """The codes of what a check of ``text``, written to ``path``, finds."""
     path.write_text(text)

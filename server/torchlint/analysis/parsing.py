@@ -44,6 +44,15 @@ def parse(text: str, path: str) -> Parsed:
     return cached
 
 
+def recent_tree(text: str) -> Optional[ast.Module]:
+    """The tree of ``text`` when a check parsed it lately (the recent trees), else None: a file
+    read for another's base resolution is often one a worker has just checked (a model file
+    reading its folder's configuration file)."""
+    with PARSE_LOCK:
+        return next((tree for (_, kept), (tree, _) in _RECENT_TREES.items() if tree is not None and kept == text),
+                    None)
+
+
 def parse_fresh(text: str, path: str) -> Parsed:
     """Like :func:`parse`, for a text parsed once (a piece of a file, a reduced copy of one):
     kept out of the recent trees, so it never pushes out the tree of a whole file."""

@@ -372,9 +372,11 @@ class ProjectFiles:
         try:
             with open(path, "rb") as handle:
                 text = handle.read().decode("utf-8", "replace")
-            from .parsing import PARSE_LOCK  # one AST build at a time (CPython 3.11)
-            with PARSE_LOCK:
-                tree = ast.parse(text)
+            from .parsing import PARSE_LOCK, recent_tree  # one AST build at a time (CPython 3.11)
+            tree = recent_tree(text)
+            if tree is None:
+                with PARSE_LOCK:
+                    tree = ast.parse(text)
         except (SyntaxError, ValueError, OSError):
             text, tree = "", None
         self._file_cache[path] = read_file = _ReadFile(mtime, text, tree)
