@@ -26,9 +26,9 @@ from .scopes import NodeT, NodeTable, dotted_name, nodes_by_type
 
 # Other modules' files kept parsed for base resolution and the files' answers (ProjectFiles._read_file).
 # On transformers' models each of two workers asks for 400-500 files 9,000 times. A file read again
-# costs about five times its parse (the tables built from its tree, freeing the tree): with 192 kept
-# the run took 34.8-36.3 CPU s against 38.1 with 64, and 41 MB of source parsed against 32. A
-# worker past its memory limit drops them first (JediInference.trim_memory): once per run there.
+# costs several times its parse (the tables built from its tree again, freeing the tree): with 192
+# kept, not 64, the workers parsed 32 MB of source, not 41, and the run took 1.6 CPU s less (five
+# turns). A worker past its memory limit drops them first (JediInference.trim_memory): once a run there.
 READ_FILES_KEPT = 192
 _MAX_BASE_DEPTH = 12  # classes and re-exports followed from one base (torch's reach 8)
 
