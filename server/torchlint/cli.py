@@ -189,9 +189,10 @@ def _peak_memory() -> Optional[int]:
 # A worker whose resident memory passes this between two files drops the many files the jedi layer
 # read, else what it keeps and then collects (JediInference.trim_memory, not again before it grows
 # by TRIM_GROWTH): the largest process of a run stays near it, under the 600 MB a run on a million
-# lines may take (1.4 GB per worker with no limit). Each trim's collection walks the whole heap (2-3 s), and the next file
-# loads again what was dropped: at 400 MB each worker trimmed once on transformers' 2,597 model
-# files, 50.2-54.2 CPU s in all; at 512 MB none did, 47.2-47.6 CPU s, largest process 506 MB.
+# lines may take (1.4 GB per worker with no limit). Each collection after a trim walks the whole
+# heap (2-3 s), and the next file loads again what was dropped: at 400 MB each worker trimmed once on
+# transformers' 2,597 model files, 50.2-54.2 CPU s in all; at 512 MB none did, 47.2-47.6 CPU s,
+# largest process 506 MB.
 WORKER_MEMORY_LIMIT = 512 * 2 ** 20
 
 
