@@ -252,6 +252,21 @@ def test_a_checked_file_leaves_no_tree_in_parsos_cache(tmp_path):
     assert not any(str(p) == str(path) for cache in parso.cache.parser_cache.values() for p in cache)
 
 
+def test_a_run_keeps_more_read_files_than_the_language_server_whose_memory_nothing_trims(tmp_path, monkeypatch):
+    from torchlint.analysis import project_files
+    monkeypatch.setattr(project_files, "READ_FILES_KEPT", 3)
+    monkeypatch.setattr(project_files, "READ_FILES_KEPT_UNTRIMMED", 2)
+    for name in "abc":
+        (tmp_path / (name + ".py")).write_text("class %s:\n    pass\n" % name.upper())
+    kept = []
+    for shared in (True, False):
+        layer = JediInference(str(tmp_path), share_states=shared)
+        for name in "abc":
+            layer._read_file(str(tmp_path / (name + ".py")))
+        kept.append(len(layer._file_cache))
+    assert kept == [3, 2]
+
+
 def test_read_files_are_kept_least_recently_used_first(tmp_path, monkeypatch):
     from torchlint.analysis import project_files
     monkeypatch.setattr(project_files, "READ_FILES_KEPT", 2)

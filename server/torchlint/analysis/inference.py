@@ -185,7 +185,8 @@ class JediInference(ProjectFiles):
         # environment's identity; files elsewhere (the project's) are each checked for changes.
         ProjectFiles.__init__(self, self.root, self.sys_path,
                               tuple(os.path.join(os.path.abspath(p), "") for p in self._environment_folders()),
-                              TORCH_STUBS, self.reads_stubs)
+                              TORCH_STUBS, self.reads_stubs, project_files.READ_FILES_KEPT if share_states
+                              else project_files.READ_FILES_KEPT_UNTRIMMED)
         self._environment_id: Optional[str] = None
         self.notes: Dict[str, str] = {}  # path -> why inference stopped early there (take_notes)
         self._return_cache: Dict[Tuple[str, int, int], Tuple[Optional[Value], FrozenSet[str]]] = {}
@@ -291,7 +292,7 @@ class JediInference(ProjectFiles):
     def trim_memory(self, limit: int) -> bool:
         """Between two files of a run that shares states: when this process holds more than
         ``limit`` bytes, drop the files read for base resolution and the files' answers if they
-        are many (at least a quarter of READ_FILES_KEPT): their trees hold no cycles, so no
+        are many (at least a quarter of ``files_kept``): their trees hold no cycles, so no
         collection is needed, and jedi keeps what it learnt. Otherwise drop what jedi and this
         layer keep (the shared states, the parsed trees of the project's modules, the files
         read); the next question starts a fresh state (jedi's trip into torch again, not counted
@@ -306,7 +307,7 @@ class JediInference(ProjectFiles):
         if resident is None or resident <= max(limit, self._trimmed_at + TRIM_GROWTH):
             return False
         self._trimmed_at = resident
-        if len(self._file_cache) >= project_files.READ_FILES_KEPT // 4:
+        if len(self._file_cache) >= self.files_kept // 4:
             self._file_cache.clear()
             return False
         self._states.clear()

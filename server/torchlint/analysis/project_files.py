@@ -24,12 +24,15 @@ from .inference_cache import Dependency, dependency
 from .jedi_access import STDLIB
 from .scopes import NodeT, NodeTable, dotted_name, nodes_by_type
 
-# Other modules' files kept parsed for base resolution and the files' answers (ProjectFiles._read_file).
-# On transformers' models each of two workers asks for 400-500 files 9,000 times. A file read again
-# costs several times its parse (the tables built from its tree again, freeing the tree): with 192
-# kept, not 64, the workers parsed 32 MB of source, not 41, and the run took 1.6 CPU s less (five
-# turns). A worker past its memory limit drops them first (JediInference.trim_memory): once a run there.
+# Other modules' files kept parsed for base resolution and the files' answers (ProjectFiles._read_file)
+# in a CLI run. On transformers' models each of two workers asks for 400-500 files 9,000 times. A
+# file read again costs several times its parse (the tables built from its tree again, freeing the
+# tree): with 192 kept, not 64, the workers parsed 32 MB of source, not 41, and the run took 1.6 CPU
+# s less (five turns). A worker past its memory limit drops them first (JediInference.trim_memory):
+# once a run there.
 READ_FILES_KEPT = 192
+# Where no memory limit drops them (the language server, whose jedi layer shares no states).
+READ_FILES_KEPT_UNTRIMMED = 64
 _MAX_BASE_DEPTH = 12  # classes and re-exports followed from one base (torch's reach 8)
 
 ImportNode = Union[ast.Import, ast.ImportFrom]
@@ -52,11 +55,12 @@ class ProjectFiles:
     environment (``sys_path``; ``environment_dirs``: where the environment's own files live,
     each ending in a separator). ``torch_stubs``: the folder of torchlint's stubs of torch, read
     in place of torch's package when ``reads_stubs``. Answers are kept per class, and files per
-    path while unchanged, for as long as this object lives."""
+    path while unchanged, for as long as this object lives (the last ``files_kept`` read)."""
 
     def __init__(self, root: str, sys_path: List[str], environment_dirs: Tuple[str, ...], torch_stubs: str,
-                 reads_stubs: bool) -> None:
+                 reads_stubs: bool, files_kept: int) -> None:
         self.root = root
+        self.files_kept = files_kept
         self.sys_path = sys_path
         self._environment_dirs = environment_dirs
         self.torch_stubs = torch_stubs
@@ -239,7 +243,7 @@ class ProjectFiles:
         """Whether ``name`` at the top level of the file ``module`` is a Module class; None when the
         file cannot tell, _ABSENT when the file does not define it. The answer is kept while
         the files it was read from are unchanged (inference_cache.dependency), and so is None: a
-        module whose tree was dropped since (READ_FILES_KEPT) is not parsed again for a name it
+        module whose tree was dropped since (``files_kept``) is not parsed again for a name it
         already gave (ModelOutput, ProcessorMixin: a third of the files parsed on transformers'
         models were parsed before; PreTrainedTokenizer, which the files cannot tell, 20 times in
         1,300 files)."""
@@ -381,7 +385,7 @@ class ProjectFiles:
             text, tree = "", None
         self._file_cache[path] = read_file = _ReadFile(mtime, text, tree)
         self._file_cache.move_to_end(path)
-        while len(self._file_cache) > READ_FILES_KEPT:
+        while len(self._file_cache) > self.files_kept:
             self._file_cache.popitem(last=False)  # the least recently used
         return read_file
 
