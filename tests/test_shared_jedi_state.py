@@ -201,7 +201,8 @@ def test_many_files_checked_in_the_main_process_are_collected_as_a_worker_does(f
     limits = []
     monkeypatch.setattr(layer, "trim_memory", lambda limit: limits.append(limit) or False)
     monkeypatch.setattr(cli, "_INFERENCE", {(os.getpid(), "root", None): layer})
-    monkeypatch.setitem(cli._COLLECTED, "worker", False)
+    for key, value in (("worker", False), ("files", 0), ("peak", 0)):
+        monkeypatch.setitem(cli._COLLECTED, key, value)
     monkeypatch.setattr(cli.os, "cpu_count", lambda: 1)
     collector_on = []
     monkeypatch.setattr(cli, "_check_file", lambda job: collector_on.append(gc.isenabled()) or job)
@@ -211,6 +212,7 @@ def test_many_files_checked_in_the_main_process_are_collected_as_a_worker_does(f
         assert list(cli.run_jobs(list(range(files)))) == list(range(files))
         assert gc.isenabled() and not cli._COLLECTED["worker"]  # as it was before the run
     finally:
+        gc.unfreeze()  # (what each file left was frozen, as in a worker)
         if not was_enabled:
             gc.disable()
     assert collector_on == [not as_a_worker] * files
