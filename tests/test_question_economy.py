@@ -206,7 +206,8 @@ def test_a_worker_past_its_memory_limit_drops_jedi_state_and_finds_the_same(tmp_
 
 def test_a_worker_past_its_memory_limit_drops_many_read_files_first_and_keeps_jedis_state(tmp_path, monkeypatch):
     # Trees of read files hold no cycles: dropping them needs no collection (2-3 s a worker), and
-    # jedi keeps what it learnt. Few of them: the states go too, as before.
+    # jedi keeps what it learnt. Few of them, or grown past the limit again since they were
+    # dropped (jedi's states grow too): the states go, as before.
     from torchlint.analysis import inference as inference_module, project_files
     monkeypatch.setattr(project_files, "READ_FILES_KEPT", 8)
     mib, limit, growth = 2 ** 20, 400 * 2 ** 20, inference_module.TRIM_GROWTH
@@ -225,10 +226,16 @@ def test_a_worker_past_its_memory_limit_drops_many_read_files_first_and_keeps_je
     resident[0] = 500 * mib
     assert not layer.trim_memory(limit)  # nothing for the caller to collect
     assert not layer._file_cache and layer._states and layer._warmed.is_set()
-    layer._read_file(str(tmp_path / "a.py"))  # one file: under a quarter of READ_FILES_KEPT
+    for name in "abc":  # many again, but what grew since the files were dropped is jedi's
+        layer._read_file(str(tmp_path / (name + ".py")))
     resident[0] = 500 * mib + growth + 1
     assert layer.trim_memory(limit)
     assert not layer._states and not layer._file_cache and not layer._warmed.is_set()
+    check_source(text, str(tmp_path / "m.py"), inference=layer)
+    layer._read_file(str(tmp_path / "a.py"))  # one file: under a quarter of READ_FILES_KEPT
+    resident[0] = 500 * mib + 2 * growth + 2
+    assert layer.trim_memory(limit)  # few read files: the states go
+    assert not layer._states
 
 
 def test_a_worker_forked_from_a_large_process_trims_once_it_has_grown(tmp_path, monkeypatch):

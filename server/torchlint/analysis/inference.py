@@ -197,6 +197,7 @@ class JediInference(ProjectFiles):
         # Resident bytes when trim_memory last dropped jedi's state; at first, when this layer
         # started: a worker forked from a large process does not drop it before it has grown.
         self._trimmed_at = resident_memory() or 0
+        self._dropped_read_files = False  # the last trim dropped the files read only (trim_memory)
 
     @property
     def failure(self) -> Optional[str]:
@@ -292,24 +293,27 @@ class JediInference(ProjectFiles):
     def trim_memory(self, limit: int) -> bool:
         """Between two files of a run that shares states: when this process holds more than
         ``limit`` bytes, drop the files read for base resolution and the files' answers if they
-        are many (at least a quarter of ``files_kept``): their trees hold no cycles, so no
-        collection is needed, and jedi keeps what it learnt. Otherwise drop what jedi and this
-        layer keep (the shared states, the parsed trees of the project's modules, the files
-        read); the next question starts a fresh state (jedi's trip into torch again, not counted
-        in a file's budget). Answers kept per process (classes, helpers) stay: they are small.
-        True when the caller should collect the garbage (the states were dropped). Not again
-        before the process has grown by TRIM_GROWTH since: the memory a trim frees is reused,
-        not given back, so the process stays as large (dropping all again at each file past the
-        limit made a run re-read every module: a third of its time on transformers' models)."""
+        are many (at least a quarter of ``files_kept``) and the last trim did not: their trees
+        hold no cycles, so no collection is needed, and jedi keeps what it learnt. Otherwise
+        (jedi's states are what grew) drop what jedi and this layer keep (the shared states, the
+        parsed trees of the project's modules, the files read); the next question starts a fresh
+        state (jedi's trip into torch again, not counted in a file's budget). Answers kept per
+        process (classes, helpers) stay: they are small. True when the caller should collect the
+        garbage (the states were dropped). Not again before the process has grown by TRIM_GROWTH
+        since: the memory a trim frees is reused, not given back, so the process stays as large
+        (dropping all again at each file past the limit made a run re-read every module: a third
+        of its time on transformers' models)."""
         if not self.share_states:
             return False
         resident = resident_memory()
         if resident is None or resident <= max(limit, self._trimmed_at + TRIM_GROWTH):
             return False
         self._trimmed_at = resident
-        if len(self._file_cache) >= self.files_kept // 4:
+        if not self._dropped_read_files and len(self._file_cache) >= self.files_kept // 4:
             self._file_cache.clear()
+            self._dropped_read_files = True
             return False
+        self._dropped_read_files = False
         self._states.clear()
         self._file_cache.clear()
         jedi_access.drop_parsed(lambda kept: [path for _, path in kept  # the project modules parso keeps
