@@ -22,6 +22,7 @@ from . import torch_names as tn
 from .imports import ImportMap, collect_imports
 from .inference_cache import Dependency, dependency
 from .jedi_access import STDLIB
+from .parsing import PARSE_LOCK, recent_tree
 from .scopes import NodeT, NodeTable, dotted_name, nodes_by_type
 
 # Other modules' files kept parsed for base resolution and the files' answers (ProjectFiles._read_file)
@@ -376,10 +377,9 @@ class ProjectFiles:
         try:
             with open(path, "rb") as handle:
                 text = handle.read().decode("utf-8", "replace")
-            from .parsing import PARSE_LOCK, recent_tree  # one AST build at a time (CPython 3.11)
             tree = recent_tree(text)
             if tree is None:
-                with PARSE_LOCK:
+                with PARSE_LOCK:  # one AST build at a time (CPython 3.11)
                     tree = ast.parse(text)
         except (SyntaxError, ValueError, OSError):
             text, tree = "", None
