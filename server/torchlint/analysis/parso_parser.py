@@ -1,0 +1,132 @@
+"""parso's parser loop, the same steps at three quarters of the cost. jedi parses every module it
+reads with parso, in pure Python: a third of the default mode's cold time on a large project
+(transformers' model folders). parso's loop (``BaseParser._add_token``) looks each token up in
+the current grammar state by raising and catching a KeyError at each of the five or so states it
+leaves per token, hashes token types (Enum members) with Enum's Python ``__hash__``, and makes
+each leaf and stack entry through two Python calls.
+
+:func:`install` gives ``parso.python.parser.Parser`` a loop that takes the same steps in the same
+order: the same transitions (looked up by identity in per-state tables built on first use), the
+same nodes (``convert_node``; the Python parser's leaf classes, their fields set as their
+``__init__`` sets them), the same error recovery (called at the same token, with the same stack). The trees are equal, error nodes and positions included
+(tests/test_parso_parser.py compares them with parso's own on many sources). Installed only for
+the parso versions it was written against, and only when parso's pieces are as it expects;
+otherwise parso stays as it is.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, List, Tuple
+
+log = logging.getLogger("torchlint")
+
+SUPPORTED_VERSIONS = ("0.8.",)  # parso versions whose parser loop this one reproduces
+
+_installed: Dict[str, bool] = {}  # "loop": ours is in place
+
+
+def install() -> bool:
+    """Put the faster loop in place (once per process); False when parso is not a version or
+    shape it knows, and parso's own loop stays."""
+    if "loop" in _installed:
+        return True
+    try:
+        import parso
+        from parso.parser import InternalParseError, StackNode
+        from parso.python import parser as python_parser
+        from parso.python import tree
+        from parso.python.token import PythonTokenTypes
+    except ImportError:
+        return False
+    if not str(getattr(parso, "__version__", "")).startswith(SUPPORTED_VERSIONS):
+        return False
+    parser_class = python_parser.Parser
+    name, operator = PythonTokenTypes.NAME, PythonTokenTypes.OP
+    # Only NAME and OP tokens may be keywords or operators the grammar names (parso's
+    # _token_to_transition asks each token type whether it "contains syntax").
+    if {t for t in PythonTokenTypes if t.value.contains_syntax} != {name, operator} \
+            or "_add_token" in vars(parser_class) or not isinstance(getattr(parser_class, "_leaf_map", None), dict):
+        log.debug("parso's parser is not as torchlint expects: its own loop is kept")
+        return False
+    leaf_classes = {id(token_type): leaf for token_type, leaf in parser_class._leaf_map.items()}
+    keyword_leaf, name_leaf, operator_leaf = tree.Keyword, tree.Name, tree.Operator
+    if not _built_alike([keyword_leaf, name_leaf, operator_leaf, *leaf_classes.values()], StackNode):
+        log.debug("parso's tree nodes are not as torchlint expects: its own loop is kept")
+        return False
+    new = object.__new__
+
+    def transitions_by_id(dfa: Any) -> Dict[int, Any]:
+        """A grammar state's transitions by the identity of their key (token types and
+        keywords are one object each per grammar): no Enum.__hash__ per lookup. Made once per
+        state, kept on it."""
+        table = dfa._torchlint_transitions = {id(key): plan for key, plan in dfa.transitions.items()}
+        return table
+
+    def add_token(self: Any, token: Tuple[Any, str, Tuple[int, int], str]) -> None:
+        type_, value, start_pos, prefix = token
+        reserved = self._pgen_grammar.reserved_syntax_strings
+        transition = reserved.get(value, type_) if type_ is name or type_ is operator else type_
+        key = id(transition)
+        stack = self.stack
+        if not stack:
+            raise InternalParseError("too much input", type_, value, start_pos)  # type: ignore[no-untyped-call]
+        top = stack[-1]
+        dfa = top.dfa
+        try:
+            plan = dfa._torchlint_transitions.get(key)
+        except AttributeError:
+            plan = transitions_by_id(dfa).get(key)
+        while plan is None:  # no way on from this state: finish its node if it may end here
+            if not dfa.is_final:
+                self.error_recovery(token)
+                return
+            stack.pop()  # parso's _pop: a node of one child is that child
+            nodes = top.nodes
+            node = nodes[0] if len(nodes) == 1 else self.convert_node(dfa.from_rule, nodes)
+            top = stack[-1]
+            top.nodes.append(node)
+            dfa = top.dfa
+            try:
+                plan = dfa._torchlint_transitions.get(key)
+            except AttributeError:
+                plan = transitions_by_id(dfa).get(key)
+        top.dfa = plan.next_dfa
+        for pushed in plan.dfa_pushes:
+            top = new(StackNode)
+            top.dfa, top.nodes = pushed, []
+            stack.append(top)
+        leaf: Any
+        if type_ is name:  # the Python parser's convert_leaf
+            leaf = new(keyword_leaf if value in reserved else name_leaf)
+        else:
+            leaf = new(leaf_classes.get(id(type_), operator_leaf))
+        leaf.value, (leaf.line, leaf.column), leaf.prefix, leaf.parent = value, start_pos, prefix, None
+        top.nodes.append(leaf)
+
+    setattr(parser_class, "_add_token", add_token)  # (parso's own is the base class's: see the check above)
+    _installed["loop"] = True
+    return True
+
+
+def _built_alike(leaf_classes: List[type], stack_node: type) -> bool:
+    """Whether the loop's way of making leaves and stack entries (setting their fields on a bare
+    object, not calling ``__init__``) gives what parso's constructors give: each leaf class
+    takes the one Leaf ``__init__``, which sets exactly these fields."""
+    inits = {vars(klass).get("__init__") for cls in leaf_classes for klass in cls.__mro__[:-1]} - {None}
+    if len(inits) != 1:
+        return False
+    for cls in leaf_classes:
+        made = cls("x", (3, 4), " ")
+        fields = {slot for klass in cls.__mro__ for slot in vars(klass).get("__slots__", ())}
+        if hasattr(made, "__dict__") or fields != {"value", "line", "column", "prefix", "parent"} \
+                or (made.value, made.line, made.column, made.prefix, made.parent) != ("x", 3, 4, " ", None):
+            return False
+    entry = stack_node("dfa")
+    return bool(vars(entry) == {"dfa": "dfa", "nodes": []})
+
+
+def uninstall() -> None:
+    """parso's own loop again (for tests that compare the two)."""
+    if _installed.pop("loop", False):
+        from parso.python import parser as python_parser
+        del python_parser.Parser._add_token
