@@ -2,8 +2,9 @@
 pyproject.toml to the versions this was written against): jedi's interpreter protocol (an
 interpreter in its own process group whose every call runs under a watchdog, or jedi's
 compiled-object access in this process), the deadline checked at each inference step, the
-inference state that scripts of one run share, and the trees parso keeps. Also the one piece of
-CPython's internals jedi's recursion needs: room for its frames (with_frame_room).
+inference state that scripts of one run share, and the trees parso keeps (parso's parser loop,
+which this module installs, is in :mod:`.parso_parser`). Also the one piece of CPython's internals
+jedi's recursion needs: room for its frames (with_frame_room).
 
 The rest of the jedi layer (:mod:`.inference`) goes through these functions and jedi's public API,
 whose objects it sees through the narrow Protocols below (jedi has no annotations: to mypy, all
