@@ -8,10 +8,10 @@ each leaf and stack entry through two Python calls.
 :func:`install` gives ``parso.python.parser.Parser`` a loop that takes the same steps in the same
 order: the same transitions (looked up by identity in per-state tables built on first use), the
 same nodes (``convert_node``; the Python parser's leaf classes, their fields set as their
-``__init__`` sets them), the same error recovery (called at the same token, with the same stack). The trees are equal, error nodes and positions included
-(tests/test_parso_parser.py compares them with parso's own on many sources). Installed only for
-the parso versions it was written against, and only when parso's pieces are as it expects;
-otherwise parso stays as it is.
+``__init__`` sets them), the same error recovery (called at the same token, with the same
+stack). The trees are equal, error nodes and positions included (tests/test_parso_parser.py
+compares them with parso's own on many sources). Installed only for the parso versions it was
+written against, and only when parso's pieces are as it expects; otherwise parso stays as it is.
 """
 from __future__ import annotations
 
@@ -71,25 +71,23 @@ def install() -> bool:
         if not stack:
             raise InternalParseError("too much input", type_, value, start_pos)  # type: ignore[no-untyped-call]
         top = stack[-1]
-        dfa = top.dfa
-        try:
-            plan = dfa._torchlint_transitions.get(key)
-        except AttributeError:
-            plan = transitions_by_id(dfa).get(key)
-        while plan is None:  # no way on from this state: finish its node if it may end here
-            if not dfa.is_final:
+        while True:
+            dfa = top.dfa
+            try:
+                table = dfa._torchlint_transitions
+            except AttributeError:
+                table = transitions_by_id(dfa)
+            plan = table.get(key)
+            if plan is not None:
+                break
+            if not dfa.is_final:  # no way on from this state, which may not end here
                 self.error_recovery(token)
                 return
-            stack.pop()  # parso's _pop: a node of one child is that child
+            stack.pop()  # the state's node is finished (parso's _pop: a node of one child is that child)
             nodes = top.nodes
             node = nodes[0] if len(nodes) == 1 else self.convert_node(dfa.from_rule, nodes)
             top = stack[-1]
             top.nodes.append(node)
-            dfa = top.dfa
-            try:
-                plan = dfa._torchlint_transitions.get(key)
-            except AttributeError:
-                plan = transitions_by_id(dfa).get(key)
         top.dfa = plan.next_dfa
         for pushed in plan.dfa_pushes:
             top = new(StackNode)
