@@ -65,6 +65,20 @@ def _dump(node, out: List[Tuple[object, ...]]) -> List[Tuple[object, ...]]:
     return out
 
 
+def _used_names(module, filed: bool) -> List[Tuple[str, List[Tuple[int, int]]]]:
+    """The module's used names as parso's walk of its tree finds them (``get_used_names``), by
+    position. ``filed``: the parse filed them already (torchlint's loop), and they must be the
+    very leaves the walk finds, in its order."""
+    made = module._used_names
+    module._used_names = None
+    walked = module.get_used_names()
+    if filed:
+        assert made is not None
+        assert {k: [id(leaf) for leaf in v] for k, v in made.items()} == \
+            {k: [id(leaf) for leaf in v] for k, v in walked.items()}
+    return sorted((value, [leaf.start_pos for leaf in leaves]) for value, leaves in walked.items())
+
+
 def _mutations(text: str, rng: random.Random, count: int) -> Iterator[str]:
     """Broken copies of ``text``: cut at a point, a line dropped, a token's worth of junk inserted."""
     lines = text.splitlines(keepends=True)
@@ -81,9 +95,15 @@ def _mutations(text: str, rng: random.Random, count: int) -> Iterator[str]:
             yield text[:at] + rng.choice(junk) + text[at:]
 
 
-def _trees(texts: List[str], version: str) -> List[List[Tuple[object, ...]]]:
+def _trees(texts: List[str], version: str) -> List[Tuple[List[Tuple[object, ...]], List[object]]]:
+    """Each text's tree and used names."""
     grammar = parso.load_grammar(version=version)
-    return [_dump(grammar.parse(text, cache=False, diff_cache=False), []) for text in texts]
+    filed = "_add_token" in vars(python_parser.Parser)
+    trees = []
+    for text in texts:
+        module = grammar.parse(text, cache=False, diff_cache=False)
+        trees.append((_dump(module, []), _used_names(module, filed)))
+    return trees
 
 
 @pytest.fixture
@@ -121,7 +141,7 @@ def test_the_faster_loop_builds_parsos_trees_on_real_and_broken_code(version, pa
     for text, mine, theirs in zip(texts, got, expected):
         assert mine == theirs, text[:200]
     # The broken code reached the error recovery: error nodes in many trees.
-    assert sum(any(entry[0] in ("PythonErrorNode", "PythonErrorLeaf") for entry in tree) for tree in got) >= 25
+    assert sum(any(entry[0] in ("PythonErrorNode", "PythonErrorLeaf") for entry in tree) for tree, _ in got) >= 25
 
 
 def test_the_faster_loop_builds_parsos_trees_through_the_diff_parser(tmp_path, parso_loop):
@@ -131,10 +151,14 @@ def test_the_faster_loop_builds_parsos_trees_through_the_diff_parser(tmp_path, p
     rng = random.Random(5)
     versions = [text] + list(_mutations(text, rng, 12)) + [text]
 
-    def parse_all() -> List[List[Tuple[object, ...]]]:
+    def parse_all() -> List[Tuple[List[Tuple[object, ...]], List[object]]]:
         grammar = parso.load_grammar()
         path = tmp_path / "edited.py"
-        trees = [_dump(grammar.parse(version, path=str(path), diff_cache=True), []) for version in versions]
+        trees = []
+        for version in versions:
+            module = grammar.parse(version, path=str(path), diff_cache=True)
+            names = module.get_used_names()  # (the diff parser's module: its names are walked again after each edit)
+            trees.append((_dump(module, []), sorted((k, [leaf.start_pos for leaf in v]) for k, v in names.items())))
         parso.cache.parser_cache.get(grammar._hashed, {}).pop(path, None)
         return trees
 
@@ -147,3 +171,4 @@ def test_a_parso_it_was_not_written_for_keeps_its_own_loop(parso_loop, monkeypat
     monkeypatch.setattr(parso, "__version__", "0.9.0")
     assert not parso_parser.install()
     assert "_add_token" not in vars(python_parser.Parser)
+    assert parso.parse("x = y\n")._used_names is None  # (names walked on demand, as parso does)

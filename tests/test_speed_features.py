@@ -425,6 +425,37 @@ def test_a_base_imported_under_a_condition_is_settled_by_the_files_only_when_no_
     assert [inference.is_module_base(None, bases[name]) for name in "CD"] == jedi[2:]
 
 
+# A module that names its classes again (`PreTrainedTokenizer = PythonBackend` in transformers,
+# `LayerNorm = nn.LayerNorm` in research code): a base imported by the other name.
+ALIASES = ("import torch.nn as nn\nfrom pkg.mixins import LoaderMixin\n\n\nclass Block(nn.Module):\n    pass\n\n\n"
+           "Layer = Block\nNorm = nn.LayerNorm\nPlain = LoaderMixin\n"
+           "Rebound = LoaderMixin\nEarly = Rebound\nRebound = Block\n")
+USES_ALIASES = ("import torch\nfrom aliases import Layer, Norm, Plain, Early\n\n\n"
+                "class A(Layer):\n    def __init__(self):\n        super().__init__()\n        self.w = torch.ones(3)\n\n"
+                "    def forward(self, x):\n        return x * self.w\n\n\n"
+                "class B(Norm):\n    pass\n\n\nclass C(Plain):\n    pass\n\n\nclass D(Early):\n    pass\n")
+
+
+def test_a_base_imported_by_another_name_its_module_gives_it_is_settled_by_the_files(tmp_path, layers):
+    """``Name = OtherName`` at the top of a module: the other name's class, when nothing binds that
+    name again after it (``Early``: its value depends on the order, which jedi is asked about)."""
+    root = project(tmp_path)
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "mixins.py").write_text(MIXINS)
+    (root / "aliases.py").write_text(ALIASES)
+    (root / "uses.py").write_text(USES_ALIASES)
+    layer = layers(root)
+    inference = layer.for_file(USES_ALIASES, str(root / "uses.py"), SourceText(USES_ALIASES))
+    bases = dict((node.name, base) for node, base in class_bases(USES_ALIASES))
+    assert [inference._base_from_files(bases[name]) for name in "ABCD"] == [True, True, False, None]
+    assert inference._script is None
+    # The rules see A as the Module it is: its plain tensor is found.
+    result = subprocess.run([sys.executable, "-m", "torchlint", "check", "--no-cache", "--select", "TL101",
+                             "--format", "json", "uses.py"], cwd=root, capture_output=True, text=True, timeout=300)
+    assert [(f["code"], f["location"]["row"]) for f in json.loads(result.stdout)] == [("TL101", 8)], result.stderr
+
+
 def test_jedi_leaves_a_paused_collector_paused():
     import gc
 

@@ -3,15 +3,19 @@ reads with parso, in pure Python: a third of the default mode's cold time on a l
 (transformers' model folders). parso's loop (``BaseParser._add_token``) looks each token up in
 the current grammar state by raising and catching a KeyError at each of the five or so states it
 leaves per token, hashes token types (Enum members) with Enum's Python ``__hash__``, and makes
-each leaf and stack entry through two Python calls.
+each leaf and stack entry through two Python calls. jedi then asks each module for its names
+(``Module.get_used_names``), which walks the whole tree again: a fifth of a parse.
 
 :func:`install` gives ``parso.python.parser.Parser`` a loop that takes the same steps in the same
 order: the same transitions (looked up by identity in per-state tables built on first use), the
 same nodes (``convert_node``; the Python parser's leaf classes, their fields set as their
 ``__init__`` sets them), the same error recovery (called at the same token, with the same
 stack). The trees are equal, error nodes and positions included (tests/test_parso_parser.py
-compares them with parso's own on many sources). Installed only for the parso versions it was
-written against, and only when parso's pieces are as it expects; otherwise parso stays as it is.
+compares them with parso's own on many sources). The loop also files each name leaf it makes by
+its value, in the order a walk of the tree meets them, and the module it returns holds that as
+its used names (what ``get_used_names`` would build). Installed only for the parso versions it
+was written against, and only when parso's pieces are as it expects; otherwise parso stays as
+it is.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ log = logging.getLogger("torchlint")
 
 SUPPORTED_VERSIONS = ("0.8.",)  # parso versions whose parser loop this one reproduces
 
-_installed: Dict[str, bool] = {}  # "loop": ours is in place
+_installed: Dict[str, Any] = {}  # "loop": parso's own Parser.parse, while ours is in place
 
 
 def install() -> bool:
@@ -42,10 +46,13 @@ def install() -> bool:
         return False
     parser_class = python_parser.Parser
     name, operator = PythonTokenTypes.NAME, PythonTokenTypes.OP
+    module_class, used_names_class = tree.Module, getattr(tree, "UsedNamesMapping", None)
+    own_parse = vars(parser_class).get("parse")
     # Only NAME and OP tokens may be keywords or operators the grammar names (parso's
     # _token_to_transition asks each token type whether it "contains syntax").
     if {t for t in PythonTokenTypes if t.value.contains_syntax} != {name, operator} \
-            or "_add_token" in vars(parser_class) or not isinstance(getattr(parser_class, "_leaf_map", None), dict):
+            or "_add_token" in vars(parser_class) or not isinstance(getattr(parser_class, "_leaf_map", None), dict) \
+            or own_parse is None or used_names_class is None or "_used_names" not in module_class.__slots__:
         log.debug("parso's parser is not as torchlint expects: its own loop is kept")
         return False
     leaf_classes = {id(token_type): leaf for token_type, leaf in parser_class._leaf_map.items()}
@@ -95,14 +102,30 @@ def install() -> bool:
             stack.append(top)
         leaf: Any
         if type_ is name:  # the Python parser's convert_leaf
-            leaf = new(keyword_leaf if value in reserved else name_leaf)
+            if value in reserved:
+                leaf = new(keyword_leaf)
+            else:
+                leaf = new(name_leaf)
+                named = self._torchlint_names.get(value)
+                if named is None:
+                    self._torchlint_names[value] = [leaf]
+                else:
+                    named.append(leaf)
         else:
             leaf = new(leaf_classes.get(id(type_), operator_leaf))
         leaf.value, (leaf.line, leaf.column), leaf.prefix, leaf.parent = value, start_pos, prefix, None
         top.nodes.append(leaf)
 
+    def parse(self: Any, tokens: Any) -> Any:
+        self._torchlint_names = {}  # a name's value -> its Name leaves, in the order of the text
+        root = own_parse(self, tokens)
+        if type(root) is module_class:
+            root._used_names = used_names_class(self._torchlint_names)
+        return root
+
     setattr(parser_class, "_add_token", add_token)  # (parso's own is the base class's: see the check above)
-    _installed["loop"] = True
+    setattr(parser_class, "parse", parse)
+    _installed["loop"] = own_parse
     return True
 
 
@@ -125,6 +148,8 @@ def _built_alike(leaf_classes: List[type], stack_node: type) -> bool:
 
 def uninstall() -> None:
     """parso's own loop again (for tests that compare the two)."""
-    if _installed.pop("loop", False):
+    own_parse = _installed.pop("loop", None)
+    if own_parse is not None:
         from parso.python import parser as python_parser
         del python_parser.Parser._add_token
+        setattr(python_parser.Parser, "parse", own_parse)

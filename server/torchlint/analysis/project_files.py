@@ -276,11 +276,13 @@ class ProjectFiles:
         read.add(module)  # (an unparsable file too: its "cannot tell" is kept while it is unchanged)
         if read_file.tree is None:
             return None
-        found: Union[ast.ClassDef, ImportNode, None] = None
+        found: Union[ast.ClassDef, ImportNode, ast.Assign, None] = None
         stars: List[ast.ImportFrom] = []  # star imports after the last definition found: they may rebind the name
         conditional: List[ImportNode] = []  # the name's imports under a condition after it
         for stmt in read_file.top_level.binding(name):
             if isinstance(stmt, ast.ClassDef) and stmt.name == name:
+                found, stars, conditional = stmt, [], []
+            elif isinstance(stmt, ast.Assign) and _alias_of(stmt, name, read_file.top_level) is not None:
                 found, stars, conditional = stmt, [], []
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 if isinstance(stmt, ast.ImportFrom) and any(alias.name == "*" for alias in stmt.names):
@@ -293,13 +295,19 @@ class ProjectFiles:
                     return None  # an assignment, a function, a definition under a condition
                 conditional += imports  # `if TYPE_CHECKING: from .x import name`
         if conditional:  # (a star import may bind it too: what jedi makes of it is not followed here)
-            return None if stars else self._conditional_imports(module, found, conditional, name, depth, read)
+            return None if stars or isinstance(found, ast.Assign) \
+                else self._conditional_imports(module, found, conditional, name, depth, read)
         for star in reversed(stars):  # `from .modules import *`: the last one that has it wins
             answer = self._star_import(module, star, name, depth + 1, read)
             if answer is not _ABSENT:
                 return answer
         if isinstance(found, ast.ClassDef):
             return self.class_is_module(module, found.lineno, depth, read)
+        if isinstance(found, ast.Assign):  # `PreTrainedTokenizer = PythonBackend`: the other name's class
+            if isinstance(found.value, ast.Name):
+                answer = self._name_is_module(module, found.value.id, depth + 1, read)
+                return None if answer is _ABSENT else answer
+            return self.base_from_files(module, read_file.import_nodes, found.value, depth + 1, read)
         if found is not None:
             return self.base_from_files(module, [found], ast.Name(id=name), depth + 1, read)
         return _ABSENT
@@ -631,6 +639,22 @@ class TopLevelNames:
         if stars and self._stars:
             indices = sorted(set(indices) | set(self._stars))
         return [self.body[index] for index in indices]
+
+
+def _alias_of(stmt: ast.stmt, name: str, top_level: TopLevelNames) -> Optional[ast.expr]:
+    """The dotted name ``stmt`` binds ``name`` to (``PreTrainedTokenizer = PythonBackend``,
+    ``LayerNorm = nn.LayerNorm``) when the statements binding its first part all come before it:
+    the value it has there is the one it keeps. None for any other statement."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == name):
+        return None
+    head = stmt.value
+    while isinstance(head, ast.Attribute):
+        head = head.value
+    if not isinstance(head, ast.Name) or head.id == name \
+            or any(other.lineno >= stmt.lineno for other in top_level.binding(head.id)):
+        return None
+    return stmt.value
 
 
 def _imports_only(stmt: ast.stmt, name: str) -> Optional[List[ImportNode]]:
