@@ -456,6 +456,27 @@ def test_a_base_imported_by_another_name_its_module_gives_it_is_settled_by_the_f
     assert [(f["code"], f["location"]["row"]) for f in json.loads(result.stdout)] == [("TL101", 8)], result.stderr
 
 
+NOT_INSTALLED = ("from transformers_not_installed.models.bert import BertModel\n"
+                 "from pkg.missing_module import Layer\n\n\n"
+                 "class A(BertModel):\n    pass\n\n\nclass B(Layer):\n    pass\n")
+
+
+def test_a_base_from_a_package_found_nowhere_is_no_module_as_jedi_says_without_asking(tmp_path, layers):
+    """An absolute import of a package that no folder of the search path holds (transformers' own
+    modules importing `transformers.models...` where it is not installed): jedi finds no class
+    there. A package that exists but lacks the module is still left to jedi."""
+    root = project(tmp_path)
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "uses.py").write_text(NOT_INSTALLED)
+    layer = layers(root)
+    inference = layer.for_file(NOT_INSTALLED, str(root / "uses.py"), SourceText(NOT_INSTALLED))
+    bases = dict((node.name, base) for node, base in class_bases(NOT_INSTALLED))
+    assert [inference._base_from_files(bases[name]) for name in "AB"] == [False, None]
+    assert inference._script is None
+    assert layer._base_is_module(inference.script, bases["A"], NOT_INSTALLED, 1, set()) is False  # jedi's own
+
+
 def test_jedi_leaves_a_paused_collector_paused():
     import gc
 

@@ -68,6 +68,7 @@ class ProjectFiles:
         self.reads_stubs = reads_stubs
         self._class_cache: Dict[Tuple[str, int], Tuple[bool, FrozenSet[str]]] = {}
         self._module_files: Dict[Tuple[Tuple[str, ...], Tuple[str, ...]], Optional[str]] = {}
+        self._importable_tops: Dict[Tuple[str, Tuple[str, ...]], bool] = {}  # see _importable
         # (module file, name) -> (_name_is_module's answer, the files it read, as they were then)
         self._names: Dict[Tuple[str, str], Tuple[_FileAnswer, Tuple[Dependency, ...]]] = {}
         self._cut_short = False  # a class resolution under way met the depth limit
@@ -183,6 +184,8 @@ class ProjectFiles:
                 folders = self._search_path(path)
                 if full.startswith(_NEVER_MODULE_PACKAGES) and self._from_environment(full, folders):
                     return False  # stubs and compiled classes, typing's: jedi reads no Module there
+                if not self._importable(full.split(".", 1)[0], folders):
+                    return False  # (`transformers.x` where transformers is not installed): jedi finds no class
                 return self._dotted_is_module(full, folders, depth, read)
         return None
 
@@ -195,6 +198,16 @@ class ProjectFiles:
             if os.path.isdir(stem) or any(os.path.exists(stem + suffix) for suffix in (".py", ".pyi")):
                 return os.path.join(os.path.abspath(folder), "").startswith(self._environment_dirs)
         return False
+
+    def _importable(self, top: str, folders: Tuple[str, ...]) -> bool:
+        """Whether a top-level module or package ``top`` is anywhere in ``folders`` (a package,
+        a namespace package, a module, a stub or a compiled module)."""
+        key = (top, folders)
+        if key not in self._importable_tops:
+            self._importable_tops[key] = any(os.path.isdir(os.path.join(folder, top)) or any(
+                os.path.exists(os.path.join(folder, top) + suffix) for suffix in (".py", ".pyi") + _COMPILED_SUFFIXES)
+                for folder in folders)
+        return self._importable_tops[key]
 
     def _search_path(self, path: str) -> Tuple[str, ...]:
         """Where absolute imports of a file are found, in jedi's order: the project root, the
