@@ -791,6 +791,38 @@ def test_an_operation_is_numpys_only_when_its_left_operand_is_and_its_right_one_
 
 
 
+NOT_INSTALLED = '''
+import torch
+import timm_not_installed
+import timm_not_installed.layers as layers
+from transformers_not_installed.models.llama import LlamaRMSNorm, ACT2FN
+from pkg.helpers import make_weight
+
+
+class M:
+    def __init__(self, config):
+        self.a = timm_not_installed.create_model("resnet50")  # ask
+        self.b = layers.table[3]  # ask
+        self.c = LlamaRMSNorm(config.hidden_size)  # ask
+        self.d = ACT2FN["gelu"]  # ask
+        self.e = LlamaRMSNorm  # ask
+        self.g = torch.zeros(3)  # ask
+'''
+
+
+def test_a_name_imported_from_a_package_found_nowhere_is_unknown_without_jedi_as_jedi_finds(project, monkeypatch):
+    """jedi reads typeshed's stubs of a third-party package only where the package is found: a
+    package no folder of the search path holds gives it no value."""
+    path, answers, jedi_asked = _own_text_answers(project, {"pkg/missing.py": NOT_INSTALLED}, "missing.py")
+    kinds = _kinds(answers)
+    assert jedi_asked == ["torch.zeros(3)"]
+    assert [kinds[q] for q in kinds if q not in jedi_asked] == [None] * 5 and kinds["torch.zeros(3)"] == "TENSOR"
+    _jedi_alone(monkeypatch)
+    jedis, _, _ = _answers(JediInference(str(project), share_states=True), path)
+    assert {q: k for q, k in _kinds(jedis).items() if q not in jedi_asked} == \
+        {q: k for q, k in kinds.items() if q not in jedi_asked}
+
+
 GOOGLE_DOCSTRING = {
     "pkg/settings_google.py": '''
 class Settings:

@@ -24,7 +24,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Protocol, Sequence, Set, Tuple, TypeVar, Union, cast
+from typing import IO, Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Protocol, Sequence, Set, Tuple, TypeVar, Union, cast
 
 import parso
 import parso.cache as _parso_cache
@@ -420,6 +420,18 @@ def timeout_message(executable: str, timeout: float) -> str:
 
 
 STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins"}
+
+
+@functools.lru_cache(maxsize=None)
+def typeshed_stdlib() -> FrozenSet[str]:
+    """The top-level names of the standard library stubs jedi ships (typeshed's), which it reads
+    for a module of that name wherever the environment lacks it (one an older Python had)."""
+    import jedi
+    folder = os.path.join(os.path.dirname(jedi.__file__), "third_party", "typeshed", "stdlib")
+    try:
+        return frozenset(name.split(".", 1)[0] for name in os.listdir(folder))
+    except OSError:
+        return frozenset()
 
 
 # -- the inference state scripts share, and the trees parso keeps ---------------------------------

@@ -154,6 +154,8 @@ class ProjectAnswers:
     def _answer(self, checked: CheckedFile, node: ast.expr, read: Set[str]) -> FilesAnswer:
         if _of_numpy(checked, node):
             return None  # numpy's values are never torch's (jedi names an ndarray or a number: unknown or plain)
+        if self._of_a_missing_package(checked, node):
+            return None  # jedi finds no module, so no value
         if isinstance(node, ast.Call):
             if self._calls_an_instance(checked, node.func, read):
                 return None  # jedi's answer for a call of an instance, whatever else the callee may be
@@ -170,6 +172,19 @@ class ProjectAnswers:
         else:
             return ASK
         return self._answer_of(values, read)
+
+    def _of_a_missing_package(self, checked: CheckedFile, node: ast.expr) -> bool:
+        """``node`` reads, calls or indexes a name the file binds only by an absolute import of a
+        package that no folder of the search path holds (``timm.create_model(...)``, a modular
+        file's ``from transformers.models.llama import LlamaRMSNorm``, where they are not installed)."""
+        root = node
+        while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        if not isinstance(root, ast.Name) or not checked.bound_once(root.id):
+            return False
+        how, _, dotted = checked.bindings[root.id][0].partition(" ")  # ("import", "timm"), ("from", "a.b.name")
+        return how in ("import", "from") and bool(dotted) \
+            and not self.files.importable(dotted.split(".", 1)[0], self.files._search_path(checked.path))
 
     def _answer_of(self, values: Union[Values, Ask], read: Set[str]) -> FilesAnswer:
         if isinstance(values, Ask):

@@ -2,10 +2,12 @@
 
 ``class Block(MyBase)``: the import of ``MyBase`` names a module; that module's file, found on
 the search path as jedi would find it, says whether ``MyBase`` is a class deriving from
-nn.Module, through its own imports, re-exports and star imports, however deep. Each file is
-parsed once while it is unchanged. What the files cannot tell (a name bound under a condition, a
-module that is not a plain file) is left to the caller: :class:`ProjectFiles` answers it "not a
-Module" (:meth:`ProjectFiles._base_asker`); the jedi layer (:mod:`.inference`) asks jedi.
+nn.Module, through its own imports, re-exports, star imports and the names it binds to others
+(``PreTrainedTokenizer = PythonBackend``), however deep. Each file is parsed once while it is
+unchanged. A package no folder of the search path holds has no Module (jedi finds nothing
+there). What the files cannot tell (a name bound under a condition, a module that is not a plain
+file) is left to the caller: :class:`ProjectFiles` answers it "not a Module"
+(:meth:`ProjectFiles._base_asker`); the jedi layer (:mod:`.inference`) asks jedi.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Literal,
 from . import torch_names as tn
 from .imports import ImportMap, collect_imports
 from .inference_cache import Dependency, dependency
-from .jedi_access import STDLIB
+from .jedi_access import STDLIB, typeshed_stdlib
 from .parsing import PARSE_LOCK, recent_tree
 from .scopes import NodeT, NodeTable, dotted_name, nodes_by_type
 
@@ -68,7 +70,7 @@ class ProjectFiles:
         self.reads_stubs = reads_stubs
         self._class_cache: Dict[Tuple[str, int], Tuple[bool, FrozenSet[str]]] = {}
         self._module_files: Dict[Tuple[Tuple[str, ...], Tuple[str, ...]], Optional[str]] = {}
-        self._importable_tops: Dict[Tuple[str, Tuple[str, ...]], bool] = {}  # see _importable
+        self._importable_tops: Dict[Tuple[str, Tuple[str, ...]], bool] = {}  # see importable
         # (module file, name) -> (_name_is_module's answer, the files it read, as they were then)
         self._names: Dict[Tuple[str, str], Tuple[_FileAnswer, Tuple[Dependency, ...]]] = {}
         self._cut_short = False  # a class resolution under way met the depth limit
@@ -184,7 +186,7 @@ class ProjectFiles:
                 folders = self._search_path(path)
                 if full.startswith(_NEVER_MODULE_PACKAGES) and self._from_environment(full, folders):
                     return False  # stubs and compiled classes, typing's: jedi reads no Module there
-                if not self._importable(full.split(".", 1)[0], folders):
+                if not self.importable(full.split(".", 1)[0], folders):
                     return False  # (`transformers.x` where transformers is not installed): jedi finds no class
                 return self._dotted_is_module(full, folders, depth, read)
         return None
@@ -199,13 +201,19 @@ class ProjectFiles:
                 return os.path.join(os.path.abspath(folder), "").startswith(self._environment_dirs)
         return False
 
-    def _importable(self, top: str, folders: Tuple[str, ...]) -> bool:
-        """Whether a top-level module or package ``top`` is anywhere in ``folders`` (a package,
-        a namespace package, a module, a stub or a compiled module)."""
+    def importable(self, top: str, folders: Tuple[str, ...]) -> bool:
+        """Whether jedi may find a top-level module or package ``top`` from ``folders``: one of
+        them holds it (a package, a namespace package, a module, a stub, a compiled module, a
+        ``-stubs`` package), it is the standard library's (typeshed has its stubs), or a folder is
+        an archive (jedi reads zipped packages). Without it jedi finds no value there: its
+        typeshed stubs of other packages serve only packages that are found."""
         key = (top, folders)
         if key not in self._importable_tops:
-            self._importable_tops[key] = any(os.path.isdir(os.path.join(folder, top)) or any(
-                os.path.exists(os.path.join(folder, top) + suffix) for suffix in (".py", ".pyi") + _COMPILED_SUFFIXES)
+            self._importable_tops[key] = top in STDLIB or top in typeshed_stdlib() or any(
+                not os.path.isdir(folder) and os.path.exists(folder)
+                or os.path.isdir(os.path.join(folder, top)) or os.path.isdir(os.path.join(folder, top + "-stubs"))
+                or any(os.path.exists(os.path.join(folder, top) + suffix)
+                       for suffix in (".py", ".pyi") + _COMPILED_SUFFIXES)
                 for folder in folders)
         return self._importable_tops[key]
 
