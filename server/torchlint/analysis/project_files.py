@@ -303,7 +303,7 @@ class ProjectFiles:
         for stmt in read_file.top_level.binding(name):
             if isinstance(stmt, ast.ClassDef) and stmt.name == name:
                 found, stars, conditional = stmt, [], []
-            elif isinstance(stmt, ast.Assign) and _alias_of(stmt, name, read_file.top_level) is not None:
+            elif isinstance(stmt, ast.Assign) and _an_alias(stmt, name, read_file.top_level):
                 found, stars, conditional = stmt, [], []
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 if isinstance(stmt, ast.ImportFrom) and any(alias.name == "*" for alias in stmt.names):
@@ -662,20 +662,17 @@ class TopLevelNames:
         return [self.body[index] for index in indices]
 
 
-def _alias_of(stmt: ast.stmt, name: str, top_level: TopLevelNames) -> Optional[ast.expr]:
-    """The dotted name ``stmt`` binds ``name`` to (``PreTrainedTokenizer = PythonBackend``,
-    ``LayerNorm = nn.LayerNorm``) when the statements binding its first part all come before it:
-    the value it has there is the one it keeps. None for any other statement."""
-    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-            and stmt.targets[0].id == name):
-        return None
+def _an_alias(stmt: ast.Assign, name: str, top_level: TopLevelNames) -> bool:
+    """Whether ``stmt`` binds ``name`` to a dotted name (``PreTrainedTokenizer = PythonBackend``,
+    ``LayerNorm = nn.LayerNorm``) whose first part only statements before it bind: the value it
+    has there is the one it keeps."""
+    if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name) or stmt.targets[0].id != name:
+        return False
     head = stmt.value
     while isinstance(head, ast.Attribute):
         head = head.value
-    if not isinstance(head, ast.Name) or head.id == name \
-            or any(other.lineno >= stmt.lineno for other in top_level.binding(head.id)):
-        return None
-    return stmt.value
+    return isinstance(head, ast.Name) and head.id != name \
+        and all(other.lineno < stmt.lineno for other in top_level.binding(head.id))
 
 
 def _imports_only(stmt: ast.stmt, name: str) -> Optional[List[ImportNode]]:
