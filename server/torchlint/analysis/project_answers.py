@@ -177,12 +177,10 @@ class ProjectAnswers:
         """``node`` reads, calls or indexes a name the file binds only by an absolute import of a
         package that no folder of the search path holds (``timm.create_model(...)``, a modular
         file's ``from transformers.models.llama import LlamaRMSNorm``, where they are not installed)."""
-        root = node
-        while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
-            root = root.func if isinstance(root, ast.Call) else root.value
-        if not isinstance(root, ast.Name) or not checked.bound_once(root.id):
+        root = _root_name(node, through_arithmetic=False)
+        if root is None or not checked.bound_once(root):
             return False
-        how, _, dotted = checked.bindings[root.id][0].partition(" ")  # ("import", "timm"), ("from", "a.b.name")
+        how, _, dotted = checked.bindings[root][0].partition(" ")  # ("import", "timm"), ("from", "a.b.name")
         return how in ("import", "from") and bool(dotted) \
             and not self.files.importable(dotted.split(".", 1)[0], self.files._search_path(checked.path))
 
@@ -1184,17 +1182,23 @@ def _of_numpy(checked: CheckedFile, node: ast.expr) -> bool:
     or so per process, and finds no tensor or Module there); also through an item and through
     arithmetic with a number on its right: ``(np.cumsum(sizes) - 1).tolist()``, ``np.arange(n)[::-1]``
     (jedi takes the operation from the left operand's class, numpy's)."""
+    root = _root_name(node, through_arithmetic=True)
+    return root is not None and checked.bindings.get(root) == ["import numpy"] and "*" not in checked.bindings
+
+
+def _root_name(node: ast.expr, through_arithmetic: bool) -> Optional[str]:
+    """The name an attribute, item or call chain starts from (``np`` in ``np.arange(5)[::-1]``);
+    ``through_arithmetic``: also through an operation with a number on its right. None when the
+    chain starts elsewhere."""
     while True:
         if isinstance(node, (ast.Attribute, ast.Subscript)):
             node = node.value
         elif isinstance(node, ast.Call):
             node = node.func
-        elif isinstance(node, ast.BinOp) and _number(node.right):
+        elif through_arithmetic and isinstance(node, ast.BinOp) and _number(node.right):
             node = node.left
         else:
-            break
-    return isinstance(node, ast.Name) and checked.bindings.get(node.id) == ["import numpy"] \
-        and "*" not in checked.bindings
+            return node.id if isinstance(node, ast.Name) else None
 
 
 def _number(node: ast.expr) -> bool:

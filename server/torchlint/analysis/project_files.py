@@ -196,8 +196,7 @@ class ProjectFiles:
         of the same name that comes first on the search path)."""
         top = dotted.split(".", 1)[0]
         for folder in folders:
-            stem = os.path.join(folder, top)
-            if os.path.isdir(stem) or any(os.path.exists(stem + suffix) for suffix in (".py", ".pyi")):
+            if _holds(folder, top, (".py", ".pyi")):
                 return os.path.join(os.path.abspath(folder), "").startswith(self._environment_dirs)
         return False
 
@@ -210,10 +209,7 @@ class ProjectFiles:
         key = (top, folders)
         if key not in self._importable_tops:
             self._importable_tops[key] = top in STDLIB or top in typeshed_stdlib() or any(
-                not os.path.isdir(folder) and os.path.exists(folder)
-                or os.path.isdir(os.path.join(folder, top)) or os.path.isdir(os.path.join(folder, top + "-stubs"))
-                or any(os.path.exists(os.path.join(folder, top) + suffix)
-                       for suffix in (".py", ".pyi") + _COMPILED_SUFFIXES)
+                os.path.isfile(folder) or _holds(folder, top, (".py", ".pyi", "-stubs") + _COMPILED_SUFFIXES)
                 for folder in folders)
         return self._importable_tops[key]
 
@@ -660,6 +656,13 @@ class TopLevelNames:
         if stars and self._stars:
             indices = sorted(set(indices) | set(self._stars))
         return [self.body[index] for index in indices]
+
+
+def _holds(folder: str, top: str, suffixes: Tuple[str, ...]) -> bool:
+    """Whether ``folder`` holds a package (or namespace package) ``top``, or ``top`` followed by one
+    of ``suffixes``."""
+    stem = os.path.join(folder, top)
+    return os.path.isdir(stem) or any(os.path.exists(stem + suffix) for suffix in suffixes)
 
 
 def _an_alias(stmt: ast.Assign, name: str, top_level: TopLevelNames) -> bool:
