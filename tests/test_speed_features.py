@@ -477,6 +477,29 @@ def test_a_base_from_a_package_found_nowhere_is_no_module_as_jedi_says_without_a
     assert layer._base_is_module(inference.script, bases["A"], NOT_INSTALLED, 1, set()) is False  # jedi's own
 
 
+BLOCKS = "import torch.nn as nn\n\n\nclass Block(nn.Module):\n    pass\n"
+USES_BLOCK = ("import torch\nfrom z_blocks import Block\n\n\nclass Net(Block):\n    def __init__(self):\n"
+              "        super().__init__()\n        self.w = torch.zeros(3)\n")
+
+
+def test_a_file_read_for_another_files_bases_is_not_parsed_again_when_it_is_checked(tmp_path, monkeypatch, capsys):
+    """A worker often reads a file to settle another's bases before it checks that file itself:
+    the check takes the tree the read made while that tree lives (parsing._LIVE_TREES)."""
+    root = project(tmp_path)
+    (root / "a_net.py").write_text(USES_BLOCK)
+    (root / "z_blocks.py").write_text(BLOCKS)
+    parsed = []
+    real_parse = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda text, *args, **kwargs: parsed.append(text) or real_parse(text, *args, **kwargs))
+    monkeypatch.chdir(root)
+    assert cli.main(["check", "--no-cache", "--format", "json", "--select", "TL101", "a_net.py", "z_blocks.py"]) == 1
+    # Net's base was settled from z_blocks.py, read before z_blocks.py itself was checked.
+    found = [(Path(f["filename"]).name, f["code"]) for f in json.loads(capsys.readouterr().out)]
+    assert found == [("a_net.py", "TL101")]
+    assert parsed.count(BLOCKS) == 1
+    assert parsed.count(USES_BLOCK) == 1
+
+
 def test_jedi_leaves_a_paused_collector_paused():
     import gc
 

@@ -9,6 +9,7 @@ import contextlib
 import gc
 import threading
 import warnings
+import weakref
 from collections import OrderedDict
 
 from typing import Iterator, Optional, Tuple
@@ -27,6 +28,10 @@ PARSE_LOCK = threading.Lock()
 _RECENT_TREES: "OrderedDict[Tuple[str, str], Parsed]" = OrderedDict()  # (path, text) -> its parse
 _RECENT_LIMIT = 8
 _RECENT_CHARS = 300_000  # characters of the texts kept; the newest tree stays whatever its size
+# Every tree something in this process still holds (a check's, one of the files a worker read to
+# resolve another's bases), by its text: a text is not parsed again while one of its trees lives.
+# A worker often reads a model file for another's bases before it checks that file.
+_LIVE_TREES: "weakref.WeakValueDictionary[str, ast.Module]" = weakref.WeakValueDictionary()
 
 
 def parse(text: str, path: str) -> Parsed:
@@ -35,7 +40,7 @@ def parse(text: str, path: str) -> Parsed:
     with PARSE_LOCK:
         cached = _RECENT_TREES.get(key)
         if cached is None:
-            cached = _RECENT_TREES[key] = _parse(text, path)
+            cached = _RECENT_TREES[key] = _parse_shared(text, path)
             while len(_RECENT_TREES) > 1 and (len(_RECENT_TREES) > _RECENT_LIMIT or sum(
                     len(kept) for _, kept in _RECENT_TREES) > _RECENT_CHARS):
                 _RECENT_TREES.popitem(last=False)
@@ -44,13 +49,21 @@ def parse(text: str, path: str) -> Parsed:
     return cached
 
 
-def recent_tree(text: str) -> Optional[ast.Module]:
-    """The tree of ``text`` when a check parsed it lately (the recent trees), else None: a file
-    read for another's base resolution is often one a worker has just checked (a model file
-    reading its folder's configuration file)."""
+def shared_tree(text: str, path: str) -> Optional[ast.Module]:
+    """The tree of ``text`` (None where it does not parse): one that lives already, else a new one
+    that later parses of the same text get while it lives."""
     with PARSE_LOCK:
-        return next((tree for (_, kept), (tree, _) in _RECENT_TREES.items() if tree is not None and kept == text),
-                    None)
+        return _parse_shared(text, path)[0]
+
+
+def _parse_shared(text: str, path: str) -> Parsed:
+    tree = _LIVE_TREES.get(text)
+    if tree is not None:
+        return tree, None
+    parsed = _parse(text, path)
+    if parsed[0] is not None:
+        _LIVE_TREES[text] = parsed[0]
+    return parsed
 
 
 def parse_fresh(text: str, path: str) -> Parsed:

@@ -24,7 +24,7 @@ from . import torch_names as tn
 from .imports import ImportMap, collect_imports
 from .inference_cache import Dependency, dependency
 from .jedi_access import STDLIB, typeshed_stdlib
-from .parsing import PARSE_LOCK, recent_tree
+from .parsing import shared_tree
 from .scopes import NodeT, NodeTable, dotted_name, nodes_by_type
 
 # Other modules' files kept parsed for base resolution and the files' answers (ProjectFiles._read_file)
@@ -402,12 +402,11 @@ class ProjectFiles:
         try:
             with open(path, "rb") as handle:
                 text = handle.read().decode("utf-8", "replace")
-            tree = recent_tree(text)
-            if tree is None:
-                with PARSE_LOCK:  # one AST build at a time (CPython 3.11)
-                    tree = ast.parse(text)
-        except (SyntaxError, ValueError, OSError):
-            text, tree = "", None
+        except OSError:
+            text = ""
+        tree = shared_tree(text, path) if text else None
+        if tree is None:
+            text = ""
         self._file_cache[path] = read_file = _ReadFile(mtime, text, tree)
         self._file_cache.move_to_end(path)
         while len(self._file_cache) > self.files_kept:
