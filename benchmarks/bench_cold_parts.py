@@ -22,7 +22,12 @@ user runs it. Parts are switched off by a few lines run before the CLI (BOOT), n
 Prints CPU seconds (the workers' included), the ratio to ``--no-infer``, wall seconds, the largest
 process, and how many findings each row has and how many differ from the default's.
 
-    .venv/bin/python benchmarks/bench_cold_parts.py --corpus DIR [--runs 2]
+The rows run one after the other, minutes apart, and a shared machine's speed drifts in that time
+(``--no-infer`` took 16.6 to 34.9 CPU s within two hours on the same code). ``--pairs N`` then runs
+``--no-infer`` and the default N times more, each right after the other, and prints each pair's
+ratio and their median: the ratio the target is about, with both sides measured alike.
+
+    .venv/bin/python benchmarks/bench_cold_parts.py --corpus DIR [--runs 2] [--pairs 5]
 """
 from __future__ import annotations
 
@@ -32,10 +37,11 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+import statistics
 from typing import Dict, List, Optional, Tuple
 
 from bench_cli import (PYTHON, Outcome, best_of, cold_cache, corpus_files, finding_keys, parse_all, print_markdown,
-                       time_in_process)
+                       run_once, time_in_process)
 
 # Run as `python -c BOOT PART RECORD ARGS...`: PART picks what is switched off, ARGS go to the CLI.
 # RECORD: the file where the default row writes the rules' questions jedi answers with a torch
@@ -90,6 +96,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--corpus", type=Path, required=True,
                         help="folder of .py files, sub-folders included (e.g. an unzipped wheel's transformers/models)")
     parser.add_argument("--runs", type=int, default=1, help="best of this many runs per row (default 1)")
+    parser.add_argument("--pairs", type=int, default=0,
+                        help="then this many runs of --no-infer and the default, each right after the other (default 0)")
     args = parser.parse_args(argv)
     corpus = args.corpus.resolve()
     files = corpus_files(corpus)
@@ -126,7 +134,32 @@ def main(argv: Optional[List[str]] = None) -> int:
     print()
     print_markdown(table)
     print("\njedi answered %d of the rules' questions with a torch value" % torch_answers)
-    return 0 if all(outcome.rc == 0 for outcome in outcomes.values()) else 1
+    paired = run_pairs(args.pairs, corpus) if args.pairs > 0 else []
+    return 0 if all(outcome.rc == 0 for outcome in list(outcomes.values()) + paired) else 1
+
+
+def run_pairs(pairs: int, corpus: Path) -> List[Outcome]:
+    """``--no-infer`` then the default, ``pairs`` times; each pair's CPU seconds and ratio, and the
+    median ratio."""
+    table = [["pair", "--no-infer CPU s", "default CPU s", "ratio", "default's largest process MiB"]]
+    ratios: List[float] = []
+    outcomes: List[Outcome] = []
+    with tempfile.TemporaryDirectory(prefix="torchlint-bench-pairs-") as scratch:
+        record = os.path.join(scratch, "unused.tsv")
+        for pair in range(1, pairs + 1):
+            no_infer, default = [run_once([PYTHON, "-c", BOOT, "default", record, "check", "--no-cache", "--exit-zero",
+                                           "--format", "json"] + extra + ["."], corpus, cold_cache())
+                                 for extra in (["--no-infer"], [])]
+            outcomes += [no_infer, default]
+            ratios.append(default.cpu / no_infer.cpu)
+            table.append([str(pair), "%.1f" % no_infer.cpu, "%.1f" % default.cpu, "%.2f" % ratios[-1],
+                          "%.0f" % default.rss_mib])
+            print("  pair %d: %.1f against %.1f CPU s (%.2fx)" % (pair, no_infer.cpu, default.cpu, ratios[-1]),
+                  flush=True)
+    print()
+    print_markdown(table)
+    print("\nmedian ratio of %d pairs: %.2fx --no-infer" % (pairs, statistics.median(ratios)))
+    return outcomes
 
 
 if __name__ == "__main__":
