@@ -17,9 +17,11 @@ import functools
 import gc
 import logging
 import os
+import pickle
 import queue
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import weakref
@@ -130,6 +132,41 @@ class _RestoringCollector:
 
 # parso only calls gc.disable() and gc.enable() through this name: a stand-in, not the module.
 _parso_cache.gc = _RestoringCollector()  # type: ignore[assignment]
+
+_parso_load: Callable[..., Any] = _parso_cache._load_from_file_system
+_parso_hashed_path: Callable[..., str] = _parso_cache._get_hashed_path
+
+
+def _save_whole(hashed_grammar: str, path: str, item: Any, cache_path: Optional[str] = None) -> None:
+    """parso's pickle of a module's tree, written beside its place and renamed into it. parso
+    writes into the place itself, so a worker loading that module meanwhile read half a file and
+    jedi failed the question with EOFError (one to three times a run on transformers' models/
+    with two workers)."""
+    target = _parso_hashed_path(hashed_grammar, path, cache_path=cache_path)
+    handle = tempfile.NamedTemporaryFile(dir=os.path.dirname(target), prefix=".torchlint-", suffix=".tmp",
+                                         delete=False)
+    try:
+        with handle:
+            pickle.dump(item, handle, pickle.HIGHEST_PROTOCOL)
+        os.replace(handle.name, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(handle.name)
+        raise
+
+
+def _load_whole(hashed_grammar: str, path: str, p_time: float, cache_path: Optional[str] = None) -> Any:
+    """parso's pickle of a module's tree, or None (parso parses the module again) where the file
+    does not load: one another jedi tool (an editor's) was writing in place, or cut short."""
+    try:
+        return _parso_load(hashed_grammar, path, p_time, cache_path=cache_path)
+    except Exception:  # EOFError, UnpicklingError, or whatever half a pickle makes of the rest
+        log.debug("parso's pickle of %s does not load: parsed again", path, exc_info=True)
+        return None
+
+
+_parso_cache._save_to_file_system = _save_whole
+_parso_cache._load_from_file_system = _load_whole
 parso_parser.install()  # every module jedi reads is parsed by parso: its loop at three quarters of the cost
 
 
