@@ -486,8 +486,10 @@ def test_a_file_read_for_another_files_bases_is_not_parsed_again_when_it_is_chec
     """A worker often reads a file to settle another's bases before it checks that file itself:
     the check takes the tree the read made while that tree lives (parsing._LIVE_TREES)."""
     root = project(tmp_path)
-    (root / "a_net.py").write_text(USES_BLOCK)
-    (root / "z_blocks.py").write_text(BLOCKS)
+    # Texts no earlier test of this process parsed (a tree of the same text may still live).
+    blocks, uses_block = BLOCKS + "# %s\n" % root, USES_BLOCK + "# %s\n" % root
+    (root / "a_net.py").write_text(uses_block)
+    (root / "z_blocks.py").write_text(blocks)
     parsed = []
     real_parse = ast.parse
     monkeypatch.setattr(ast, "parse", lambda text, *args, **kwargs: parsed.append(text) or real_parse(text, *args, **kwargs))
@@ -496,8 +498,8 @@ def test_a_file_read_for_another_files_bases_is_not_parsed_again_when_it_is_chec
     # Net's base was settled from z_blocks.py, read before z_blocks.py itself was checked.
     found = [(Path(f["filename"]).name, f["code"]) for f in json.loads(capsys.readouterr().out)]
     assert found == [("a_net.py", "TL101")]
-    assert parsed.count(BLOCKS) == 1
-    assert parsed.count(USES_BLOCK) == 1
+    assert parsed.count(blocks) == 1
+    assert parsed.count(uses_block) == 1
 
 
 def test_jedi_leaves_a_paused_collector_paused():
