@@ -402,9 +402,9 @@ class ProjectFiles:
         try:
             with open(path, "rb") as handle:
                 text = handle.read().decode("utf-8", "replace")
+            tree = shared_tree(text, path)
         except OSError:
-            text = ""
-        tree = shared_tree(text, path) if text else None
+            tree = None
         if tree is None:
             text = ""
         self._file_cache[path] = read_file = _ReadFile(mtime, text, tree)
