@@ -34,10 +34,10 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
-import statistics
 from typing import Dict, List, Optional, Tuple
 
 from bench_cli import (PYTHON, Outcome, best_of, cold_cache, corpus_files, finding_keys, parse_all, print_markdown,
@@ -91,6 +91,11 @@ ROWS: List[Tuple[str, str, List[str]]] = [
 ]
 
 
+def check_command(part: str, record: str, extra: List[str]) -> List[str]:
+    """A cold ``torchlint check`` of the corpus (the working folder) with ``part`` switched off."""
+    return [PYTHON, "-c", BOOT, part, record, "check", "--no-cache", "--exit-zero", "--format", "json"] + extra + ["."]
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, required=True,
@@ -113,9 +118,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         open(record, "w").close()
         for row, part, extra in ROWS:
             print("  %-56s" % row, end="", flush=True)
-            command = [PYTHON, "-c", BOOT, part, record, "check", "--no-cache", "--exit-zero", "--format", "json"] \
-                + extra + ["."]
-            outcomes[row] = outcome = best_of(args.runs, command, corpus, cold_cache)
+            outcomes[row] = outcome = best_of(args.runs, check_command(part, record, extra), corpus, cold_cache)
             print("%7.1f CPU s%s" % (outcome.cpu, "" if outcome.rc == 0 else "  (exit %d)" % outcome.rc), flush=True)
         with open(record) as recorded:
             torch_answers = len(set(recorded))
@@ -147,8 +150,7 @@ def run_pairs(pairs: int, corpus: Path) -> List[Outcome]:
     with tempfile.TemporaryDirectory(prefix="torchlint-bench-pairs-") as scratch:
         record = os.path.join(scratch, "unused.tsv")
         for pair in range(1, pairs + 1):
-            no_infer, default = [run_once([PYTHON, "-c", BOOT, "default", record, "check", "--no-cache", "--exit-zero",
-                                           "--format", "json"] + extra + ["."], corpus, cold_cache())
+            no_infer, default = [run_once(check_command("default", record, extra), corpus, cold_cache())
                                  for extra in (["--no-infer"], [])]
             outcomes += [no_infer, default]
             ratios.append(default.cpu / no_infer.cpu)
