@@ -66,6 +66,33 @@ def test_parameter_found_through_attribute_chain(inference):
     assert len(tl104) == 1 and "head.fc.weight" in tl104[0].message
 
 
+CHAINED = """\
+import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        scores = torch.tensor([1.0, 2.0])
+        self.best = scores.argmin().item()
+        self.order = scores.argsort().tolist()
+        self.first = scores.argmax()  # expect: TL101
+
+    def forward(self, x):
+        return x[:, self.best] * self.first + self.order[0]
+"""
+
+
+def test_a_call_on_a_call_gets_its_own_answer(tmp_path):
+    # `scores.argmin()` and `scores.argmin().item()` begin at the same place: the answer jedi gave
+    # the inner call (a tensor) was kept for the outer one (a number), and `self.best` was reported.
+    path = tmp_path / "head.py"
+    path.write_text(CHAINED)
+    found, _ = check(path, JediInference(str(tmp_path)))
+    assert found == expected_findings(CHAINED)
+
+
 def test_interpreter_without_torch_falls_back(tmp_path, monkeypatch):
     # Neither torch nor torchlint's stubs of it (tests/test_torch_stubs.py: with the stubs, the
     # findings are those made with torch).

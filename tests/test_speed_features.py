@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from torchlint import cli
+from torchlint.analysis.file_inference import answer_key
 from torchlint.analysis.inference import JediInference
 from torchlint.analysis.inference_cache import InferenceCache
 from torchlint.analysis.source import SourceText
@@ -88,16 +89,17 @@ def test_a_corrupt_or_foreign_entry_is_ignored_and_replaced(tmp_path, layers):
     cache = InferenceCache(tmp_path / "cache")
     ask(layers(root, cache=cache), root / "model.py")
     (entry,) = cache_entries(cache)
+    key = answer_key(ast.parse(MODEL).body[1].value)  # make_weight(3)
     layer = layers(root, cache=cache)
-    for garbage in (b"", b"{\"answers\": {\"c:3:4:Call\": [\"tens", b"\x00\xff" * 100, b"[1, 2, 3]",
+    for garbage in (b"", b"{\"answers\": {\"%s\": [\"tens" % key.encode(), b"\x00\xff" * 100, b"[1, 2, 3]",
                     b"{\"answers\": [], \"dependencies\": []}",
-                    b"{\"answers\": {\"c:3:4:Call\": \"tensor\"}, \"dependencies\": []}",
+                    b"{\"answers\": {\"%s\": \"tensor\"}, \"dependencies\": []}" % key.encode(),
                     b"{\"answers\": {}, \"dependencies\": [[\"x\"]]}"):
         entry.write_bytes(garbage)
         layer._return_cache.clear()
         value, inference = ask(layer, root / "model.py")
         assert value.kind is Kind.TENSOR and inference._script is not None, garbage  # asked again
-        assert json.loads(entry.read_text())["answers"]["c:3:4:Call"][0] == "tensor"  # and rewritten
+        assert json.loads(entry.read_text())["answers"][key][0] == "tensor"  # and rewritten
 
 
 def test_the_cache_folder_is_bounded_and_writes_are_whole(tmp_path):

@@ -149,7 +149,7 @@ class FileInference:
     def classify(self, node: ast.expr, scope: Optional[Scope]) -> Optional[Value]:
         if not self.project.torch_available or not isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
             return None
-        key = "c:%d:%d:%s" % (node.lineno, node.col_offset, type(node).__name__)
+        key = answer_key(node)
         stored = self._answers.get(key, False)
         if stored is None:
             return None  # asked before: jedi could not tell
@@ -536,6 +536,13 @@ _NEVER_VALUE_CLASSES = frozenset(["builtins." + name for name in (
     "functools.partial", "contextlib.ExitStack", "pathlib.Path", "io.BytesIO", "io.StringIO",
     "argparse.ArgumentParser", "threading.Thread", "threading.Event", "queue.Queue",
     "weakref.WeakKeyDictionary", "weakref.WeakValueDictionary", "weakref.WeakSet"])
+
+
+def answer_key(node: ast.expr) -> str:
+    """What a file's answer about ``node`` is kept under: where it begins and ends, and what it is
+    (`t.argmin()` and `t.argmin().item()` begin at the same place)."""
+    return "c:%d:%d:%s:%s:%s" % (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset,
+                                 type(node).__name__)
 
 
 def _last_token(node: ast.expr, text: str, source: Optional[SourceText] = None) -> Tuple[Optional[int], int]:
