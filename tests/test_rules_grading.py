@@ -59,6 +59,27 @@ def test_tl101_moved_at_each_use_is_a_hint_that_prefers_a_buffer():
     assert "non-persistent buffer" in preferred.title
 
 
+def test_tl101_moved_after_a_torch_function_that_keeps_its_values_is_a_hint():
+    # monai's GeneralizedWassersteinDiceLoss: `torch.clone(torch.as_tensor(self.m)).to(flat_proba.device)`
+    text = """\
+    import torch
+    import torch.nn as nn
+
+
+    class Dice(nn.Module):
+        def __init__(self, dist):
+            super().__init__()
+            self.m = torch.as_tensor(dist, dtype=torch.float32)
+            self.n = torch.as_tensor(dist, dtype=torch.float32)
+            self.k = torch.as_tensor(dist, dtype=torch.float32)
+
+        def forward(self, p):
+            m = torch.clone(torch.as_tensor(self.m)).to(p.device)
+            return p @ m + p @ torch.as_tensor(self.n, device=p.device) + p @ torch.clone(self.k)
+    """
+    assert graded(text, "TL101") == {8: Severity.HINT, 9: Severity.HINT, 10: Severity.WARNING}
+
+
 def test_tl101_never_read_or_read_only_in_init_is_quiet_unless_everything_is_shown():
     assert set(graded(TL101_SHAPES, "TL101")) == {9, 10, 14}
     shown = graded(TL101_SHAPES, "TL101", options=SHOW_ALL)
@@ -84,6 +105,39 @@ def test_tl101_without_forward_in_the_file_is_a_hint():
     assert graded(text, "TL101") == {}
     module = text.replace("from base import Renderer", "import torch.nn as nn").replace("(Renderer)", "(nn.Module)")
     assert graded(module, "TL101") == {8: Severity.HINT}
+
+
+def test_tl101_in_a_class_with_no_forward_anywhere_is_a_hint():
+    # monai's diffusion Scheduler: a Module holding a noise schedule, with no forward at all
+    text = """\
+    import torch
+    import torch.nn as nn
+    from elsewhere import Mixin
+
+
+    class Schedule(nn.Module):
+        def __init__(self, n=1000):
+            super().__init__()
+            self.timesteps = torch.arange(n - 1, -1, -1)
+
+        def add_noise(self, x, noise):
+            return x + noise
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mask = torch.tril(torch.ones(4, 4))
+
+
+    class Other(Schedule, Mixin):
+        def __init__(self, n=1000):
+            super().__init__()
+            self.timesteps = torch.arange(n - 1, -1, -1)
+    """
+    # Block (no method but __init__) and Other (its Mixin may define forward and use the tensor):
+    # nothing tells either way.
+    assert graded(text, "TL101") == {9: Severity.HINT, 18: Severity.WARNING, 24: Severity.WARNING}
 
 
 # -- TL201 -------------------------------------------------------------------------------------
@@ -124,6 +178,24 @@ def test_tl201_warns_under_an_optimizer():
     found = check(textwrap.dedent(text)).findings
     assert [(f.range.start.line, f.severity) for f in found if f.code == "TL201"] == [(6, Severity.WARNING)]
     assert "optimizer" in found[0].message
+
+
+def test_tl201_under_an_optimizer_hints_on_new_values_of_the_same_layout():
+    # torch_geometric's GraphMaskExplainer clamps its Lagrange multiplier this way: the optimizer's
+    # state for it still fits (same shape, dtype and device), so nothing there breaks.
+    text = """\
+    import torch
+
+    lam = torch.tensor(1.0, requires_grad=True)
+    optimizer = torch.optim.RMSprop([lam], lr=0.01)
+    lam.data = torch.full_like(lam.data, -2)
+    lam.data = lam.data.clamp(-2, 30)
+    lam.data = torch.clamp(lam, max=30)
+    lam.data = torch.full_like(lam.data, -2, dtype=torch.float64)
+    lam.data = torch.zeros_like(other)
+    """
+    assert graded(text, "TL201") == {5: Severity.HINT, 6: Severity.HINT, 7: Severity.HINT, 8: Severity.WARNING,
+                                     9: Severity.WARNING}
 
 
 def test_tl201_hints_on_rebinds_that_work_and_is_quiet_on_self_conversions():
@@ -181,9 +253,16 @@ def test_tl301_is_a_hint_unless_the_legacy_call_changes_behaviour():
 
     def steps(t: torch.Tensor):
         return torch.FloatTensor(t.long())
+
+
+    def pad(b, n, gap):  # speechbrain's dual-path padding: a new CPU float tensor, returned as it is
+        return torch.Tensor(torch.zeros(b, n, gap)), torch.Tensor(torch.zeros(b, n, gap, dtype=torch.long))
     """
     found = graded(text, "TL301")
-    assert found == {9: Severity.HINT, 14: Severity.WARNING, 18: Severity.WARNING, 22: Severity.WARNING}
+    assert found == {9: Severity.HINT, 14: Severity.WARNING, 18: Severity.WARNING, 22: Severity.WARNING,
+                     26: Severity.WARNING}
+    assert [f.severity for f in check(textwrap.dedent(text)).findings if f.range.start.line == 26] == [
+        Severity.HINT, Severity.WARNING]
     messages = {f.range.start.line: f.message for f in check(textwrap.dedent(text)).findings}
     assert "raises for a `device=` on the GPU" in messages[14]
     assert "floating point" in messages[18] and "floating point" in messages[22]

@@ -8,10 +8,11 @@ from ..analysis import torch_names as tn
 from ..analysis.construction import Construction, always_after, always_before, construction, exclusive
 from ..analysis.context import FileContext
 from ..analysis.dtypes import INTEGRAL, dtype_family, is_zero_dim
+from ..analysis.forward import external_bases
 from ..analysis.findings import Edit, Finding, Position, Range, Severity
 from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition, Scope
 from ..analysis.source import apply_edits, last_line, statement_start
-from ..analysis.values import TENSOR_KINDS, Kind, Value
+from ..analysis.values import TENSOR_KINDS, Kind, Value, keyword as keyword_argument
 from .base import Rule
 
 
@@ -178,6 +179,8 @@ class Uses:
         self.written_in_place = False  # `self.x.add_(...)`, `self.x[i] = ...`, `self.x += ...`
         self.as_weight = False  # multiplied into the input or given as a weight: a learnable factor
         self.forward_seen = False  # the class's forward is in this file
+        self.bases_elsewhere = False  # a base outside the file (not nn.Module) may define forward
+        self.other_methods = False  # the class has methods that construction does not run
         self.read_in_init = False  # construction reads it (to build other attributes)
 
     @classmethod
@@ -194,6 +197,7 @@ class Uses:
         forward = ctx.forward_reach(info)
         reachable = set(forward.methods) if forward is not None else None
         uses.forward_seen = forward is not None
+        uses.bases_elsewhere = external_bases(ctx, info)
         computed: Dict[str, int] = {}  # method -> its reads that compute with the tensor (scalar: as a number)
         scalar: Dict[str, int] = {}
         for name, scope in methods.items():
@@ -201,6 +205,7 @@ class Uses:
                 continue
             parents = ctx.nodes.parent
             in_init = scope in built
+            uses.other_methods = uses.other_methods or not in_init
             for node in _reads(ctx, scope, attr):
                 use = uses._read(ctx, scope, in_init, node, parents, unknown_index_is_tensor)
                 if not in_init and use in ("computed", "scalar"):
@@ -235,6 +240,15 @@ class Uses:
                     return "write"
                 if not in_init and _tensor_index(ctx, parent.slice, scope, unknown_index_is_tensor):
                     return "computed"  # `self.table[t]` with a tensor `t`: indexed where `t` is, before any move
+                current, parent, as_is = parent, parents.get(id(parent)), False
+                continue
+            if isinstance(parent, ast.Call) and parent.args and parent.args[0] is current \
+                    and ctx.qualify(parent.func) in _SAME_DATA_FUNCTIONS:
+                # `torch.clone(torch.as_tensor(self.m)).to(x.device)` (monai's Wasserstein Dice loss)
+                if keyword_argument(parent, "device") is not None:
+                    if not in_init:
+                        self.moved += 1
+                    return "moved"
                 current, parent, as_is = parent, parents.get(id(parent)), False
                 continue
             if isinstance(parent, ast.Attribute) and parent.value is current:
@@ -303,6 +317,11 @@ def _tensor_index(ctx: FileContext, index: ast.expr, scope: Scope, unknown_is_te
 
 
 # Calls that return a view of the same values: where the result goes decides the use.
+# torch functions whose result holds the same values as their first argument, on its device
+# unless a device= is given.
+_SAME_DATA_FUNCTIONS = frozenset("torch." + n for n in """
+as_tensor asarray clone detach flatten reshape squeeze unsqueeze t transpose permute narrow select
+""".split())
 _VIEW_METHODS = frozenset("""
 view view_as reshape reshape_as expand expand_as unsqueeze squeeze flatten unflatten permute transpose t
 contiguous narrow select chunk split detach float half double long int bool
@@ -332,8 +351,10 @@ def _grade(value: Value, uses: Uses, zero_dim: bool = False) -> Optional[Severit
     """Error when it requires grad; a warning when forward computes with it as it is (a hint when it
     is a 0-dim tensor that forward only takes as a number: CUDA accepts those from the CPU); a hint
     when each use moves it, only other methods compute with it, or it is handed on to code this rule
-    does not follow; quiet (None) when nothing reads it outside construction but for its shape or a
-    host copy, and either forward is in the file or construction only uses it to build something else."""
+    does not follow, or the class has no forward at all (no base outside the file) but methods
+    of its own, none of which reads it; quiet (None)
+    when nothing reads it outside construction but for its shape or a host copy, and either forward
+    is in the file or construction only uses it to build something else."""
     if value.requires_grad:
         return Severity.ERROR
     if uses.computed_in_forward and not (zero_dim and uses.scalar_in_forward == uses.computed_in_forward):
@@ -341,7 +362,10 @@ def _grade(value: Value, uses: Uses, zero_dim: bool = False) -> Optional[Severit
     if uses.computed_in_forward or uses.computed_elsewhere or uses.moved or uses.passed_on:
         return Severity.HINT
     if not uses.forward_seen and not uses.read_in_init:
-        return Severity.WARNING  # forward is not in this file (a base elsewhere may use it): no evidence either way
+        # forward is not in this file: a base elsewhere may use it (no evidence either way). With
+        # none, and methods of its own that do not read it, the class is no layer but a holder used
+        # through those methods (a noise schedule): only a subclass could use it.
+        return Severity.HINT if uses.other_methods and not uses.bases_elsewhere else Severity.WARNING
     return None
 
 

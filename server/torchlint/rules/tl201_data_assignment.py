@@ -55,7 +55,7 @@ def _grade(ctx: FileContext, holder: ast.expr, value: ast.expr, stmt: ast.stmt, 
     rebinds seen in real code (merging adapters, re-parameterising, loading) work as written."""
     if _converts_itself(ctx, holder, value):
         return None, None
-    if _optimizer_before(ctx, scope, stmt):
+    if _optimizer_before(ctx, scope, stmt) and not _same_layout(ctx, holder, value):
         return Severity.WARNING, ("an optimizer was built above: its state (momentum, Adam moments) no longer "
                                   "matches if the shape, device or dtype changes")
     alias = _aliased(ctx, holder, value, scope, depth=3)
@@ -79,6 +79,30 @@ def _converts_itself(ctx: FileContext, holder: ast.expr, value: ast.expr) -> boo
         else:
             break
     return node is not value and ast.dump(node) == ast.dump(holder)
+
+
+# Calls whose result has the shape, dtype and device of their first argument.
+_SAME_LAYOUT_FACTORIES = frozenset("torch." + n for n in """
+zeros_like ones_like full_like empty_like rand_like randn_like clamp clip
+""".split())
+_SAME_LAYOUT_METHODS = frozenset(["clamp", "clip"])
+
+
+def _same_layout(ctx: FileContext, holder: ast.expr, value: ast.expr) -> bool:
+    """`p.data = torch.full_like(p.data, -2)` / `p.data = p.data.clamp(0, 1)`: new values of the same
+    shape, dtype and device, so an optimizer's state for `p` still fits it."""
+    if not isinstance(value, ast.Call) or any(k.arg in ("dtype", "device", "layout") for k in value.keywords):
+        return False
+    func = value.func
+    if isinstance(func, ast.Attribute) and func.attr in _SAME_LAYOUT_METHODS and ctx.qualify(func) is None:
+        source: Optional[ast.expr] = func.value
+    elif ctx.qualify(func) in _SAME_LAYOUT_FACTORIES and value.args:
+        source = value.args[0]
+    else:
+        return False
+    while isinstance(source, ast.Attribute) and source.attr == "data":
+        source = source.value
+    return source is not None and ast.dump(source) == ast.dump(holder)
 
 
 def _initialiser(ctx: FileContext, call: ast.Call) -> bool:

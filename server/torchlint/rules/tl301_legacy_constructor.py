@@ -116,7 +116,7 @@ def _behaviour_change(ctx: FileContext, call: ast.Call, qualified: str, name: st
     scope = ctx.index.call_scopes.get(id(call))
     kind = ctx.classify(arg, scope).kind
     floating = qualified.rsplit(".", 1)[1] in _FLOAT_CONSTRUCTORS
-    if kind in (Kind.TENSOR, Kind.PARAMETER):
+    if kind in (Kind.TENSOR, Kind.PARAMETER) and not (qualified == "torch.Tensor" and _new_default_float(ctx, arg)):
         return ("converts the tensor it is given: %s, and a CUDA tensor raises"
                 % ("an integer tensor becomes floating point (large values rounded)" if floating
                    else "its dtype changes"))
@@ -124,6 +124,16 @@ def _behaviour_change(ctx: FileContext, call: ast.Call, qualified: str, name: st
         return ("turns the caller's `%s` into floating point: an integer tensor (token ids, timesteps) is "
                 "silently converted, large values rounded, and a CUDA tensor raises" % arg.id)
     return None
+
+
+# Factories whose tensor has the default float dtype on the CPU unless told otherwise.
+_DEFAULT_FLOAT_FACTORIES = frozenset("torch." + n for n in "zeros ones empty rand randn".split())
+
+
+def _new_default_float(ctx: FileContext, node: ast.expr) -> bool:
+    """`torch.zeros(b, n)`: what `torch.Tensor(...)` returns as it is (the same dtype, on the CPU)."""
+    return isinstance(node, ast.Call) and ctx.qualify(node.func) in _DEFAULT_FLOAT_FACTORIES \
+        and not any(k.arg in ("dtype", "device", "out") for k in node.keywords)
 
 
 def _caller_tensor(ctx: FileContext, scope: Optional[Scope], name: str) -> bool:
