@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn as nn
 
 from testkit.rules import by_title, findings, fixed, only, preferred, run
 from torchlint.engine import check_source
@@ -227,6 +228,43 @@ def test_tl104_quiet_on_parameters_none_buffers_and_weight_norm():
     layer.weight = checkpoint["w"]
     """
     assert findings(text, "TL104") == []
+
+
+BETA = """\
+import torch
+import torch.nn as nn
+
+
+class MarginLoss(nn.Module):
+    def __init__(self, beta=1.2, num_classes=None, learn_beta=False):
+        super().__init__()
+        self.learn_beta = learn_beta
+        {before}self.initialize_beta(beta, num_classes)
+
+    def forward(self, x):
+        return x * self.beta.to(x.device)
+
+    def initialize_beta(self, beta, num_classes):
+        self.beta = torch.tensor([float(beta)])
+        if num_classes:
+            self.beta = torch.ones(num_classes) * self.beta
+        if self.learn_beta:
+            self.beta = torch.nn.Parameter(self.beta)
+"""
+
+
+def test_tl104_a_helper_of_construction_that_makes_the_parameter_last():
+    # pytorch_metric_learning's MarginLoss: the helper only __init__ runs makes beta a Parameter
+    # after its plain assignments, which therefore raise nothing.
+    text = BETA.format(before="")
+    assert findings(text, "TL104") == []
+    model_class = run(text)["MarginLoss"]
+    assert isinstance(model_class(num_classes=3, learn_beta=True).beta, nn.Parameter)
+    # A Parameter made before the helper runs is a slot there: both plain assignments raise.
+    text = BETA.format(before="self.beta = nn.Parameter(torch.ones(1))\n        ")
+    assert [f.range.start.line for f in findings(text, "TL104")] == [16, 18]
+    with pytest.raises(TypeError):
+        run(text)["MarginLoss"]()
 
 
 def test_tl104_fixes_run():

@@ -5,6 +5,7 @@ import ast
 from typing import Iterator, List, Literal, Optional, Tuple, Union
 
 from ..analysis import torch_names as tn
+from ..analysis.construction import construction
 from ..analysis.context import FileContext
 from ..analysis.findings import Finding, Fix, Severity
 from ..analysis.scopes import ClassInfo, Scope, encloses
@@ -95,25 +96,33 @@ def _own_slot(ctx: FileContext, scope: Scope, attr: str, stmt: ast.stmt) -> Unio
         if attr in info.registered_parameters:
             node = info.registered_parameters[attr]
             places.append((node, _scope_of(info, node)))
-    mixed = False
+    plain: List[Scope] = []  # the methods that assign it a plain tensor or a buffer
     for binding in ctx.classifier.class_attribute_bindings(cls, attr):
         if binding.value is None:
             continue
         kind = ctx.classify(binding.value, binding.scope).kind
         if kind is Kind.PARAMETER:
             places.append((binding.stmt, binding.scope))
-        elif binding.scope.name == "__init__" and kind in PLAIN_TENSOR + (Kind.BUFFER,):
-            mixed = True  # a Parameter under one option, a tensor under another
+        elif kind in PLAIN_TENSOR + (Kind.BUFFER,):
+            plain.append(binding.scope)
     if not places and scope.name != "__init__":
         places = _inherited_from_layer(ctx, cls, attr)
     if not places:
         return False
-    if scope.name == "__init__":
+    built = construction(ctx, cls) if scope.name != "__init__" else None
+    if scope.name == "__init__" or built is not None and scope in built:
         earlier = [node for node, where in places
                    if where is scope and not isinstance(node, tuple) and _runs_before(ctx, node, stmt)]
-        return _registered_here(earlier[0], attr) if earlier else False
-    if mixed:
-        return False
+        if earlier:
+            return _registered_here(earlier[0], attr)
+        # A helper only construction runs (`self.initialize_beta()`): a Parameter it makes later
+        # does not count; one made elsewhere (before the call, in __init__) may.
+        places = [(node, where) for node, where in places if where is not scope]
+        if scope.name == "__init__" or not places:
+            return False
+    if any(where is not scope and (where.name == "__init__" or built is not None and where in built)
+           for where in plain):
+        return False  # construction makes it a Parameter under one option, a tensor under another
     place = places[0][0]
     return place if isinstance(place, tuple) else _registered_here(place, attr)
 
