@@ -16,6 +16,7 @@ from .source import Located, SourceText, statement_start
 from .values import Classifier, Value
 
 if TYPE_CHECKING:  # imported lazily: the syntactic layer works without jedi
+    from .construction import Construction
     from .file_inference import FileInference
     from .inference import JediInference
 
@@ -168,6 +169,19 @@ class FileContext:
 
     @cached_property
     def _reaches(self) -> Dict[int, Optional[Reach]]:
+        return {}
+
+    def construction(self, cls: ClassInfo) -> Optional["Construction"]:
+        """What building ``cls`` runs (analysis.construction), once per class however many rules
+        and assignments ask."""
+        from .construction import construction  # (which reads this module)
+        key = id(cls)
+        if key not in self._constructions:
+            self._constructions[key] = construction(self, cls)
+        return self._constructions[key]
+
+    @cached_property
+    def _constructions(self) -> Dict[int, Optional["Construction"]]:
         return {}
 
     @cached_property

@@ -5,7 +5,7 @@ import ast
 from typing import Dict, Iterator, List, Literal, Optional, Tuple, Union, cast
 
 from ..analysis import torch_names as tn
-from ..analysis.construction import Construction, always_after, always_before, construction, exclusive
+from ..analysis.construction import Construction, always_after, always_before, exclusive
 from ..analysis.context import FileContext
 from ..analysis.dtypes import INTEGRAL, dtype_family, is_zero_dim
 from ..analysis.forward import external_bases
@@ -32,7 +32,7 @@ class UnregisteredTensor(Rule):
         for cls in ctx.module_classes:
             if not cls.attr_assignments or ctx.moves_own_state(cls):
                 continue
-            built = construction(ctx, cls)  # __init__ and the methods only construction runs
+            built = ctx.construction(cls)  # __init__ and the methods only construction runs
             if built is None:
                 continue
             registered = ctx.registered_names(cls)

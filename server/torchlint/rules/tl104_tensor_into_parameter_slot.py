@@ -5,7 +5,6 @@ import ast
 from typing import Iterator, List, Literal, Optional, Tuple, Union
 
 from ..analysis import torch_names as tn
-from ..analysis.construction import construction
 from ..analysis.context import FileContext
 from ..analysis.findings import Finding, Fix, Severity
 from ..analysis.scopes import ClassInfo, Scope, encloses
@@ -109,7 +108,7 @@ def _own_slot(ctx: FileContext, scope: Scope, attr: str, stmt: ast.stmt) -> Unio
         places = _inherited_from_layer(ctx, cls, attr)
     if not places:
         return False
-    built = construction(ctx, cls) if scope.name != "__init__" else None
+    built = ctx.construction(cls) if scope.name != "__init__" else None
     if scope.name == "__init__" or built is not None and scope in built:
         earlier = [node for node, where in places
                    if where is scope and not isinstance(node, tuple) and _runs_before(ctx, node, stmt)]
