@@ -316,12 +316,12 @@ def _tensor_index(ctx: FileContext, index: ast.expr, scope: Scope, unknown_is_te
     return kind in (Kind.TENSOR, Kind.PARAMETER) or unknown_is_tensor and kind is Kind.UNKNOWN
 
 
-# Calls that return a view of the same values: where the result goes decides the use.
 # torch functions whose result holds the same values as their first argument, on its device
 # unless a device= is given.
 _SAME_DATA_FUNCTIONS = frozenset("torch." + n for n in """
 as_tensor asarray clone detach flatten reshape squeeze unsqueeze t transpose permute narrow select
 """.split())
+# Calls that return a view of the same values: where the result goes decides the use.
 _VIEW_METHODS = frozenset("""
 view view_as reshape reshape_as expand expand_as unsqueeze squeeze flatten unflatten permute transpose t
 contiguous narrow select chunk split detach float half double long int bool
@@ -352,9 +352,9 @@ def _grade(value: Value, uses: Uses, zero_dim: bool = False) -> Optional[Severit
     is a 0-dim tensor that forward only takes as a number: CUDA accepts those from the CPU); a hint
     when each use moves it, only other methods compute with it, or it is handed on to code this rule
     does not follow, or the class has no forward at all (no base outside the file) but methods
-    of its own, none of which reads it; quiet (None)
-    when nothing reads it outside construction but for its shape or a host copy, and either forward
-    is in the file or construction only uses it to build something else."""
+    of its own, none of which reads it; quiet (None) when nothing reads it outside construction but
+    for its shape or a host copy, and either forward is in the file or construction only uses it to
+    build something else."""
     if value.requires_grad:
         return Severity.ERROR
     if uses.computed_in_forward and not (zero_dim and uses.scalar_in_forward == uses.computed_in_forward):
