@@ -316,16 +316,15 @@ def _tensor_index(ctx: FileContext, index: ast.expr, scope: Scope, unknown_is_te
     return kind in (Kind.TENSOR, Kind.PARAMETER) or unknown_is_tensor and kind is Kind.UNKNOWN
 
 
-# torch functions whose result holds the same values as their first argument, on its device
-# unless a device= is given.
-_SAME_DATA_FUNCTIONS = frozenset("torch." + n for n in """
-as_tensor asarray clone detach flatten reshape squeeze unsqueeze t transpose permute narrow select
-""".split())
 # Calls that return a view of the same values: where the result goes decides the use.
 _VIEW_METHODS = frozenset("""
 view view_as reshape reshape_as expand expand_as unsqueeze squeeze flatten unflatten permute transpose t
 contiguous narrow select chunk split detach float half double long int bool
 """.split())
+# torch functions whose result holds the same values as their first argument, on its device
+# unless a device= is given: the views' torch spellings (`torch.reshape(x, s)`), and copies.
+_SAME_DATA_FUNCTIONS = frozenset(["torch.as_tensor", "torch.asarray", "torch.clone"]
+                                 + ["torch." + n for n in _VIEW_METHODS])
 
 
 def _functional_layer(call: ast.Call) -> bool:
