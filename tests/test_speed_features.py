@@ -20,7 +20,7 @@ import pytest
 from torchlint import cli
 from torchlint.analysis.file_inference import answer_key
 from torchlint.analysis.inference import JediInference
-from torchlint.analysis.inference_cache import InferenceCache
+from torchlint.analysis.inference_cache import Entry, InferenceCache
 from torchlint.analysis.source import SourceText
 from torchlint.analysis.values import Kind
 
@@ -106,7 +106,7 @@ def test_the_cache_folder_is_bounded_and_writes_are_whole(tmp_path):
     cache = InferenceCache(tmp_path / "cache", max_bytes=20_000)
     for number in range(100):
         key = cache.key("env", "/p/m%d.py" % number, "x = %d\n" % number)
-        cache.store(key, {"c:1:0:Name": ["tensor", False, None, "x" * 300, False]}, [])
+        cache.store(key, Entry({"c:1:0:Name": ["tensor", False, None, "x" * 300, False]}), [])
         os.utime(cache._file(key), (1_000_000 + number, 1_000_000 + number))  # last used: in this order
     assert cache.trim() > 0
     sizes = [entry.stat().st_size for entry in cache_entries(cache)]
@@ -132,9 +132,17 @@ def test_a_file_past_its_budget_falls_back_to_names_and_says_so(tmp_path, layers
     value, inference = ask(layer, root / "model.py")
     assert value is None and inference.note is not None and "budget" in inference.note
     assert list(layer.take_notes()) == [str(root / "model.py")] and layer.take_notes() == {}
-    assert cache_entries(cache) == []  # an answer cut short is not kept
+    # Kept with its note, under its budget: the same run again asks nothing and says the same.
+    (entry,) = cache_entries(cache)
+    stored = json.loads(entry.read_text())
+    assert stored["note"] == inference.note and stored["budget"] == 1e-6 and stored["answers"] == {}
+    asked = []
+    layer.new_script = lambda *args, **kwargs: asked.append(args)
+    value, again = ask(layer, root / "model.py")
+    assert value is None and again.note == inference.note and asked == []
+    del layer.new_script
     # The interpreter jedi was talking to may have been stopped mid-question: the next file
-    # (with time to spare) is answered by a fresh one.
+    # (with time to spare) is answered by a fresh one; another budget asks again.
     layer.budget = None
     value, inference = ask(layer, root / "model.py")
     assert value.kind is Kind.TENSOR and inference.note is None

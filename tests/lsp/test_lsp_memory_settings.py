@@ -14,6 +14,7 @@ from lsp_helpers import HELPER_MADE, SERVER_COMMAND, SERVER_ENV, VSCODE, codes, 
 
 from torchlint.analysis import inference as inference_module
 from torchlint.analysis.environments import own_interpreter
+from torchlint.analysis.inference_cache import Entry
 from torchlint.lsp import inference_layers
 from torchlint.lsp.inference_layers import InferenceLayers, SwitchableCache
 from torchlint.settings import DEFAULT_SETTINGS, Settings
@@ -123,16 +124,16 @@ def test_a_file_cut_short_by_the_budget_is_logged_once(layers, tmp_path):
 def test_the_cache_switch_holds_for_a_layer_made_before_it(layers, tmp_path):
     cache = layers.layer(str(tmp_path), own_interpreter()).cache
     key = cache.key("environment", str(tmp_path / "m.py"), "x = 1\n")
-    cache.store(key, {"b:1:0": True}, [])
-    assert cache.load(key) == {"b:1:0": True}
+    cache.store(key, Entry({"b:1:0": True}), [])
+    assert cache.load(key) == Entry({"b:1:0": True})
 
     layers.configure(Settings(inference_cache=False))
     assert cache.load(key) is None  # stored, but not read while the setting is off
     other = cache.key("environment", str(tmp_path / "m.py"), "x = 2\n")
-    cache.store(other, {"b:1:0": False}, [])
+    cache.store(other, Entry({"b:1:0": False}), [])
     layers.configure(Settings(inference_cache=True))
     assert cache.load(other) is None, "written while the cache was off"
-    assert cache.load(key) == {"b:1:0": True}
+    assert cache.load(key) == Entry({"b:1:0": True})
 
 
 def test_the_server_trims_the_cache_folder_as_it_writes(monkeypatch, tmp_path):
@@ -140,9 +141,9 @@ def test_the_server_trims_the_cache_folder_as_it_writes(monkeypatch, tmp_path):
     cache = SwitchableCache(tmp_path / "cache", lambda: True)
     cache.max_bytes = 1  # every entry is over the bound: a trim leaves none
     for n in range(3):
-        cache.store(cache.key("environment", "m.py", "x = %d\n" % n), {"b:1:0": True}, [])
+        cache.store(cache.key("environment", "m.py", "x = %d\n" % n), Entry({"b:1:0": True}), [])
     assert len(entries(tmp_path / "cache")) == 3
-    cache.store(cache.key("environment", "m.py", "x = 3\n"), {"b:1:0": True}, [])
+    cache.store(cache.key("environment", "m.py", "x = 3\n"), Entry({"b:1:0": True}), [])
     assert entries(tmp_path / "cache") == []
 
 

@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeVar, Union, cast
 
 from . import torch_names as tn
-from .inference_cache import dependency
+from .inference_cache import Entry, dependency
 from . import jedi_access
 from .jedi_access import BudgetSpent, JediName, JediScript, with_frame_room, within_deadline
 from .project_answers import (ASK, PLAIN_TYPES, QUESTION_FILE, Ask, CheckedFile, FilesAnswer, body_line,
@@ -60,6 +60,7 @@ class FileInference:
         self._read: Set[str] = set()  # files of other modules the answers came from
         self.spent = 0.0  # seconds of jedi on this file
         self.note: Optional[str] = None  # why inference stopped early on this file, for the user
+        self._stopped_here = False  # this check's budget ran out (not an earlier run's, from the cache)
         self._cache_key: Optional[str] = None
         self._import_nodes: Optional[List[ImportNode]] = None  # of this text, found on the first base asked about
         self._bindings: Optional[Dict[str, List[str]]] = None  # see _bindings, found on first use
@@ -70,7 +71,9 @@ class FileInference:
         self._question: Optional[JediScript] = None  # the last Script of a question's own text (_classify)
         if project.cache is not None:
             self._cache_key = project.cache.key(project.environment_id, self.path, text)
-            self._answers = project.cache.load(self._cache_key) or {}
+            entry = project.cache.load(self._cache_key)
+            if entry is not None and (entry.note is None or entry.budget == project.budget):
+                self._answers, self.note = entry.answers, entry.note  # stopped early: the same answers again
 
     @property
     def script(self) -> JediScript:
@@ -336,7 +339,7 @@ class FileInference:
         if self._checked is not None:
             self._checked.mros.clear()  # its own classes hold it: a cycle the collector would have to find
         cache = self.project.cache
-        keep = cache is not None and self._asked and self.project.failure is None
+        keep = cache is not None and (self._asked or self._stopped_here) and self.project.failure is None
         last = self._script if self._script is not None else self._question
         loaded: Optional[Set[str]] = self.project.loaded_files(last) if keep and last is not None else set()
         self.project.done_with(self._script)
@@ -348,7 +351,7 @@ class FileInference:
         dependencies = [d for d in (dependency(p) for p in read if self.project.is_project_file(p)) if d]
         if len(dependencies) < len([p for p in read if self.project.is_project_file(p)]):
             return  # a file the answers came from is gone already
-        cache.store(self._cache_key, self._answers, dependencies)
+        cache.store(self._cache_key, Entry(self._answers, self.note, self.project.budget), dependencies)
 
     def _remember(self, key: str, answer: object) -> None:
         self._answers[key] = answer
@@ -365,10 +368,10 @@ class FileInference:
         try:
             with within_deadline(None if budget is None else max(budget - self.spent, 0.0)):
                 return with_frame_room(question)
-        except BudgetSpent:  # (only raised within a budget)
+        except BudgetSpent as spent:  # (only raised within a budget)
             self._spoiled()
             if budget is not None:
-                self._stop(budget)
+                self._stop(budget, spent.where)
             raise
         except Exception:  # jedi failed midway: what it kept may be partial
             self._spoiled()
@@ -380,15 +383,25 @@ class FileInference:
 
     def _spoiled(self) -> None:
         """A question failed midway: its state is not shared any more, and its script, whose
-        tree jedi no longer keeps, is not asked again (a later question gets a fresh one)."""
+        tree jedi no longer keeps, is not asked again (a later question gets a fresh one). What its
+        earlier answers were read from is kept for the disk cache first."""
+        for script in (self._script, self._question):
+            loaded = self.project.loaded_files(script) if script is not None else set()
+            if loaded is None:
+                self._cache_key = None  # what the answers came from is not known: not kept on disk
+            else:
+                self._read |= loaded
         self.project.done_with(self._script, spoiled=True)
         self.project.done_with(self._question, spoiled=True)
         self._script, self._kept, self._question = None, None, None
 
-    def _stop(self, budget: float) -> None:
-        self.note = ("type inference stopped after %.3g s (the per-file budget, --infer-budget); "
-                     "the rest of this file was checked by names alone" % budget)
-        self._asked = False  # an incomplete set of answers: not kept on disk
+    def _stop(self, budget: float, where: Optional[str] = None) -> None:
+        """No more questions about this file. Its answers so far are kept (on disk too, with the
+        note): the next run with this budget finds the same, without asking."""
+        self.note = ("type inference stopped after %.3g s (the per-file budget, --infer-budget)%s; "
+                     "the rest of this file was checked by names alone"
+                     % (budget, " while jedi read `%s`" % where if where else ""))
+        self._stopped_here = True
 
     def _classify(self, node: ast.expr, question: Optional[Tuple[str, int, int]] = None) -> Optional[Value]:
         """jedi's answer: in ``question``'s own text (see _question_text) when there is one, else

@@ -10,6 +10,10 @@ name and renamed into place, so concurrent writers (parallel workers, two runs) 
 half-written entry; an unreadable or malformed entry counts as missing. The folder is kept under
 a size bound by deleting the entries used least recently.
 
+A text whose questions the per-file budget cut short is kept too, with the answers it got and
+the note that says so, under the budget it ran with: a later run with that budget gives the same
+findings at once, and one with another budget asks again.
+
 Nothing here imports jedi or starts a process.
 """
 from __future__ import annotations
@@ -19,6 +23,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .. import __version__
@@ -49,6 +54,15 @@ def dependency(path: str) -> Optional[Dependency]:
     return (path, st.st_mtime_ns, st.st_size)
 
 
+@dataclass(frozen=True)
+class Entry:
+    """What the cache holds for one text."""
+
+    answers: Dict[str, object]
+    note: Optional[str] = None  # why inference stopped early on this text (the budget), else None
+    budget: Optional[float] = None  # the per-file budget of the run that stopped early
+
+
 def fingerprint(*parts: object) -> str:
     """A stable hex digest of plain data (strings, numbers, lists of them)."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8", "surrogatepass")
@@ -69,8 +83,8 @@ class InferenceCache:
     def _file(self, key: str) -> Path:
         return self.directory / key[:2] / (key + ".json")
 
-    def load(self, key: str) -> Optional[Dict[str, object]]:
-        """The answers stored under ``key``, when every project file they came from is unchanged."""
+    def load(self, key: str) -> Optional[Entry]:
+        """What is stored under ``key``, when every project file its answers came from is unchanged."""
         target = self._file(key)
         try:
             with open(target, "rb") as handle:
@@ -78,7 +92,9 @@ class InferenceCache:
             # None past the limit, and any JSON value: a wrong shape raises one of the errors below.
             entry: Any = json.loads(data) if len(data) <= _MAX_ENTRY_BYTES else None
             answers, dependencies = entry["answers"], entry["dependencies"]
-            if not isinstance(answers, dict) or not isinstance(dependencies, list):
+            note, budget = entry.get("note"), entry.get("budget")
+            if not isinstance(answers, dict) or not isinstance(dependencies, list) \
+                    or not isinstance(note, (str, type(None))) or not isinstance(budget, (int, float, type(None))):
                 return None
             for recorded in dependencies:
                 path, mtime, size = recorded
@@ -90,19 +106,21 @@ class InferenceCache:
             os.utime(target)  # recently used: kept longest when the folder is trimmed
         except OSError:
             pass
-        return answers
+        return Entry(answers, note, budget)
 
-    def store(self, key: str, answers: Dict[str, object], dependencies: Iterable[Dependency]) -> None:
+    def store(self, key: str, entry: Entry, dependencies: Iterable[Dependency]) -> None:
         """Write an entry atomically (a temporary file renamed into place); failures are ignored:
         the cache only ever saves time."""
-        entry = {"answers": answers, "dependencies": sorted(set(dependencies))}
+        stored: Dict[str, object] = {"answers": entry.answers, "dependencies": sorted(set(dependencies))}
+        if entry.note is not None:
+            stored.update(note=entry.note, budget=entry.budget)
         target = self._file(key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=str(target.parent))
             try:
                 with os.fdopen(handle, "w", encoding="utf-8") as out:
-                    json.dump(entry, out, separators=(",", ":"))
+                    json.dump(stored, out, separators=(",", ":"))
                 os.replace(temporary, target)
             except BaseException:
                 _unlink(temporary)

@@ -15,12 +15,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import importlib.machinery
 import logging
 import os
 import pickle
 import queue
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -36,7 +38,9 @@ from jedi.api.environment import InvalidPythonEnvironment as InvalidPythonEnviro
 # that reports the interpreter's version, the version tuple.
 from jedi.api.environment import _get_info as _jedi_environment_info
 from jedi.api.environment import _VersionInfo as _JediVersion
+from jedi.inference import imports as _jedi_imports
 from jedi.inference import syntax_tree as _jedi_syntax_tree
+from jedi.inference.value.module import ModuleMixin as _JediModuleMixin
 from jedi.inference.compiled.subprocess import _MAIN_PATH as _jedi_main_path
 from jedi.inference.compiled.subprocess import CompiledSubprocess, InferenceStateSameProcess
 from jedi.inference.compiled.subprocess import functions as _jedi_functions
@@ -167,7 +171,6 @@ def _load_whole(hashed_grammar: str, path: str, p_time: float, cache_path: Optio
 
 _parso_cache._save_to_file_system = _save_whole
 _parso_cache._load_from_file_system = _load_whole
-parso_parser.install()  # every module jedi reads is parsed by parso: its loop at three quarters of the cost
 
 
 class InterpreterTimeout(Exception):
@@ -179,18 +182,40 @@ class BudgetSpent(BaseException):
     out in the middle of a question. A BaseException, so that jedi's ``except Exception`` blocks
     let it through."""
 
+    where: Optional[str] = None  # the import jedi was in when the budget ran out ("fastai.imports")
+
 
 _DEADLINE = threading.local()  # ``at``: the monotonic time this thread's question must end by
 
 
-def _past_deadline() -> None:
+def _past_deadline(importing: Optional[Callable[[], str]] = None) -> None:
     """jedi's checkpoint: raise BudgetSpent once this thread's question is past its deadline.
     It runs only inside jedi's inference (never in a signal handler, a ``__del__`` or a collector
     callback, where Python would swallow the exception), in any thread, and raises at every
-    later checkpoint too until the question ends."""
+    later checkpoint too until the question ends. ``importing()`` names the module jedi is
+    importing or reading names from, for the user."""
     at = getattr(_DEADLINE, "at", None)
     if at is not None and time.monotonic() > at:
-        raise BudgetSpent()
+        spent = BudgetSpent()
+        spent.where = _importing_now(importing)
+        raise spent
+
+
+def _importing_now(importing: Optional[Callable[[], str]]) -> Optional[str]:
+    """The outermost import this thread's question is in (what the user's file imports), else
+    the one ``importing`` names."""
+    stack = getattr(_DEADLINE, "imports", None)
+    if stack:
+        return cast(str, stack[0])
+    try:
+        return importing() if importing is not None else None
+    except Exception:  # a name for a message: never worth a failure
+        return None
+
+
+def _parse_checkpoint() -> Optional[Callable[[], None]]:
+    """What a parse within a question's deadline checks every few thousand tokens (parso_parser)."""
+    return _past_deadline if getattr(_DEADLINE, "at", None) is not None else None
 
 
 # jedi's infer_node(context, element): a jedi Context and a parso node, returning jedi's ValueSet.
@@ -209,6 +234,82 @@ def _checked_infer_node(infer_node: _InferNode) -> _InferNode:
 # each call), so a question past its deadline stops at its next step.
 if not hasattr(_jedi_syntax_tree.infer_node, "__wrapped__"):
     _jedi_syntax_tree.infer_node = _checked_infer_node(_jedi_syntax_tree.infer_node)
+
+
+def _dotted(names: Sequence[Any]) -> str:
+    return ".".join(str(getattr(n, "value", n)) for n in names)
+
+
+def _checked_import(import_module: Callable[..., Any]) -> Callable[..., Any]:
+    """jedi's import of a dotted name (``import_module_by_names``) or of each module on its way
+    (``import_module``), within the question's deadline; the dotted names are kept on this
+    thread's stack of imports in progress, for the message that names what cost the time."""
+    @functools.wraps(import_module)
+    def import_within_deadline(inference_state: Any, import_names: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
+        stack = _DEADLINE.__dict__.setdefault("imports", [])
+        stack.append(_dotted(import_names))
+        try:
+            _past_deadline()
+            return import_module(inference_state, import_names, *args, **kwargs)
+        finally:
+            stack.pop()
+    return import_within_deadline
+
+
+def _module_name(module: Any) -> str:
+    return _dotted(module.string_names or ()) or str(module.py__file__())
+
+
+def _star_imports_once(star_imports: Callable[[Any], List[Any]]) -> Callable[[Any], List[Any]]:
+    """jedi's star imports of a module, each module once, in the order jedi first lists it.
+    jedi's list repeats a module for every path of star imports that reaches it: a name looked up
+    in a file of tsai (``from ..imports import *``, which star-imports fastai, which star-imports
+    fastcore...) went through 2.2 million filters of a few hundred modules, two minutes of one
+    question. jedi takes the first filter that has the name, so the answers are the same. Each
+    module's list is jedi's cached one, made unique in place the first time (later: the check
+    finds it unique)."""
+    @functools.wraps(star_imports)
+    def star_imports_once(module: Any) -> List[Any]:
+        modules = star_imports(module)  # (imports within the deadline: _checked_import_module)
+        seen: Set[int] = set()
+        unique = [m for m in modules if not (id(m) in seen or seen.add(id(m)))]  # type: ignore[func-returns-value]
+        if len(unique) < len(modules):
+            modules[:] = unique
+        return modules
+    return star_imports_once
+
+
+def _checked_star_filters(iter_star_filters: Callable[[Any], Iterator[Any]]) -> Callable[[Any], Iterator[Any]]:
+    """jedi's filters of the modules a module star-imports (one each, in the order of
+    ``star_imports``), within the question's deadline."""
+    @functools.wraps(iter_star_filters)
+    def star_filters_within_deadline(module: Any) -> Iterator[Any]:
+        modules = module.star_imports()
+        for index, found in enumerate(iter_star_filters(module)):
+            _past_deadline(lambda: _module_name(modules[index]))
+            yield found
+    return star_filters_within_deadline
+
+
+def _replace(owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:
+    """``owner.name = wrap(owner.name)``, once per process (jedi's own functions are wrapped already:
+    ``__wrapped__`` does not tell)."""
+    current = getattr(owner, name)
+    if not getattr(current, "_torchlint_wrapper", False):
+        replacement = wrap(current)
+        replacement._torchlint_wrapper = True
+        setattr(owner, name, replacement)
+
+
+# Module loading and star imports never reach infer_node: checked where jedi imports a module, at
+# each module whose star-imported names a lookup reads, and in the parse of a module (parso_parser).
+_replace(_jedi_imports, "import_module_by_names", _checked_import)
+_replace(_jedi_imports, "import_module", _checked_import)
+_replace(_JediModuleMixin, "star_imports", _star_imports_once)
+_replace(_JediModuleMixin, "iter_star_filters", _checked_star_filters)
+# Every module jedi reads is parsed by parso: its loop at three quarters of the cost, stopped at a
+# question's deadline.
+parso_parser.install(_parse_checkpoint)
 
 
 @contextlib.contextmanager
@@ -326,8 +427,8 @@ class _WatchedSubprocess(CompiledSubprocess):  # type: ignore[misc]  # (jedi: An
 
     def _get_process(self) -> "subprocess.Popen[bytes]":
         if self._process is None:
-            args = (self._executable, JEDI_MAIN, os.path.dirname(os.path.dirname(parso.__file__)),
-                    "%d.%d.%d" % sys.version_info[:3])
+            args = (self._executable, "-c", _JEDI_MAIN_WITH_PLAIN_FINDERS, JEDI_MAIN,
+                    os.path.dirname(os.path.dirname(parso.__file__)), "%d.%d.%d" % sys.version_info[:3])
             process = processes.start(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       close_fds=True)
             self._stderr_queue: "queue.Queue[bytes]" = queue.Queue()  # jedi's _send reads it into its debug log
@@ -340,8 +441,13 @@ class _WatchedSubprocess(CompiledSubprocess):  # type: ignore[misc]  # (jedi: An
 
     def _send(self, inference_state_id: Optional[int], function: Optional[Callable[..., Any]] = None,
               args: Tuple[Any, ...] = (), kwargs: Dict[str, Any] = {}) -> Any:  # jedi's protocol: any value
-        if function is _jedi_functions.load_module and not _may_import(kwargs.get("dotted_name") or ""):
-            return None  # jedi then reads the package's stubs, as for a module that fails to import
+        if function is _jedi_functions.load_module:
+            if not _may_import(kwargs.get("dotted_name") or ""):
+                return None  # jedi then reads the package's stubs, as for a module that fails to import
+            if self._executable == sys.executable:  # torchlint's own Python, reading another sys.path
+                if not _own_compiled(kwargs.get("dotted_name") or ""):
+                    return None
+                kwargs = dict(kwargs, sys_path=list(own_stdlib_folders()))
         if self._watchdog.expired:
             raise InterpreterTimeout(timeout_message(self._executable, self._watchdog.timeout))
         with self._watchdog:
@@ -353,11 +459,80 @@ class _WatchedSubprocess(CompiledSubprocess):  # type: ignore[misc]  # (jedi: An
                 raise
 
 
+# The finders jedi's module lookups may run (it calls every finder on sys.meta_path, with sys.path
+# set to the project's: the repository first): importlib's own and setuptools' editable finders,
+# which map names to folders. Others may import while they find: setuptools' distutils finder
+# (distutils-precedence.pth) imports `setuptools._distutils`, from the repository when it ships one.
+_PLAIN_FINDER_MODULES = ("_frozen_importlib", "_frozen_importlib_external", "importlib._bootstrap",
+                         "importlib._bootstrap_external", "__editable__")
+
+
+def _is_plain_finder(finder: object) -> bool:
+    module = finder.__module__ if isinstance(finder, type) else type(finder).__module__
+    return str(module).startswith(_PLAIN_FINDER_MODULES)
+
+
+@contextlib.contextmanager
+def _plain_finders() -> Iterator[None]:
+    """Within the block, sys.meta_path holds only the plain finders (jedi swaps sys.path the same way)."""
+    kept = sys.meta_path[:]
+    sys.meta_path[:] = [finder for finder in kept if _is_plain_finder(finder)]
+    try:
+        yield
+    finally:
+        sys.meta_path[:] = kept
+
+
+# jedi's interpreter script, run with only the plain finders (the same test, written out for ``-c``).
+_JEDI_MAIN_WITH_PLAIN_FINDERS = (
+    "import runpy, sys\n"
+    "sys.meta_path[:] = [f for f in sys.meta_path if str(f.__module__ if isinstance(f, type) else "
+    "type(f).__module__).startswith(%r)]\n"
+    "sys.argv = sys.argv[1:]\n"
+    "runpy.run_path(sys.argv[0], run_name='__main__')\n" % (_PLAIN_FINDER_MODULES,))
+
+
 def _may_import(dotted_name: str) -> bool:
     """Whether jedi's interpreter may import a compiled module to look into it: the standard
     library's only. A package's extension (torch._C) would run the package's own code first
     (``import torch``: a second and 200 MB per interpreter); its stubs (.pyi) answer instead."""
     return dotted_name.split(".", 1)[0] in STDLIB
+
+
+@functools.lru_cache(maxsize=None)
+def own_stdlib_folders() -> Tuple[str, ...]:
+    """The folders of the standard library of the Python running torchlint (its modules and its
+    extensions): the only place torchlint's own Python imports a module from for jedi. The
+    analysed environment's ``sys.path`` is the repository's to choose (a planted ``winreg.pyc`` in
+    its site-packages, a ``pyvenv.cfg`` whose ``home`` points into the repository): its files are
+    read, never imported (docs/SECURITY.md)."""
+    paths = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})  # not a venv's
+    folders = []
+    for key in ("stdlib", "platstdlib"):
+        folder = paths.get(key)
+        if folder:
+            folders += [folder, os.path.join(folder, "lib-dynload")]
+    folders.append(os.path.join(sys.base_prefix, "DLLs"))  # Windows' extensions
+    return tuple(dict.fromkeys(f for f in folders if os.path.isdir(f)))
+
+
+@functools.lru_cache(maxsize=None)
+def _own_compiled(dotted_name: str) -> bool:
+    """Whether ``dotted_name`` is, in the standard library of the Python running torchlint, a
+    module built into it or a top-level extension (``math``, ``_io``): the only modules jedi
+    looks into by importing them. jedi imports a module wherever the analysed path holds no
+    source for it, which the repository decides (a sourceless ``antigravity.pyc`` at its root):
+    a module whose own copy is Python source (``antigravity`` opens a browser, ``this`` prints)
+    is answered from typeshed's stubs instead, and never imported."""
+    if dotted_name in sys.builtin_module_names:
+        return True
+    if "." in dotted_name:
+        return False
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(dotted_name, list(own_stdlib_folders()))
+    except (ImportError, ValueError):
+        return False
+    return spec is not None and isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
 
 
 class WatchedEnvironment(Environment):  # type: ignore[misc]  # (jedi: Any)
@@ -411,14 +586,20 @@ class SameProcessEnvironment(InterpreterEnvironment):  # type: ignore[misc]  # (
 class _SameProcessAccess(InferenceStateSameProcess):  # type: ignore[misc]  # (jedi: Any)
     def __getattr__(self, name: str) -> Callable[..., Any]:  # jedi's access functions
         function: Callable[..., Any] = super().__getattr__(name)
+        if name == "get_module_info":
+            def get_module_info(**kwargs: Any) -> Any:
+                with _plain_finders():
+                    return function(**kwargs)
+            return get_module_info
         if name != "load_module":
             return function
 
         def load_module(**kwargs: Any) -> Any:
             dotted = kwargs.get("dotted_name") or ""
-            if not _may_import(dotted) or dotted.split(".", 1)[0] in _NOT_IN_PROCESS:
+            if not _may_import(dotted) or dotted.split(".", 1)[0] in _NOT_IN_PROCESS or not _own_compiled(dotted):
                 return None  # jedi then reads the module's stubs
-            return function(**kwargs)
+            with _plain_finders():
+                return function(**dict(kwargs, sys_path=list(own_stdlib_folders())))
         return load_module
 
 

@@ -20,18 +20,32 @@ it is.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 log = logging.getLogger("torchlint")
 
 SUPPORTED_VERSIONS = ("0.8.",)  # parso versions whose parser loop this one reproduces
 
 _installed: Dict[str, Any] = {}  # "loop": parso's own Parser.parse, while ours is in place
+# A parse calls its checkpoint once per this many tokens: a module of 100k lines is stopped within
+# a few milliseconds of its deadline, at no measurable cost to the loop.
+TOKENS_PER_CHECKPOINT = 4096
+# What a parse calls between tokens (see install): None, or what says which function to call.
+Checkpoint = Callable[[], Optional[Callable[[], None]]]
 
 
-def install() -> bool:
+def _checked(tokens: Iterable[Any], check: Callable[[], None]) -> Iterator[Any]:
+    for count, token in enumerate(tokens, 1):
+        if not count % TOKENS_PER_CHECKPOINT:
+            check()  # raises to stop the parse
+        yield token
+
+
+def install(checkpoint: Optional[Checkpoint] = None) -> bool:
     """Put the faster loop in place (once per process); False when parso is not a version or
-    shape it knows, and parso's own loop stays."""
+    shape it knows, and parso's own loop stays. ``checkpoint()``, asked at the start of each parse,
+    gives the function the parse calls every TOKENS_PER_CHECKPOINT tokens (None: none), which may
+    raise to abandon the parse (the jedi layer's deadline)."""
     if "loop" in _installed:
         return True
     try:
@@ -118,7 +132,8 @@ def install() -> bool:
 
     def parse(self: Any, tokens: Any) -> Any:
         self._torchlint_names = {}  # a name's value -> its Name leaves, in the order of the text
-        root = own_parse(self, tokens)
+        check = checkpoint() if checkpoint is not None else None
+        root = own_parse(self, tokens if check is None else _checked(tokens, check))
         if type(root) is module_class:
             root._used_names = used_names_class(self._torchlint_names)
         return root

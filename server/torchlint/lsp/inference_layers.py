@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Optional, Set, Tuple
 
 from ..analysis.environments import SERVER_HINT, Choice, Interpreter, choose_interpreter, own_interpreter
-from ..analysis.inference_cache import Dependency, InferenceCache, default_cache_dir
+from ..analysis.inference_cache import Dependency, Entry, InferenceCache, default_cache_dir
 from ..settings import DEFAULT_SETTINGS, Settings
 
 if TYPE_CHECKING:  # imported when a layer is made: the server runs without jedi too
@@ -47,13 +47,13 @@ class SwitchableCache(InferenceCache):
         self._enabled = enabled
         self._stored = 0
 
-    def load(self, key: str) -> Optional[Dict[str, object]]:
+    def load(self, key: str) -> Optional[Entry]:
         return super().load(key) if self._enabled() else None
 
-    def store(self, key: str, answers: Dict[str, object], dependencies: Iterable[Dependency]) -> None:
+    def store(self, key: str, entry: Entry, dependencies: Iterable[Dependency]) -> None:
         if not self._enabled():
             return
-        super().store(key, answers, dependencies)
+        super().store(key, entry, dependencies)
         self._stored += 1
         if self._stored % TRIM_EVERY == 0:
             self.trim()
