@@ -484,7 +484,8 @@ def test_a_base_from_a_package_found_nowhere_is_no_module_as_jedi_says_without_a
     bases = dict((node.name, base) for node, base in class_bases(NOT_INSTALLED))
     assert [inference._base_from_files(bases[name]) for name in "AB"] == [False, None]
     assert inference._script is None
-    assert layer._base_is_module(inference.script, bases["A"], NOT_INSTALLED, 1, set()) is False  # jedi's own
+    # jedi's own: no definition at all (None: whether it is a Module is not known; no Module either way)
+    assert layer._base_is_module(inference.script, bases["A"], NOT_INSTALLED, 1, set()) is None
 
 
 BLOCKS = "import torch.nn as nn\n\n\nclass Block(nn.Module):\n    pass\n"

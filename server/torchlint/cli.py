@@ -39,7 +39,7 @@ from .files import DEFAULT_EXCLUDES, GitIgnores, GlobPattern, discover, read_reg
 from .fixing import NotWritten, fix_text, write_in_place
 from .output import FORMATS, FileReport, OutputOptions, cell_position, display_path, render
 from .output import json_format
-from .output.text import render_statistics
+from .output.text import render_statistics, unchecked_notes
 from .rules import ALL_CODES
 from .settings import DEFAULT_SETTINGS, SettingError, add_flags, given_flags
 from .verify import cli_command as verify_command
@@ -258,7 +258,7 @@ def _check_file(job: Job) -> Checked:
     except Exception:  # a torchlint bug: report it, check the other files
         report.internal_errors.append("%s: %s" % (job.display, traceback.format_exc(limit=4)))
         return checked
-    report.findings = list(result.findings)
+    report.findings, report.unchecked = list(result.findings), list(result.unchecked)
     report.error = result.parse_error
     report.internal_errors.extend("%s: %s" % (job.display, e) for e in result.internal_errors)
     return checked
@@ -322,6 +322,7 @@ def check_notebook(job: Job, data: bytes, checked: Checked) -> Checked:
         report.internal_errors.append("%s: %s" % (job.display, traceback.format_exc(limit=4)))
         return checked
     report.findings = [report.cells.relabel(finding) for finding in result.findings]
+    report.unchecked = list(result.unchecked)  # (placed in their cells when printed: output.cell_position)
     report.error = result.parse_error or (joined.errors[0] if joined.errors else None)
     report.internal_errors.extend("%s: %s" % (job.display, e) for e in result.internal_errors)
     return checked
@@ -835,7 +836,7 @@ def _check(args) -> int:
         fixed = stdin_result.fixed_data if stdin_result is not None else None
         sys.stdout.buffer.write(cast(bytes, stdin_data) if fixed is None else fixed)  # (read: stdin)
         sys.stdout.flush()
-    for note in notes if not args.quiet else ():
+    for note in notes + unchecked_notes(reports, OutputOptions(cwd=cwd), args.verbose) if not args.quiet else ():
         print("torchlint: note: %s" % note, file=sys.stderr)
     if cache_dir is not None:
         InferenceCache(Path(cache_dir)).trim()

@@ -70,6 +70,7 @@ def check_tree(text: str, path: str, tree: ast.Module, options: CheckOptions = D
     if ctx.inference is not None:
         ctx.inference.finish()  # keeps jedi's answers for the next check of this text
     unreachable = ctx.unreachable() if findings else []
+    result.unchecked = ctx.unchecked
     ctx.release()
     for finding in findings:
         if directives.suppresses(finding):

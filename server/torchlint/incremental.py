@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union, cast
 
 from .analysis.context import is_self_attribute
-from .analysis.findings import CheckResult, Edit, Finding, Position, Range, Related
+from .analysis.findings import CheckResult, Edit, Finding, Position, Range, Related, UncheckedClass
 from .analysis.parsing import gc_paused, parse, parse_fresh
 from .analysis.source import SourceText, last_line, line_groups, statement_start
 from .engine import DEFAULT_OPTIONS, CheckOptions, check_tree
@@ -60,6 +60,7 @@ class Chunk:
     pinned: bool  # a star import or torch.set_default_device: every chunk depends on it
     docstring_or_future: bool  # skipped where a new import goes (FileContext._first_code_line)
     findings: Tuple[Finding, ...] = ()
+    unchecked: Tuple[UncheckedClass, ...] = ()  # its classes no rule checked (CheckResult.unchecked)
 
 
 @dataclass
@@ -107,7 +108,7 @@ class IncrementalChecker:
                 return self._full(text, options, inference, "first check" if known is None else "other options or jedi layer")
             if text == known.text:
                 self.last_plan = Plan(False, "same text")
-                return CheckResult([f for chunk in known.chunks for f in chunk.findings])
+                return _result(known.chunks)
             return self._incremental(known, text, options, inference)
 
     def forget(self) -> None:
@@ -126,7 +127,7 @@ class IncrementalChecker:
         known = None
         if not text.startswith("\ufeff") and not result.internal_errors:
             plain = _chunks(tree.body, at_file_start=True)
-            chunks = _with_findings(plain, result.findings, range(len(plain)), None)
+            chunks = _with_findings(plain, result, range(len(plain)), None)
             if chunks is not None:
                 total: Counter = Counter()
                 for chunk in chunks:
@@ -204,17 +205,18 @@ class IncrementalChecker:
 
         outside: List[Optional[Chunk]] = [None if i in recheck else c for i, c in enumerate(new_chunks)]
         for i, kept in enumerate(outside):
-            if kept is not None and kept.findings:
-                outside[i] = replace(kept, findings=tuple(_moved_finding(f, moved) for f in kept.findings))
-        final = _with_findings(new_chunks, result.findings, recheck, outside)
+            if kept is not None and (kept.findings or kept.unchecked):
+                outside[i] = replace(kept, findings=tuple(_moved_finding(f, moved) for f in kept.findings),
+                                     unchecked=tuple(replace(u, position=Position(moved(u.position.line),
+                                                                                  u.position.column))
+                                                     for u in kept.unchecked))
+        final = _with_findings(new_chunks, result, recheck, outside)
         if final is None:
             return self._full(text, options, inference, "a finding outside every statement")
         with self._lock:
             self._known = _Known(options, inference, text, lines, final, attributes)
         self.last_plan = Plan(False, "incremental", len(recheck), included_lines)
-        findings = [f for chunk in final for f in chunk.findings]
-        findings.sort(key=lambda f: (f.range.start, f.code))
-        return CheckResult(findings)
+        return _result(final)
 
 
 # -- chunks -------------------------------------------------------------------------------------
@@ -360,19 +362,36 @@ def _context(chunks: List[Chunk], recheck: Set[int]) -> Set[int]:
     return included
 
 
-def _with_findings(chunks: List[Chunk], findings: Sequence[Finding], fresh, outside) -> Optional[List[Chunk]]:
-    """``chunks`` with their findings: from ``findings`` for the chunks in ``fresh``, from
-    ``outside`` (the kept chunks) for the others. None when a finding starts outside them all."""
+def _with_findings(chunks: List[Chunk], result: CheckResult, fresh, outside) -> Optional[List[Chunk]]:
+    """``chunks`` with their findings (and unchecked classes): from ``result`` for the chunks in
+    ``fresh``, from ``outside`` (the kept chunks) for the others. None when a finding starts
+    outside them all."""
     firsts = [chunk.first for chunk in chunks]
+
+    def chunk_of(line: int) -> Optional[int]:
+        i = bisect.bisect_right(firsts, line) - 1
+        return None if i < 0 or line > chunks[i].last else i
     found: List[List[Finding]] = [[] for _ in chunks]
-    for finding in findings:
-        i = bisect.bisect_right(firsts, finding.range.start.line) - 1
-        if i < 0 or finding.range.start.line > chunks[i].last:
+    for finding in result.findings:
+        i = chunk_of(finding.range.start.line)
+        if i is None:
             return None
         if i in fresh:
             found[i].append(finding)
-    return [replace(chunk, findings=tuple(found[i])) if i in fresh else outside[i]
+    unchecked: List[List[UncheckedClass]] = [[] for _ in chunks]
+    for unread in result.unchecked:
+        i = chunk_of(unread.position.line)
+        if i is None:
+            return None
+        if i in fresh:
+            unchecked[i].append(unread)
+    return [replace(chunk, findings=tuple(found[i]), unchecked=tuple(unchecked[i])) if i in fresh else outside[i]
             for i, chunk in enumerate(chunks)]
+
+
+def _result(chunks: Sequence[Chunk]) -> CheckResult:
+    findings = sorted((f for chunk in chunks for f in chunk.findings), key=lambda f: (f.range.start, f.code))
+    return CheckResult(findings, unchecked=[u for chunk in chunks for u in chunk.unchecked])
 
 
 # -- positions ----------------------------------------------------------------------------------

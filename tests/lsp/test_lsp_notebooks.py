@@ -104,11 +104,11 @@ class Notebook:
             cell_text_documents=[types.TextDocumentIdentifier(uri=cell) for cell in self.cells]))
 
 
-async def published(client, uri, since, what=lambda diagnostics: True):
+async def published(client, uri, since, what=lambda diagnostics: True, timeout: float = 60):
     """The first publish for ``uri`` after ``since`` whose diagnostics satisfy ``what``."""
     def found():
         return next((p for p in client.publishes[since:] if p.uri == uri and what(p.diagnostics)), None)
-    await wait_for(lambda: found() is not None, what="diagnostics for %s" % uri)
+    await wait_for(lambda: found() is not None, timeout=timeout, what="diagnostics for %s" % uri)
     return found()
 
 
@@ -147,6 +147,23 @@ async def test_a_class_in_one_cell_is_checked_with_the_imports_of_another(vscode
     since = len(client.publishes)
     notebook.close()
     await published(client, notebook.cells[2], since, lambda d: not d)
+
+
+async def test_the_classes_no_rule_checked_are_said_on_the_cell_of_the_first(vscode: LanguageClient, tmp_path):
+    """A base from a package that is not installed: one information, on that class's cell and line."""
+    client = vscode
+    unread = "class Head(Module):\n    pass\n\n\nclass Tail(Module):\n    pass\n"
+    notebook = Notebook(client, tmp_path, [IMPORTS + "\nfrom notinstalled.core import Module", BLOCK, unread])
+    since = len(client.publishes)
+    notebook.open()
+    said = await published(client, notebook.cells[3], since, lambda d: any("not checked" in x.message for x in d),
+                           timeout=180)  # the jedi wave's
+    (information,) = said.diagnostics
+    assert information.severity == types.DiagnosticSeverity.Information and information.range.start == at(0, 0)
+    assert information.message.startswith("2 classes of this file not checked (Head, Tail)")
+    assert not [d for p in client.publishes[since:] if p.uri != notebook.cells[3] for d in p.diagnostics
+                if "not checked" in d.message]
+    notebook.close()
 
 
 async def test_quick_fix_edits_the_cell_and_the_finding_goes(vscode: LanguageClient, tmp_path):

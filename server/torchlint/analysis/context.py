@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from functools import cached_property
 from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Set, Tuple, Union
 
-from .findings import Applicability, Edit, Finding, Fix, Position, Range, Related, Severity
+from .findings import Applicability, Edit, Finding, Fix, Position, Range, Related, Severity, UncheckedClass
 from .imports import ImportMap, collect_imports
 from .modules import moves_own_state, resolve_modules
 from .forward import Reach, SelfUse, reach
@@ -47,6 +47,9 @@ class FileContext:
         self.inference: Optional[FileInference] = inference.for_file(text, path, self.source, tree, self.index.nodes) if inference is not None else None
         external = self.inference.is_module_base if self.inference is not None else None
         self.classes: Dict[str, ClassInfo] = resolve_modules(self.index.classes, self.imports, external)
+        # Classes no rule checks because whether they are Modules could not be read (the jedi layer's)
+        self.unchecked: List[UncheckedClass] = self.inference.unchecked_classes(self.index.classes) \
+            if self.inference is not None else []
         self.classifier = Classifier(self.imports, self.classes,
                                      self.inference.classify if self.inference is not None else None)
 

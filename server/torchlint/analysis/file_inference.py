@@ -9,6 +9,7 @@ import ast
 import logging
 import os
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeVar, Union, cast
 
 from . import torch_names as tn
@@ -19,7 +20,8 @@ from .project_answers import (ASK, PLAIN_TYPES, QUESTION_FILE, Ask, CheckedFile,
                               parameter_default, rebinds, typed_in_words)
 from .project_files import ImportNode, _bindings, _builtin_class, _statement_walk
 from .reduced_text import TopLevel
-from .scopes import ClassInfo, NodeTable, Scope
+from .findings import UncheckedClass
+from .scopes import ClassInfo, NodeTable, Scope, dotted_name
 from .source import SourceText
 from .values import OTHER, Kind, Value
 
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("torchlint")
 Answer = TypeVar("Answer")
 
+_UNREADABLE_PREFIX = "u:"
+_UNREADABLE = _UNREADABLE_PREFIX + "%d:%d"  # the answers' key of why a base could not be read (at its line, column)
 _TENSOR_CLASSES = frozenset(["torch.Tensor", "torch._tensor.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"])
 MOST_OF_THE_TEXT = 0.6  # a reduced text for jedi above this share of the lines: the whole text instead
 # Kept for a classmethod called on a project class (project_answers.question_key) when jedi's answer
@@ -119,6 +123,11 @@ class FileInference:
         found = False if _builtin_class(base, self._file_bindings) else self._base_from_files(base)
         if found is not None:
             self._remember(key, found)  # with the files it was read from: a warm run reads none
+            if found is False and self._import_nodes is not None:
+                missing = self.project.missing_package(self.path, self._import_nodes, base)
+                if missing is not None:
+                    self._remember(_UNREADABLE % (base.lineno, base.col_offset),
+                                   "`%s` is not installed in the analysed environment" % missing.split(".", 1)[0])
             return found
         try:
             answer = self._ask(lambda: self.project._base_is_module(self._script_for(base), base, self.text, 1,
@@ -130,7 +139,41 @@ class FileInference:
             log.debug("jedi base resolution failed in %s", self.path, exc_info=True)
             return False
         self._remember(key, bool(answer))
+        if answer is None and self._imported_maybe(base):
+            self._remember(_UNREADABLE % (base.lineno, base.col_offset), "no definition of it was found")
         return bool(answer)
+
+    def _imported_maybe(self, base: ast.expr) -> bool:
+        """Whether ``base``'s first name may come from another module: an import binds it, or a star
+        import may. A name nothing binds is a NameError mid-typing, not a package that is missing."""
+        head = (dotted_name(base) or "").partition(".")[0]
+        bindings = self._file_bindings()
+        return "*" in bindings or any(kind.startswith(("import ", "from ")) for kind in bindings.get(head, ()))
+
+    def unchecked_classes(self, classes: Sequence[ClassInfo]) -> List[UncheckedClass]:
+        """The classes of the file, not Modules, with a base whose Module-ness could not be read (see
+        is_module_base), or a base that is such a class of the file: no rule checked them."""
+        why: Dict[str, UncheckedClass] = {}
+        changed = any(key.startswith(_UNREADABLE_PREFIX) for key in self._answers)
+        while changed:
+            changed = False
+            for info in classes:
+                if info.is_module or info.name in why:
+                    continue
+                for base in info.node.bases:
+                    reason = self._answers.get(_UNREADABLE % (base.lineno, base.col_offset))
+                    inherited = why.get(base.id) if isinstance(base, ast.Name) else None
+                    if isinstance(reason, str):
+                        why[info.name] = UncheckedClass(info.name, self.source.node_range(info.node).start,
+                                                        dotted_name(base) or "?", reason)
+                    elif inherited is not None:
+                        why[info.name] = replace(inherited, name=info.name,
+                                                 position=self.source.node_range(info.node).start)
+                    else:
+                        continue
+                    changed = True
+                    break
+        return sorted(why.values(), key=lambda c: (c.position.line, c.position.column))
 
     def _base_from_files(self, base: ast.expr) -> Optional[bool]:
         """A base resolved by reading the files its import names (no jedi); None: ask jedi."""

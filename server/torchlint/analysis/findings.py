@@ -105,8 +105,21 @@ class ParseError:
     position: Position
 
 
+@dataclass(frozen=True)
+class UncheckedClass:
+    """A class no rule checked: whether it is an nn.Module could not be told, because a base it
+    names could not be read (its package is not installed in the analysed environment, or jedi
+    found no definition of it)."""
+
+    name: str
+    position: Position  # of the class's name
+    base: str  # the base as written: "Module", "fastai.torch_core.Module"
+    reason: str  # why that base could not be read, for the user
+
+
 @dataclass
 class CheckResult:
     findings: List[Finding] = field(default_factory=list)
     parse_error: Optional[ParseError] = None
     internal_errors: List[str] = field(default_factory=list)  # rules that crashed (a torchlint bug)
+    unchecked: List[UncheckedClass] = field(default_factory=list)  # with the jedi layer only

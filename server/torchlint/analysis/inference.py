@@ -386,12 +386,15 @@ class JediInference(ProjectFiles):
 
         def ask(base: ast.expr, depth: int, read: Set[str]) -> bool:
             try:
-                return self._base_is_module(script, base, text, depth, read)
+                return bool(self._base_is_module(script, base, text, depth, read))
             finally:
                 read.update(self.loaded_files(script) or ())
         return ask
 
-    def _base_is_module(self, script: JediScript, base: ast.expr, text: str, depth: int, read: Set[str]) -> bool:
+    def _base_is_module(self, script: JediScript, base: ast.expr, text: str, depth: int,
+                        read: Set[str]) -> Optional[bool]:
+        """Whether jedi finds ``base`` to be a Module class; None when it finds no definition of
+        it at all (a name from a package that is not installed: whether it is a Module is not known)."""
         line, column = _last_token(base, text)
         if line is None:
             return False
@@ -400,6 +403,8 @@ class JediInference(ProjectFiles):
         except Exception:
             log.debug("jedi goto failed", exc_info=True)
             return False
+        if not definitions:
+            return None
         for definition in definitions:
             if definition.type != "class":
                 continue

@@ -163,33 +163,32 @@ class ProjectFiles:
         imports through the files they name (absolute ones on the project's and the environment's
         path, relative ones from the file's folder). None when that cannot tell (a star import,
         a name defined under a condition, a module that is not a plain file): jedi is asked then."""
-        dotted = dotted_name(base)
-        if dotted is None or depth > _MAX_BASE_DEPTH:
+        if depth > _MAX_BASE_DEPTH:
             return None
-        head, _, rest = dotted.partition(".")
-        for node in reversed(import_nodes):  # the last import of a name wins
-            for alias in node.names:
-                if isinstance(node, ast.Import):
-                    local = alias.asname or alias.name.split(".", 1)[0]
-                    target = alias.name if alias.asname else local
-                else:
-                    local, target = alias.asname or alias.name, "%s.%s" % (node.module, alias.name) \
-                        if node.module else alias.name
-                if local != head or alias.name == "*":
-                    continue
-                full = target + ("." + rest if rest else "")
-                if isinstance(node, ast.ImportFrom) and node.level:
-                    folder = os.path.dirname(path)
-                    for _ in range(node.level - 1):
-                        folder = os.path.dirname(folder)
-                    return self._dotted_is_module(full, (folder,), depth, read)
-                folders = self._search_path(path)
-                if full.startswith(_NEVER_MODULE_PACKAGES) and self._from_environment(full, folders):
-                    return False  # stubs and compiled classes, typing's: jedi reads no Module there
-                if not self.importable(full.split(".", 1)[0], folders):
-                    return False  # (`transformers.x` where transformers is not installed): jedi finds no class
-                return self._dotted_is_module(full, folders, depth, read)
-        return None
+        imported = _imported_as(import_nodes, base)
+        if imported is None:
+            return None
+        node, full = imported
+        if isinstance(node, ast.ImportFrom) and node.level:
+            folder = os.path.dirname(path)
+            for _ in range(node.level - 1):
+                folder = os.path.dirname(folder)
+            return self._dotted_is_module(full, (folder,), depth, read)
+        folders = self._search_path(path)
+        if full.startswith(_NEVER_MODULE_PACKAGES) and self._from_environment(full, folders):
+            return False  # stubs and compiled classes, typing's: jedi reads no Module there
+        if not self.importable(full.split(".", 1)[0], folders):
+            return False  # (`transformers.x` where transformers is not installed): jedi finds no class
+        return self._dotted_is_module(full, folders, depth, read)
+
+    def missing_package(self, path: str, import_nodes: Sequence[ImportNode], base: ast.expr) -> Optional[str]:
+        """The dotted name a base of the file at ``path`` is imported as, when its package is not
+        installed where the file's absolute imports are found; else None."""
+        imported = _imported_as(import_nodes, base)
+        if imported is None or isinstance(imported[0], ast.ImportFrom) and imported[0].level:
+            return None
+        full = imported[1]
+        return full if not self.importable(full.split(".", 1)[0], self._search_path(path)) else None
 
     def _from_environment(self, dotted: str, folders: Tuple[str, ...]) -> bool:
         """Whether the top-level package of ``dotted`` is the environment's (not a project folder
@@ -550,6 +549,26 @@ def _builtin_class(base: ast.expr, bindings: Callable[[], Dict[str, List[str]]])
         return False
     found = bindings()
     return "*" not in found and base.id not in found
+
+
+def _imported_as(import_nodes: Sequence[ImportNode], base: ast.expr) -> Optional[Tuple[ImportNode, str]]:
+    """The import that binds ``base``'s first name (the last one of the file: it wins) and the
+    dotted name it gives ``base``; None for a name no import binds but a star import may."""
+    dotted = dotted_name(base)
+    if dotted is None:
+        return None
+    head, _, rest = dotted.partition(".")
+    for node in reversed(import_nodes):
+        for alias in node.names:
+            if isinstance(node, ast.Import):
+                local = alias.asname or alias.name.split(".", 1)[0]
+                target = alias.name if alias.asname else local
+            else:
+                local, target = alias.asname or alias.name, "%s.%s" % (node.module, alias.name) \
+                    if node.module else alias.name
+            if local == head and alias.name != "*":
+                return node, target + ("." + rest if rest else "")
+    return None
 
 
 def _bindings(tree: ast.AST, nodes: Optional[NodeTable] = None) -> Dict[str, List[str]]:

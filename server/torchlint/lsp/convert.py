@@ -7,12 +7,12 @@ so conversions use the core's :class:`SourceText`, never ``str.splitlines``.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from ..analysis.findings import Edit, Finding, Fix, Position, Range, Severity
+from ..analysis.findings import Edit, Finding, Fix, Position, Range, Severity, UncheckedClass
 from ..analysis.source import SourceText
 from ..rules.base import page_url
 from ..rules import ALL_CODES, RULES_BY_CODE
@@ -92,6 +92,22 @@ class Converter:
 
     def lsp_diagnostics(self, findings: Iterable[Finding], uri: str) -> List[types.Diagnostic]:
         return [self.diagnostic(finding, uri) for finding in findings]
+
+    def unchecked_diagnostic(self, unchecked: Sequence[UncheckedClass]) -> types.Diagnostic:
+        """One information, on the first of them, about the classes of a file no rule checked."""
+        first = unchecked[0]
+        count = len(unchecked)
+        bases = sorted({"`%s` (%s)" % (c.base, c.reason) for c in unchecked})
+        names = ", ".join(c.name for c in unchecked[:5]) + (" and %d more" % (count - 5) if count > 5 else "")
+        message = ("%s of this file not checked (%s): whether %s nn.Modules could not be read, from the base%s %s. "
+                   "Install the package that defines %s into the analysed environment, or choose that environment "
+                   "with the interpreter setting" % (
+                       "1 class" if count == 1 else "%d classes" % count, names,
+                       "it is an" if count == 1 else "they are", "" if len(bases) == 1 else "s",
+                       ", ".join(bases), "it" if len(bases) == 1 else "them"))
+        end = Position(first.position.line, first.position.column + len("class ") + len(first.name))
+        return types.Diagnostic(range=self.range(Range(first.position, end)), message=message,
+                                severity=types.DiagnosticSeverity.Information, source=SOURCE)
 
 
 def rule_href(code: str) -> Optional[str]:

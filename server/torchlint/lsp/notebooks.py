@@ -14,7 +14,7 @@ answers (the cells joined, each cell's diagnostics) the handlers store in the re
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import unquote
 
@@ -146,5 +146,10 @@ def cell_diagnostics(snap: Snapshot, result: CheckResult, notebook: JoinedNotebo
             continue
         view = cell_view(cell_uri, snap, result, notebook, codec, cell_converters, joined_source)
         items = [] if view is None else [d for d in map(view.diagnostic, by_cell.get(number, ())) if d]
+        if result.unchecked and view is not None:
+            cell, at = joined.cells.locate(result.unchecked[0].position)
+            if cell == number:  # the information about the notebook's unchecked classes: on the first one
+                unchecked = [replace(result.unchecked[0], position=at)] + result.unchecked[1:]
+                items.append(cell_converters[number][2].unchecked_diagnostic(unchecked))
         out[cell_uri] = (document.version, Shown(items, items))
     return out

@@ -58,6 +58,8 @@ def file_diagnostics(snap: Snapshot, result: CheckResult, converter: Converter, 
     if result.parse_error is not None:
         return Shown(list(last_good), None)
     diagnostics = converter.lsp_diagnostics(result.findings, snap.uri)
+    if result.unchecked:
+        diagnostics.append(converter.unchecked_diagnostic(result.unchecked))
     items = diagnostics + converter.lsp_diagnostics(verified, snap.uri) if verified else diagnostics
     return Shown(items, diagnostics)
 

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
-from ..analysis.findings import Finding, ParseError, Position
+from ..analysis.findings import Finding, ParseError, Position, UncheckedClass
 from ..analysis.notebook import CellMap
 from ..files import display_path, inside  # noqa: F401 (the renderers import them from here)
 
@@ -27,6 +27,7 @@ class FileReport:
     unwritten_why: str = ""  # why, in a few words ("read-only file")
     diff: str = ""  # --diff: what --fix would change
     cells: Optional[CellMap] = None  # a notebook: positions are in its joined cells (see cell_position)
+    unchecked: List[UncheckedClass] = field(default_factory=list)  # classes no rule checked (a base unread)
 
 
 def cell_position(report: FileReport, pos: Position) -> Tuple[Optional[int], Position]:

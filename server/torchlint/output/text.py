@@ -81,6 +81,27 @@ def summary(reports: List[FileReport], options: OutputOptions) -> str:
                               "; %s" % _hidden_hints(hidden) if hidden else "")
 
 
+def unchecked_notes(reports: List[FileReport], options: OutputOptions, each: bool) -> List[str]:
+    """What no rule checked, for stderr: the classes whose Module-ness could not be read, counted
+    by base and reason, and with ``each`` (-v) one line per class."""
+    counts = Counter((c.base, c.reason) for r in reports for c in r.unchecked)
+    if not counts:
+        return []
+    why = "; ".join("base `%s`: %s (%d)" % (base, reason, count) for (base, reason), count in counts.most_common(3))
+    more = len(counts) - 3
+    total = sum(counts.values())
+    lines = ["%d class%s not checked, whether %s nn.Modules could not be read: %s%s; install the package that "
+             "defines %s into the analysed environment, or choose that environment with --python%s"
+             % (total, "" if total == 1 else "es", "it is an" if total == 1 else "they are", why,
+                " and %d more" % more if more > 0 else "", "it" if len(counts) == 1 else "them",
+                "" if each else " (-v lists the classes)")]
+    for report in reports if each else ():
+        path = display_path(report.path, options.cwd)
+        lines.extend("%s:%s: class %s not checked: base `%s`: %s" % (
+            path, _where(report, c.position), c.name, c.base, c.reason) for c in report.unchecked)
+    return lines
+
+
 def render_statistics(reports: List[FileReport], options: OutputOptions) -> str:
     """One line per rule with findings: count, code, fixability marker, rule name. Hints count
     per rule only with ``show_hints``; otherwise one line counts them all."""

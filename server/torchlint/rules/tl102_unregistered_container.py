@@ -291,6 +291,14 @@ def _repeated(node: ast.expr) -> Optional[ast.List]:
 _REGISTERING = frozenset("torch.nn." + n for n in "ModuleList ModuleDict Sequential ParameterList ParameterDict".split())
 
 
+def _registering_by_name(func: ast.expr) -> str:
+    """A call names cannot qualify (its module from a star import: ``nn.Sequential(*self.layers)``
+    after ``from ..imports import *``) whose last name is a registering container's is taken as
+    one: when unsure, say less."""
+    last = (dotted_name(func) or "").rpartition(".")[2]
+    return "torch.nn." + last if "torch.nn." + last in _REGISTERING else ""
+
+
 class _Handed:
     """What the calls of ``__init__`` hand to code that registers modules, read once per
     ``__init__`` (asking for each of N containers stays linear): the names and dotted names given
@@ -308,7 +316,7 @@ class _Handed:
                     or isinstance(call.func, ast.Name) and call.func.id == "setattr":
                 self.member_calls.append(call)
                 continue
-            qualified = ctx.qualify(call.func) or ""
+            qualified = ctx.qualify(call.func) or _registering_by_name(call.func)
             if not (qualified.startswith("torch.nn.") or (
                     isinstance(call.func, ast.Attribute) and call.func.attr == "extend")):
                 continue

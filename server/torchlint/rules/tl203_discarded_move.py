@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator, cast
 
 from ..analysis import torch_names as tn
@@ -41,13 +42,17 @@ class DiscardedMove(Rule):
 
 # Names of what yields batches of tensors: `for x, y in train_loader`, `x, y = batch`.
 _BATCH_WORDS = ("loader", "batch", "sample")
+# ... but not what yields the loaders themselves (`for i, dl in enumerate(loaders)`; a fastai
+# DataLoader's `.to(device)` is in place), nor a name that says it is a loader.
+_LOADERS = re.compile(r"(loaders|dls)$", re.IGNORECASE)
+_A_LOADER = re.compile(r"(^|_)(dl|loader|dataloader)$", re.IGNORECASE)
 
 
 def _unpacked_from_batch(scope: Scope, name: str) -> bool:
     """Every binding of ``name`` unpacks a batch: `x, y = batch`, `for x, y in loader`,
     `for i, (x, y) in enumerate(loader)` (items of a data loader are tensors, not Modules)."""
     bindings = scope.locals.get(name, ())
-    if not bindings:
+    if not bindings or _A_LOADER.search(name):
         return False
     for binding in bindings:
         if binding.unpack_index is None:
@@ -56,7 +61,8 @@ def _unpacked_from_batch(scope: Scope, name: str) -> bool:
         source = binding.iter_of if binding.iter_of is not None else getattr(stmt, "value", None)
         words = [n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(source)
                  if isinstance(n, (ast.Name, ast.Attribute))] if source is not None else []
-        if not any(word in w.lower() for w in words for word in _BATCH_WORDS):
+        if not any(word in w.lower() for w in words for word in _BATCH_WORDS) or any(_LOADERS.search(w)
+                                                                                  for w in words):
             return False
     return True
 
