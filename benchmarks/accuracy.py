@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from torchlint.engine import check_source
-from torchlint.analysis.inference import JediInference
+from torchlint.inference.layer import JediInference
 from torchlint.rules import ALL_RULES
 
 ROOT = Path(__file__).resolve().parent.parent

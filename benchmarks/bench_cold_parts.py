@@ -50,7 +50,7 @@ from bench_cli import (PYTHON, Outcome, best_of, cold_cache, corpus_files, findi
 BOOT = """
 import sys
 from torchlint import cli
-from torchlint.analysis import file_inference, project_files
+from torchlint.inference import file_inference, project_files
 part, record = sys.argv[1], sys.argv[2]
 if part in ("default", "torch-answers"):
     classify = file_inference.FileInference._classify

@@ -23,9 +23,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "server"))
 
 from testkit.expectations import expected_findings  # noqa: E402
-from torchlint.analysis import inference  # noqa: E402
+from torchlint.inference import layer as inference  # noqa: E402
 from torchlint.engine import check_source  # noqa: E402
-from torchlint.analysis.environments import choose_interpreter  # noqa: E402
+from torchlint.environments import choose_interpreter  # noqa: E402
 
 
 def measure(python: str, read: bool) -> dict:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from torchlint.engine import check_source
-from torchlint.analysis.inference import JediInference
+from torchlint.inference.layer import JediInference
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 

@@ -534,7 +534,7 @@ def reference_times(text: str, path: str, runs: int, with_jedi: bool) -> Dict[st
     figures = {"ast.parse": median_ms(lambda: ast.parse(text)),
                "check_source (syntactic)": median_ms(lambda: check_source(text, path))}
     if with_jedi:
-        from torchlint.analysis.inference import JediInference
+        from torchlint.inference.layer import JediInference
         layer = JediInference(str(Path(path).parent))
         layer.warm()
         check_source(text, path, inference=layer)

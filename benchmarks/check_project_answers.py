@@ -22,9 +22,9 @@ import random
 import sys
 
 from torchlint import cli
-from torchlint.analysis import file_inference
-from torchlint.analysis.inference import JediInference
-from torchlint.analysis.project_answers import ASK
+from torchlint.inference import file_inference
+from torchlint.inference.layer import JediInference
+from torchlint.inference.project_answers import ASK
 from torchlint.analysis.scopes import NodeTable
 
 

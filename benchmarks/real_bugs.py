@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from torchlint.engine import check_source
-from torchlint.analysis.inference import JediInference
+from torchlint.inference.layer import JediInference
 from torchlint.rules import RULES_BY_CODE
 
 ROOT = Path(__file__).resolve().parent.parent

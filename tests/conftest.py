@@ -30,7 +30,7 @@ atexit.register(shutil.rmtree, TEST_CACHE_DIR, True)
 def layers():
     """Makes jedi layers (``layers(root, **options)``: a JediInference) and ends their jedi
     interpreters after the test."""
-    from torchlint.analysis.inference import JediInference
+    from torchlint.inference.layer import JediInference
     made = []
 
     def make(root: Path, **options):

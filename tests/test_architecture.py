@@ -1,5 +1,6 @@
-"""Imports go one way: analysis -> rules (and config, settings, the engine) -> fixing / verify
--> output -> lsp -> cli. Read from the source with ast, late imports inside functions included,
+"""Imports go one way: analysis -> inference (the jedi layer) -> rules (and config, settings, the
+engine) -> fixing / verify -> output -> lsp -> cli; of the layers above it only lsp and cli import
+the inference layer, the others type against the core's seam (analysis.inference_seam). Read from the source with ast, late imports inside functions included,
 so a cycle cannot hide behind an import placed in a function body."""
 import ast
 from pathlib import Path
@@ -11,7 +12,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "server" / "torchlint"
 # Lowest first. A module may import its own layer and the layers before it, never a later one.
 LAYERS = (
     ("analysis", ("torchlint", "torchlint.analysis", "torchlint.files", "torchlint.exit_codes",
-                  "torchlint.processes")),
+                  "torchlint.processes", "torchlint.environments")),
+    ("inference", ("torchlint.inference",)),
     ("rules", ("torchlint.rules", "torchlint.config", "torchlint.settings", "torchlint.engine",
                "torchlint.incremental")),
     ("fixing / verify", ("torchlint.fixing", "torchlint.verify")),
@@ -84,6 +86,20 @@ def test_no_import_reaches_up_a_layer(path):
             upward.append("line %d imports %s (%s) from the %s layer" % (
                 line, target, LAYERS[layer_of(target)][0], LAYERS[own][0]))
     assert not upward, "\n".join(upward)
+
+
+# Layers above the jedi layer that still type against the core's seam (analysis.inference_seam),
+# never the layer itself: the rules, the engine, incremental checks, fixing, verification, output.
+SEAM_ONLY = ("torchlint.rules", "torchlint.config", "torchlint.settings", "torchlint.engine",
+             "torchlint.incremental", "torchlint.fixing", "torchlint.verify", "torchlint.output")
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if module_name(p).startswith(SEAM_ONLY)],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_core_never_imports_the_inference_layer(path):
+    reaching = ["line %d imports %s" % (line, target) for line, target in imported_modules(path)
+                if target == "torchlint.inference" or target.startswith("torchlint.inference.")]
+    assert not reaching, "\n".join(reaching)
 
 
 def test_the_check_reads_late_imports_too(tmp_path):

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from torchlint.analysis.inference import JediInference
+from torchlint.inference.layer import JediInference
 from torchlint.engine import check_source
 
 MODEL = '''

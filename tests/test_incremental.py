@@ -204,7 +204,7 @@ def test_what_is_not_followed_falls_back_to_a_full_check(edit, reason):
 def test_the_jedi_layer_gives_the_same_findings_incrementally(tmp_path):
     """The server's second wave: jedi answers only what the reduced copy asks, at the real positions."""
     from bench_lsp import apply_edit, typing_edits
-    from torchlint.analysis.inference import JediInference
+    from torchlint.inference.layer import JediInference
 
     path = tmp_path / "model.py"
     text = make_model_source(1000) + "\n\n" + HELPER_MADE_TAIL

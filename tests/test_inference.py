@@ -7,7 +7,7 @@ import pytest
 
 from testkit.expectations import expected_findings
 from torchlint.engine import check_source
-from torchlint.analysis.inference import JediInference
+from torchlint.inference.layer import JediInference
 
 PROJECT = Path(__file__).parent / "fixtures" / "jedi_project"
 
@@ -96,7 +96,7 @@ def test_a_call_on_a_call_gets_its_own_answer(tmp_path):
 def test_interpreter_without_torch_falls_back(tmp_path, monkeypatch):
     # Neither torch nor torchlint's stubs of it (tests/test_torch_stubs.py: with the stubs, the
     # findings are those made with torch).
-    from torchlint.analysis import inference
+    from torchlint.inference import layer as inference
     monkeypatch.setattr(inference, "TORCH_STUBS", str(tmp_path / "no-stubs"))
     venv = tmp_path / "notorch"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
@@ -123,7 +123,7 @@ def test_what_the_layer_reads_from_the_checks_node_table_is_what_a_walk_finds(tm
     import ast
     import importlib.util
 
-    from torchlint.analysis.project_files import _bindings, _statement_walk
+    from torchlint.inference.project_files import _bindings, _statement_walk
     from torchlint.analysis.scopes import NodeTable
     torch_nn = Path(importlib.util.find_spec("torch").submodule_search_locations[0]) / "nn"
     paths = sorted(PROJECT.rglob("*.py")) + sorted((torch_nn / "modules").glob("*.py"))[:20] + [

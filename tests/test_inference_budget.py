@@ -21,8 +21,8 @@ import jedi
 import parso
 import pytest
 
-from torchlint.analysis import jedi_access
-from torchlint.analysis.jedi_access import BudgetSpent, within_deadline
+from torchlint.inference import jedi_access
+from torchlint.inference.jedi_access import BudgetSpent, within_deadline
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI_TIMEOUT = 300  # the bound on every torchlint process a test starts

@@ -1,4 +1,4 @@
-"""torchlint's parser loop for parso (analysis/parso_parser.py) builds the trees parso's own loop
+"""torchlint's parser loop for parso (inference/parso_parser.py) builds the trees parso's own loop
 builds: on real modules, on broken ones (every error-recovery path the mutations reach), with
 each grammar version jedi may load, and through parso's diff parser (the editor's re-parses)."""
 from __future__ import annotations
@@ -12,14 +12,15 @@ import parso
 import parso.python.parser as python_parser
 import pytest
 
-from torchlint.analysis import parso_parser
+from torchlint.inference import parso_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 # Real modules of several styles: this project's analysis layer and tests, and a few of the
 # standard library's (decorators, async code, match statements, f-strings, type hints).
 _STDLIB = Path(random.__file__).parent
-SOURCES = [ROOT / "server" / "torchlint" / "analysis" / name for name in (
-    "scopes.py", "values.py", "jedi_access.py", "notebook.py", "parso_parser.py")] + [
+SOURCES = [ROOT / "server" / "torchlint" / name for name in (
+    "analysis/scopes.py", "analysis/values.py", "inference/jedi_access.py", "analysis/notebook.py",
+    "inference/parso_parser.py")] + [
     ROOT / "tests" / "test_rule_tl101.py"] + [
     _STDLIB / name for name in ("dataclasses.py", "asyncio/tasks.py", "string.py") if (_STDLIB / name).exists()]
 
@@ -125,7 +126,7 @@ def _texts() -> List[str]:
 
 
 def test_the_faster_loop_is_what_the_analysis_layer_parses_with():
-    from torchlint.analysis import jedi_access  # (importing it installs the loop)
+    from torchlint.inference import jedi_access  # (importing it installs the loop)
     assert jedi_access.parso_parser is parso_parser
     assert "_add_token" in vars(python_parser.Parser)
     assert parso_parser.install()  # (a second call changes nothing)

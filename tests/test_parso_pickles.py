@@ -1,5 +1,5 @@
 """parso's pickles of module trees, kept in jedi's cache folder, that the CLI's workers (and an
-editor's jedi beside them) write and read at the same time (analysis.jedi_access)."""
+editor's jedi beside them) write and read at the same time (inference.jedi_access)."""
 from __future__ import annotations
 
 import os
@@ -10,7 +10,7 @@ import parso
 import parso.cache
 import pytest
 
-from torchlint.analysis import jedi_access  # noqa: F401  (puts the whole writes in place)
+from torchlint.inference import jedi_access  # noqa: F401  (puts the whole writes in place)
 
 SOURCE = "import torch\n\n\ndef helper(x):\n    return x * 2\n"
 CHANGED = SOURCE + "\n\nclass Net:\n    pass\n"

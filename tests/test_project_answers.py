@@ -6,10 +6,10 @@ import textwrap
 
 import pytest
 
-from torchlint.analysis import file_inference
-from torchlint.analysis.inference import JediInference
-from torchlint.analysis.inference_cache import InferenceCache
-from torchlint.analysis.project_answers import QUESTION_FILE
+from torchlint.inference import file_inference
+from torchlint.inference.layer import JediInference
+from torchlint.inference.inference_cache import InferenceCache
+from torchlint.inference.project_answers import QUESTION_FILE
 from torchlint.analysis.scopes import NodeTable
 from torchlint.analysis.source import SourceText
 from torchlint.engine import check_source

@@ -5,8 +5,8 @@ import textwrap
 
 import pytest
 
-from torchlint.analysis import file_inference, project_answers
-from torchlint.analysis.inference import JediInference
+from torchlint.inference import file_inference, project_answers
+from torchlint.inference.layer import JediInference
 from torchlint.engine import check_source
 
 
@@ -164,7 +164,7 @@ def test_parameters_jedi_can_infer_are_asked(tmp_path):
 
 
 def test_skipping_those_questions_changes_no_finding(tmp_path, monkeypatch):
-    from torchlint.analysis import inference as inference_module
+    from torchlint.inference import layer as inference_module
     text = SKIPPED + "\n    def forward(self, x):\n        return x * self.a + self.b + self.c + self.d + self.e\n"
     path = tmp_path / "mod.py"
     path.write_text(text)
@@ -176,7 +176,7 @@ def test_skipping_those_questions_changes_no_finding(tmp_path, monkeypatch):
 
 # -- memory ----------------------------------------------------------------------------------------
 def test_a_worker_past_its_memory_limit_drops_jedi_state_and_finds_the_same(tmp_path, monkeypatch):
-    from torchlint.analysis import inference as inference_module
+    from torchlint.inference import layer as inference_module
     text = "import torch\nimport torch.nn as nn\n\n\ndef make():\n    return torch.zeros(3)\n\n\n" \
            "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.w = make()\n\n" \
            "    def forward(self, x):\n        return x * self.w\n"
@@ -208,7 +208,7 @@ def test_a_worker_past_its_memory_limit_drops_many_read_files_first_and_keeps_je
     # Trees of read files hold no cycles: dropping them needs no collection (2-3 s a worker), and
     # jedi keeps what it learnt. Few of them, or grown past the limit again since they were
     # dropped (jedi's states grow too): the states go, as before.
-    from torchlint.analysis import inference as inference_module, project_files
+    from torchlint.inference import layer as inference_module, project_files
     monkeypatch.setattr(project_files, "READ_FILES_KEPT", 8)
     mib, limit, growth = 2 ** 20, 400 * 2 ** 20, inference_module.TRIM_GROWTH
     resident = [100 * mib]
@@ -239,7 +239,7 @@ def test_a_worker_past_its_memory_limit_drops_many_read_files_first_and_keeps_je
 
 
 def test_a_worker_forked_from_a_large_process_trims_once_it_has_grown(tmp_path, monkeypatch):
-    from torchlint.analysis import inference as inference_module
+    from torchlint.inference import layer as inference_module
     mib, limit, growth = 2 ** 20, 400 * 2 ** 20, inference_module.TRIM_GROWTH
     resident = [600 * mib]  # born past the limit (a worker forked from a large process)
     monkeypatch.setattr(inference_module, "resident_memory", lambda: resident[0])
@@ -260,7 +260,7 @@ def test_a_checked_file_leaves_no_tree_in_parsos_cache(tmp_path):
 
 
 def test_a_run_keeps_more_read_files_than_the_language_server_whose_memory_nothing_trims(tmp_path, monkeypatch):
-    from torchlint.analysis import project_files
+    from torchlint.inference import project_files
     monkeypatch.setattr(project_files, "READ_FILES_KEPT", 3)
     monkeypatch.setattr(project_files, "READ_FILES_KEPT_UNTRIMMED", 2)
     for name in "abc":
@@ -275,7 +275,7 @@ def test_a_run_keeps_more_read_files_than_the_language_server_whose_memory_nothi
 
 
 def test_read_files_are_kept_least_recently_used_first(tmp_path, monkeypatch):
-    from torchlint.analysis import project_files
+    from torchlint.inference import project_files
     monkeypatch.setattr(project_files, "READ_FILES_KEPT", 2)
     layer = JediInference(str(tmp_path), share_states=True)
     for name in "abc":
@@ -309,7 +309,7 @@ def test_a_name_a_module_gave_is_not_parsed_again_once_its_tree_was_dropped(tmp_
     # Base resolution keeps a module's answer for each name it was asked: transformers' model files
     # ask ModelOutput's module about the same name in every folder, long after its tree was dropped.
     # "Cannot tell" is kept too (Maybe, bound under a condition: jedi decides).
-    from torchlint.analysis import project_files
+    from torchlint.inference import project_files
     monkeypatch.setattr(project_files, "READ_FILES_KEPT", 1)
     (tmp_path / "outputs.py").write_text("import torch.nn as nn\n\n\nclass Output(dict):\n    pass\n\n\n"
                                          "class Layer(nn.Module):\n    pass\n\n\ntry:\n"
@@ -343,7 +343,7 @@ def test_parso_keeps_the_project_modules_across_files_until_a_trim(tmp_path, mon
     """jedi parses a project module once per run, however many files import others in between
     (70 here), and a trim (past the memory limit) drops the trees; the answers are the same."""
     import parso.cache
-    from torchlint.analysis import inference as inference_module
+    from torchlint.inference import layer as inference_module
     mib = 2 ** 20
     resident = [100 * mib]  # what the process holds, as trim_memory reads it
     monkeypatch.setattr(inference_module, "resident_memory", lambda: resident[0])
@@ -384,7 +384,7 @@ def test_no_question_about_a_base_once_another_base_makes_the_class_a_module(tmp
     path = tmp_path / "model.py"
     path.write_text(text)
     from torchlint.analysis.context import FileContext
-    from torchlint.analysis.file_inference import FileInference
+    from torchlint.inference.file_inference import FileInference
     asked = []
     original = FileInference.is_module_base
     monkeypatch.setattr(FileInference, "is_module_base",

@@ -45,7 +45,7 @@ def _check(path, inference=None):
 
 @pytest.fixture(scope="module")
 def inference():
-    from torchlint.analysis.inference import JediInference
+    from torchlint.inference.layer import JediInference
 
     return JediInference(str(RULE_FIXTURES))
 

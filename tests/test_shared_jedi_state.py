@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from torchlint import cli
-from torchlint.analysis import inference as inference_module
-from torchlint.analysis.inference import JediInference
-from torchlint.analysis.jedi_access import BudgetSpent
-from torchlint.analysis.inference_cache import InferenceCache
+from torchlint.inference import layer as inference_module
+from torchlint.inference.layer import JediInference
+from torchlint.inference.jedi_access import BudgetSpent
+from torchlint.inference.inference_cache import InferenceCache
 from torchlint.analysis.source import SourceText
 from torchlint.analysis.values import Kind
 
@@ -329,8 +329,8 @@ def test_a_question_outside_what_is_kept_widens_the_text(tmp_path, layers, monke
 IN_PROCESS_PROBE = '''
 import ast, json, sys
 from pathlib import Path
-from torchlint.analysis.inference import JediInference
-from torchlint.analysis.jedi_access import SameProcessEnvironment
+from torchlint.inference.layer import JediInference
+from torchlint.inference.jedi_access import SameProcessEnvironment
 from torchlint.analysis.source import SourceText
 root = Path(sys.argv[1])
 layer = JediInference(str(root), share_states=True)
@@ -460,7 +460,7 @@ def test_a_kept_class_keeps_only_the_methods_a_question_needs(tmp_path, layers):
 
 
 def test_a_class_with_no_method_kept_still_parses(tmp_path):
-    from torchlint.analysis.reduced_text import TopLevel
+    from torchlint.inference.reduced_text import TopLevel
     text = "class Bare:\n    @property\n    def x(self):\n        return 1\n\n    def y(self):\n        return 2\n\n\n" \
            "value = Bare\n"
     units = TopLevel(ast.parse(text), SourceText(text))

@@ -122,7 +122,7 @@ def test_a_budget_spent_in_a_garbage_collection_still_applies(tmp_path, layers, 
     layer.warm()
     # The question collects garbage first, and that collection outlasts the file's budget: a
     # timer raising into the callback would be swallowed by Python and the question answered.
-    from torchlint.analysis import inference as inference_module
+    from torchlint.inference import layer as inference_module
     script_for = inference_module.FileInference._script_for
 
     def collecting_first(self, *args, **kwargs):

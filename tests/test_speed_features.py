@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from torchlint import cli
-from torchlint.analysis.file_inference import answer_key
-from torchlint.analysis.inference import JediInference
-from torchlint.analysis.inference_cache import Entry, InferenceCache
+from torchlint.inference.file_inference import answer_key
+from torchlint.inference.layer import JediInference
+from torchlint.inference.inference_cache import Entry, InferenceCache
 from torchlint.analysis.source import SourceText
 from torchlint.analysis.values import Kind
 
@@ -324,7 +324,7 @@ def test_no_jedi_interpreter_in_the_parent_when_the_workers_fork(tmp_path, monke
 def test_a_question_cut_short_leaves_no_answer_behind(tmp_path, layers, monkeypatch):
     """The budget can stop jedi in the middle of resolving a class in another file: that class is
     then unknown for now, not remembered as "not a Module"."""
-    from torchlint.analysis.jedi_access import BudgetSpent
+    from torchlint.inference.jedi_access import BudgetSpent
     root = project(tmp_path)
     (root / "blocks.py").write_text("import torch.nn as nn\n\n\nclass Block(nn.Module):\n    pass\n")
     layer = layers(root)
@@ -571,7 +571,7 @@ def _page_faults_diving(dives: int) -> int:
 @pytest.mark.skipif(sys.version_info < (3, 11) or not sys.platform.startswith("linux"),
                     reason="frames live in mapped chunks from CPython 3.11; page faults counted as on Linux")
 def test_a_question_recursing_across_a_frame_chunk_does_not_map_memory_at_each_step():
-    from torchlint.analysis.jedi_access import with_frame_room
+    from torchlint.inference.jedi_access import with_frame_room
     without = _page_faults_diving(3000)  # each dive maps a chunk and unmaps it on the way up
     with_room = with_frame_room(lambda: _page_faults_diving(3000))
     assert without >= 3000

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from torchlint.analysis import inference
+from torchlint.inference import layer as inference
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))

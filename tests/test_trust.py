@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from torchlint.analysis import environments as envs
+from torchlint import environments as envs
 from torchlint.engine import check_source
-from torchlint.analysis.inference import JediInference
+from torchlint.inference.layer import JediInference
 from torchlint.lsp.inference_layers import InferenceLayers
 from torchlint.verify.runner import resolve_python
 
@@ -218,7 +218,7 @@ def test_reading_a_virtualenv_never_blocks_on_a_fifo(tmp_path):
     other = tmp_path / "other" / "bin"
     other.mkdir(parents=True)
     os.mkfifo(tmp_path / "other" / "pyvenv.cfg")
-    script = ("import sys; from torchlint.analysis.environments import read_virtualenv as r; "
+    script = ("import sys; from torchlint.environments import read_virtualenv as r; "
               "print(r(sys.argv[1]) is not None, r(sys.argv[2]) is None)")
     done = subprocess.run([sys.executable, "-c", script, str(python), str(other / "python")], timeout=60,
                           env=dict(os.environ, PYTHONPATH=str(ROOT / "server")), capture_output=True, text=True)

@@ -28,9 +28,9 @@ from . import __version__, processes
 from .adoption import GitError, changes_against
 from .engine import CheckOptions, check_source
 from .exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
-from .analysis.environments import Interpreter, choose_interpreter, own_interpreter
+from .environments import Interpreter, choose_interpreter, own_interpreter
 from .analysis.findings import CheckResult, Finding, ParseError, Position, Severity
-from .analysis.inference_cache import InferenceCache, default_cache_dir
+from .inference.inference_cache import InferenceCache, default_cache_dir
 from .analysis.noqa import AddedNoqa, add_noqa
 from .analysis.notebook import (CellMap, CellsChanged, CodeCell, NotebookError, is_notebook, join_cells,
                                 read_notebook, split_cells, with_sources)
@@ -128,8 +128,8 @@ def close_layers() -> None:
 
 def _new_layer(job: Job, interpreter: Optional[Interpreter]):
     try:
-        from .analysis.inference import JediInference
-        from .analysis.inference_cache import InferenceCache
+        from .inference.layer import JediInference
+        from .inference.inference_cache import InferenceCache
         own = interpreter is None or interpreter.is_own
         layer = JediInference(job.root, interpreter, on_timeout=lambda message: _say(
             "%s; %s" % (message, "type inference is off for the rest of this run" if own

@@ -126,7 +126,7 @@ class Config:
     @property
     def python(self) -> Optional[str]:
         """The interpreter whose packages the jedi layer analyses, as the file names it: the
-        repository's choice, so analysis.environments decides whether it may run."""
+        repository's choice, so torchlint.environments decides whether it may run."""
         return self.settings.python
 
     @cached_property

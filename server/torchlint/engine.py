@@ -14,6 +14,7 @@ from typing import Dict, FrozenSet, List, Optional
 
 from .analysis.context import FileContext
 from .analysis.findings import CheckResult, Finding, Severity
+from .analysis.inference_seam import Inference
 from .analysis.noqa import parse_directives
 from .analysis.parsing import gc_paused, parse
 from .analysis.source import SourceText
@@ -36,12 +37,12 @@ DEFAULT_OPTIONS = CheckOptions()
 
 
 def check_source(text: str, path: str = "<stdin>", options: CheckOptions = DEFAULT_OPTIONS,
-                 inference=None) -> CheckResult:
+                 inference: Optional[Inference] = None) -> CheckResult:
     with gc_paused():
         return _check_source(text, path, options, inference)
 
 
-def _check_source(text: str, path: str, options: CheckOptions, inference) -> CheckResult:
+def _check_source(text: str, path: str, options: CheckOptions, inference: Optional[Inference]) -> CheckResult:
     tree, error = parse(text, path)
     if tree is None:
         return CheckResult([], error)
@@ -49,7 +50,7 @@ def _check_source(text: str, path: str, options: CheckOptions, inference) -> Che
 
 
 def check_tree(text: str, path: str, tree: ast.Module, options: CheckOptions = DEFAULT_OPTIONS,
-               inference=None, file_attribute_names: Optional[Counter] = None,
+               inference: Optional[Inference] = None, file_attribute_names: Optional[Counter] = None,
                source: Optional[SourceText] = None) -> CheckResult:
     """The rules over an already parsed ``tree`` of ``text``. ``file_attribute_names``: the
     file's attribute-name counts when ``tree`` holds only part of the file (torchlint.incremental);

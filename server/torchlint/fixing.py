@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 from .analysis.findings import CheckResult, Edit, Finding
+from .analysis.inference_seam import Inference
 from .analysis.source import SourceText, apply_edits
 from .engine import DEFAULT_OPTIONS, CheckOptions, check_source
 from .files import read_regular_file
@@ -31,7 +32,7 @@ class FixOutcome:
 
 
 def fix_text(text: str, path: str = "<stdin>", options: CheckOptions = DEFAULT_OPTIONS,
-             unsafe: bool = False, inference=None, result: Optional[CheckResult] = None) -> FixOutcome:
+             unsafe: bool = False, inference: Optional[Inference] = None, result: Optional[CheckResult] = None) -> FixOutcome:
     """Apply allowed fixes, re-check, and repeat until nothing changes (at most MAX_PASSES)."""
     if result is None:
         result = check_source(text, path, options, inference)

@@ -36,6 +36,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, U
 
 from .analysis.context import is_self_attribute
 from .analysis.findings import CheckResult, Edit, Finding, Position, Range, Related, UncheckedClass
+from .analysis.inference_seam import Inference
 from .analysis.parsing import gc_paused, parse, parse_fresh
 from .analysis.source import SourceText, last_line, line_groups, statement_start
 from .engine import DEFAULT_OPTIONS, CheckOptions, check_tree
@@ -76,7 +77,7 @@ class Plan:
 @dataclass
 class _Known:
     options: CheckOptions
-    inference: object  # the jedi layer the findings came from, or None
+    inference: Optional[Inference]  # the jedi layer the findings came from, or None
     text: str
     lines: List[str]
     chunks: List[Chunk]
@@ -96,8 +97,8 @@ class IncrementalChecker:
         self._known: Optional[_Known] = None
         self._lock = threading.Lock()
 
-    def check(self, text: str, options: Optional[CheckOptions] = None, inference=None) -> CheckResult:
-        """Findings of ``text``. ``inference``: the jedi layer (analysis.inference.JediInference)
+    def check(self, text: str, options: Optional[CheckOptions] = None, inference: Optional[Inference] = None) -> CheckResult:
+        """Findings of ``text``. ``inference``: the jedi layer (torchlint.inference.layer.JediInference)
         or None; its answers can depend on other files, so whoever changes those calls
         :meth:`forget`."""
         options = self.options if options is None else options
@@ -117,7 +118,7 @@ class IncrementalChecker:
             self._known = None
 
     # -- full -------------------------------------------------------------------------------
-    def _full(self, text: str, options: CheckOptions, inference, reason: str) -> CheckResult:
+    def _full(self, text: str, options: CheckOptions, inference: Optional[Inference], reason: str) -> CheckResult:
         self.last_plan = Plan(True, reason)
         tree, error = parse(text, self.path)
         if tree is None:
@@ -138,7 +139,7 @@ class IncrementalChecker:
         return result
 
     # -- incremental ------------------------------------------------------------------------
-    def _incremental(self, known: _Known, text: str, options: CheckOptions, inference) -> CheckResult:
+    def _incremental(self, known: _Known, text: str, options: CheckOptions, inference: Optional[Inference]) -> CheckResult:
         if text.startswith("\ufeff"):
             return self._full(text, options, inference, "byte-order mark")
         source = SourceText(text)

@@ -1,4 +1,4 @@
-"""Child processes, started, waited for and ended one way: jedi's interpreter (analysis.inference),
+"""Child processes, started, waited for and ended one way: jedi's interpreter (inference.layer),
 the verification probe (verify.runner) and the CLI's worker processes (cli).
 
 A child starts in its own process group (a new session on POSIX), so ending it reaches what it

@@ -12,9 +12,9 @@ from pytest_lsp import ClientServerConfig
 from lsp_helpers import HELPER_MADE, SERVER_COMMAND, SERVER_ENV, VSCODE, codes, initialize, new_uri, \
     open_document, wait_for
 
-from torchlint.analysis import inference as inference_module
-from torchlint.analysis.environments import own_interpreter
-from torchlint.analysis.inference_cache import Entry
+from torchlint.inference import layer as inference_module
+from torchlint.environments import own_interpreter
+from torchlint.inference.inference_cache import Entry
 from torchlint.lsp import inference_layers
 from torchlint.lsp.inference_layers import InferenceLayers, SwitchableCache
 from torchlint.settings import DEFAULT_SETTINGS, Settings

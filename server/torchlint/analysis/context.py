@@ -15,10 +15,10 @@ from .scopes import ClassInfo, Index, NodeTable, Scope, block_chain, build_index
 from .source import Located, SourceText, statement_start
 from .values import Classifier, Value
 
-if TYPE_CHECKING:  # imported lazily: the syntactic layer works without jedi
+from .inference_seam import FileAnswers, Inference
+
+if TYPE_CHECKING:
     from .construction import Construction
-    from .file_inference import FileInference
-    from .inference import JediInference
 
 
 class RunningRule(Protocol):
@@ -32,7 +32,7 @@ class RunningRule(Protocol):
 
 
 class FileContext:
-    def __init__(self, text: str, path: str, tree: ast.Module, inference: Optional[JediInference] = None,
+    def __init__(self, text: str, path: str, tree: ast.Module, inference: Optional[Inference] = None,
                  show_all: bool = False, file_attribute_names: Optional[Counter[str]] = None, source: Optional[SourceText] = None) -> None:
         self.path = path
         self.show_all = show_all  # report quiet findings too (as hints)
@@ -43,8 +43,8 @@ class FileContext:
         self._given_attribute_names = file_attribute_names
         self.index: Index = build_index(tree, NodeTable(tree))
         self.imports: ImportMap = collect_imports(tree, self.index.imports)
-        # The jedi layer (analysis.inference.JediInference), or None: names only.
-        self.inference: Optional[FileInference] = inference.for_file(text, path, self.source, tree, self.index.nodes) if inference is not None else None
+        # The inference layer's questions about this text (torchlint.inference's), or None: names only.
+        self.inference: Optional[FileAnswers] = inference.for_file(text, path, self.source, tree, self.index.nodes) if inference is not None else None
         external = self.inference.is_module_base if self.inference is not None else None
         self.classes: Dict[str, ClassInfo] = resolve_modules(self.index.classes, self.imports, external)
         # Classes no rule checks because whether they are Modules could not be read (the jedi layer's)

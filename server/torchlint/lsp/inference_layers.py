@@ -2,7 +2,7 @@
 
 jedi is not thread-safe, so every use goes through one lock; its first trip into torch
 costs seconds, so each layer is warmed in the background as soon as it is known.
-Which interpreter: :func:`torchlint.analysis.environments.choose_interpreter` (the
+Which interpreter: :func:`torchlint.environments.choose_interpreter` (the
 editor's ``interpreter`` setting, ``TORCHLINT_PYTHON``, a repository-named one only as
 far as the trust rule allows...). A layer whose interpreter timed out is replaced by a
 fresh one (torchlint's own interpreter when the chosen one hung); after a second
@@ -22,12 +22,12 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Optional, Set, Tuple
 
-from ..analysis.environments import SERVER_HINT, Choice, Interpreter, choose_interpreter, own_interpreter
-from ..analysis.inference_cache import Dependency, Entry, InferenceCache, default_cache_dir
+from ..environments import SERVER_HINT, Choice, Interpreter, choose_interpreter, own_interpreter
+from ..inference.inference_cache import Dependency, Entry, InferenceCache, default_cache_dir
 from ..settings import DEFAULT_SETTINGS, Settings
 
 if TYPE_CHECKING:  # imported when a layer is made: the server runs without jedi too
-    from ..analysis.inference import JediInference
+    from ..inference.layer import JediInference
 
 log = logging.getLogger("torchlint.lsp")
 
@@ -172,7 +172,7 @@ class InferenceLayers:
 
     def _create(self, root: str, interpreter: Interpreter) -> Optional[JediInference]:
         try:
-            from ..analysis.inference import JediInference
+            from ..inference.layer import JediInference
             # The CLI's answers on disk (same folder, same keys): a restart asks jedi nothing new.
             layer = JediInference(root, interpreter, on_timeout=lambda message: log.warning("%s", message),
                                   cache=SwitchableCache(default_cache_dir(), lambda: self._use_cache),

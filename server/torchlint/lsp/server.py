@@ -66,7 +66,7 @@ from .workspace_settings import SECTION, OptionsResolver, parse_settings, unwrap
 if TYPE_CHECKING:
     from pygls.server import ServerErrors  # (declared for type checkers only)
 
-    from ..analysis.inference import JediInference
+    from ..inference.layer import JediInference
 
 log = logging.getLogger("torchlint.lsp")
 

@@ -50,7 +50,7 @@ from lsprotocol import types
 
 from ..analysis.context import FileContext
 from ..analysis.parsing import parse
-from ..analysis.environments import SERVER_HINT
+from ..environments import SERVER_HINT
 from ..analysis.findings import Finding
 from ..config import Config, VerifyConfig
 from ..settings import Settings, editor_name, spec_of

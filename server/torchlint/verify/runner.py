@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, 
 
 from .. import processes
 from ..analysis.context import FileContext
-from ..analysis.environments import CLI_HINT, RUN, choose_interpreter
+from ..environments import CLI_HINT, RUN, choose_interpreter
 from ..analysis.parsing import parse
 from ..config import VerifyConfig
 from ..files import display_path
@@ -173,7 +173,7 @@ def resolve_python(python: Optional[str], configured: Optional[str] = None,
                    config_file: Optional["os.PathLike[str]"] = None, trust_workspace: bool = False,
                    hint: str = CLI_HINT, warn: Optional[Callable[[str], Any]] = None) -> str:
     """The interpreter verification runs: ``python`` (the user's choice), else the shared
-    choice (analysis.environments); a repository-named one only with ``trust_workspace``.
+    choice (torchlint.environments); a repository-named one only with ``trust_workspace``.
     ``warn`` gets what was passed over and why."""
     choice = choose_interpreter(explicit=python, configured=configured, config_file=config_file,
                                 trust_workspace=trust_workspace, purpose=RUN, hint=hint)

@@ -7,7 +7,7 @@ nn.Module, through its own imports, re-exports, star imports and the names it bi
 unchanged. A package no folder of the search path holds has no Module (jedi finds nothing
 there). What the files cannot tell (a name bound under a condition, a module that is not a plain
 file) is left to the caller: :class:`ProjectFiles` answers it "not a Module"
-(:meth:`ProjectFiles._base_asker`); the jedi layer (:mod:`.inference`) asks jedi.
+(:meth:`ProjectFiles._base_asker`); the jedi layer (:mod:`.layer`) asks jedi.
 """
 from __future__ import annotations
 
@@ -20,12 +20,12 @@ import os
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Literal, Optional, Sequence, Set, Tuple, Type, Union, cast
 
-from . import torch_names as tn
-from .imports import ImportMap, collect_imports
+from ..analysis import torch_names as tn
+from ..analysis.imports import ImportMap, collect_imports
 from .inference_cache import Dependency, dependency
 from .jedi_access import STDLIB, typeshed_stdlib
-from .parsing import shared_tree
-from .scopes import NodeT, NodeTable, dotted_name, nodes_by_type
+from ..analysis.parsing import shared_tree
+from ..analysis.scopes import NodeT, NodeTable, dotted_name, nodes_by_type
 
 # Other modules' files kept parsed for base resolution and the files' answers (ProjectFiles._read_file)
 # in a CLI run. On transformers' models each of two workers asks for 400-500 files 9,000 times. A

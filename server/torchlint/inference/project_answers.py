@@ -37,7 +37,7 @@ import weakref
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Protocol, Set, Tuple, Union
 
 from .project_files import ProjectFiles, TextLines, TopLevelNames, _bindings, _binds
-from .values import OTHER, Value
+from ..analysis.values import OTHER, Value
 
 
 class Ask:

@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple, TypeVar, Union, cast
 
-from . import torch_names as tn
+from ..analysis import torch_names as tn
 from .inference_cache import Entry, dependency
 from . import jedi_access
 from .jedi_access import BudgetSpent, JediName, JediScript, with_frame_room, within_deadline
@@ -20,13 +20,13 @@ from .project_answers import (ASK, PLAIN_TYPES, QUESTION_FILE, Ask, CheckedFile,
                               parameter_default, rebinds, typed_in_words)
 from .project_files import ImportNode, _bindings, _builtin_class, _statement_walk
 from .reduced_text import TopLevel
-from .findings import UncheckedClass
-from .scopes import ClassInfo, NodeTable, Scope, dotted_name
-from .source import SourceText
-from .values import OTHER, Kind, Value
+from ..analysis.findings import UncheckedClass
+from ..analysis.scopes import ClassInfo, NodeTable, Scope, dotted_name
+from ..analysis.source import SourceText
+from ..analysis.values import OTHER, Kind, Value
 
 if TYPE_CHECKING:
-    from .inference import JediInference
+    from .layer import JediInference
 
 log = logging.getLogger("torchlint")
 Answer = TypeVar("Answer")
@@ -301,7 +301,7 @@ class FileInference:
 
     def _checked_tree(self) -> Optional[ast.Module]:
         if self._tree is None:
-            from .parsing import parse  # the tree the check is using (kept for a while)
+            from ..analysis.parsing import parse  # the tree the check is using (kept for a while)
             self._tree, _ = parse(self.text, self.path)
         return self._tree
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from ..files import display_path
+from .files import display_path
 
 PYTHON_ENV = "TORCHLINT_PYTHON"  # an interpreter the user chose, like --python
 TRUST_ENV = "TORCHLINT_TRUST_WORKSPACE"  # "1": run an interpreter the repository names

@@ -9,8 +9,8 @@ import bisect
 import re
 from typing import Dict, List, Optional, Set, Tuple, cast
 
-from .scopes import nodes_by_type
-from .source import SourceText, line_groups, statement_start
+from ..analysis.scopes import nodes_by_type
+from ..analysis.source import SourceText, line_groups, statement_start
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

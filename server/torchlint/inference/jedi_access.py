@@ -6,7 +6,7 @@ inference state that scripts of one run share, and the trees parso keeps (parso'
 which this module installs, is in :mod:`.parso_parser`). Also the one piece of CPython's internals
 jedi's recursion needs: room for its frames (with_frame_room).
 
-The rest of the jedi layer (:mod:`.inference`) goes through these functions and jedi's public API,
+The rest of the jedi layer (:mod:`.layer`) goes through these functions and jedi's public API,
 whose objects it sees through the narrow Protocols below (jedi has no annotations: to mypy, all
 of jedi is ``Any``, which stays in this module).
 """
@@ -47,7 +47,7 @@ from jedi.inference.compiled.subprocess import functions as _jedi_functions
 
 from .. import processes
 from . import parso_parser
-from .environments import TIMEOUT_ENV
+from ..environments import TIMEOUT_ENV
 
 log = logging.getLogger("torchlint")
 Answer = TypeVar("Answer")

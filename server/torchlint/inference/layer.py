@@ -15,7 +15,7 @@ jedi is not thread-safe: callers use it from one thread at a time.
 Without torch in the analysed environment, expression inference is off (jedi
 would resolve nothing) and only base-class resolution runs.
 
-Which environment, and whether its interpreter may run: :mod:`.environments`. Every call
+Which environment, and whether its interpreter may run: :mod:`torchlint.environments`. Every call
 into an interpreter runs under a watchdog (``TORCHLINT_INTERPRETER_TIMEOUT``) that kills
 its process group when the call hangs.
 
@@ -44,19 +44,19 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 import jedi  # callers import this module lazily: the syntactic layer works without jedi
 from . import jedi_access
-from . import torch_names as tn
+from ..analysis import torch_names as tn
 from .jedi_access import (JEDI_MAIN, AnalysedEnvironment, InferenceState, InterpreterTimeout, InvalidPythonEnvironment,
                           JediProject, JediScript, LoadedModule, SameProcessEnvironment,
                           WatchedEnvironment, own_sys_path, timeout_message)
-from .environments import Interpreter, choose_interpreter, interpreter_timeout, own_interpreter
+from ..environments import Interpreter, choose_interpreter, interpreter_timeout, own_interpreter
 from .file_inference import FileInference, _last_token
 from .inference_cache import InferenceCache, fingerprint
 from .project_answers import QUESTION_FILE, ProjectAnswers
 from . import project_files
 from .project_files import BaseAsker, ProjectFiles
-from .scopes import NodeTable
-from .source import SourceText
-from .values import Value
+from ..analysis.scopes import NodeTable
+from ..analysis.source import SourceText
+from ..analysis.values import Value
 
 log = logging.getLogger("torchlint")
 
@@ -104,7 +104,7 @@ class JediInference(ProjectFiles):
     """Project-wide jedi state, shared by every file checked in this process; what reading the
     project's files cannot tell about a base (:class:`.project_files.ProjectFiles`), jedi is asked.
 
-    ``interpreter`` is the environment to analyse (see :mod:`.environments`); a string is
+    ``interpreter`` is the environment to analyse (see :mod:`torchlint.environments`); a string is
     taken as chosen by the user (``--python``). A virtual environment that may not be run,
     or whose files say all jedi needs, is read: jedi runs in torchlint's own interpreter
     with that environment's ``sys.path``, and compiled extensions from it are never loaded

@@ -1,0 +1,38 @@
+"""What the core asks of a type-inference layer, declared by the core: the jedi layer
+(:mod:`torchlint.inference`) implements it, the core and the rules type against it and never
+import that layer. A check without one decides by names alone.
+"""
+from __future__ import annotations
+
+import ast
+from typing import List, Optional, Protocol, Sequence
+
+from .findings import UncheckedClass
+from .scopes import ClassInfo, NodeTable, Scope
+from .source import SourceText
+from .values import Value
+
+
+class FileAnswers(Protocol):
+    """One check's questions about one text, asked only where names alone left them open."""
+
+    def is_module_base(self, info: Optional[ClassInfo], base: ast.expr) -> bool:
+        """Whether ``base`` (a base of ``info``'s class that names could not settle) is a Module."""
+
+    def classify(self, node: ast.expr, scope: Optional[Scope]) -> Optional[Value]:
+        """What ``node`` holds (None: not known)."""
+
+    def unchecked_classes(self, classes: Sequence[ClassInfo]) -> List[UncheckedClass]:
+        """The classes, not Modules, whose Module-ness could not be read (a base not found)."""
+
+    def finish(self) -> None:
+        """The check is over: keep what was learnt (the disk cache), say why it stopped early."""
+
+
+class Inference(Protocol):
+    """A type-inference layer, shared by the checks of a process."""
+
+    def for_file(self, text: str, path: str, source: SourceText, tree: Optional[ast.Module] = None,
+                 nodes: Optional[NodeTable] = None) -> FileAnswers:
+        """The questions of one check of ``text`` (``tree``: the tree the check uses, a reduced copy
+        of the file's in an incremental check; ``nodes``: its NodeTable)."""
