@@ -139,3 +139,21 @@ async def test_the_editor_shows_one_information_per_file(tmp_path):
             await client.shutdown_session()
         finally:
             await client.stop()
+
+
+def test_a_package_importing_itself_from_below_its_folder_is_told_where_to_check_from(tmp_path, layers):
+    """transformers' models import `transformers.modeling_utils` absolutely: checked from inside the
+    package, its own name is not on the path. The note says so, not "install it"."""
+    package = tmp_path / "mypkg"
+    (package / "sub").mkdir(parents=True)
+    for folder in (package, package / "sub"):
+        (folder / "__init__.py").write_text("")
+    (package / "base.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    text = "import torch\nfrom mypkg.base import Base\n\n\nclass Net(Base):\n    pass\n"
+    (package / "sub" / "model.py").write_text(text)
+    inside = check_source(text, str(package / "sub" / "model.py"), inference=layers(package / "sub"))
+    (unchecked,) = inside.unchecked
+    assert unchecked.reason == ("`mypkg`, the package this file is in, is not on the analysed path: check from the "
+                                "folder that holds it (%s), or install it" % tmp_path)
+    above = check_source(text, str(package / "sub" / "model.py"), inference=layers(tmp_path))
+    assert above.unchecked == []  # from the folder above, mypkg.base is read: Net is a Module

@@ -126,8 +126,7 @@ class FileInference:
             if found is False and self._import_nodes is not None:
                 missing = self.project.missing_package(self.path, self._import_nodes, base)
                 if missing is not None:
-                    self._remember(_UNREADABLE % (base.lineno, base.col_offset),
-                                   "`%s` is not installed in the analysed environment" % missing.split(".", 1)[0])
+                    self._remember(_UNREADABLE % (base.lineno, base.col_offset), _not_found_why(self.path, missing))
             return found
         try:
             answer = self._ask(lambda: self.project._base_is_module(self._script_for(base), base, self.text, 1,
@@ -592,6 +591,21 @@ _NEVER_VALUE_CLASSES = frozenset(["builtins." + name for name in (
     "functools.partial", "contextlib.ExitStack", "pathlib.Path", "io.BytesIO", "io.StringIO",
     "argparse.ArgumentParser", "threading.Thread", "threading.Event", "queue.Queue",
     "weakref.WeakKeyDictionary", "weakref.WeakValueDictionary", "weakref.WeakSet"])
+
+
+def _not_found_why(path: str, missing: str) -> str:
+    """Why the package of ``missing`` (a dotted name a file imports) was not found, for the user: not
+    installed, or, where the file is inside a package of that name (a package importing itself
+    absolutely: ``from transformers.modeling_utils import ...`` in transformers' own models),
+    not on the path because the check starts below the folder holding it."""
+    top = missing.split(".", 1)[0]
+    folder = os.path.dirname(path)
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        if os.path.basename(folder) == top:
+            return ("`%s`, the package this file is in, is not on the analysed path: check from the folder "
+                    "that holds it (%s), or install it" % (top, os.path.dirname(folder)))
+        folder = os.path.dirname(folder)
+    return "`%s` is not installed in the analysed environment" % top
 
 
 def answer_key(node: ast.expr) -> str:
