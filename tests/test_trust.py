@@ -8,7 +8,6 @@ in outside the repository.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import subprocess
@@ -26,9 +25,8 @@ from torchlint.lsp.inference_layers import InferenceLayers
 from torchlint.verify.runner import resolve_python
 
 sys.path.insert(0, str(Path(__file__).parent / "lsp"))
-from lsp_helpers import (CONFIG, VSCODE, initialize, open_document, replace_text,  # noqa: E402
-                         wait_for, wait_for_publish)
-from pytest_lsp import ClientServerConfig  # noqa: E402
+from lsp_helpers import (CONFIG, open_document, replace_text, serving, wait_for,  # noqa: E402
+                         wait_for_publish)
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = "%d.%d" % sys.version_info[:2]
@@ -290,21 +288,8 @@ def test_a_layer_whose_interpreter_hangs_is_replaced_once(tmp_path, monkeypatch)
 
 # -- the language server -----------------------------------------------------------------------
 
-@contextlib.asynccontextmanager
-async def server(root: Path, options=None, **env):
-    config = ClientServerConfig(server_command=CONFIG.server_command,
-                                server_env=dict(CONFIG.server_env, **env))
-    client = await config.start()
-    try:
-        await initialize(client, VSCODE, options, root=root)
-        yield client
-    finally:
-        try:
-            await asyncio.wait_for(client.shutdown_session(), timeout=20)
-        except Exception:
-            if client._server is not None and client._server.returncode is None:
-                client._server.kill()
-        await asyncio.wait_for(client.stop(), timeout=20)
+def server(root: Path, options=None, **env):
+    return serving(root, dict(CONFIG.server_env, **env), options)
 
 
 def warnings_about(client, text: str):

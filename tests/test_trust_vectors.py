@@ -15,8 +15,6 @@ another tree's code (an older commit, to see a test fail where the vector was op
 """
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import json
 import os
@@ -30,10 +28,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
-from pytest_lsp import ClientServerConfig
 
 sys.path.insert(0, str(Path(__file__).parent / "lsp"))
-from lsp_helpers import VSCODE, initialize, open_document, wait_for  # noqa: E402
+from lsp_helpers import open_document, serving, wait_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = "%d.%d" % sys.version_info[:2]
@@ -201,21 +198,8 @@ def test_the_worker_pool_never_imports_a_planted_winreg_pyc(tmp_path):
 
 # -- 3: the same, the language server --------------------------------------------------------------
 
-@contextlib.asynccontextmanager
-async def server(root: Path, tmp_path: Path, **env: str):
-    config = ClientServerConfig(server_command=[sys.executable, "-m", "torchlint.lsp"],
-                                server_env=environment(tmp_path, **env))
-    client = await config.start()
-    try:
-        await initialize(client, VSCODE, None, root=root)
-        yield client
-    finally:
-        try:
-            await asyncio.wait_for(client.shutdown_session(), timeout=20)
-        except Exception:
-            if client._server is not None and client._server.returncode is None:
-                client._server.kill()
-        await asyncio.wait_for(client.stop(), timeout=20)
+def server(root: Path, tmp_path: Path, **env: str):
+    return serving(root, environment(tmp_path, **env), command=[sys.executable, "-m", "torchlint.lsp"])
 
 
 async def jedi_wave(client, uri: str, text: str):

@@ -16,7 +16,7 @@ from torchlint.engine import check_source
 from torchlint.incremental import IncrementalChecker
 
 sys.path.insert(0, str(Path(__file__).parent / "lsp"))
-from lsp_helpers import CONFIG, VSCODE, initialize, open_document, replace_text, wait_for  # noqa: E402
+from lsp_helpers import open_document, replace_text, serving, wait_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI_TIMEOUT = 300
@@ -119,9 +119,7 @@ async def test_the_editor_shows_one_information_per_file(tmp_path):
     from lsprotocol import types
     (tmp_path / "model.py").write_text(MODEL)
     uri = (tmp_path / "model.py").as_uri()
-    client = await CONFIG.start()
-    try:
-        await initialize(client, VSCODE, root=tmp_path)
+    async with serving(tmp_path) as client:
         open_document(client, uri, MODEL)
 
         def informations():
@@ -134,11 +132,6 @@ async def test_the_editor_shows_one_information_per_file(tmp_path):
         replace_text(client, uri, MODEL, MODEL + ADDED, version=2)
         await wait_for(lambda: any("4 classes" in d.message for d in informations()), timeout=120,
                        what="the information after an edit")
-    finally:
-        try:
-            await client.shutdown_session()
-        finally:
-            await client.stop()
 
 
 def test_a_package_importing_itself_from_below_its_folder_is_told_where_to_check_from(tmp_path, layers):

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import AsyncIterator, Callable, Dict, List, Optional
 
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
@@ -50,6 +51,25 @@ async def initialize(client: LanguageClient, profile: str, initialization_option
         capabilities=client_capabilities(profile), root_uri=root.as_uri(),
         workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
         initialization_options=initialization_options))
+
+
+@contextlib.asynccontextmanager
+async def serving(root: Path, server_env: Optional[Dict[str, str]] = None, options=None,
+                  command: Optional[List[str]] = None) -> AsyncIterator[LanguageClient]:
+    """A server of its own for ``root`` (``server_env``: its whole environment, else the tests'),
+    initialized as VS Code does; shut down, and killed if it will not go, however the test ends."""
+    config = ClientServerConfig(server_command=command or SERVER_COMMAND, server_env=server_env or SERVER_ENV)
+    client = await config.start()
+    try:
+        await initialize(client, VSCODE, options, root=root)
+        yield client
+    finally:
+        try:
+            await asyncio.wait_for(client.shutdown_session(), timeout=20)
+        except Exception:
+            if client._server is not None and client._server.returncode is None:
+                client._server.kill()
+        await asyncio.wait_for(client.stop(), timeout=20)
 
 
 def open_document(client: LanguageClient, uri: str, text: str, version: int = 1) -> None:
