@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -239,6 +240,28 @@ def test_diff_against_head_sees_uncommitted_changes_only(repo, capsys):
     write(repo / "kept.py", MODEL.replace("4, 4", "5, 5"))
     code, out, _ = run(["check", "--no-infer", "--diff-against", "HEAD"], capsys, cwd=repo)
     assert code == 1 and paths_in(out) == ["kept.py"]
+
+
+@pytestmark_git
+def test_diff_against_runs_nothing_the_repositorys_git_config_names(repo, capsys, tmp_path):
+    """A repository archive ships its .git/config: a file-system monitor hook, hooks, and a
+    clean/smudge filter (with a process variant) for *.py. `--diff-against` asks git about the
+    files, which would run each of them; none may run, and the changes are still found."""
+    marker = tmp_path / "MARKER"
+    hook = write(tmp_path / "hook.sh", '#!/bin/sh\necho "$0 $*" >> "%s"\ncat\n' % marker)
+    hook.chmod(0o755)
+    write(repo / ".gitattributes", "*.py filter=planted.driver\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-q", "-m", "attributes")
+    for key, value in (("core.fsmonitor", str(hook)), ("core.hooksPath", str(tmp_path)),
+                       ("filter.planted.driver.clean", str(hook)), ("filter.planted.driver.smudge", str(hook)),
+                       ("filter.planted.driver.process", str(hook))):
+        git(repo, "config", key, value)
+    write(repo / "kept.py", MODEL.replace("4, 4", "5, 5"))
+    os.utime(repo / "kept.py", (946684800, 946684800))  # a stat that differs: git must read the file
+    code, out, err = run(["check", "--no-infer", "--diff-against", "HEAD", "--changed-lines-only"], capsys, cwd=repo)
+    assert not marker.exists(), marker.read_text()
+    assert code == 1 and paths_in(out) == ["kept.py"], err
 
 
 @pytestmark_git

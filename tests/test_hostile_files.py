@@ -107,6 +107,25 @@ def test_socket_in_a_tree_is_skipped(tmp_path, capsys):
     assert "skipped sock.py: a socket, not a regular file" in err and "sock.py" not in out
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="no newline in a Windows file name")
+def test_a_file_name_with_control_characters_is_printed_escaped(tmp_path, capsys):
+    """A name with a newline would start a line that GitHub Actions reads as a workflow command
+    (`::error::`, `::add-mask::`); ESC would start a terminal sequence. Every printed name is
+    escaped, on stdout and stderr alike; SARIF's JSON and GitHub's format encode it themselves."""
+    name = "model\n::error file=x::planted\x1b[2J.py"
+    write(tmp_path / name)
+    (tmp_path / ("broken\n::add-mask::x.py")).write_text("def (:\n")
+    code, out, err = run(["check", "--no-infer", "--select", "TL101", "."], capsys, cwd=tmp_path)
+    assert code == 1
+    for printed in (out, err):
+        assert not any(line.startswith("::") for line in printed.splitlines()), printed
+        assert "\x1b" not in printed
+    assert "model\\n::error file=x::planted\\x1b[2J.py:8:9: TL101" in out
+    assert "broken\\n::add-mask::x.py:1:5: SyntaxError" in out
+    code, out, _ = run(["check", "--no-infer", "--select", "TL101", "--format", "github", "."], capsys, cwd=tmp_path)
+    assert all(line.startswith("::") for line in out.splitlines()), out  # one command per line, none injected
+
+
 def test_dangling_link_is_skipped_with_a_note(tmp_path, capsys):
     write(tmp_path / "model.py")
     os.symlink(tmp_path / "gone.py", tmp_path / "dangling.py")

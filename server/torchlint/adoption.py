@@ -58,8 +58,33 @@ def same_file_key(path) -> str:
     return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
 
 
+# What a repository's own .git/config could make git run while torchlint asks it about files: a
+# file-system monitor (core.fsmonitor: a hook program), hooks, and the clean/smudge filters that
+# .gitattributes names (run on working-tree files `git diff` compares). Off for every call; the
+# filters by name, read from the configuration first (reading it runs nothing).
+NOTHING_RUNS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=" + os.devnull)
+
+
 def run_git(args: Sequence[str], cwd: str, timeout: float = GIT_TIMEOUT) -> str:
-    command = ["git", "-c", "core.quotePath=true", *args]
+    command = ["git", "-c", "core.quotePath=true", *NOTHING_RUNS, *_no_filters(cwd, timeout), *args]
+    return _git(command, args, cwd, timeout)
+
+
+def _no_filters(cwd: str, timeout: float) -> List[str]:
+    """``-c filter.<name>.<command>=`` for every filter driver the configuration seen from ``cwd``
+    defines (an empty command is no filter)."""
+    try:
+        listed = _git(["git", *NOTHING_RUNS, "config", "--null", "--get-regexp", r"^filter\."], ["config"], cwd,
+                      timeout)
+    except GitError:
+        return []  # none defined (git config exits 1), or no repository here
+    keys = [entry.split("\n", 1)[0] for entry in listed.split("\0")]
+    drivers = {key[len("filter."):key.rindex(".")] for key in keys if key.count(".") >= 2}  # (a name may hold dots)
+    return [option for name in sorted(drivers) for key in ("clean", "smudge", "process")
+            for option in ("-c", "filter.%s.%s=" % (name, key))]
+
+
+def _git(command: Sequence[str], args: Sequence[str], cwd: str, timeout: float) -> str:
     # Messages in English (they are matched), and no index refresh written behind the user's back.
     env = dict(os.environ, LC_ALL="C", LANGUAGE="", GIT_OPTIONAL_LOCKS="0")
     try:

@@ -15,6 +15,7 @@ inside an excluded folder stays excluded: the walk never enters the folder, as i
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,10 +108,29 @@ def _file_and_folders(rel: Optional[str], name: str):
 
 def display_path(path, base=None) -> str:
     """How messages and reports name a file: relative to ``base`` (default: the working
-    directory) when it is inside it, else as given; with forward slashes."""
+    directory) when it is inside it, else as given; with forward slashes; its control characters
+    escaped (:func:`printable`)."""
+    return printable(relative_path(path, base))
+
+
+def relative_path(path, base=None) -> str:
+    """``path`` relative to ``base`` (default: the working directory) when it is inside it, else as
+    given; with forward slashes. As it is: for formats that encode it (SARIF's JSON)."""
     base = os.getcwd() if base is None else str(base)
     shown = os.path.relpath(path, base) if inside(path, base) else str(path)
     return shown.replace(os.sep, "/")
+
+
+# Characters a terminal or a CI log reads as more than text: C0 and C1 controls (a newline starts a
+# line GitHub Actions takes as a workflow command, `::error::` or `::add-mask::`; ESC starts a
+# terminal sequence), DEL, and the Unicode line and paragraph separators.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def printable(text: str) -> str:
+    """``text`` with each control character written as an escape (``\n``, ``\x1b``), as Python's
+    repr writes it: a file name prints on one line and changes no terminal state."""
+    return _CONTROLS.sub(lambda m: repr(m.group(0))[1:-1], text)
 
 
 def inside(path, directory) -> bool:
@@ -297,9 +317,10 @@ class NotRegularFile(OSError):
     """A path that is not a regular file where file content was expected."""
 
 
-def read_regular_file(path: str) -> bytes:
-    """A regular file's bytes. The file is opened without blocking, so a FIFO or device put in
-    its place after discovery raises :class:`NotRegularFile` instead of hanging the read."""
+def read_regular_file(path: str, limit: Optional[int] = None) -> bytes:
+    """A regular file's bytes (at most ``limit`` + 1 of them: the caller can tell a file over its
+    limit). The file is opened without blocking, so a FIFO or device put in its place after
+    discovery raises :class:`NotRegularFile` instead of hanging the read."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
     descriptor = os.open(path, flags)
     try:
@@ -307,10 +328,14 @@ def read_regular_file(path: str) -> bytes:
         if not stat.S_ISREG(mode):
             raise NotRegularFile("not a regular file (%s)" % file_kind(mode))
         chunks: List[bytes] = []
-        while True:
-            chunk = os.read(descriptor, 1 << 20)
+        left = None if limit is None else limit + 1
+        while left is None or left > 0:
+            chunk = os.read(descriptor, 1 << 20 if left is None else min(1 << 20, left))
             if not chunk:
-                return b"".join(chunks)
+                break
             chunks.append(chunk)
+            if left is not None:
+                left -= len(chunk)
+        return b"".join(chunks)
     finally:
         os.close(descriptor)

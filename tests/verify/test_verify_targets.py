@@ -468,3 +468,31 @@ def test_a_package_module_with_call_sites_verifies_without_flags(tmp_path):
     gain = [i for i in net.issues if i.code == "TL901"]
     assert gain and gain[0].line == line_of(path, "self.gain =")
     assert all(isinstance(i.line, int) for i in report.issues)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX's")
+def test_the_call_site_scan_skips_a_fifo_named_like_a_module(tmp_path):
+    """A FIFO named `*.py` in the project (an archive can hold one) is never read: opening it
+    would wait for a writer for ever (the scan of the verify lens and of constructor arguments)."""
+    import re
+    import threading
+    from torchlint.verify.targets import scan_sites
+    os.mkfifo(tmp_path / "stuck.py")
+    (tmp_path / "uses.py").write_text("from model import Net\n\nnet = Net(3)\n")
+    seen = []
+
+    class Finder:
+        def scan(self, site, where):
+            seen.append(where)
+
+    sites = [(str(tmp_path / "stuck.py"), "stuck"), (str(tmp_path / "uses.py"), "uses")]
+    scan = threading.Thread(target=scan_sites, args=(sites, re.compile(r"\bNet\b"), str(tmp_path), [Finder()], None),
+                            daemon=True)
+    scan.start()
+    scan.join(timeout=120)  # a bound, not a timing: the scan ends at once, or never without the fix
+    if scan.is_alive():  # let the blocked open return, so that nothing is left waiting
+        with open(tmp_path / "stuck.py", "wb"):
+            pass
+        scan.join(timeout=10)
+        pytest.fail("the scan waited on the FIFO")
+    assert seen == ["uses.py"]

@@ -19,7 +19,8 @@ from typing import List, cast
 
 from .. import __version__
 from ..rules import ALL_RULES
-from . import FileReport, OutputOptions, cell_position, inside, display_path, sorted_findings
+from ..files import relative_path
+from . import FileReport, OutputOptions, cell_position, inside, sorted_findings
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/torchlint/"
@@ -50,7 +51,7 @@ def _rule(rule) -> dict:
 
 def _artifact(path: str, cwd: str) -> dict:
     if inside(path, cwd):
-        return {"uri": display_path(path, cwd), "uriBaseId": SOURCE_ROOT}
+        return {"uri": relative_path(path, cwd), "uriBaseId": SOURCE_ROOT}
     return {"uri": Path(path).resolve().as_uri()}
 
 

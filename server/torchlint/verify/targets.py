@@ -30,7 +30,7 @@ from ..analysis.context import FileContext
 from ..analysis.parsing import parse
 from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition, Index, Scope, build_index, dotted_name
 from ..config import ClassRecipe, VerifyConfig
-from ..files import display_path
+from ..files import display_path, read_regular_file
 from .protocol import Constructor, JsonObject
 
 MAX_CANDIDATES = 6  # per class: the child tries them in order, each a construction
@@ -146,12 +146,12 @@ class _File:
     @classmethod
     def load(cls, path: str, module: Optional[str]) -> Optional["_File"]:
         try:
-            if os.path.getsize(path) > MAX_FILE_BYTES:
-                return None
-            with open(path, "rb") as handle:
-                text = handle.read().decode("utf-8", "replace")
+            data = read_regular_file(path, MAX_FILE_BYTES)  # never a FIFO's read, which would block
         except OSError:
             return None
+        if len(data) > MAX_FILE_BYTES:
+            return None
+        text = data.decode("utf-8", "replace")
         tree, _ = parse(text, path)
         if tree is None:
             return None
@@ -666,8 +666,7 @@ def scan_sites(sites: Iterable[Tuple[str, Optional[str]]], pattern: "re.Pattern[
         if _past(deadline) or done():
             break
         try:
-            with open(site_path, "rb") as handle:
-                head = handle.read(MAX_FILE_BYTES + 1)
+            head = read_regular_file(site_path, MAX_FILE_BYTES)  # a FIFO named *.py: skipped, not waited on
         except OSError:
             continue
         text = head.decode("utf-8", "replace")
