@@ -223,17 +223,11 @@ _InferNode = Callable[[Any, Any], Any]
 
 
 def _checked_infer_node(infer_node: _InferNode) -> _InferNode:
-    @functools.wraps(infer_node)  # and __wrapped__: not wrapped twice
+    @functools.wraps(infer_node)
     def infer_node_within_deadline(context: Any, element: Any) -> Any:
         _past_deadline()
         return infer_node(context, element)
     return infer_node_within_deadline
-
-
-# Every inference step goes through syntax_tree.infer_node (Context.infer_node looks it up at
-# each call), so a question past its deadline stops at its next step.
-if not hasattr(_jedi_syntax_tree.infer_node, "__wrapped__"):
-    _jedi_syntax_tree.infer_node = _checked_infer_node(_jedi_syntax_tree.infer_node)
 
 
 def _dotted(names: Sequence[Any]) -> str:
@@ -301,8 +295,11 @@ def _replace(owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:
         setattr(owner, name, replacement)
 
 
-# Module loading and star imports never reach infer_node: checked where jedi imports a module, at
-# each module whose star-imported names a lookup reads, and in the parse of a module (parso_parser).
+# Every inference step goes through syntax_tree.infer_node (Context.infer_node looks it up at each
+# call), so a question past its deadline stops at its next step. Module loading and star imports
+# never reach it: checked where jedi imports a module, at each module whose star-imported names a
+# lookup reads, and in the parse of a module (parso_parser).
+_replace(_jedi_syntax_tree, "infer_node", _checked_infer_node)
 _replace(_jedi_imports, "import_module_by_names", _checked_import)
 _replace(_jedi_imports, "import_module", _checked_import)
 _replace(_JediModuleMixin, "star_imports", _star_imports_once)
