@@ -126,6 +126,21 @@ def test_a_file_name_with_control_characters_is_printed_escaped(tmp_path, capsys
     assert all(line.startswith("::") for line in out.splitlines()), out  # one command per line, none injected
 
 
+def test_code_nested_past_the_recursion_limit_is_said_not_passed(tmp_path, capsys):
+    """A 1,000-deep conditional expression compiles, but a rule's walk of it reaches Python's
+    recursion limit: that rule's findings in the file are lost. Said as such (exit 2), never
+    "All checks passed!", and never a traceback."""
+    deep = " ".join(["a if c else"] * 1000) + " x"
+    write(tmp_path / "deep.py", MASK + "        self.v = %s\n" % deep)
+    write(tmp_path / "plain.py")
+    code, out, err = run(["check", "--no-infer", "--select", "TL101", "."], capsys, cwd=tmp_path)
+    assert code == 2 and "Traceback" not in err
+    (said,) = [line for line in err.splitlines() if "deep.py" in line]
+    assert said.startswith("torchlint: error: deep.py: TL101 could not check this file") and "recursion" in said
+    assert "plain.py:8:9: TL101" in out  # the other file's finding stands
+    assert "All checks passed" not in out and "1 file not checked whole" in out
+
+
 def test_dangling_link_is_skipped_with_a_note(tmp_path, capsys):
     write(tmp_path / "model.py")
     os.symlink(tmp_path / "gone.py", tmp_path / "dangling.py")

@@ -258,7 +258,8 @@ def _check_file(job: Job) -> Checked:
     except Exception:  # a torchlint bug: report it, check the other files
         report.internal_errors.append("%s: %s" % (job.display, traceback.format_exc(limit=4)))
         return checked
-    report.findings, report.unchecked = list(result.findings), list(result.unchecked)
+    report.findings, report.unchecked, report.cut_short = list(result.findings), list(result.unchecked), \
+        list(result.cut_short)
     report.error = result.parse_error
     report.internal_errors.extend("%s: %s" % (job.display, e) for e in result.internal_errors)
     return checked
@@ -323,6 +324,7 @@ def check_notebook(job: Job, data: bytes, checked: Checked) -> Checked:
         return checked
     report.findings = [report.cells.relabel(finding) for finding in result.findings]
     report.unchecked = list(result.unchecked)  # (placed in their cells when printed: output.cell_position)
+    report.cut_short = list(result.cut_short)
     report.error = result.parse_error or (joined.errors[0] if joined.errors else None)
     report.internal_errors.extend("%s: %s" % (job.display, e) for e in result.internal_errors)
     return checked
@@ -844,6 +846,11 @@ def _check(args) -> int:
     internal = [error for report in reports for error in report.internal_errors]
     for error in internal:
         print("torchlint: internal error: %s" % error.rstrip(), file=sys.stderr)
+    cut_short = [report for report in reports if report.cut_short]
+    for report in cut_short:  # (said even with -q: findings were lost, and the exit status says so)
+        print("torchlint: error: %s: %s could not check this file: its code is nested deeper than Python's "
+              "recursion limit lets the rule follow (a 1,000-deep expression); its findings there are missing"
+              % (display_path(report.path, cwd), ", ".join(report.cut_short)), file=sys.stderr)
     options = OutputOptions(unsafe_fixes=args.unsafe_fixes, fix_mode=mode == "fix", quiet=args.quiet, cwd=cwd,
                             show_hints=hints_printed(config))
     written = None
@@ -878,7 +885,7 @@ def _check(args) -> int:
         problems += 1
     if args.verbose:
         print("torchlint: checked %d files in %.2fs" % (len(files), time.perf_counter() - started), file=sys.stderr)
-    return EXIT_ERROR if internal or problems else status
+    return EXIT_ERROR if internal or cut_short or problems else status
 
 
 def usage_problem(args) -> Optional[str]:

@@ -65,6 +65,9 @@ def check_tree(text: str, path: str, tree: ast.Module, options: CheckOptions = D
             continue
         try:
             findings.extend(rule.check(ctx))
+        except RecursionError:  # code nested deeper than the rule's walk can follow
+            log.debug("rule %s reached the recursion limit on %s", rule.code, path)
+            result.cut_short.append(rule.code)
         except Exception:  # a bug in one rule must not cost the user the others
             log.error("rule %s failed on %s:\n%s", rule.code, path, traceback.format_exc())
             result.internal_errors.append("%s: %s" % (rule.code, traceback.format_exc(limit=3)))

@@ -126,7 +126,7 @@ class IncrementalChecker:
         source = SourceText(text)
         result = check_tree(text, self.path, tree, options, inference, source=source)
         known = None
-        if not text.startswith("\ufeff") and not result.internal_errors:
+        if not text.startswith("\ufeff") and not result.internal_errors and not result.cut_short:
             plain = _chunks(tree.body, at_file_start=True)
             chunks = _with_findings(plain, result, range(len(plain)), None)
             if chunks is not None:
@@ -201,7 +201,7 @@ class IncrementalChecker:
             attributes.update(chunk.attributes)
         result = check_tree(text, self.path, reduced_tree, options, inference, file_attribute_names=attributes,
                             source=source)
-        if result.internal_errors:
+        if result.internal_errors or result.cut_short:
             return self._full(text, options, inference, "a rule failed on the reduced copy")
 
         outside: List[Optional[Chunk]] = [None if i in recheck else c for i, c in enumerate(new_chunks)]

@@ -123,3 +123,6 @@ class CheckResult:
     parse_error: Optional[ParseError] = None
     internal_errors: List[str] = field(default_factory=list)  # rules that crashed (a torchlint bug)
     unchecked: List[UncheckedClass] = field(default_factory=list)  # with the jedi layer only
+    # Rules that stopped at Python's recursion limit on this file (a 1,000-deep conditional
+    # expression): not a bug of theirs, but their findings here are lost.
+    cut_short: List[str] = field(default_factory=list)

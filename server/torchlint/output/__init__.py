@@ -28,6 +28,7 @@ class FileReport:
     diff: str = ""  # --diff: what --fix would change
     cells: Optional[CellMap] = None  # a notebook: positions are in its joined cells (see cell_position)
     unchecked: List[UncheckedClass] = field(default_factory=list)  # classes no rule checked (a base unread)
+    cut_short: List[str] = field(default_factory=list)  # rules that stopped at the recursion limit here
 
 
 def cell_position(report: FileReport, pos: Position) -> Tuple[Optional[int], Position]:

@@ -63,9 +63,12 @@ def summary(reports: List[FileReport], options: OutputOptions) -> str:
     fixable = sum(1 for f in findings if f.fix_to_apply(options.unsafe_fixes))
     unsafe = 0 if options.unsafe_fixes else sum(1 for f in findings if not f.fix_to_apply() and f.fix_to_apply(True))
     unwritten = sum(r.unwritten for r in reports) if options.fix_mode else 0
-    if remaining == 0 and fixed == 0 and not unwritten:
+    cut_short = sum(1 for r in reports if r.cut_short)
+    if remaining == 0 and fixed == 0 and not unwritten and not cut_short:
         return "All checks passed!" + (" %s." % _hidden_hints(hidden) if hidden else "")
     notes = []
+    if cut_short:
+        notes.append("%s not checked whole: nested too deep for a rule (see above)" % _plural(cut_short, "file"))
     if fixed:
         notes.append("%d fixed, %d remaining" % (fixed, remaining))
     if unwritten:
