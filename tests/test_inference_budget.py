@@ -11,9 +11,6 @@ grow (each module star-imports the two before it): a library that star-imports a
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -21,11 +18,10 @@ import jedi
 import parso
 import pytest
 
+from testkit.support import check_in_a_process
 from torchlint.inference import jedi_access
 from torchlint.inference.jedi_access import BudgetSpent, within_deadline
 
-ROOT = Path(__file__).resolve().parent.parent
-CLI_TIMEOUT = 300  # the bound on every torchlint process a test starts
 
 NET = textwrap.dedent("""\
     import torch
@@ -102,18 +98,13 @@ def test_a_parse_stops_at_the_deadline():
             parso.parse(text)
 
 
-def run_check(args, cwd: Path, **env) -> subprocess.CompletedProcess:
-    environ = dict(os.environ, PYTHONPATH=str(ROOT / "server"), **env)
-    return subprocess.run([sys.executable, "-m", "torchlint", "check", *args], cwd=str(cwd), env=environ,
-                          capture_output=True, text=True, timeout=CLI_TIMEOUT)
-
 
 def test_a_base_behind_a_deep_star_import_chain_is_found_within_the_budget(tmp_path):
     """Without each module once, the lookup of Base went through 832,039 filters here: past any
     budget, and Net was not known to be a Module."""
     star_chain(tmp_path, 31)
     (tmp_path / "net.py").write_text(NET.format(top=30))
-    done = run_check(["--no-cache", "--format", "json", "net.py"], tmp_path)
+    done = check_in_a_process(["--no-cache", "--format", "json", "net.py"], tmp_path)
     found = json.loads(done.stdout)
     assert [f["code"] for f in found] == ["TL101"], done.stderr
     assert "type inference stopped" not in done.stderr
@@ -123,14 +114,14 @@ def test_a_file_stopped_by_the_budget_is_answered_from_the_cache_next_time(tmp_p
     star_chain(tmp_path, 8)
     (tmp_path / "net.py").write_text(NET.format(top=7))
     cache = tmp_path / "cache"
-    first = run_check(["--infer-budget", "0.000001", "net.py"], tmp_path, TORCHLINT_CACHE_DIR=str(cache))
+    first = check_in_a_process(["--infer-budget", "0.000001", "net.py"], tmp_path, TORCHLINT_CACHE_DIR=str(cache))
     (note,) = [line for line in first.stderr.splitlines() if "type inference stopped" in line]
     assert "net.py" in note and "names alone" in note
     (entry,) = cache.glob("v*/*/*.json")
     stored = json.loads(entry.read_text())
     assert stored["budget"] == 0.000001 and "type inference stopped" in stored["note"]
-    second = run_check(["--infer-budget", "0.000001", "net.py"], tmp_path, TORCHLINT_CACHE_DIR=str(cache))
+    second = check_in_a_process(["--infer-budget", "0.000001", "net.py"], tmp_path, TORCHLINT_CACHE_DIR=str(cache))
     assert second.stdout == first.stdout and note in second.stderr.splitlines()
     # Another budget is another run: asked again, and now with time to find Net's base.
-    third = run_check(["--infer-budget", "30", "net.py"], tmp_path, TORCHLINT_CACHE_DIR=str(cache))
+    third = check_in_a_process(["--infer-budget", "30", "net.py"], tmp_path, TORCHLINT_CACHE_DIR=str(cache))
     assert "TL101" in third.stdout and "type inference stopped" not in third.stderr

@@ -6,20 +6,17 @@ the disk cache did; the editor shows one information per file; an edit keeps the
 """
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+from testkit.support import check_in_a_process
 from torchlint.engine import check_source
 from torchlint.incremental import IncrementalChecker
 
 sys.path.insert(0, str(Path(__file__).parent / "lsp"))
 from lsp_helpers import open_document, replace_text, serving, wait_for  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-CLI_TIMEOUT = 300
 
 # Module comes from a package that is not installed; Block from a star import of another one;
 # Sub subclasses an unchecked class of the file (it is said with that class's base); Plain and
@@ -60,11 +57,6 @@ MODEL = textwrap.dedent("""\
 ADDED = "\n\nclass Later(Module):\n    pass\n"
 
 
-def run_check(args, cwd: Path, **env) -> subprocess.CompletedProcess:
-    environ = dict(os.environ, PYTHONPATH=str(ROOT / "server"), **env)
-    return subprocess.run([sys.executable, "-m", "torchlint", "check", *args], cwd=str(cwd), env=environ,
-                          capture_output=True, text=True, timeout=CLI_TIMEOUT)
-
 
 def unchecked_of(result):
     return [(c.name, c.position.line, c.base) for c in result.unchecked]
@@ -98,12 +90,12 @@ def test_the_command_line_counts_them_and_lists_them_with_v(tmp_path):
     (tmp_path / "model.py").write_text(MODEL)
     cache = str(tmp_path / "cache")
     for run in ("cold", "warm"):  # the second from the disk cache: the same said
-        done = run_check(["model.py"], tmp_path, TORCHLINT_CACHE_DIR=cache)
+        done = check_in_a_process(["model.py"], tmp_path, TORCHLINT_CACHE_DIR=cache)
         (said,) = [line for line in done.stderr.splitlines() if "not checked" in line]
         assert said.startswith("torchlint: note: 3 classes not checked, whether they are nn.Modules could not be read:")
         assert "base `Module`: `notinstalled` is not installed in the analysed environment (2)" in said
         assert "base `Block`: no definition of it was found (1)" in said and "(-v lists the classes)" in said
-    verbose = run_check(["-v", "model.py"], tmp_path, TORCHLINT_CACHE_DIR=cache)
+    verbose = check_in_a_process(["-v", "model.py"], tmp_path, TORCHLINT_CACHE_DIR=cache)
     listed = [line for line in verbose.stderr.splitlines() if ": class " in line]
     assert listed == [
         "torchlint: note: model.py:7:1: class Net not checked: base `Module`: "
@@ -112,7 +104,7 @@ def test_the_command_line_counts_them_and_lists_them_with_v(tmp_path):
         "torchlint: note: model.py:17:1: class Sub not checked: base `Module`: "
         "`notinstalled` is not installed in the analysed environment"]
     for quiet in (["-q"], ["--no-infer"]):
-        assert "not checked" not in run_check([*quiet, "model.py"], tmp_path, TORCHLINT_CACHE_DIR=cache).stderr
+        assert "not checked" not in check_in_a_process([*quiet, "model.py"], tmp_path, TORCHLINT_CACHE_DIR=cache).stderr
 
 
 async def test_the_editor_shows_one_information_per_file(tmp_path):
