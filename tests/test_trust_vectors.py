@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "lsp"))
-from lsp_helpers import open_document, serving, wait_for  # noqa: E402
+from lsp_helpers import HELPER_MADE, open_document, serving, wait_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = "%d.%d" % sys.version_info[:2]
@@ -109,26 +109,10 @@ def planted_module(marker: Path, name: str) -> str:
 
 
 def model_importing(module: str) -> str:
-    """A model that imports ``module`` and asks jedi about its names (class Planted), and a
-    class that only jedi's inference finds TL101 in (Scaled, line JEDI_LINE): the finding shows
-    jedi answered."""
-    return textwrap.dedent("""\
-        import torch
-        import torch.nn as nn
-        import {module}
-
-
-        def make_weight(n):
-            return torch.zeros(n, n)
-
-
-        class Scaled(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.w = make_weight(3)
-
-            def forward(self, x):
-                return x @ self.w
+    """A model that imports ``module`` and asks jedi about its names (class Planted), after
+    lsp_helpers.HELPER_MADE's class that only jedi's inference finds TL101 in (Scaled, line
+    JEDI_LINE): the finding shows jedi answered."""
+    return "import %s\n" % module + HELPER_MADE + textwrap.dedent("""\
 
 
         class Planted(nn.Module):
@@ -142,7 +126,8 @@ def model_importing(module: str) -> str:
     """).format(module=module)
 
 
-JEDI_LINE = 13  # Scaled's `self.w = make_weight(3)`: names alone cannot see make_weight returns a tensor
+# Scaled's `self.w = make_weight(3)` (after the import line): names alone cannot see make_weight returns a tensor
+JEDI_LINE = 2 + HELPER_MADE.splitlines().index("        self.w = make_weight(3)")
 
 
 def hostile_venv(repo: Path, marker: Path, home: Optional[Path] = None) -> Path:
@@ -214,12 +199,17 @@ async def jedi_wave(client, uri: str, text: str):
     return refined()
 
 
-async def test_the_server_never_imports_a_planted_winreg_pyc(tmp_path):
-    repo = winreg_repo(tmp_path)
+async def assert_the_server_imports_nothing(repo: Path, tmp_path: Path, module: str) -> None:
+    """The server checks repo/model.py (which imports ``module``) through its jedi wave: no marker,
+    during the session or after it."""
     async with server(repo, tmp_path) as client:
-        await jedi_wave(client, (repo / "model.py").as_uri(), model_importing("winreg"))
+        await jedi_wave(client, (repo / "model.py").as_uri(), model_importing(module))
         assert_no_marker(tmp_path)
     assert_no_marker(tmp_path)
+
+
+async def test_the_server_never_imports_a_planted_winreg_pyc(tmp_path):
+    await assert_the_server_imports_nothing(winreg_repo(tmp_path), tmp_path, "winreg")
 
 
 # -- 4: a base Python inside the repository ---------------------------------------------------------
@@ -245,11 +235,7 @@ def test_a_base_python_in_the_repository_is_read_not_imported(tmp_path):
 
 
 async def test_the_server_never_imports_from_a_base_python_in_the_repository(tmp_path):
-    repo = fake_base_repo(tmp_path)
-    async with server(repo, tmp_path) as client:
-        await jedi_wave(client, (repo / "model.py").as_uri(), model_importing("smtplib"))
-        assert_no_marker(tmp_path)
-    assert_no_marker(tmp_path)
+    await assert_the_server_imports_nothing(fake_base_repo(tmp_path), tmp_path, "smtplib")
 
 
 # -- 5, 6: site-packages' start-up hooks ------------------------------------------------------------
@@ -368,20 +354,9 @@ class _Planted:
         return (exec, (self.code,))
 
 
-HELPERS = "import torch\n\n\ndef make_weight(n):\n    return torch.zeros(n, n)\n"
-CACHED_MODEL = textwrap.dedent("""\
-    import torch.nn as nn
-    from helpers import make_weight
-
-
-    class Scaled(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.w = make_weight(3)
-
-        def forward(self, x):
-            return x @ self.w
-""")
+# HELPER_MADE with its helper in a module of its own: the answer jedi gives depends on that file.
+HELPERS = "import torch\n\n\n" + HELPER_MADE[HELPER_MADE.index("def make_weight"):HELPER_MADE.index("class Scaled")]
+CACHED_MODEL = "from torch import nn\nfrom helpers import make_weight\n\n\n" + HELPER_MADE[HELPER_MADE.index("class Scaled"):]
 
 
 def test_the_disk_caches_never_execute_what_they_read(tmp_path):
@@ -395,7 +370,8 @@ def test_the_disk_caches_never_execute_what_they_read(tmp_path):
     env = {"XDG_CACHE_HOME": str(user_cache)}
 
     first = torchlint(["check", "."], repo, tmp_path, **env)
-    assert findings(first.stdout) == [("model.py", 8, "TL101")], first.stdout + first.stderr
+    cached_line = 1 + CACHED_MODEL.splitlines().index("        self.w = make_weight(3)")
+    assert findings(first.stdout) == [("model.py", cached_line, "TL101")], first.stdout + first.stderr
     entries = sorted(cache.rglob("*.json"))
     assert entries, "the first run stored no answers in %s" % cache
     # parso's pickles: in jedi's user-level folder, named by the file's path; none in the repository.
@@ -509,9 +485,7 @@ async def test_a_setuptools_package_in_the_repository_is_never_imported(tmp_path
         assert ("model.py", JEDI_LINE, "TL101") in findings(done.stdout), done.stdout + done.stderr
         assert_no_marker(tmp_path, done)
     else:
-        async with server(repo, tmp_path) as client:
-            await jedi_wave(client, (repo / "model.py").as_uri(), model_importing("distutils"))
-        assert_no_marker(tmp_path)
+        await assert_the_server_imports_nothing(repo, tmp_path, "distutils")
 
 
 def test_a_repository_cannot_make_torchlint_import_a_standard_module_for_its_side_effects(tmp_path):
