@@ -125,3 +125,19 @@ def test_a_file_stopped_by_the_budget_is_answered_from_the_cache_next_time(tmp_p
     # Another budget is another run: asked again, and now with time to find Net's base.
     third = check_in_a_process(["--infer-budget", "30", "net.py"], tmp_path, TORCHLINT_CACHE_DIR=str(cache))
     assert "TL101" in third.stdout and "type inference stopped" not in third.stderr
+
+
+def test_json_and_sarif_say_which_files_were_checked_by_names_alone(tmp_path):
+    star_chain(tmp_path, 8)
+    (tmp_path / "net.py").write_text(NET.format(top=7))
+    (tmp_path / "plain.py").write_text("import torch\n")
+    stopped = check_in_a_process(["--no-cache", "--infer-budget", "0.000001", "--format", "json", "."], tmp_path)
+    entries = json.loads(stopped.stdout)
+    (said,) = [e for e in entries if e["code"] is None]
+    assert Path(said["filename"]).name == "net.py" and said["severity"] == "info"
+    assert said["message"].startswith("checked by names alone: type inference stopped")
+    sarif = check_in_a_process(["--no-cache", "--infer-budget", "0.000001", "--format", "sarif", "."], tmp_path)
+    (notification,) = json.loads(sarif.stdout)["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert notification["level"] == "note" and "names alone" in notification["message"]["text"]
+    whole = check_in_a_process(["--no-cache", "--infer-budget", "30", "--format", "json", "."], tmp_path)
+    assert [e["code"] for e in json.loads(whole.stdout)] == ["TL101"]

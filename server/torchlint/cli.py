@@ -30,7 +30,7 @@ from .engine import CheckOptions, check_source
 from .exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from .environments import Interpreter, choose_interpreter, own_interpreter
 from .analysis.findings import CheckResult, Finding, ParseError, Position, Severity
-from .inference.inference_cache import InferenceCache, default_cache_dir
+from .inference.inference_cache import CacheEvents, InferenceCache, default_cache_dir
 from .analysis.noqa import AddedNoqa, add_noqa
 from .analysis.notebook import (CellMap, CellsChanged, CodeCell, NotebookError, is_notebook, join_cells,
                                 read_notebook, split_cells, with_sources)
@@ -160,6 +160,7 @@ class Checked:
     unfixed_cells: Optional[CellMap] = None  # a notebook's cells before --fix (for unfixed_findings)
     noqa_added: int = 0  # --add-noqa: directives added or extended (written only with fixed_data)
     noqa_left: List[Finding] = field(default_factory=list)  # --add-noqa: findings no directive silences
+    cache_events: CacheEvents = CacheEvents()  # what the jedi layer's disk caches met during this file
 
 
 # A worker runs with the cyclic garbage collector off. A check frees what it built by reference
@@ -253,8 +254,7 @@ def _check_file(job: Job) -> Checked:
                 else:
                     checked.original, checked.fixed_data = data, outcome.text.encode(encoding)
                     checked.unfixed_findings = unfixed
-        if inference is not None:
-            checked.notes = sorted(set(inference.take_notes().values()))
+        _take_layer_news(job, inference, checked)
     except Exception:  # a torchlint bug: report it, check the other files
         report.internal_errors.append("%s: %s" % (job.display, traceback.format_exc(limit=4)))
         return checked
@@ -263,6 +263,20 @@ def _check_file(job: Job) -> Checked:
     report.error = result.parse_error
     report.internal_errors.extend("%s: %s" % (job.display, e) for e in result.internal_errors)
     return checked
+
+
+def _take_layer_news(job: Job, inference, checked: Checked) -> None:
+    """What the jedi layer has to say after this file: why its answers stopped short here (the
+    budget: a note, and the report says the file was checked by names alone past it), and what
+    its disk caches met (said once for the run by the main process)."""
+    if inference is None:
+        if job.infer:  # jedi could not start, or timed out earlier in this run
+            checked.report.names_only = "type inference is off for the rest of this run"
+        return
+    notes = sorted(set(inference.take_notes().values()))
+    checked.notes.extend(notes)
+    checked.report.names_only = "; ".join(notes)
+    checked.cache_events = inference.take_cache_events()
 
 
 def check_notebook(job: Job, data: bytes, checked: Checked) -> Checked:
@@ -317,8 +331,7 @@ def check_notebook(job: Job, data: bytes, checked: Checked) -> Checked:
                     checked.original, checked.fixed_data = data, fixed_json.encode("utf-8")
                     checked.unfixed_findings = unfixed
                     checked.unfixed_cells = joined.cells
-        if inference is not None:
-            checked.notes.extend(sorted(set(inference.take_notes().values())))
+        _take_layer_news(job, inference, checked)
     except Exception:  # a torchlint bug: report it, check the other files
         report.internal_errors.append("%s: %s" % (job.display, traceback.format_exc(limit=4)))
         return checked
@@ -809,6 +822,7 @@ def _check(args) -> int:
     notes: List[str] = []  # said after the progress line is gone
     noqa_files = noqa_added = 0
     noqa_left: List[str] = []
+    cache_dropped = 0
     stdin_result: Optional[Checked] = None
     progress = Progress(len(jobs), sys.stderr) if Progress.wanted(sys.stderr, args.quiet) else None
     with progress or contextlib.nullcontext(), contextlib.closing(run_jobs(jobs, args.verbose, progress)) as results:
@@ -833,6 +847,10 @@ def _check(args) -> int:
                 noqa_files, noqa_added = noqa_files + 1, noqa_added + checked.noqa_added
             noqa_left.extend(not_silenced(job.display, checked))
             notes.extend("%s: %s" % (job.display, note) for note in checked.notes)
+            cache_dropped += checked.cache_events.dropped
+            for unwritten in checked.cache_events.unwritten:
+                with progress.cleared() if progress else contextlib.nullcontext():
+                    _say("%s; the findings are the same, later runs are slower" % unwritten)
     stop_if_signalled()
     if stdin and mode in ("fix", "noqa"):  # like ruff: the text, fixed or not, on stdout
         fixed = stdin_result.fixed_data if stdin_result is not None else None
@@ -884,6 +902,9 @@ def _check(args) -> int:
         _error(written)
         problems += 1
     if args.verbose:
+        if cache_dropped:
+            print("torchlint: %d cache entr%s failed their checks (damaged or altered): deleted, computed again"
+                  % (cache_dropped, "y" if cache_dropped == 1 else "ies"), file=sys.stderr)
         print("torchlint: checked %d files in %.2fs" % (len(files), time.perf_counter() - started), file=sys.stderr)
     return EXIT_ERROR if internal or cut_short or problems else status
 

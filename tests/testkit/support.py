@@ -44,10 +44,12 @@ def run_cli(argv, capsys, cwd=None):
     return code, out, err
 
 
-def check_in_a_process(args, cwd, timeout: float = CHECK_TIMEOUT, **env: str) -> "subprocess.CompletedProcess[str]":
+def check_in_a_process(args, cwd, timeout: float = CHECK_TIMEOUT, preexec_fn=None,
+                       **env: str) -> "subprocess.CompletedProcess[str]":
     """``torchlint check ARGS`` run from ``cwd`` in a child process (this checkout's server/ first on
-    its path; ``env`` added to the environment), bounded by ``timeout``."""
+    its path; ``env`` added to the environment; ``preexec_fn`` run in the child first), bounded by
+    ``timeout``."""
     environ = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT / "server"), os.environ.get("PYTHONPATH"))
                                                           if p), **env)
     return subprocess.run([sys.executable, "-m", "torchlint", "check", *map(str, args)], cwd=str(cwd), env=environ,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, preexec_fn=preexec_fn)

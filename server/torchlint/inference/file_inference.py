@@ -76,6 +76,9 @@ class FileInference:
         if project.cache is not None:
             self._cache_key = project.cache.key(project.environment_id, self.path, text)
             entry = project.cache.load(self._cache_key)
+            if entry is not None and not valid_answers(entry.answers):
+                project.cache.discard(self._cache_key)
+                entry = None
             if entry is not None and (entry.note is None or entry.budget == project.budget):
                 self._answers, self.note = entry.answers, entry.note  # stopped early: the same answers again
 
@@ -566,20 +569,39 @@ def _encode(value: Optional[Value]) -> Optional[List[object]]:
     """A Value as plain JSON data (None: jedi could not tell)."""
     if value is None:
         return None
-    return [value.kind.value, value.requires_grad, value.factory, value.module_class, value.empty]
+    return [value.kind.value, bool(value.requires_grad), value.factory, value.module_class, bool(value.empty)]
 
 
 def _decode(data: object) -> Optional[Value]:
     """The Value _encode wrote, or None for anything else (a damaged entry: ask again)."""
-    if not isinstance(data, (list, tuple)):
+    if not isinstance(data, (list, tuple)) or len(data) != 5:
         return None
-    try:
-        kind, requires_grad, factory, module_class, empty = data
-        if not all(isinstance(x, (str, type(None))) for x in (factory, module_class)):
-            return None
-        return Value(Kind(kind), bool(requires_grad), factory, module_class, bool(empty))
-    except (TypeError, ValueError):
+    kind, requires_grad, factory, module_class, empty = data
+    if kind not in _KIND_VALUES or not isinstance(requires_grad, bool) or not isinstance(empty, bool) \
+            or not all(isinstance(x, (str, type(None))) for x in (factory, module_class)):
         return None
+    return Value(Kind(kind), requires_grad, factory, module_class, empty)
+
+
+_KIND_VALUES = frozenset(kind.value for kind in Kind)
+
+
+def valid_answers(answers: Dict[str, object]) -> bool:
+    """Whether ``answers`` (read from the disk cache) holds only what this module stores: for a
+    base (``b:``) a bool, for a value (``c:``) None or an encoded Value, for why a base could not be
+    read (``u:``) a sentence. Anything else is not an answer this version gave: never used."""
+    for key, answer in answers.items():
+        if not isinstance(key, str):
+            return False
+        if key.startswith("b:"):
+            if not isinstance(answer, bool):
+                return False
+        elif key.startswith("c:"):
+            if answer is not None and _decode(answer) is None:
+                return False
+        elif not (key.startswith(_UNREADABLE_PREFIX) and isinstance(answer, str)):
+            return False
+    return True
 
 
 # Classes whose new instances jedi's answer (_value_of_class) always calls unknown: builtins and

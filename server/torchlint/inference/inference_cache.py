@@ -7,8 +7,15 @@ is found by a hash of the text, its path, the analysed environment and torchlint
 used only while each of those project files still has the size and modification time it had
 (a changed helper in another file means asking again). Files are written whole to a temporary
 name and renamed into place, so concurrent writers (parallel workers, two runs) never leave a
-half-written entry; an unreadable or malformed entry counts as missing. The folder is kept under
-a size bound by deleting the entries used least recently.
+half-written entry. Nothing an entry says is taken on trust: it names the key it was stored
+under, the torchlint version that wrote it and a digest of everything it holds; one that is
+unreadable, malformed, of another key or version, or altered since it was written (a digest that
+does not match: a disk fault, another tool) counts as missing, is deleted and counted
+(:attr:`InferenceCache.dropped`), so that it is computed again. The folder is kept under a size
+bound by deleting the entries used least recently.
+
+A cache that cannot be written (a full disk, a read-only folder) only costs time: the first
+reason is kept (:attr:`InferenceCache.unwritable`) for the owner to say once.
 
 A text whose questions the per-file budget cut short is kept too, with the answers it got and
 the note that says so, under the budget it ran with: a later run with that budget gives the same
@@ -30,7 +37,7 @@ from .. import __version__
 
 CACHE_DIR_ENV = "TORCHLINT_CACHE_DIR"  # where the cache lives (default: $XDG_CACHE_HOME/torchlint)
 DEFAULT_MAX_BYTES = 64 << 20  # the whole folder; the oldest entries go first past it
-_FORMAT = 1  # bumped when an entry's layout changes
+_FORMAT = 2  # bumped when an entry's layout changes
 _MAX_ENTRY_BYTES = 4 << 20  # an entry bigger than this is not ours (or is damaged)
 
 Dependency = Tuple[str, int, int]  # (path, st_mtime_ns, st_size)
@@ -63,6 +70,15 @@ class Entry:
     budget: Optional[float] = None  # the per-file budget of the run that stopped early
 
 
+@dataclass(frozen=True)
+class CacheEvents:
+    """What a layer's disk caches met, for its owner to tell the user (plain data: it travels back
+    from worker processes)."""
+
+    dropped: int = 0  # entries not what they claimed (damaged, altered): deleted, computed again
+    unwritten: Tuple[str, ...] = ()  # why a cache could not be written, one sentence each
+
+
 def fingerprint(*parts: object) -> str:
     """A stable hex digest of plain data (strings, numbers, lists of them)."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8", "surrogatepass")
@@ -75,6 +91,8 @@ class InferenceCache:
     def __init__(self, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.directory = Path(directory) / ("v%d" % _FORMAT)
         self.max_bytes = max_bytes
+        self.dropped = 0  # entries found damaged or not what they claim, deleted (see take_events)
+        self.unwritable: Optional[str] = None  # why the first entry could not be written, if one could not
 
     def key(self, environment: str, path: str, text: str) -> str:
         return fingerprint(__version__, environment, path, hashlib.sha256(
@@ -84,36 +102,48 @@ class InferenceCache:
         return self.directory / key[:2] / (key + ".json")
 
     def load(self, key: str) -> Optional[Entry]:
-        """What is stored under ``key``, when every project file its answers came from is unchanged."""
+        """What is stored under ``key``, when every project file its answers came from is unchanged.
+        An entry that is not what it claims to be is deleted (see :meth:`discard`)."""
         target = self._file(key)
         try:
             with open(target, "rb") as handle:
                 data = handle.read(_MAX_ENTRY_BYTES + 1)
-            # None past the limit, and any JSON value: a wrong shape raises one of the errors below.
-            entry: Any = json.loads(data) if len(data) <= _MAX_ENTRY_BYTES else None
-            answers, dependencies = entry["answers"], entry["dependencies"]
-            note, budget = entry.get("note"), entry.get("budget")
-            if not isinstance(answers, dict) or not isinstance(dependencies, list) \
-                    or not isinstance(note, (str, type(None))) or not isinstance(budget, (int, float, type(None))):
-                return None
-            for recorded in dependencies:
-                path, mtime, size = recorded
-                if dependency(path) != (path, mtime, size):
-                    return None  # a file the answers came from changed: ask again
-        except (OSError, ValueError, TypeError, KeyError):  # missing, unreadable, malformed
+        except OSError:  # missing (the usual case), or unreadable
             return None
+        checked = _checked_entry(data, key)
+        if checked is None:
+            self.discard(key)
+            return None
+        entry, dependencies = checked
+        for path, mtime, size in dependencies:
+            if dependency(path) != (path, mtime, size):
+                return None  # a file the answers came from changed: ask again
         try:
             os.utime(target)  # recently used: kept longest when the folder is trimmed
         except OSError:
             pass
-        return Entry(answers, note, budget)
+        return entry
+
+    def discard(self, key: str) -> None:
+        """Delete the entry under ``key``, found damaged (by this module, or by the owner, whose
+        answers it holds: :func:`..file_inference.valid_answers`), and count it."""
+        self.dropped += 1
+        _unlink(str(self._file(key)))
+
+    def take_events(self) -> Tuple[int, Optional[str]]:
+        """(entries dropped, why the cache could not be written or None) since the last call."""
+        events = (self.dropped, self.unwritable)
+        self.dropped, self.unwritable = 0, None
+        return events
 
     def store(self, key: str, entry: Entry, dependencies: Iterable[Dependency]) -> None:
         """Write an entry atomically (a temporary file renamed into place); failures are ignored:
         the cache only ever saves time."""
-        stored: Dict[str, object] = {"answers": entry.answers, "dependencies": sorted(set(dependencies))}
+        stored: Dict[str, object] = {"key": key, "version": __version__, "answers": entry.answers,
+                                     "dependencies": sorted(set(dependencies))}
         if entry.note is not None:
             stored.update(note=entry.note, budget=entry.budget)
+        stored["digest"] = _digest(stored)
         target = self._file(key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -125,7 +155,10 @@ class InferenceCache:
             except BaseException:
                 _unlink(temporary)
                 raise
-        except (OSError, ValueError, TypeError):
+        except OSError as err:  # full, read-only, not a folder: the run goes on without
+            if self.unwritable is None:
+                self.unwritable = "%s (%s)" % (err.strerror or err, self.directory)
+        except (ValueError, TypeError):  # (answers are plain data: not expected)
             pass
 
     def trim(self) -> int:
@@ -158,6 +191,37 @@ class InferenceCache:
                 total -= size
                 removed += 1
         return removed
+
+
+def _digest(stored: Mapping[str, object]) -> str:
+    return fingerprint({name: value for name, value in stored.items() if name != "digest"})
+
+
+def _checked_entry(data: bytes, key: str) -> Optional[Tuple[Entry, List[Dependency]]]:
+    """The entry ``data`` holds and the files its answers came from, when it is the one stored under
+    ``key`` by this version and unaltered since; None for anything else."""
+    if len(data) > _MAX_ENTRY_BYTES:
+        return None
+    try:
+        stored: Any = json.loads(data)
+    except ValueError:  # (UnicodeDecodeError included)
+        return None
+    if not isinstance(stored, dict) or stored.get("key") != key or stored.get("version") != __version__ \
+            or stored.get("digest") != _digest(stored):
+        return None
+    answers, dependencies = stored.get("answers"), stored.get("dependencies")
+    note, budget = stored.get("note"), stored.get("budget")
+    if not isinstance(answers, dict) or not isinstance(dependencies, list) \
+            or not isinstance(note, (str, type(None))) or isinstance(budget, bool) \
+            or not isinstance(budget, (int, float, type(None))):
+        return None
+    checked: List[Dependency] = []
+    for recorded in dependencies:
+        if not (isinstance(recorded, list) and len(recorded) == 3 and isinstance(recorded[0], str)
+                and all(isinstance(n, int) and not isinstance(n, bool) for n in recorded[1:])):
+            return None
+        checked.append((recorded[0], recorded[1], recorded[2]))
+    return Entry(answers, note, budget), checked
 
 
 def _unlink(path: str) -> bool:

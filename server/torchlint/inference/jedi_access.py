@@ -145,18 +145,57 @@ def _save_whole(hashed_grammar: str, path: str, item: Any, cache_path: Optional[
     """parso's pickle of a module's tree, written beside its place and renamed into it. parso
     writes into the place itself, so a worker loading that module meanwhile read half a file and
     jedi failed the question with EOFError (one to three times a run on transformers' models/
-    with two workers)."""
-    target = _parso_hashed_path(hashed_grammar, path, cache_path=cache_path)
-    handle = tempfile.NamedTemporaryFile(dir=os.path.dirname(target), prefix=".torchlint-", suffix=".tmp",
-                                         delete=False)
+    with two workers). A pickle that cannot be written (parso lets every error but PermissionError
+    through: a full disk or a read-only folder failed the question, and its finding was lost) only
+    costs the next run its parse: the first reason is kept for the owner to say
+    (:func:`take_parse_cache_failure`)."""
+    global _parse_cache_failure
+    try:
+        target = _parso_hashed_path(hashed_grammar, path, cache_path=cache_path)  # (makes the folder)
+        handle = tempfile.NamedTemporaryFile(dir=os.path.dirname(target), prefix=".torchlint-", suffix=".tmp",
+                                             delete=False)
+    except OSError as err:
+        _parse_cache_failure = _parse_cache_failure or _cache_failure_reason(err, cache_path)
+        return
     try:
         with handle:
             pickle.dump(item, handle, pickle.HIGHEST_PROTOCOL)
         os.replace(handle.name, target)
+    except OSError as err:
+        _parse_cache_failure = _parse_cache_failure or _cache_failure_reason(err, cache_path)
+        with contextlib.suppress(OSError):
+            os.unlink(handle.name)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(handle.name)
         raise
+
+
+_parse_cache_failure: Optional[str] = None  # why parso's pickles could not be written, since the last take
+
+
+def _cache_failure_reason(err: OSError, cache_path: Optional[str]) -> str:
+    folder = cache_path if cache_path is not None else getattr(_parso_cache, "_default_cache_path", "parso's cache")
+    return "%s (%s)" % (err.strerror or err, folder)
+
+
+def take_parse_cache_failure() -> Optional[str]:
+    """Why parso's pickles of parsed modules could not be written since the last call (None: they were)."""
+    global _parse_cache_failure
+    failure, _parse_cache_failure = _parse_cache_failure, None
+    return failure
+
+
+_parso_clear_old: Callable[..., Any] = _parso_cache._remove_cache_and_update_lock
+
+
+def _clear_old_quietly(cache_path: Optional[str] = None) -> Any:
+    """parso's clean-up of old pickles after a save; on a folder that cannot be written it fails
+    like the save (see _save_whole)."""
+    try:
+        return _parso_clear_old(cache_path=cache_path)
+    except OSError:
+        return False
 
 
 def _load_whole(hashed_grammar: str, path: str, p_time: float, cache_path: Optional[str] = None) -> Any:
@@ -171,6 +210,7 @@ def _load_whole(hashed_grammar: str, path: str, p_time: float, cache_path: Optio
 
 _parso_cache._save_to_file_system = _save_whole
 _parso_cache._load_from_file_system = _load_whole
+_parso_cache._remove_cache_and_update_lock = _clear_old_quietly
 
 
 class InterpreterTimeout(Exception):

@@ -50,7 +50,7 @@ from .jedi_access import (JEDI_MAIN, AnalysedEnvironment, InferenceState, Interp
                           WatchedEnvironment, own_sys_path, timeout_message)
 from ..environments import Interpreter, choose_interpreter, interpreter_timeout, own_interpreter
 from .file_inference import FileInference, _last_token
-from .inference_cache import InferenceCache, fingerprint
+from .inference_cache import CacheEvents, InferenceCache, fingerprint
 from .project_answers import QUESTION_FILE, ProjectAnswers
 from . import project_files
 from .project_files import BaseAsker, ProjectFiles
@@ -345,6 +345,18 @@ class JediInference(ProjectFiles):
         """The files whose inference stopped early since the last call, and why."""
         notes, self.notes = self.notes, {}
         return notes
+
+    def take_cache_events(self) -> CacheEvents:
+        """What the disk caches met since the last call: entries of torchlint's found damaged (and
+        computed again), and why torchlint's answers or parso's parsed modules could not be written."""
+        dropped, unwritable = self.cache.take_events() if self.cache is not None else (0, None)
+        parse_failure = jedi_access.take_parse_cache_failure()
+        unwritten = []
+        if unwritable is not None:
+            unwritten.append("jedi's answers are not kept on disk: %s" % unwritable)
+        if parse_failure is not None:
+            unwritten.append("jedi's parsed modules are not kept on disk: %s" % parse_failure)
+        return CacheEvents(dropped, tuple(unwritten))
 
     def close(self) -> None:
         """End jedi's interpreter now (a process about to fork must not hand it to its children)."""

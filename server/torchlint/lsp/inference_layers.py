@@ -74,7 +74,7 @@ class InferenceLayers:
         self._report = report  # tells the user once per layer what inference runs with (log)
         self._warn = warn or report  # what the user must see once (window/showMessage)
         self._warned: Set[str] = set()
-        self._noted: Set[str] = set()  # files whose inference the budget cut short, said once each
+        self._noted: Set[str] = set()  # files whose inference the budget cut short, and cache failures: said once each
         self._closed: Set[str] = set()  # documents closed since the last check (see forget)
         self._use_cache = DEFAULT_SETTINGS.inference_cache
         self._budget = budget_seconds(DEFAULT_SETTINGS)
@@ -152,11 +152,16 @@ class InferenceLayers:
                 by_path.pop(Path(path), None)
 
     def _say_notes(self, layer: JediInference) -> None:
-        """Log, once per file, that the budget cut its inference short (in a check before this one)."""
+        """Log, once per file, that the budget cut its inference short (in a check before this one),
+        and once per session why a disk cache cannot be written."""
         for path, note in layer.take_notes().items():
             if path not in self._noted:
                 self._noted.add(path)
                 self._report("torchlint: %s: %s (inferBudget)" % (path, note))
+        for unwritten in layer.take_cache_events().unwritten:
+            if unwritten not in self._noted:
+                self._noted.add(unwritten)
+                self._report("torchlint: %s; the findings are the same, checks are slower" % unwritten)
 
     def _recover(self, key: Tuple[str, Interpreter], failed: JediInference) -> Optional[JediInference]:
         """A fresh layer after a timeout; names only after the second one."""

@@ -29,6 +29,9 @@ class FileReport:
     cells: Optional[CellMap] = None  # a notebook: positions are in its joined cells (see cell_position)
     unchecked: List[UncheckedClass] = field(default_factory=list)  # classes no rule checked (a base unread)
     cut_short: List[str] = field(default_factory=list)  # rules that stopped at the recursion limit here
+    # Why jedi's answers stopped short in this file, so that the rest was checked by names alone
+    # (its inference budget ran out, jedi could not run); "" when jedi answered all it was asked.
+    names_only: str = ""
 
 
 def cell_position(report: FileReport, pos: Position) -> Tuple[Optional[int], Position]:

@@ -1,7 +1,8 @@
 """A JSON array in ruff's shape (``ruff check --output-format json``), plus ``severity``.
 
 Rows and columns are 1-based. A file that could not be parsed (or read) is an entry
-with ``code: null``.
+with ``code: null``; so is a file checked in part by names alone (its inference budget ran out),
+with ``severity: "info"``, so that two runs' findings can be told apart by what each could see.
 """
 from __future__ import annotations
 
@@ -68,9 +69,17 @@ def error_entry(filename: str, error, report: Optional[FileReport] = None) -> di
     }
 
 
+def names_only_entry(report: FileReport) -> dict:
+    start = {"row": 1, "column": 1}
+    return {"cell": None, "code": None, "message": "checked by names alone: %s" % report.names_only,
+            "filename": os.path.abspath(report.path), "location": start, "end_location": start, "fix": None,
+            "url": None, "noqa_row": None, "severity": "info"}
+
+
 def entries(reports: List[FileReport]) -> List[dict]:
     result = [error_entry(os.path.abspath(r.path), r.error, r) for r in sorted(reports, key=lambda r: r.path)
               if r.error is not None]
+    result += [names_only_entry(report) for report in reports if report.names_only]
     result += [finding_entry(os.path.abspath(report.path), finding, report)
                for report, finding in sorted_findings(reports)]
     result.sort(key=lambda e: (e["filename"], e["cell"] or 0, e["location"]["row"], e["location"]["column"]))

@@ -110,7 +110,10 @@ def sarif_log(reports: List[FileReport], options: OutputOptions) -> dict:
         {"level": "error", "message": {"text": report.error.message},
          "locations": [{"physicalLocation": {"artifactLocation": _artifact(report.path, options.cwd),
                                              "region": _region(report.error.position, report.error.position)}}]}
-        for report in sorted(reports, key=lambda r: r.path) if report.error is not None]
+        for report in sorted(reports, key=lambda r: r.path) if report.error is not None] + [
+        {"level": "note", "message": {"text": "checked by names alone: %s" % report.names_only},
+         "locations": [{"physicalLocation": {"artifactLocation": _artifact(report.path, options.cwd)}}]}
+        for report in sorted(reports, key=lambda r: r.path) if report.names_only]
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",
