@@ -9,7 +9,8 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
-from lsp_helpers import HELPER_MADE, SERVER_COMMAND, SERVER_ENV, VSCODE, codes, initialize, open_document, wait_for
+from lsp_helpers import (HELPER_MADE, SERVER_COMMAND, SERVER_ENV, VSCODE, codes, initialize, open_document,
+                         replace_text, wait_for)
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 
@@ -57,3 +58,32 @@ async def test_a_restarted_server_answers_from_the_disk_cache(tmp_path):
     assert summary(second) == summary(first)
     assert any(entry.stat().st_mtime > 1_000_000_000 for entry in entries(cache_dir)), \
         "the second server did not read the cached answers"
+
+
+async def test_a_cache_that_cannot_be_written_costs_only_time(tmp_path):
+    """Both caches under a file, not a folder: nothing can be written there. jedi's question
+    failed with parso's error before, and the finding was lost. Said once in the log (at the
+    check after the one that met it)."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    uri = (tmp_path / "scaled.py").as_uri()
+    config = ClientServerConfig(server_command=SERVER_COMMAND, server_env=dict(
+        SERVER_ENV, TORCHLINT_CACHE_DIR=str(blocked), XDG_CACHE_HOME=str(blocked)))
+    client = await config.start()
+    try:
+        await initialize(client, VSCODE)
+        open_document(client, uri, HELPER_MADE)
+
+        def said():
+            return [m.message for m in client.log_messages if "not kept on disk" in m.message]
+        await wait_for(lambda: any(p.uri == uri and codes(p.diagnostics) for p in client.publishes),
+                       timeout=240, what="the jedi wave")
+        assert [codes(p.diagnostics) for p in client.publishes if p.uri == uri][-1] == ["TL101"]
+        for version in (2, 3):
+            replace_text(client, uri, HELPER_MADE + "\n" * (version - 2), HELPER_MADE + "\n" * (version - 1), version)
+            await wait_for(lambda: any(p.version == version and codes(p.diagnostics) for p in client.publishes),
+                           timeout=240, what="the jedi wave of version %d" % version)
+        assert said() and len(said()) == len(set(said())), [m.message for m in client.log_messages]
+        await client.shutdown_session()
+    finally:
+        await client.stop()
