@@ -449,8 +449,7 @@ def verify_class(cls: Type[nn.Module], request: ProbeRequest, user_module: Modul
     result.phase("registration", name)
     state = state_of(model)
     found = checks.check_registration(state)
-    add("TL901", found, support.count(len(found), "unregistered attribute") if found
-        else "every tensor, module and parameter is registered")
+    add("TL901", found, checks.registration_summary(found, state))
 
     dtype_standin = device.type == "cpu"
     if not dtype_standin:
@@ -464,6 +463,35 @@ def verify_class(cls: Type[nn.Module], request: ProbeRequest, user_module: Modul
             summary += "; what was left behind was moved for the checks that follow"
         add("TL902", moved, summary)
 
+    rebuilt: Set[str] = set()  # what every forward recomputed from registered parameters
+    forward_ran = False
+    try:
+        rebuilt, forward_ran = run_gradients(cls, request, user_module, result, report, built, device,
+                                             several_classes, seen, again, run, state_of, add)
+        if dtype_standin:
+            result.phase("move", name)
+            run("moving %s with .to(torch.float64)" % name, model.to, torch.float64)
+            add("TL902", checks.check_device(state_of(model), device, True),
+                "CPU run: model.to(torch.float64) stood in for model.to(device)")
+    finally:
+        # What forward showed it rebuilds from registered parameters settles TL901 and TL902.
+        checks.settle_rebuilt(report, state, rebuilt, forward_ran)
+
+
+def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType, result: Result,
+                  report: JsonObject, built: Built, device: torch.device, several_classes: bool,
+                  seen: Optional[Seen], again: bool, run: Run,
+                  state_of: Callable[[nn.Module], probe_checks.State],
+                  add: Callable[[str, List[JsonObject], str], None]) -> Tuple[Set[str], bool]:
+    """TL903, TL904 and TL906 with the first inputs that fit; (the paths of the plain tensor
+    attributes every forward recomputed from registered parameters, whether forward ran)."""
+    if TYPE_CHECKING:
+        checks = probe_checks
+    else:
+        checks = sys.modules["torchlint_probe_checks"]
+    name = cls.__name__
+    model = built.model
+    forward = "%s.forward" % name
     result.phase("inputs", name)
     candidates = input_candidates(model, user_module, request, built, several_classes, run)
     if again and seen is not None and cls in seen.inputs:
@@ -498,19 +526,13 @@ def verify_class(cls: Type[nn.Module], request: ProbeRequest, user_module: Modul
             add("TL904", *gradients.tl904())
             add("TL906", *gradients.tl906())
             if gradients.failure is not None:
-                issues.append(gradients.failure)
+                report["issues"].append(gradients.failure)
                 report["status"] = "failed"
-            break
-        else:
-            shown = "; ".join(misfits[:3]) + ("; and %d more" % (len(misfits) - 3) if len(misfits) > 3 else "")
-            reason = "the guessed inputs did not fit (%d tried: %s); %s" % (len(misfits), shown, HOW_TO_GIVE_INPUTS)
-            skip_gradients(report, reason, "the guessed inputs did not fit")
-
-    if dtype_standin:
-        result.phase("move", name)
-        run("moving %s with .to(torch.float64)" % name, model.to, torch.float64)
-        add("TL902", checks.check_device(state_of(model), device, True),
-            "CPU run: model.to(torch.float64) stood in for model.to(device)")
+            return gradients.rebuilt, True
+        shown = "; ".join(misfits[:3]) + ("; and %d more" % (len(misfits) - 3) if len(misfits) > 3 else "")
+        reason = "the guessed inputs did not fit (%d tried: %s); %s" % (len(misfits), shown, HOW_TO_GIVE_INPUTS)
+        skip_gradients(report, reason, "the guessed inputs did not fit")
+    return set(), False
 
 
 # -- the whole run --------------------------------------------------------------------------------

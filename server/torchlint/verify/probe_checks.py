@@ -7,6 +7,7 @@ Issue dicts are made by ``probe_support.new_issue``; where an attribute lives
 from __future__ import annotations
 
 import copy
+import importlib
 import math
 import sys
 from typing import TYPE_CHECKING, Any, Dict, List, Set, Tuple
@@ -127,13 +128,56 @@ class Locator:
                          "owner_file": support.source_file(self.verified_cls), "owner_line": line}, line
 
 
+def _torch_hook_classes() -> Tuple[type, ...]:
+    """The forward pre-hooks of torch.nn.utils that set module.<name> from registered parameters
+    (weight_norm, spectral_norm, prune), and ``_torch_derivation``'s names for them."""
+    found: List[type] = []
+    for module_name, class_name in (("torch.nn.utils.weight_norm", "WeightNorm"),
+                                    ("torch.nn.utils.spectral_norm", "SpectralNorm"),
+                                    ("torch.nn.utils.prune", "BasePruningMethod")):
+        try:
+            found.append(getattr(importlib.import_module(module_name), class_name))
+        except (ImportError, AttributeError):  # another torch version: that kind is judged as any hook
+            pass
+    return tuple(found)
+
+
+TORCH_HOOKS = _torch_hook_classes()
+# hook class name -> (what the report calls it, the registered parameters it derives <name> from)
+TORCH_DERIVATIONS = {"WeightNorm": ("weight_norm", ("_g", "_v")), "SpectralNorm": ("spectral_norm", ("_orig",)),
+                     "BasePruningMethod": ("pruning", ("_orig",))}
+
+
+def _torch_derivation(hook: object, name: str, module: nn.Module) -> Optional[str]:
+    """"weight_norm" / "spectral_norm" / "pruning" when ``hook`` is that torch.nn.utils hook and
+    recomputes module.<name> on every forward from parameters the module registers."""
+    for cls in TORCH_HOOKS:
+        if isinstance(hook, cls):
+            what, suffixes = TORCH_DERIVATIONS[cls.__name__]
+            target = getattr(hook, "name", None) or getattr(hook, "_tensor_name", None)
+            parameters = module._parameters
+            if target == name and all(isinstance(parameters.get(name + s), nn.Parameter) for s in suffixes):
+                return what
+    return None
+
+
+def _forward_pre_hooks(module: nn.Module) -> List[object]:
+    try:
+        return list(module._forward_pre_hooks.values())
+    except (AttributeError, TypeError):  # a module whose __init__ never ran nn.Module's
+        return []
+
+
 class Held:
     """A tensor the module tree holds outside its registered parameters and buffers."""
 
-    def __init__(self, path: str, tensor: torch.Tensor, holder: Holder) -> None:
+    def __init__(self, path: str, tensor: torch.Tensor, holder: Holder, derived: Optional[str] = None) -> None:
         self.path = path  # as seen from the verified module: "blocks.0.gamma_1", "layers[0].weight"
         self.tensor = tensor
         self.holder = holder  # (module prefix, attribute) of the `self.<attribute> = ...` that stored it
+        # What recomputes it from registered parameters on every forward ("weight_norm"): not state
+        # of its own, so not a registration bug, and a move or a step has nothing to do with it.
+        self.derived = derived
 
 
 class State:
@@ -150,22 +194,30 @@ class State:
         # (holder, path, description, trainable, container) for TL901
         self.unregistered: List[Tuple[Holder, str, str, bool, bool]] = []
         self.held: List[Held] = []  # every unregistered tensor reachable
+        # Plain tensor attributes of modules with a forward pre-hook of the user's: it may rebuild
+        # them on every call (GradientRun.rebuilt says whether it does), path -> the module's class.
+        self.hooked: Dict[str, str] = {}
         seen: Set[int] = set()
 
-        def hold(path: str, tensor: torch.Tensor, holder: Holder) -> None:
+        def hold(path: str, tensor: torch.Tensor, holder: Holder, derived: Optional[str] = None) -> None:
             if id(tensor) not in seen and id(tensor) not in self.registered_ids:
                 seen.add(id(tensor))
-                self.held.append(Held(path, tensor, holder))
+                self.held.append(Held(path, tensor, holder, derived))
 
         for prefix, module in self.modules.items():
+            hooks = _forward_pre_hooks(module)
             for name, value in list(vars(module).items()):
                 if name in baseline:
                     continue
                 path = prefix + "." + name if prefix else name
                 holder = (prefix, name)
                 if isinstance(value, torch.Tensor):
-                    hold(path, value, holder)
-                    self.unregistered.append((holder, path, describe_tensor(value), value.requires_grad, False))
+                    derived = next((d for d in (_torch_derivation(h, name, module) for h in hooks) if d), None)
+                    hold(path, value, holder, derived)
+                    if derived is None:
+                        self.unregistered.append((holder, path, describe_tensor(value), value.requires_grad, False))
+                        if any(not isinstance(h, TORCH_HOOKS) for h in hooks):
+                            self.hooked[path] = type(module).__name__
                     continue
                 found = list(_contents(value, path))
                 if not found:
@@ -252,6 +304,52 @@ def check_registration(state: State) -> List[JsonObject]:
                         message)
 
 
+def registration_summary(found: List[JsonObject], state: State, rebuilt: Container[str] = ()) -> str:
+    """TL901's line in the report, with the tensors it leaves alone because forward recomputes them."""
+    text = count(len(found), "unregistered attribute") if found else "every tensor, module and parameter is registered"
+    derived = [held for held in state.held if held.derived]
+    if derived:
+        text += "; %s recomputed from registered parameters by %s on every forward" % (
+            count(len(derived), "tensor"), " and ".join(sorted({held.derived or "" for held in derived})))
+    recomputed = [path for _, path, _, _, _ in state.unregistered if path in rebuilt]
+    if recomputed:
+        text += "; %s recomputed from registered parameters on every forward (%s)" % (
+            count(len(recomputed), "tensor"), listing(recomputed, 3))
+    return text
+
+
+def settle_rebuilt(report: JsonObject, state: State, rebuilt: Container[str], forward_ran: bool) -> None:
+    """TL901 / TL902 issues about plain tensor attributes that every forward recomputed from
+    registered parameters are withdrawn: they are not state of their own. Where forward did not
+    run, those on a module with a forward pre-hook of the user's are said as information, unconfirmed:
+    the hook may rebuild them."""
+    settled: Set[str] = set()
+    kept: List[JsonObject] = []
+    for issue in report["issues"]:
+        paths = issue.get("paths") or []
+        if issue.get("code") not in ("TL901", "TL902") or not paths:
+            kept.append(issue)
+        elif all(path in rebuilt for path in paths):
+            settled.add(issue["code"])
+        else:
+            if not forward_ran and all(path in state.hooked for path in paths):
+                issue["severity"] = SEVERITY_INFO
+                issue["message"] += (" (unless the forward pre-hook of %s recomputes %s from registered parameters "
+                                     "on every call: forward did not run, so that could not be seen)" % (
+                                         state.hooked[paths[0]], "it" if len(paths) == 1 else "them"))
+                settled.add(issue["code"])
+            kept.append(issue)
+    if not settled:
+        return
+    report["issues"][:] = kept
+    for entry in report["checks"]:
+        if entry["code"] in settled:
+            found = [issue for issue in kept if issue.get("code") == entry["code"]]
+            entry["status"] = check_status(found)
+            if entry["code"] == "TL901":
+                entry["summary"] = registration_summary(found, state, rebuilt)
+
+
 # -- TL902 ---------------------------------------------------------------------------------------
 
 def tensors_to_move(state: State) -> List[Tuple[Holder, str, torch.Tensor]]:
@@ -259,7 +357,7 @@ def tensors_to_move(state: State) -> List[Tuple[Holder, str, torch.Tensor]]:
     items: List[Tuple[Holder, str, torch.Tensor]] = [
         (_split(path), path, tensor) for path, tensor in state.parameters.items()]
     items += [(_split(path), path, tensor) for path, tensor in state.buffers.items()]
-    items += [(held.holder, held.path, held.tensor) for held in state.held]
+    items += [(held.holder, held.path, held.tensor) for held in state.held if held.derived is None]
     return items
 
 
@@ -424,12 +522,16 @@ class CallRecord:
 
 
 class Watch:
-    """Which submodules forward called (and how), and which parameters ops used under no_grad."""
+    """Which submodules forward called (and how), which parameters ops used under no_grad, and
+    which of the tensors in ``attribute_ids`` (plain attributes, as forward began) ops read."""
 
     def __init__(self, modules: Dict[str, nn.Module], parameter_ids: Set[int]) -> None:
         self.records = {id(module): CallRecord() for module in modules.values()}
         self.parameter_ids = parameter_ids
         self.used_without_grad: Set[int] = set()
+        self.attribute_ids: Set[int] = set()
+        self.read: Set[int] = set()
+        self.sees_reads = False  # a torch without TorchFunctionMode cannot say
         self._hook: Optional[RemovableHandle] = None
         self._mode: Optional[ContextManager[object]] = None  # (a TorchFunctionMode)
 
@@ -442,9 +544,10 @@ class Watch:
 
     def __enter__(self) -> Watch:
         self._hook = nn.modules.module.register_module_forward_pre_hook(self._pre_hook)
-        self._mode = _no_grad_recorder(self)
+        self._mode = _tensor_use_recorder(self)
         if self._mode is not None:
             self._mode.__enter__()
+            self.sees_reads = True
         return self
 
     def __exit__(self, *exc: Any) -> Literal[False]:  # (handed on to the mode's __exit__ as they came)
@@ -457,26 +560,28 @@ class Watch:
         return self.records.get(id(module)) or CallRecord()
 
 
-def _no_grad_recorder(watch: Watch) -> Optional[ContextManager[object]]:
+def _tensor_use_recorder(watch: Watch) -> Optional[ContextManager[object]]:
     """A torch function mode noting parameters that ops use while grad is disabled (a frozen
-    teacher, an EMA copy): getting no gradient is what they are meant for."""
+    teacher, an EMA copy: getting no gradient is what they are meant for), and the attribute
+    tensors ops read (a new value computed from the old one carries state on)."""
     try:
         from torch.overrides import TorchFunctionMode
     except ImportError:
         return None
 
-    class NoGradUses(TorchFunctionMode):
+    class TensorUses(TorchFunctionMode):
         def __torch_function__(self, func: Callable[..., Any], types: Sequence[type], args: Sequence[object] = (),
                                kwargs: Optional[Dict[str, Any]] = None) -> Any:
-            if not torch.is_grad_enabled():
-                for value in args:
-                    if id(value) in watch.parameter_ids:
-                        watch.used_without_grad.add(id(value))
-                    elif isinstance(value, (list, tuple)):
-                        watch.used_without_grad.update(id(v) for v in value if id(v) in watch.parameter_ids)
+            without_grad = not torch.is_grad_enabled()
+            if watch.attribute_ids or without_grad:
+                values: List[object] = list(args) + list((kwargs or {}).values())
+                values += [v for value in args if isinstance(value, (list, tuple)) for v in value]
+                watch.read.update(id(v) for v in values if id(v) in watch.attribute_ids)
+                if without_grad:
+                    watch.used_without_grad.update(id(v) for v in values if id(v) in watch.parameter_ids)
             return func(*args, **(kwargs or {}))
 
-    return NoGradUses()
+    return TensorUses()
 
 
 def _projected_loss(tensors: List[torch.Tensor], projections: Dict[Tuple[int, Tuple[int, ...]], torch.Tensor],
@@ -528,7 +633,7 @@ class GradientRun:
         self.device = device
         self.trainable = [(name, p) for name, p in self.state.parameters.items() if p.requires_grad]
         self.frozen = len(self.state.parameters) - len(self.trainable)
-        self.watched = [held for held in self.state.held if held.tensor.requires_grad]
+        self.watched = [held for held in self.state.held if held.tensor.requires_grad and held.derived is None]
         known = {id(p) for p in self.state.parameters.values()} | {id(p) for p in model.parameters()}
         self.hidden = self._hidden_leaves(known)  # [(Held, leaf)]: leaves of non-leaf attributes
         self.steps = 0
@@ -537,6 +642,9 @@ class GradientRun:
         # parameter name -> ([steps], "created" | "replaced"): parameters that forward made
         self.born: Dict[str, Tuple[List[int], str]] = {}
         self._previous: Optional[Set[int]] = None  # ids of the parameters after the last forward
+        # Plain tensor attributes that every forward so far stored anew, computed from registered
+        # parameters without reading the old value (a pre-hook's `module.weight = module.raw * module.gain`).
+        self.rebuilt: Set[str] = set()
 
     def _hidden_leaves(self, known: Set[int]) -> List[Tuple[Held, torch.Tensor]]:
         found: List[Tuple[Held, torch.Tensor]]
@@ -571,11 +679,20 @@ class GradientRun:
             held.tensor.grad = None
         for _, leaf in self.hidden:
             leaf.grad = None
+        attributes = self._plain_attributes()
+        rebuilt = set(attributes)
         for step in range(1, MAX_STEPS + 1):
             torch.manual_seed(step)  # dropout: the same masks on every run
             try:
+                stored = {path: vars(module).get(name) for path, (module, name) in attributes.items()}
+                self.watch.attribute_ids = {id(value) for value in stored.values() if isinstance(value, torch.Tensor)}
+                self.watch.read = set()
                 with torch.enable_grad(), self.watch:
                     output = self.run("forward", self.model, *args, **kwargs)
+                # (Without a torch function mode, reads of the old value cannot be seen: none is rebuilt.)
+                rebuilt = {path for path in rebuilt if self.watch.sees_reads and id(stored[path]) not in self.watch.read
+                           and self._recomputed(stored[path], *attributes[path])}
+                self.rebuilt = rebuilt
                 differentiable = [t for t in _output_tensors(output) if t.requires_grad and
                                   (t.is_floating_point() or t.is_complex())]
                 self._note_born(parameters_before, step)
@@ -618,7 +735,25 @@ class GradientRun:
             if step >= MIN_STEPS and (not waiting or not new):
                 break
         with torch.no_grad():
-            self.unchanged = [h for h in self.watched if torch.equal(before[id(h.tensor)], h.tensor.detach())]
+            self.unchanged = [h for h in self.watched if h.path not in self.rebuilt
+                              and torch.equal(before[id(h.tensor)], h.tensor.detach())]
+
+    def _plain_attributes(self) -> Dict[str, Tuple[nn.Module, str]]:
+        """path -> (module, name) of the unregistered tensors held as plain attributes of a module."""
+        return {held.path: (self.state.modules[held.holder[0]], held.holder[1]) for held in self.state.held
+                if held.derived is None and held.holder[0] in self.state.modules
+                and held.path == ".".join(filter(None, held.holder))}
+
+    def _recomputed(self, before: object, module: nn.Module, name: str) -> bool:
+        """Did forward store a new tensor in module.<name>, computed from registered parameters
+        (every autograd leaf in parameters())? (That no op read the value it replaced, a hidden
+        state or a memory bank carried on through .detach(), the caller knows from the Watch.)"""
+        after = vars(module).get(name)
+        if not isinstance(after, torch.Tensor) or after is before or after.grad_fn is None:
+            return False
+        leaves, whole = leaves_of(after)
+        parameters = {id(p) for _, p in self.trainable}
+        return whole and bool(leaves) and all(id(leaf) in parameters for leaf in leaves)
 
     def _note_born(self, parameters_before: Dict[str, nn.Parameter], step: int) -> None:
         """Parameters that are not the ones the optimizer was built from (by identity), and the
