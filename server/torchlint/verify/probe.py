@@ -22,7 +22,9 @@ import faulthandler
 import importlib
 import importlib.util
 import inspect
+import linecache
 import os
+import re
 import signal
 import sys
 import threading
@@ -31,7 +33,7 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: never evaluated, so Python 3.8 runs this file as it is
-    from types import ModuleType
+    from types import CodeType, ModuleType, TracebackType
     from typing import Callable, Dict, List, Literal, Mapping, Optional, Set, Tuple, Type, TypeVar, Union
 
     import torch
@@ -187,14 +189,17 @@ def construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleTy
         return built if isinstance(built, Built) else "%s (from %s)" % (built, configured.origin)
     guesses = [c for c in candidates if not c.before_defaults]
     default_failure: Optional[support.UserError] = None
+    needs_from: Optional[type] = None  # the base that *args / **kwargs reached without the arguments it needs
     if _binds_without_arguments(cls):
         torch.manual_seed(0)
         try:
             return Built(run_user("constructing %s()" % name, name, user_path, cls), "defaults", "%s()" % name)
         except UserError as failure:
-            if not guesses:
-                raise
-            default_failure = failure  # arguments found in the code may still build it
+            needs_from = _base_missing_arguments(cls, failure.exception)
+            if needs_from is None:
+                if not guesses:
+                    raise
+                default_failure = failure  # arguments found in the code may still build it
     tried: List[str] = []
     for candidate in guesses:
         try:
@@ -208,9 +213,10 @@ def construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleTy
         tried.append("%s (%s): %s" % (text, candidate.origin, built))
     if default_failure is not None:
         raise default_failure
-    required = _required(cls)
+    required = _required(needs_from or cls)
     example = ", ".join('"%s": ...' % arg for arg in required)
-    reason = "needs arguments %s: %s" % (_signature(cls), HOW_TO_GIVE_ARGUMENTS % (example, name))
+    passed_on = ", passed on to %s%s" % (needs_from.__name__, _signature(needs_from)) if needs_from else ""
+    reason = "needs arguments %s%s: %s" % (_signature(cls), passed_on, HOW_TO_GIVE_ARGUMENTS % (example, name))
     if tried:
         reason += "; tried what the code suggests: %s" % "; ".join(tried)
     return reason
@@ -265,6 +271,70 @@ def _binds_without_arguments(cls: type) -> bool:
         return False
     except ValueError:
         return True  # no signature to read: just try
+
+
+MISSING_ARGUMENTS = re.compile(r"(?:(?P<function>[\w.<>]+)\(\) )?missing \d+ required (?:positional|keyword-only) "
+                               r"arguments?: ")
+
+
+def _base_missing_arguments(cls: type, exc: Optional[BaseException]) -> Optional[type]:
+    """The base class whose __init__ raised "missing required argument" because ``cls()``, built with
+    no arguments, passed its *args / **kwargs on to it (ActNorm(Base): super().__init__(*args,
+    **kwargs)): the class needs arguments, it did not crash. None for any other failure: a TypeError
+    of another call, of a call that does not pass the arguments on, or raised inside a body."""
+    if type(exc) is not TypeError:
+        return None
+    match = MISSING_ARGUMENTS.match(support.safe_text(exc))
+    if match is None:
+        return None
+    try:
+        mro = inspect.getmro(cls)
+        # Every frame from the construction down must be an __init__ of cls or a base that takes
+        # *args or **kwargs, the innermost one passing them on in the call that failed.
+        frames = [(tb.tb_frame.f_code, tb) for tb in _traceback_frames(exc)]
+        frames = [(code, tb) for code, tb in frames if not support.in_probe(code.co_filename)]
+        forwarding = {getattr(vars(k).get("__init__"), "__code__", None): k for k in mro}
+        if not frames or any(code not in forwarding or not code.co_flags & VARIABLE_ARGUMENTS for code, _ in frames):
+            return None
+        code, tb = frames[-1]
+        if not _passes_variable_arguments(code, tb):
+            return None
+    except Exception:  # noqa: BLE001 - odd metaclasses, unreadable sources: a crash is a crash
+        return None
+    function = match.group("function") or "__init__"  # (Python 3.8 and 3.9 name no class)
+    owner, _, method = function.rpartition(".")
+    if method != "__init__":
+        return None
+    bases = [k for k in mro[1:] if "__init__" in vars(k) and (not owner or k.__qualname__ == owner)]
+    return bases[0] if bases else None
+
+
+VARIABLE_ARGUMENTS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+
+
+def _traceback_frames(exc: BaseException) -> List[TracebackType]:
+    found: List[TracebackType] = []
+    tb = exc.__traceback__
+    while tb is not None and len(found) < 1000:
+        found.append(tb)
+        tb = tb.tb_next
+    return found
+
+
+def _passes_variable_arguments(code: CodeType, tb: TracebackType) -> bool:
+    """Does the call on that traceback line spread the function's own *args or **kwargs?"""
+    names: List[str] = []
+    position = code.co_argcount + code.co_kwonlyargcount
+    if code.co_flags & inspect.CO_VARARGS:
+        names.append(r"(?<!\*)\*\s*" + re.escape(code.co_varnames[position]))
+        position += 1
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        names.append(r"\*\*\s*" + re.escape(code.co_varnames[position]))
+    (summary,) = traceback.extract_tb(tb, limit=1)
+    first = summary.lineno or tb.tb_lineno
+    last = getattr(summary, "end_lineno", None) or first  # (Python 3.11+: the whole call)
+    text = "".join(linecache.getline(code.co_filename, number) for number in range(first, last + 1))
+    return any(re.search(name + r"\b", text) for name in names)
 
 
 def _signature(cls: type) -> str:

@@ -101,7 +101,7 @@ def same_file(a: str, b: str) -> bool:
         return False
 
 
-def _in_probe(filename: str) -> bool:
+def in_probe(filename: str) -> bool:
     try:
         return os.path.dirname(os.path.abspath(filename)) == PROBE_FOLDER
     except (TypeError, ValueError):
@@ -231,12 +231,13 @@ class UserError(Exception):
     """A failure of the user's code, already described as a TL905 issue."""
 
     def __init__(self, issue: JsonObject, stage: str, error: str,
-                 exception_type: Type[BaseException] = Exception) -> None:
+                 exception_type: Type[BaseException] = Exception, exception: Optional[BaseException] = None) -> None:
         Exception.__init__(self, issue["message"])
         self.issue = issue
         self.stage = stage  # what was being done: "Net.forward", "constructing Net()"...
         self.error = error  # the exception, in words
         self.exception_type = exception_type
+        self.exception = exception  # what the user's code raised, with its traceback
 
     @property
     def always_a_bug(self) -> bool:
@@ -255,7 +256,7 @@ def failure_issue(exc: BaseException, doing: str, verified: Optional[str], user_
     try:
         tb = exc.__traceback__
         while tb is not None and tb.tb_next is not None and (
-                _in_probe(tb.tb_frame.f_code.co_filename)
+                in_probe(tb.tb_frame.f_code.co_filename)
                 or tb.tb_frame.f_code.co_filename.startswith("<frozen importlib")):
             tb = tb.tb_next
     except BaseException:  # noqa: B902
@@ -274,7 +275,7 @@ def run_user(doing: str, verified: Optional[str], user_path: str, function: Call
         return function(*args, **kwargs)
     except BaseException as exc:  # noqa: B902 - hostile code may raise anything
         issue = failure_issue(exc, doing, verified, user_path)
-        raise UserError(issue, doing, describe_exception(exc), type(exc)) from None
+        raise UserError(issue, doing, describe_exception(exc), type(exc), exc) from None
 
 
 # -- issues --------------------------------------------------------------------------------------------
