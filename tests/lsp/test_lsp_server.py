@@ -208,8 +208,11 @@ async def test_each_quick_fix_fixes_its_finding(vscode: LanguageClient, tmp_path
         ours = [a for a in actions if any(d.code == finding.code and d.range == diagnostic.range
                                           for d in a.diagnostics or ())]
         titles = [a.title for a in ours]
-        assert titles == [menu_title(fix) for fix in finding.fixes] + ["Disable %s for this line" % finding.code]
-        assert [bool(a.is_preferred) for a in ours[:-1]] == [fix.preferred for fix in finding.fixes]
+        # The safe fixes first, each title naming its finding; only a safe fix is preferred.
+        in_order = sorted(finding.fixes, key=lambda fix: (not fix.is_safe, not fix.preferred))
+        assert titles == (["%s: %s" % (finding.code, menu_title(fix)) for fix in in_order]
+                          + ["Disable %s for this line" % finding.code])
+        assert [bool(a.is_preferred) for a in ours[:-1]] == [fix is in_order[0] and fix.is_safe for fix in in_order]
         for action in ours:
             assert action.kind == types.CodeActionKind.QuickFix
             fixed = apply_text_edits(SCALED_BLOCK, edits_of(action, uri))
@@ -222,9 +225,8 @@ async def test_each_quick_fix_fixes_its_finding(vscode: LanguageClient, tmp_path
     assert checked >= 8
     # One fix round-trips through the server: the document is re-checked and the finding is gone.
     first = published.diagnostics[0]
-    (preferred,) = [a for a in await code_actions(client, uri, first.range, only=["quickfix"])
-                    if a.is_preferred and a.diagnostics[0].range == first.range]
-    fixed = apply_text_edits(SCALED_BLOCK, edits_of(preferred, uri))
+    (first_fix, *_) = await code_actions(client, uri, first.range, only=["quickfix"], diagnostics=[first])
+    fixed = apply_text_edits(SCALED_BLOCK, edits_of(first_fix, uri))
     since = len(client.publishes)
     replace_text(client, uri, SCALED_BLOCK, fixed, version=2)
     after = await wait_for_publish(client, uri, version=2, since=since)
@@ -260,8 +262,9 @@ async def test_fix_all_applies_the_safe_fixes(vscode: LanguageClient, tmp_path):
     quick = await code_actions(client, uri, line_range(14), only=["quickfix"])
     assert quick and all(a.kind == types.CodeActionKind.QuickFix for a in quick)
     assert await code_actions(client, uri, everything, only=["source.organizeImports"]) == []
-    both = await code_actions(client, uri, line_range(14))
-    assert {a.kind for a in both} == {types.CodeActionKind.QuickFix, FIX_ALL}
+    # Asked for nothing in particular: the line's quick fixes, never the fix-all with them.
+    plain = await code_actions(client, uri, line_range(14))
+    assert plain and {a.kind for a in plain} == {types.CodeActionKind.QuickFix}
     # Nothing safe left: no fix-all on offer.
     replace_text(client, uri, SCALED_BLOCK, fixed, version=2)
     assert await code_actions(client, uri, everything, only=["source.fixAll"]) == []
@@ -408,7 +411,8 @@ async def test_pull_client_gets_code_actions_and_hover(neovim: LanguageClient, t
     open_document(client, uri, MODEL)
     (diagnostic,) = (await pull(client, uri)).items
     actions = await code_actions(client, uri, diagnostic.range, diagnostics=[diagnostic])
-    assert [a for a in actions if a.is_preferred]
+    assert [a.title for a in actions if a.title.startswith("TL101: ")]
+    assert not [a for a in actions if a.is_preferred]  # every fix of this finding is unsafe
     assert "Disable TL101 for this line" in [a.title for a in actions]
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=diagnostic.range.start))

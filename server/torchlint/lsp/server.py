@@ -712,7 +712,8 @@ async def code_action(server: TorchlintServer, params: types.CodeActionParams) -
     view = await server.view(params.text_document.uri)
     if view is None:
         return []
-    return await code_actions(view, params.range, params.context.only, server.client.document_changes,
+    return await code_actions(view, params.range, params.context.diagnostics, params.context.only,
+                              server.client.document_changes,
                               server.resolver.options_for(view.snap.path), server.scheduler.run,
                               server.scheduler.is_current, server.log_error)
 
