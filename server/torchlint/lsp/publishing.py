@@ -5,8 +5,10 @@ pulled (``textDocument/diagnostic``) when the client can pull, pushed
 (``publishDiagnostics``) otherwise. A pull's result id is the document's version and a digest
 of the diagnostics, so it changes whenever any layer's findings do; when a later wave or a
 verification changes what a client last pulled, the server asks it to pull again
-(``workspace/diagnostic/refresh``). A client that pulls but cannot be asked again gets every
-wave in its answer.
+(``workspace/diagnostic/refresh``). A pull is answered with the newest wave in for the
+document's version, the first as soon as it is, never held for the jedi wave (Neovim 0.11
+showed a fixed finding for the 12 s a busy machine took over it); a client that cannot be asked
+to pull again sees the later wave at its next pull, under another result id.
 
 Nothing here keeps state: the handlers pass what the document's record holds (the last
 diagnostics of a text that parsed, the result id pulled last, what was pushed to each cell)

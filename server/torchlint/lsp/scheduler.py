@@ -174,26 +174,24 @@ class Scheduler:
                 runs.pending = None
 
     # -- pull, hover, code actions: the best result for the current text -------------------
-    async def result(self, uri: str, attempts: int = 3, final: bool = False) -> Tuple[Snapshot, CheckResult]:
-        """The newest result for the document as it is now: the first wave at least (every
-        wave with ``final``), or a later one when it is already in. Raises Stale if the
-        document keeps changing underneath, KeyError if it is not open."""
+    async def result(self, uri: str, attempts: int = 3) -> Tuple[Snapshot, CheckResult]:
+        """The newest result for the document as it is now: the first wave's as soon as it is in
+        (never held for a slower wave), or a later one's when that is in already. Raises Stale
+        if the document keeps changing underneath, KeyError if it is not open."""
         for _ in range(attempts):
             snap = self.snapshot(uri)
             if snap is None:
                 raise KeyError(uri)
-            for wave in range(len(self.waves) if final else 1):
-                try:
-                    result = await self._wave(snap, wave)
-                except Stale:
-                    break
-                if not self.is_current(snap):
-                    break
-            else:
-                cached = self._newest(uri)
-                if cached is not None and cached[0] == snap:
-                    return snap, cached[2]
-                return snap, result
+            try:
+                result = await self._wave(snap, 0)
+            except Stale:
+                continue
+            if not self.is_current(snap):
+                continue
+            cached = self._newest(uri)
+            if cached is not None and cached[0] == snap:
+                return snap, cached[2]
+            return snap, result
         raise Stale(uri)
 
     def newest_wave(self, uri: str) -> Optional[int]:

@@ -415,10 +415,9 @@ class TorchlintServer(LanguageServer):
         """Settings changed: analyse every open document again."""
         self.scheduler.invalidate()
         self.refresh_inlay_hints()
-        if self.client.pull:
-            if self.client.refresh_support:
-                self.ask_to_pull()
-            return
+        if self.client.pull and self.client.refresh_support:
+            self.ask_to_pull()
+        # For a pull client too: a pull takes the first wave only, so the jedi wave runs from here.
         for uri in list(self.workspace.text_documents) + self.notebooks.uris():
             self.scheduler.schedule(uri, delay=0)
 
@@ -554,17 +553,10 @@ async def did_change_configuration(server: TorchlintServer, params: types.DidCha
 
 # -- text documents: pygls has applied the notification to its workspace before these run ---------
 
-def analyses_on_edit(server: TorchlintServer) -> bool:
-    """Whether edits are analysed as they come: not for a client that pulls and cannot be asked
-    to pull again (it asks when it wants them)."""
-    return not server.client.pull or server.client.refresh_support
-
-
 @handles(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(server: TorchlintServer, params: types.DidOpenTextDocumentParams) -> None:
     server.documents.open(params.text_document.uri)
-    if analyses_on_edit(server):
-        server.scheduler.schedule(params.text_document.uri, delay=0)
+    server.scheduler.schedule(params.text_document.uri, delay=0)
 
 
 @handles(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -572,7 +564,7 @@ def did_change(server: TorchlintServer, params: types.DidChangeTextDocumentParam
     uri = params.text_document.uri
     if server.document(uri) is None:
         lost_sync(server, uri)
-    elif analyses_on_edit(server):
+    else:  # analysed as it comes for every client: a pull takes the first wave, the jedi wave follows
         record = server.documents.get(uri)
         if record is not None:
             server.messages.clear_problem("out of sync", record.problems)
@@ -628,8 +620,7 @@ def did_open_notebook(server: TorchlintServer, params: types.DidOpenNotebookDocu
     server.documents.open(params.notebook_document.uri)
     for cell in params.cell_text_documents:
         server.documents.open(cell.uri)
-    if analyses_on_edit(server):
-        server.scheduler.schedule(params.notebook_document.uri, delay=0)
+    server.scheduler.schedule(params.notebook_document.uri, delay=0)
 
 
 @handles(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
@@ -641,8 +632,7 @@ def did_change_notebook(server: TorchlintServer, params: types.DidChangeNotebook
             server.forget_cell(server.documents.get(uri), closed.uri)
         for opened in structure.did_open or []:
             server.documents.open(opened.uri)
-    if analyses_on_edit(server):
-        server.scheduler.schedule(uri)
+    server.scheduler.schedule(uri)
 
 
 @handles(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
@@ -664,9 +654,9 @@ async def diagnostic(server: TorchlintServer, params: types.DocumentDiagnosticPa
         return types.RelatedFullDocumentDiagnosticReport(items=[])
     what = "document" if notebook is None else "notebook"
     try:
-        # A client that cannot be asked to pull again gets every wave now.
-        snap, result = await server.scheduler.result(uri if notebook is None else notebook.uri,
-                                                     final=not server.client.refresh_support)
+        # The freshest result of this version, never held for the jedi wave: that one reaches a
+        # client by refresh, or at its next pull (a result id that changes with it).
+        snap, result = await server.scheduler.result(uri if notebook is None else notebook.uri)
     except Stale:
         raise changed_while_analysed(what)
     if notebook is None:
