@@ -16,6 +16,12 @@ Starts ``python -m torchlint serve``, opens a generated ~3,000-line model file
   wrapper that reports, at each reading, what it holds (``COUNTING_SERVER``); ``--burn`` puts
   CPU spinners beside it (a loaded machine).
 
+``--fixes N`` measures instead, on a generated 4,000-line file, how long a fixed finding stays
+shown: N fixes (a finding's preferred fix as one ``didChange``), each timed until the client
+shows it gone, for a push client and then a pull client with Neovim 0.11's capabilities (it
+pulls at once after the change and cannot be asked to pull again), printed side by side;
+``--save`` sends ``didSave`` before each fix, so that the fix's jedi wave checks the whole file.
+
 It prints figures; nothing here is a test and nothing fails on a slow run. Run it with the
 project's interpreter: ``.venv/bin/python benchmarks/bench_lsp.py``.
 """
@@ -515,6 +521,170 @@ async def measure(args, path: Path, text: str) -> Session:
     return session
 
 
+# -- --fixes: from a fix to the cleared diagnostic, a push client beside a pull client --------
+
+PUSH_CAPABILITIES = {  # a push client: publishDiagnostics with versions, no textDocument.diagnostic
+    "textDocument": {"synchronization": {"didSave": True, "dynamicRegistration": False},
+                     "publishDiagnostics": {"versionSupport": True, "relatedInformation": True,
+                                            "codeDescriptionSupport": True, "dataSupport": True,
+                                            "tagSupport": {"valueSet": [1, 2]}}},
+    "general": {"positionEncodings": ["utf-16"]},
+}
+# Neovim 0.11's: it pulls (textDocument/diagnostic) and cannot be asked to pull again.
+PULL_CAPABILITIES = {"textDocument": {"synchronization": {"didSave": True, "dynamicRegistration": False},
+                                      "diagnostic": {"dynamicRegistration": False}},
+                     "general": {"positionEncodings": ["utf-16"]}}
+
+
+@dataclass
+class FixTimings:
+    cleared_ms: List[float] = field(default_factory=list)  # didChange (the fix) -> the finding gone
+    pulls: List[int] = field(default_factory=list)  # a pull client: pulls it took (1: the first answer was fresh)
+    missing: int = 0  # fixes whose finding was still shown after FIX_TIMEOUT_S
+
+
+FIX_TIMEOUT_S = 120.0
+
+
+def fixes_to_apply(text: str, path: str, count: int) -> List[Tuple[List[Dict[str, Any]], int]]:
+    """``count`` fixes of the file's syntactic findings (each the finding's preferred fix, as a
+    didChange's content changes, last edit first), with the diagnostics left once it is applied."""
+    from torchlint.engine import check_source
+
+    findings = check_source(text, path).findings
+    chosen = []
+    for finding in findings:
+        fix = finding.preferred_fix
+        if fix is None or any(e.range.start.line != e.range.end.line for e in fix.edits):
+            continue
+        changes = [{"range": {"start": {"line": e.range.start.line - 1, "character": e.range.start.column},
+                              "end": {"line": e.range.end.line - 1, "character": e.range.end.column}},
+                    "text": e.new_text} for e in sorted(fix.edits, key=lambda e: e.range.start, reverse=True)]
+        fixed = text
+        for e in sorted(fix.edits, key=lambda e: e.range.start, reverse=True):
+            lines = fixed.split("\n")
+            start = sum(len(line) + 1 for line in lines[:e.range.start.line - 1]) + e.range.start.column
+            end = sum(len(line) + 1 for line in lines[:e.range.end.line - 1]) + e.range.end.column
+            fixed = fixed[:start] + e.new_text + fixed[end:]
+        left = len(check_source(fixed, path).findings)
+        if left == len(findings) - 1:
+            chosen.append((changes, left))
+    if not chosen:
+        raise SystemExit("no fix in the generated file removes exactly its finding")
+    return [chosen[n % len(chosen)] for n in range(count)]
+
+
+async def pull_count(client: LspClient, uri: str) -> int:
+    report = await client.request("textDocument/diagnostic", {"textDocument": {"uri": uri}})
+    return len(report.get("items") or [])
+
+
+async def fix_session(args, path: Path, text: str, shown: Optional[Tuple[int, int]] = None
+                      ) -> Tuple[FixTimings, Tuple[int, int]]:
+    """One server, one client: open the file, then each fix as one didChange, timed until the
+    client shows the finding gone, then the whole text put back and both waves waited for. A
+    push client without ``shown``; a pull client with ``shown``, what the push client was shown
+    of the file (the first wave's diagnostics, the jedi wave's): it pulls at once after each
+    change, as Neovim does, and again until the finding is gone. Answers the timings and what
+    the client was shown of the file."""
+    pull = shown is not None
+    timings = FixTimings()
+    uri = path.as_uri()
+    process = await asyncio.create_subprocess_exec(
+        *server_command(args), cwd=str(path.parent), stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    client = LspClient(process)
+    try:
+        await asyncio.wait_for(client.request("initialize", {
+            "processId": os.getpid(), "rootUri": path.parent.as_uri(),
+            "capabilities": PULL_CAPABILITIES if pull else PUSH_CAPABILITIES,
+            "workspaceFolders": [{"uri": path.parent.as_uri(), "name": path.parent.name}]}), 60)
+        await client.notify("initialized", {})
+        await client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": text}})
+        version = 1
+        settled = await settle_both_waves(client, uri, version, shown)
+        for changes, left in fixes_to_apply(text, str(path), args.fixes):
+            if args.save:  # as after :w, jedi's next check of the file is a whole one
+                await client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+            version += 1
+            sent = time.perf_counter()
+            await client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                                           "contentChanges": changes})
+            cleared, pulls = await until_cleared(client, uri, version, left + (settled[1] - settled[0]), pull)
+            if cleared is None:
+                timings.missing += 1
+            else:
+                timings.cleared_ms.append((cleared - sent) * 1000)
+                timings.pulls.append(pulls)
+            version += 1  # put the text back (a whole-text change), both waves in before the next fix
+            await client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                                           "contentChanges": [{"text": text}]})
+            await settle_both_waves(client, uri, version, shown)
+    finally:
+        await client.close()
+    return timings, settled
+
+
+async def settle_both_waves(client: LspClient, uri: str, version: int,
+                            shown: Optional[Tuple[int, int]]) -> Tuple[int, int]:
+    """Both waves of ``version`` in: (the first wave's diagnostics, the jedi wave's). A pull
+    client (``shown``: what the push client was shown) pulls until it is shown the jedi wave's."""
+    if shown is None:
+        waves = await client.wait_publishes(version, 2, FIX_TIMEOUT_S)
+        counts = [count for _, count in waves] + [0, 0]
+        return counts[0], counts[1] if len(waves) > 1 else counts[0]
+    deadline = time.perf_counter() + FIX_TIMEOUT_S
+    while time.perf_counter() < deadline and await pull_count(client, uri) != shown[1]:
+        await asyncio.sleep(0.05)
+    return shown
+
+
+async def until_cleared(client: LspClient, uri: str, version: int, left: int,
+                        pull: bool) -> Tuple[Optional[float], int]:
+    """When the client showed ``left`` diagnostics or fewer for ``version`` (None: not within
+    FIX_TIMEOUT_S), and how many pulls it took. ``left``: what remains once the fix is in, the
+    jedi wave's own findings counted."""
+    deadline = time.perf_counter() + FIX_TIMEOUT_S
+    if not pull:
+        seen = 0
+        while time.perf_counter() < deadline:
+            publishes = await client.wait_publishes(version, seen + 1, deadline - time.perf_counter())
+            fresh = [arrived for arrived, count in publishes[seen:] if count <= left]
+            if fresh:
+                return fresh[0], 0
+            if len(publishes) <= seen:
+                break
+            seen = len(publishes)
+        return None, 0
+    pulls = 0
+    while time.perf_counter() < deadline:
+        pulls += 1
+        if await pull_count(client, uri) <= left:
+            return time.perf_counter(), pulls
+        await asyncio.sleep(0.05)
+    return None, pulls
+
+
+def fix_report(args, text: str, push: FixTimings, pulled: FixTimings, load: Tuple[float, float]) -> None:
+    print("torchlint LSP, from a fix to the cleared diagnostic, %s" % datetime.date.today().isoformat())
+    print("machine: %s, %d cores, Python %s; load average %.2f at start, %.2f at end%s"
+          % (platform.machine(), os.cpu_count(), platform.python_version(), load[0], load[1],
+             "; %d CPU burners beside it (--burn)" % args.burn if args.burn else ""))
+    print("file: %d lines, generated by make_big_model.py; server: %s" % (text.count("\n"), " ".join(server_command(args))))
+    print("each fix: one didChange applying a finding's preferred fix%s; the pull client (Neovim 0.11's "
+          "capabilities: no refresh) pulls at once after it and again until the finding is gone"
+          % (", the file saved (didSave) just before: a whole jedi check follows" if args.save else ""))
+    print()
+    print(table(["fix -> cleared, ms", "n", "p50", "p95", "max", "missed"], [
+        stats_row("push client (publishDiagnostics)", push.cleared_ms) + [str(push.missing)],
+        stats_row("pull client (textDocument/diagnostic)", pulled.cleared_ms) + [str(pulled.missing)],
+    ]))
+    if pulled.pulls:
+        print("pull client: the first answer after the fix was fresh for %d of %d fixes (most pulls one took: %d)"
+              % (sum(1 for n in pulled.pulls if n == 1), len(pulled.pulls), max(pulled.pulls)))
+
+
 # -- in-process reference: the same text through the core, no LSP ----------------------------
 
 def reference_times(text: str, path: str, runs: int, with_jedi: bool) -> Dict[str, float]:
@@ -704,7 +874,13 @@ def mib(kib: Optional[int]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lines", type=int, default=3000, help="size of the generated file (default 3000)")
+    parser.add_argument("--lines", type=int, help="size of the generated file (default 3000; 4000 with --fixes)")
+    parser.add_argument("--fixes", type=int, default=0, metavar="N",
+                        help="instead of the typing session: N fixes, each timed from its didChange to the "
+                             "cleared diagnostic, for a push client and a pull client side by side")
+    parser.add_argument("--save", action="store_true",
+                        help="with --fixes: the file is saved (didSave) before each fix, so that fix's jedi wave "
+                             "checks the whole file, as the first edit after a save does")
     parser.add_argument("--edits", type=int, default=50, help="timed edits (default 50)")
     parser.add_argument("--warmup", type=int, default=3,
                         help="first timed edits left out of the figures while jedi warms up (default 3)")
@@ -742,8 +918,12 @@ def main(argv=None) -> int:
     if args.counts and args.server_command:
         parser.error("--counts runs the server under its own wrapper: not with --server-command")
 
+    if args.lines is None:
+        args.lines = 4000 if args.fixes else 3000
     text = make_model_source(args.lines)
     load_start = os.getloadavg()[0]
+    if args.fixes:
+        return fix_main(args, text, load_start)
     with tempfile.TemporaryDirectory(prefix="torchlint-bench-lsp-") as scratch:
         folder = Path(args.keep or scratch).resolve()
         folder.mkdir(parents=True, exist_ok=True)
@@ -754,6 +934,18 @@ def main(argv=None) -> int:
         reference = (reference_times(text, str(path), args.reference_runs, not args.no_reference_jedi)
                      if args.reference_runs else {})
     report(args, session, text, reference, (load_start, os.getloadavg()[0]))
+    return 0
+
+
+def fix_main(args, text: str, load_start: float) -> int:
+    with tempfile.TemporaryDirectory(prefix="torchlint-bench-fix-") as scratch:
+        path = Path(args.keep or scratch).resolve() / "big_model.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        with cpu_burners(args.burn):
+            push, shown = asyncio.run(fix_session(args, path, text))
+            pulled, _ = asyncio.run(fix_session(args, path, text, shown))
+    fix_report(args, text, push, pulled, (load_start, os.getloadavg()[0]))
     return 0
 
 
