@@ -92,6 +92,11 @@ async def test_a_whole_file_request_naming_one_diagnostic_gets_its_fixes_only(ka
         assert lines_edited(action, uri) == {WEIGHT_LINE}, action.title
     (finding,) = [f for f in check_source(SCALED_BLOCK, "s.py").findings if f.range.start.line == WEIGHT_LINE + 1]
     assert len(actions) == len(finding.fixes) + 1  # each fix, and the # noqa
+    # A diagnostic named with a range of the client's making (a script's: the cursor) is the
+    # finding it starts in.
+    made = types.Diagnostic(range=cursor(WEIGHT_LINE), message=weight.message, code="TL101", source="torchlint")
+    assert [a.title for a in await actions_for(client, uri, whole_range(SCALED_BLOCK), [made])] == \
+        [a.title for a in actions]
 
 
 async def test_fix_all_comes_only_when_asked_for_and_alone(kate: LanguageClient, tmp_path):

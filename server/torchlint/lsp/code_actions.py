@@ -15,7 +15,7 @@ They work on the current text's findings (cached per version by the scheduler), 
 published ones; a notebook cell's are its notebook's, through its view (``lsp/views.py``)."""
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from lsprotocol import types
 
@@ -56,7 +56,7 @@ async def code_actions(view: DocumentView, lsp_range: types.Range, asked: Sequen
 def findings_asked(view: DocumentView, lsp_range: types.Range, asked: Sequence[types.Diagnostic]) -> List[Finding]:
     """The findings of the diagnostics the client named, or, when it named none of torchlint's,
     those on the first line of the range."""
-    named = {_key(d) for d in asked if d.source == SOURCE}
+    named = [(d.code, _at(d.range.start)) for d in asked if d.source == SOURCE]
     if named:
         return [finding for finding in view.result.findings if _named(view, finding, named)]
     line = view.core_range(lsp_range).start.line
@@ -64,17 +64,18 @@ def findings_asked(view: DocumentView, lsp_range: types.Range, asked: Sequence[t
     return [finding for finding in view.result.findings if shares_a_line(finding.range, cursor_line)]
 
 
-DiagnosticKey = Tuple[object, int, int, int, int]  # code, start line and character, end line and character
+def _at(position: types.Position) -> Tuple[int, int]:
+    return position.line, position.character
 
 
-def _key(diagnostic: types.Diagnostic) -> DiagnosticKey:
-    start, end = diagnostic.range.start, diagnostic.range.end
-    return diagnostic.code, start.line, start.character, end.line, end.character
-
-
-def _named(view: DocumentView, finding: Finding, named: Set[DiagnosticKey]) -> bool:
+def _named(view: DocumentView, finding: Finding, named: Sequence[Tuple[object, Tuple[int, int]]]) -> bool:
+    """Whether a named diagnostic is the finding's: its code, starting within the finding's range
+    (a client may send back a range of its own making: Neovim's scripts send the cursor's)."""
     diagnostic = view.diagnostic(finding)
-    return diagnostic is not None and _key(diagnostic) in named
+    if diagnostic is None:
+        return False
+    start, end = _at(diagnostic.range.start), _at(diagnostic.range.end)
+    return any(code == diagnostic.code and start <= at <= end for code, at in named)
 
 
 def quick_fixes(view: DocumentView, findings: Sequence[Finding], document_changes: bool) -> List[types.CodeAction]:
