@@ -11,9 +11,9 @@ import stat
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import Iterable, List, Optional, Sequence, Set, Tuple
 
-from .analysis.findings import CheckResult, Edit, Finding
+from .analysis.findings import CheckResult, Edit, Finding, Position
 from .analysis.inference_seam import Inference
 from .analysis.source import SourceText, apply_edits
 from .engine import DEFAULT_OPTIONS, CheckOptions, check_source
@@ -144,27 +144,88 @@ def _loaded_names(tree: ast.AST) -> set:
 
 
 def _pick_edits(findings: Sequence[Finding], unsafe: bool, newline: str) -> Tuple[List[Edit], List[Finding]]:
-    """Edits of the chosen fixes that do not collide; colliding ones wait for the next pass."""
+    """Edits of the chosen fixes that do not collide; colliding ones wait for the next pass.
+
+    In the findings' order, a fix is taken when none of its edits collides with an edit taken
+    before it (an edit equal to a taken one is not repeated: two fixes adding the same import).
+    Each look costs O(log n) (:class:`_TakenEdits`), so a file of thousands of fixes is not
+    compared fix by fix."""
+    chosen = [(finding, [_with_newline(edit, newline) for edit in fix.edits])
+              for finding, fix in ((finding, finding.fix_to_apply(unsafe)) for finding in findings) if fix is not None]
+    index = _TakenEdits(edit for _, edits in chosen for edit in edits)
     taken: List[Edit] = []
     applied: List[Finding] = []
-    for finding in findings:
-        fix = finding.fix_to_apply(unsafe)
-        if fix is None:
+    for finding, edits in chosen:
+        fresh = [edit for edit in edits if edit not in index]
+        if any(index.collides(edit) for edit in fresh):
             continue
-        edits = [_with_newline(edit, newline) for edit in fix.edits]
-        fresh = [edit for edit in edits if edit not in taken]  # two fixes adding the same import
-        if any(_collide(edit, other) for edit in fresh for other in taken):
-            continue
+        for edit in fresh:
+            index.add(edit)
         taken.extend(fresh)
         applied.append(finding)
     return taken, applied
 
 
-def _collide(a: Edit, b: Edit) -> bool:
-    a_start, a_end, b_start, b_end = a.range.start, a.range.end, b.range.start, b.range.end
-    if a_start == a_end == b_start == b_end:
-        return True  # two insertions at one place: their order would be a guess
-    return a_start < b_end and b_start < a_end
+class _TakenEdits:
+    """The edits taken so far, asked whether a new one collides with any of them.
+
+    Two insertions at one place collide (their order would be a guess); otherwise two edits
+    collide when their ranges overlap, an insertion when it is strictly inside the other's range.
+    Every position an edit may have is known up front (``candidates``), so each is numbered in
+    order and counted in Fenwick trees: a look or an addition costs O(log n)."""
+
+    def __init__(self, candidates: Iterable[Edit]) -> None:
+        places = sorted({p for edit in candidates for p in (edit.range.start, edit.range.end)},
+                        key=lambda p: (p.line, p.column))
+        self._number = {place: number for number, place in enumerate(places)}
+        self._edits: Set[Edit] = set()
+        self._insertions: Set[Position] = set()
+        self._starts = _Tally(len(places))  # of the taken edits that replace text
+        self._ends = _Tally(len(places))
+        self._inserted = _Tally(len(places))  # of the taken insertions
+
+    def __contains__(self, edit: Edit) -> bool:
+        return edit in self._edits
+
+    def add(self, edit: Edit) -> None:
+        self._edits.add(edit)
+        start, end = self._number[edit.range.start], self._number[edit.range.end]
+        if start == end:
+            self._insertions.add(edit.range.start)
+            self._inserted.add(start)
+        else:
+            self._starts.add(start)
+            self._ends.add(end)
+
+    def collides(self, edit: Edit) -> bool:
+        start, end = self._number[edit.range.start], self._number[edit.range.end]
+        if start == end and edit.range.start in self._insertions:
+            return True
+        # A taken range [s, e) overlaps this one unless e <= start or s >= end (never both):
+        # those starting before ``end`` less those ending at or before ``start``.
+        if self._starts.below(end) - self._ends.below(start + 1) > 0:
+            return True
+        return start != end and self._inserted.below(end) - self._inserted.below(start + 1) > 0
+
+
+class _Tally:
+    """How many numbers below a bound were added, each addition or count in O(log n) (a Fenwick tree)."""
+
+    def __init__(self, size: int) -> None:
+        self._tree = [0] * (size + 1)
+
+    def add(self, number: int) -> None:
+        number += 1
+        while number < len(self._tree):
+            self._tree[number] += 1
+            number += number & -number
+
+    def below(self, bound: int) -> int:
+        total = 0
+        while bound > 0:
+            total += self._tree[bound]
+            bound -= bound & -bound
+        return total
 
 
 def _with_newline(edit: Edit, newline: str) -> Edit:

@@ -1,0 +1,96 @@
+"""What ``--fix`` costs next to the check alone, as the number of fixes in one file grows.
+
+Generates one file of N Module classes, each holding one finding that ``--fix`` applies (TL101's
+safe fix of ``self.w = torch.randn(3)`` added to the input in ``forward``: a non-persistent
+buffer), in a temporary folder, and prints for N = 1k, 2k, 6k, best of ``--runs``: read +
+``ast.parse`` of the file in this process (the floor), ``torchlint check --exit-zero`` and
+``torchlint check --fix --exit-zero`` as fresh processes (the fix on a new copy of the file each
+run; every run with an empty inference cache), the ratio of the two, and the findings fixed.
+Target (issue 49, item 5): ``--fix`` of 6,000 fixes within 3x the check; a ratio that grows with
+N is a fix pass that compares every fix with every other.
+
+    .venv/bin/python benchmarks/bench_fix.py [--sizes 1000,2000,6000] [--runs 1] [--no-infer]
+
+torchlint runs from the checkout this script is in (``server/`` first on ``PYTHONPATH``).
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import List, Sequence, Tuple
+
+SERVER = Path(__file__).resolve().parent.parent / "server"
+HEAD = "import torch\nfrom torch import nn\n"
+CLASS = '''
+
+class Block{i}(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.randn(3)
+
+    def forward(self, x):
+        return x + self.w
+'''
+FIXED = re.compile(r"\((\d+) fixed")  # the summary line: "Found N findings (N fixed, 0 remaining)."
+
+
+def make_file(n: int) -> str:
+    return HEAD + "".join(CLASS.format(i=i) for i in range(n))
+
+
+def torchlint(args: Sequence[str], cwd: Path, cache: Path) -> Tuple[float, str]:
+    """Wall seconds of one ``torchlint check`` and what it printed."""
+    env = dict(os.environ, TORCHLINT_CACHE_DIR=str(cache),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(SERVER), os.environ.get("PYTHONPATH")])))
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "torchlint", "check", "--exit-zero", *args], cwd=cwd, env=env,
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit("torchlint %s exited %d: %s" % (" ".join(args), done.returncode, done.stderr.decode()[-2000:]))
+    return seconds, done.stdout.decode("utf-8", "replace")
+
+
+def measure(n: int, runs: int, extra: List[str]) -> List[str]:
+    text = make_file(n)
+    with tempfile.TemporaryDirectory(prefix="bench-fix-") as scratch:
+        folder = Path(scratch)
+        path = folder / "blocks.py"
+        floor = check = fix = float("inf")
+        fixed = "?"
+        for run in range(runs):
+            path.write_text(text, encoding="utf-8")
+            started = time.perf_counter()
+            ast.parse(path.read_text(encoding="utf-8"))
+            floor = min(floor, time.perf_counter() - started)
+            check = min(check, torchlint(extra + ["blocks.py"], folder, folder / ("cache-check-%d" % run))[0])
+            seconds, printed = torchlint(extra + ["--fix", "blocks.py"], folder, folder / ("cache-fix-%d" % run))
+            fix = min(fix, seconds)
+            found = FIXED.search(printed)
+            fixed = found.group(1) if found else "0"
+    return [str(n), str(text.count("\n")), "%.3f" % floor, "%.2f" % check, "%.2f" % fix, "%.2f" % (fix / check), fixed]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,2000,6000")
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--no-infer", action="store_true", help="time the syntactic layer only")
+    args = parser.parse_args(argv)
+    extra = ["--no-infer"] if args.no_infer else []
+    print("| fixes | lines | ast.parse s | check s | check --fix s | x check | fixed |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for n in (int(s) for s in args.sizes.split(",")):
+        print("| " + " | ".join(measure(n, args.runs, extra)) + " |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

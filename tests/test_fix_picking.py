@@ -1,0 +1,140 @@
+"""Which fixes one pass of ``--fix`` applies together (``fixing._pick_edits``): the same choice as
+comparing every fix with every other, in work that grows as n log n, not n² (issue 49, item 5:
+6,000 fixes in one file took 963 s)."""
+from __future__ import annotations
+
+import random
+import sys
+from typing import List, Sequence, Tuple
+
+from torchlint.analysis.findings import Applicability, Edit, Finding, Fix, Range, Severity
+from torchlint.engine import check_source
+from torchlint.fixing import _pick_edits
+
+BLOCK = '''
+
+class Block{i}(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.randn(3)
+
+    def forward(self, x):
+        return x + self.w
+'''
+
+
+def blocks(n: int) -> str:
+    """N Modules, each with one finding --fix applies (TL101's non-persistent buffer)."""
+    return "import torch\nfrom torch import nn\n" + "".join(BLOCK.format(i=i) for i in range(n))
+
+
+def lines_run(work) -> int:
+    """The lines of Python ``work()`` runs, its callees' included: a count of work, not a time."""
+    count = 0
+
+    def trace(frame, event, arg):
+        nonlocal count
+        if event == "line":
+            count += 1
+        return trace
+
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        work()
+    finally:
+        sys.settrace(previous)
+    return count
+
+
+def test_picking_four_times_the_fixes_costs_about_four_times_the_work():
+    work = {}
+    for n in (100, 400):
+        findings = check_source(blocks(n), "blocks.py").findings
+        assert sum(f.fix_to_apply() is not None for f in findings) == n
+        work[n] = lines_run(lambda: _pick_edits(findings, False, "\n"))
+        assert len(_pick_edits(findings, False, "\n")[1]) == n
+    # n log n gives about 4.8x here; comparing every pair (n²) gave 16x.
+    assert work[400] < 8 * work[100], work
+
+
+# -- the same choice as comparing every pair ------------------------------------------------
+
+def collide(a: Edit, b: Edit) -> bool:
+    """Two edits that cannot be applied in one pass, as --fix always decided it."""
+    if a.range.start == a.range.end == b.range.start == b.range.end:
+        return True  # two insertions at one place
+    return a.range.start < b.range.end and b.range.start < a.range.end
+
+
+def pick_by_pairs(findings: Sequence[Finding]) -> Tuple[List[Edit], List[Finding]]:
+    """The choice made by comparing each fix's edits with every edit taken before it."""
+    taken: List[Edit] = []
+    applied: List[Finding] = []
+    for finding in findings:
+        fix = finding.fix_to_apply(False)
+        if fix is None:
+            continue
+        fresh = [edit for edit in fix.edits if edit not in taken]
+        if any(collide(edit, other) for edit in fresh for other in taken):
+            continue
+        taken.extend(fresh)
+        applied.append(finding)
+    return taken, applied
+
+
+def edit(line: int, col: int, end_line: int, end_col: int, text: str = "x") -> Edit:
+    return Edit(Range.of(line, col, end_line, end_col), text)
+
+
+def finding(*edits: Edit, safe: bool = True) -> Finding:
+    applicability = Applicability.SAFE if safe else Applicability.UNSAFE
+    return Finding("TL101", "m", Severity.WARNING, edits[0].range, (Fix("fix", applicability, edits),))
+
+
+def applied(findings: Sequence[Finding]) -> List[int]:
+    chosen = _pick_edits(findings, False, "\n")[1]
+    return [i for i, f in enumerate(findings) if any(f is g for g in chosen)]  # equal findings are two
+
+
+def test_overlapping_fixes_wait_and_touching_ones_do_not():
+    cases = [
+        ([edit(1, 0, 1, 5), edit(1, 5, 1, 9)], [0, 1]),  # touching ranges
+        ([edit(1, 0, 1, 5), edit(1, 4, 1, 9)], [0]),  # overlapping ranges
+        ([edit(1, 0, 3, 0), edit(2, 0, 2, 1)], [0]),  # one inside the other, over lines
+        ([edit(2, 0, 2, 1), edit(1, 0, 3, 0)], [0]),  # the same, the inner one first
+        ([edit(1, 3, 1, 3, "a"), edit(1, 3, 1, 3, "b")], [0]),  # two insertions at one place
+        ([edit(1, 3, 1, 3, "a"), edit(1, 3, 1, 3, "a")], [0, 1]),  # the same insertion: once
+        ([edit(1, 0, 1, 5), edit(1, 5, 1, 5)], [0, 1]),  # an insertion at a range's end
+        ([edit(1, 0, 1, 5), edit(1, 0, 1, 0)], [0, 1]),  # ... and at its start
+        ([edit(1, 0, 1, 5), edit(1, 2, 1, 2)], [0]),  # an insertion inside a range
+        ([edit(1, 2, 1, 2), edit(1, 0, 1, 5)], [0]),  # a range around an insertion
+    ]
+    for edits, expected in cases:
+        findings = [finding(e) for e in edits]
+        assert applied(findings) == expected, edits
+    # A fix waits whole when one of its edits collides; an unsafe one is not applied at all.
+    two = [finding(edit(1, 0, 1, 1)), finding(edit(3, 0, 3, 1), edit(1, 0, 1, 1, "y")),
+           finding(edit(3, 0, 3, 1), safe=False), finding(edit(3, 0, 3, 1))]
+    assert applied(two) == [0, 3]
+    # Two fixes adding the same import take it once.
+    same_import = [finding(edit(5, 0, 5, 1), edit(1, 0, 1, 0, "import torch\n")),
+                   finding(edit(6, 0, 6, 1), edit(1, 0, 1, 0, "import torch\n"))]
+    edits, chosen = _pick_edits(same_import, False, "\n")
+    assert len(chosen) == 2 and [e.new_text for e in edits].count("import torch\n") == 1
+
+
+def test_random_fixes_get_the_choice_of_comparing_every_pair():
+    rng = random.Random(49)
+    for _ in range(300):
+        findings = []
+        for _ in range(rng.randint(1, 30)):
+            edits = []
+            for _ in range(rng.choice((1, 1, 1, 2, 3))):
+                line, col = rng.randint(1, 4), rng.randint(0, 6)
+                end_line, end_col = (line, col) if rng.random() < 0.35 else (line + rng.randint(0, 1), rng.randint(0, 6))
+                if (end_line, end_col) < (line, col):
+                    end_line, end_col = line, col + rng.randint(1, 3)
+                edits.append(edit(line, col, end_line, end_col, rng.choice("ab")))
+            findings.append(finding(*edits))
+        assert _pick_edits(findings, False, "\n") == pick_by_pairs(findings)
