@@ -255,6 +255,15 @@ def test_cli_a_rule_made_a_hint_no_longer_fails_the_run(tmp_path, capsys):
     assert code == 1
 
 
+def test_cli_toml_nested_too_deeply_is_a_configuration_error(tmp_path, capsys):
+    # tomllib reads nested arrays by recursion: this raised RecursionError out of the run (exit 1).
+    pyproject(tmp_path, "select = ['TL101']\n\n[other]\na = " + "[" * 100_000 + "\n")
+    (tmp_path / "model.py").write_text(MASK, encoding="utf-8")
+    code, entries, err = run_json(tmp_path, capsys, ".")
+    assert code == 2 and entries is None
+    assert err == "torchlint: error: pyproject.toml: invalid TOML: arrays or tables nested too deeply to read\n"
+
+
 def test_cli_config_flag(tmp_path, capsys):
     elsewhere = tmp_path / "conf"
     elsewhere.mkdir()

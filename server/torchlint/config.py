@@ -274,6 +274,8 @@ def read_table(path: Path) -> Optional[dict]:
         raise ConfigError("%s: cannot read: %s" % (display_path(path), err.strerror or err))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise ConfigError("%s: invalid TOML: %s" % (display_path(path), err))
+    except RecursionError:  # tomllib reads nested arrays and tables by recursion
+        raise ConfigError("%s: invalid TOML: arrays or tables nested too deeply to read" % display_path(path)) from None
     table = data.get("tool", {}).get("torchlint") if isinstance(data.get("tool"), dict) else None
     if table is not None and not isinstance(table, dict):
         raise ConfigError("%s: %s must be a table" % (display_path(path), SECTION))
