@@ -15,6 +15,7 @@ from typing import Iterable, List, Optional, Sequence, Set, Tuple
 
 from .analysis.findings import CheckResult, Edit, Finding, Position
 from .analysis.inference_seam import Inference
+from .analysis.parsing import gc_paused
 from .analysis.source import SourceText, apply_edits
 from .engine import DEFAULT_OPTIONS, CheckOptions, check_source
 from .files import read_regular_file
@@ -34,6 +35,14 @@ class FixOutcome:
 def fix_text(text: str, path: str = "<stdin>", options: CheckOptions = DEFAULT_OPTIONS,
              unsafe: bool = False, inference: Optional[Inference] = None, result: Optional[CheckResult] = None) -> FixOutcome:
     """Apply allowed fixes, re-check, and repeat until nothing changes (at most MAX_PASSES)."""
+    # Each pass holds a check's trees and findings while it parses the next text: with the cyclic
+    # collector on, every full collection walks them all again (6,000 fixes: 3x the time).
+    with gc_paused():
+        return _fix_text(text, path, options, unsafe, inference, result)
+
+
+def _fix_text(text: str, path: str, options: CheckOptions, unsafe: bool, inference: Optional[Inference],
+              result: Optional[CheckResult]) -> FixOutcome:
     if result is None:
         result = check_source(text, path, options, inference)
     outcome = FixOutcome(text, result)
@@ -112,9 +121,10 @@ def _merge_no_grad_blocks(before: str, after: str) -> str:
 
 
 def _drop_imports_left_unused(before: str, after: str) -> str:
-    used_before, used_after = _loaded_names(ast.parse(before)), _loaded_names(ast.parse(after))
+    tree = ast.parse(after)
+    used_before, used_after = _loaded_names(ast.parse(before)), _loaded_names(tree)
     lines = after.splitlines(keepends=True)
-    for node in reversed(ast.parse(after).body):
+    for node in reversed(tree.body):
         if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno != node.end_lineno:
             continue
         module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
