@@ -7,6 +7,7 @@ starts is ended before it returns.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -22,6 +23,7 @@ from testkit.support import default_sigint
 from testkit.support import run_cli as run
 from torchlint import cli, files, fixing
 from torchlint.fixing import fix_text
+from torchlint.settings import DEFAULT_SETTINGS
 
 # One TL101 finding with a safe fix (a non-persistent buffer).
 MASK = '''import torch
@@ -139,6 +141,39 @@ def test_code_nested_past_the_recursion_limit_is_said_not_passed(tmp_path, capsy
     assert said.startswith("torchlint: error: deep.py: TL101 could not check this file") and "recursion" in said
     assert "plain.py:8:9: TL101" in out  # the other file's finding stands
     assert "All checks passed" not in out and "1 file not checked whole" in out
+
+
+def test_a_file_over_the_size_limit_is_said_and_not_checked(tmp_path, capsys):
+    """The editor's limit (settings.max_file_size) holds in the CLI too: a 53.6 MB file took 289 s
+    and 11.4 GB. Just over the default, a file is said as an error (exit 2) and the rest checked."""
+    limit = DEFAULT_SETTINGS.max_file_size
+    write(tmp_path / "big.py", MASK + "#" * (limit - len(MASK)) + "\n")  # limit + 1 characters
+    write(tmp_path / "model.py")
+    code, out, err = run(["check", "--no-infer", "--select", "TL101", "."], capsys, cwd=tmp_path)
+    assert code == 2 and "Traceback" not in err
+    assert ("torchlint: error: big.py: larger than --max-file-size (%d characters): not checked (exclude it, or "
+            "give a larger --max-file-size)" % limit) in err.splitlines()
+    assert "model.py:8:9: TL101" in out and "big.py" not in out
+    write(tmp_path / "big.py", MASK + "#" * (limit - len(MASK) - 1) + "\n")  # at the limit: checked
+    code, out, err = run(["check", "--no-infer", "--select", "TL101", "big.py"], capsys, cwd=tmp_path)
+    assert code == 1 and "big.py:8:9: TL101" in out and not err
+
+
+def test_the_size_limit_counts_characters_and_a_notebook_s_code(tmp_path, capsys):
+    comment = "# " + "\u00e9" * 30 + "\n"  # 62 bytes, 33 characters
+    write(tmp_path / "accents.py", comment + MASK)
+    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": MASK}]
+    (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": cells, "metadata": {"kernelspec": {
+        "language": "python"}}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    limit = len(comment + MASK)
+    code, out, err = run(["check", "--no-infer", "--max-file-size", limit, "accents.py", "nb.ipynb"], capsys,
+                         cwd=tmp_path)
+    assert code == 1 and "accents.py:9:9: TL101" in out and "nb.ipynb:cell 1:8:9: TL101" in out and not err
+    code, out, err = run(["check", "--no-infer", "--max-file-size", len(MASK) - 1, "accents.py", "nb.ipynb"], capsys,
+                         cwd=tmp_path)
+    assert code == 2 and "TL101" not in out
+    assert [line.split(": larger than")[0] for line in err.splitlines()] == [
+        "torchlint: error: accents.py", "torchlint: error: nb.ipynb"]
 
 
 def test_dangling_link_is_skipped_with_a_note(tmp_path, capsys):

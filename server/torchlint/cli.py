@@ -41,7 +41,7 @@ from .output import FORMATS, FileReport, OutputOptions, cell_position, display_p
 from .output import json_format
 from .output.text import render_statistics, unchecked_notes
 from .rules import ALL_CODES
-from .settings import DEFAULT_SETTINGS, SettingError, add_flags, given_flags
+from .settings import DEFAULT_SETTINGS, SettingError, add_flags, flag_name, given_flags, spec_of
 from .verify import cli_command as verify_command
 
 PARALLEL_MIN_FILES = 16
@@ -84,6 +84,7 @@ class Job:
     root: str = "."  # the project root: where jedi looks for the project's own modules
     cache_dir: Optional[str] = None  # where jedi's answers are kept between runs (None: --no-cache)
     infer_budget: Optional[float] = DEFAULT_SETTINGS.infer_budget  # seconds of jedi per file (None: no limit)
+    max_file_size: int = DEFAULT_SETTINGS.max_file_size  # characters; a larger file is not checked
     lines: Optional[FrozenSet[int]] = None  # --changed-lines-only: only findings on these lines (None: all)
     data: Optional[bytes] = None  # the content when it is not read from ``path`` (standard input)
     noqa_hints: bool = False  # --add-noqa: hints get a directive too (they are printed: --show-hints...)
@@ -225,15 +226,25 @@ def check_file(job: Job) -> Checked:
 def _check_file(job: Job) -> Checked:
     checked = Checked(FileReport(job.path))
     report = checked.report
+    notebook = is_notebook(job.path)
+    # A character takes at most 4 bytes: a source file of more is too large, and is not read whole.
+    # (A notebook's JSON holds its outputs too: the limit is on its code, once joined.)
+    most = None if notebook else _MAX_BYTES_A_CHARACTER * job.max_file_size
     try:
-        data = read_regular_file(job.path) if job.data is None else job.data
+        data = read_regular_file(job.path, most) if job.data is None else job.data
     except OSError as err:
         checked.unreadable = "cannot read: %s" % (err.strerror or err)
         return checked
-    if is_notebook(job.path):
+    if notebook:
         return check_notebook(job, data, checked)
+    if most is not None and len(data) > most:
+        checked.unreadable = too_large(job)
+        return checked
     text, encoding, report.error = decode_source(data)
     if text is None:
+        return checked
+    if len(text) > job.max_file_size:
+        checked.unreadable = too_large(job)
         return checked
     try:
         inference = inference_for(job)
@@ -279,6 +290,17 @@ def _take_layer_news(job: Job, inference, checked: Checked) -> None:
     checked.cache_events = inference.take_cache_events()
 
 
+_MAX_BYTES_A_CHARACTER = 4  # UTF-8's longest, and GB18030's
+
+
+def too_large(job: Job) -> str:
+    """Why a file of more than ``job.max_file_size`` characters (the editor's limit too) was not
+    checked: parsing and checking it could take minutes and gigabytes (53.6 MB: 289 s, 11.4 GB)."""
+    flag = flag_name(spec_of("max_file_size"))
+    return "larger than %s (%d characters): not checked (exclude it, or give a larger %s)" % (
+        flag, job.max_file_size, flag)
+
+
 def check_notebook(job: Job, data: bytes, checked: Checked) -> Checked:
     """check_file for a .ipynb: its code cells are checked as one text (analysis.notebook);
     --fix changes only the fixed cells' sources in the JSON, written like any other file."""
@@ -291,6 +313,9 @@ def check_notebook(job: Job, data: bytes, checked: Checked) -> Checked:
     if notebook.language != "python":
         return checked  # an R or Julia notebook: nothing for torchlint
     joined = join_cells(notebook.code_cells, job.path)
+    if len(joined.text) > job.max_file_size:
+        checked.unreadable = too_large(job)
+        return checked
     report.cells = joined.cells
     try:
         inference = inference_for(job)
@@ -815,7 +840,8 @@ def _check(args) -> int:
 
     jobs = [Job(str(path), "-" if stdin and not args.stdin_filename else display_path(str(path), cwd),
                 config.options_for(path), mode, args.unsafe_fixes, not args.no_infer, python, str(config.root),
-                cache_dir, budget, lines=lines_of(path), data=stdin_data, noqa_hints=hints_printed(config))
+                cache_dir, budget, settings.max_file_size, lines=lines_of(path), data=stdin_data,
+                noqa_hints=hints_printed(config))
             for path in files]
     configure_logging(args.verbose)
     reports = []

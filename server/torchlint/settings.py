@@ -199,7 +199,10 @@ class Settings:
         pyproject="python")
     max_file_size: int = setting(
         1_000_000, "Documents with more characters than this are not analysed (parsing them would hold up "
-        "every answer); torchlint says so once per document.", editor="maxFileSize", minimum=1)
+        "every answer); torchlint says so once per document. `torchlint check` skips such a file as it "
+        "skips one it cannot read: an error on stderr, exit 2.", editor="maxFileSize", flag="--max-file-size",
+        minimum=1, cli=(Flag("check", "files with more characters than this are not checked: said as an error, "
+                                      "exit 2 (default: {default})", "CHARACTERS", int),))
     trace_server: str = setting(
         "off", "Log the LSP messages between VS Code and the torchlint server in the torchlint output channel.",
         editor="trace.server", enum=TRACE_LEVELS, scope="window", server=False)
