@@ -157,3 +157,23 @@ def test_the_passes_of_fix_text_run_with_the_cyclic_collector_paused(monkeypatch
     assert gc.isenabled()
     assert fixing.fix_text(blocks(2), "blocks.py").fixed == 2
     assert seen == [False] and gc.isenabled()
+
+
+def test_tidying_merges_blocks_in_handlers_and_cases_and_drops_only_imports_left_unused():
+    # tidy_after_fixes walks statements only and stops looking for a name once it is found: the
+    # blocks of an except handler and of a match case are still statements it merges.
+    before = ("import torch\nfrom torch.autograd import Variable\n\n\ndef f(a, b, x, k):\n"
+              "    try:\n        pass\n    except ValueError:\n        a.data = x\n        b.data = x\n"
+              "    match k:\n        case 1:\n            a.data = x\n            b.data = x\n"
+              "    return Variable(x)\n")
+    copies = "with torch.no_grad():\n{0}    a.copy_(x)\n{0}with torch.no_grad():\n{0}    b.copy_(x)\n"
+    after = before.replace("        a.data = x\n        b.data = x\n", "        " + copies.format("        ")) \
+        .replace("            a.data = x\n            b.data = x\n", "            " + copies.format("            ")) \
+        .replace("Variable(x)", "x")
+    assert fixing.tidy_after_fixes(before, after) == (
+        "import torch\n\n\ndef f(a, b, x, k):\n"
+        "    try:\n        pass\n    except ValueError:\n"
+        "        with torch.no_grad():\n            a.copy_(x)\n            b.copy_(x)\n"
+        "    match k:\n        case 1:\n"
+        "            with torch.no_grad():\n                a.copy_(x)\n                b.copy_(x)\n"
+        "    return x\n")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import collections
 import contextlib
 import errno
 import os
@@ -11,7 +12,7 @@ import stat
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Deque, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from .analysis.findings import CheckResult, Edit, Finding, Position
 from .analysis.inference_seam import Inference
@@ -77,12 +78,11 @@ def _fix_text(text: str, path: str, options: CheckOptions, unsafe: bool, inferen
 def tidy_after_fixes(before: str, after: str) -> str:
     """Merge `with torch.no_grad():` blocks that fixes put next to each other, and remove the
     torch imports that only the replaced code used (`from torch.autograd import Variable`)."""
-    for step in (_merge_no_grad_blocks, _drop_imports_left_unused):
-        try:
-            after = step(before, after)
-        except (SyntaxError, ValueError):
-            return after
-    return after
+    try:
+        after, tree = _merge_no_grad_blocks(before, after)
+        return _drop_imports_left_unused(before, after, tree)
+    except (SyntaxError, ValueError):
+        return after
 
 
 def _is_no_grad(stmt: ast.stmt) -> bool:
@@ -94,13 +94,14 @@ def _is_no_grad(stmt: ast.stmt) -> bool:
         isinstance(func, ast.Name) and func.id == "no_grad")
 
 
-def _merge_no_grad_blocks(before: str, after: str) -> str:
-    """`with torch.no_grad(): a.copy_(x)` right after another such block, made by a fix: one block."""
+def _merge_no_grad_blocks(before: str, after: str) -> Tuple[str, ast.Module]:
+    """`with torch.no_grad(): a.copy_(x)` right after another such block, made by a fix: one block.
+    Also the tree of the text it returns."""
     while True:
         lines = after.splitlines(keepends=True)
         tree = ast.parse(after)
         header = None
-        for node in ast.walk(tree):
+        for node in _statement_holders(tree):
             body = [getattr(node, name, None) for name in ("body", "orelse", "finalbody")]
             for block in (b for b in body if isinstance(b, list)):
                 for first, second in zip(block, block[1:]):
@@ -115,24 +116,41 @@ def _merge_no_grad_blocks(before: str, after: str) -> str:
             if header:
                 break
         if header is None:
-            return after
+            return after, tree
         del lines[header - 1]
         after = "".join(lines)
 
 
-def _drop_imports_left_unused(before: str, after: str) -> str:
-    tree = ast.parse(after)
-    used_before, used_after = _loaded_names(ast.parse(before)), _loaded_names(tree)
+_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _statement_holders(tree: ast.Module) -> Iterator[ast.AST]:
+    """The nodes that may hold statements, in ``ast.walk``'s order (breadth first), without walking
+    the expressions (nine nodes in ten), which never hold one."""
+    todo: Deque[ast.AST] = collections.deque([tree])
+    while todo:
+        node = todo.popleft()
+        todo.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, _HOLDS_STATEMENTS))
+        yield node
+
+
+def _drop_imports_left_unused(before: str, after: str, tree: ast.Module) -> str:
+    """``tree``: the tree of ``after``."""
+    torch_imported = {alias.asname or alias.name.split(".")[0]
+                      for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+                      and node.lineno == node.end_lineno
+                      for alias in node.names if _is_torch_import(node, alias)}
+    used_after = _names_loaded(tree, torch_imported)
+    unused = torch_imported - used_after
+    used_before = _names_loaded(ast.parse(before), unused) if unused else set()
     lines = after.splitlines(keepends=True)
     for node in reversed(tree.body):
         if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno != node.end_lineno:
             continue
-        module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
         names = []
         for alias in node.names:
             bound = alias.asname or alias.name.split(".")[0]
-            torch_name = module.startswith("torch") or alias.name.startswith("torch")
-            names.append((alias, torch_name and bound in used_before and bound not in used_after))
+            names.append((alias, _is_torch_import(node, alias) and bound in used_before and bound not in used_after))
         if not any(drop for _, drop in names):
             continue
         line = lines[node.lineno - 1]
@@ -144,13 +162,30 @@ def _drop_imports_left_unused(before: str, after: str) -> str:
             continue
         spelled = ", ".join(a.name + (" as " + a.asname if a.asname else "") for a in kept)
         newline = line[len(line.rstrip("\r\n")):]
+        module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
         head = "from %s%s import " % ("." * node.level, module) if isinstance(node, ast.ImportFrom) else "import "
         lines[node.lineno - 1] = line[: node.col_offset] + head + spelled + newline
     return "".join(lines)
 
 
-def _loaded_names(tree: ast.AST) -> set:
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store)}
+def _is_torch_import(node: Union[ast.Import, ast.ImportFrom], alias: ast.alias) -> bool:
+    module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+    return module.startswith("torch") or alias.name.startswith("torch")
+
+
+def _names_loaded(tree: ast.AST, names: Set[str]) -> Set[str]:
+    """Which of ``names`` the tree reads (or deletes) as a name; the walk stops once it found them
+    all (usually within the first function: ``import torch``)."""
+    found: Set[str] = set()
+    todo = [tree] if names else []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name) and node.id in names and not isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+            if len(found) == len(names):
+                break
+        todo.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _pick_edits(findings: Sequence[Finding], unsafe: bool, newline: str) -> Tuple[List[Edit], List[Finding]]:
