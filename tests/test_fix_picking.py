@@ -135,7 +135,9 @@ def test_random_fixes_get_the_choice_of_comparing_every_pair():
             edits = []
             for _ in range(rng.choice((1, 1, 1, 2, 3))):
                 line, col = rng.randint(1, 4), rng.randint(0, 6)
-                end_line, end_col = (line, col) if rng.random() < 0.35 else (line + rng.randint(0, 1), rng.randint(0, 6))
+                end_line, end_col = line + rng.randint(0, 1), rng.randint(0, 6)
+                if rng.random() < 0.35:  # an insertion
+                    end_line, end_col = line, col
                 if (end_line, end_col) < (line, col):
                     end_line, end_col = line, col + rng.randint(1, 3)
                 edits.append(edit(line, col, end_line, end_col, rng.choice("ab")))

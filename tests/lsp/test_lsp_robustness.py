@@ -171,7 +171,8 @@ async def test_a_bad_pyproject_key_is_shown_once(client: LanguageClient, tmp_pat
 
 async def test_a_pyproject_nested_too_deeply_is_shown_and_the_defaults_used(client: LanguageClient, tmp_path: Path):
     # tomllib reads nested arrays by recursion: 100,000 `[` raised RecursionError, not a config error.
-    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nignore = ["TL1"]\n\n[other]\na = ' + "[" * 100_000 + "\n")
+    deep = '[tool.torchlint]\nignore = ["TL1"]\n\n[other]\na = ' + "[" * 100_000 + "\n"
+    (tmp_path / "pyproject.toml").write_text(deep)
     uri = new_uri(tmp_path)
     open_document(client, uri, SMALL)
     await wait_for(lambda: codes(client.diagnostics.get(uri, [])) == ["TL101"], BOUND, "checked with the defaults")
