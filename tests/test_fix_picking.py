@@ -1,7 +1,8 @@
 """What ``--fix`` costs as the fixes in a file grow (issue 49, item 5: 6,000 fixes in one file took
 963 s): which fixes one pass applies together (``fixing._pick_edits``) is the choice of comparing
-every fix with every other, in work that grows as n log n, not n²; and the passes run with the
-cyclic collector paused."""
+every fix with every other, in work that grows as n log n, not n²; the passes run with the cyclic
+collector paused; and tidying a thousand adjacent ``no_grad`` blocks costs a few parses, not one
+per merge."""
 from __future__ import annotations
 
 import gc
@@ -162,8 +163,8 @@ def test_the_passes_of_fix_text_run_with_the_cyclic_collector_paused(monkeypatch
 
 
 def test_tidying_merges_blocks_in_handlers_and_cases_and_drops_only_imports_left_unused():
-    # tidy_after_fixes walks statements only and stops looking for a name once it is found: the
-    # blocks of an except handler and of a match case are still statements it merges.
+    # tidy_after_fixes walks statements only, a level of the tree at a time, and stops looking for a
+    # name once it is found: the blocks of an except handler and of a match case are still merged.
     before = ("import torch\nfrom torch.autograd import Variable\n\n\ndef f(a, b, x, k):\n"
               "    try:\n        pass\n    except ValueError:\n        a.data = x\n        b.data = x\n"
               "    match k:\n        case 1:\n            a.data = x\n            b.data = x\n"
@@ -179,3 +180,37 @@ def test_tidying_merges_blocks_in_handlers_and_cases_and_drops_only_imports_left
         "    match k:\n        case 1:\n"
         "            with torch.no_grad():\n                a.copy_(x)\n                b.copy_(x)\n"
         "    return x\n")
+
+
+def copies(n: int) -> Tuple[str, str]:
+    """A file assigning N weights' ``.data`` in a row, and the same after TL201's fixes, before tidying."""
+    head = "import torch\n\n\ndef reset(x, layers):\n"
+    before = head + "".join("    layers[%d].weight.data = x\n" % i for i in range(n))
+    after = head + "".join("    with torch.no_grad():\n        layers[%d].weight.copy_(x)\n" % i for i in range(n))
+    return before, after
+
+
+def test_merging_four_times_the_blocks_costs_about_four_times_the_work():
+    work = {}
+    for n in (50, 200):
+        before, after = copies(n)
+        tidied = fixing.tidy_after_fixes(before, after)
+        assert tidied.count("no_grad") == 1 and tidied.count("copy_") == n
+        work[n] = lines_run(lambda: fixing.tidy_after_fixes(before, after))
+    # Merged one pair at a time, each merge parsing and walking the whole file again: 16x.
+    assert work[200] < 8 * work[50], work
+
+
+def test_tidying_a_file_with_form_feeds_changes_the_lines_the_tree_names():
+    # str.splitlines breaks at a form feed too, which put the lines changed one out of step with the
+    # tree's: the merge deleted the line above the header (no longer parsing: nothing was tidied)...
+    before, after = copies(2)
+    head = "from torch.autograd import Variable\n\x0c\n"
+    assert fixing.tidy_after_fixes(head + before.replace("= x\n", "= Variable(x)\n", 1), head + after) == (
+        "\x0c\nimport torch\n\n\ndef reset(x, layers):\n"
+        "    with torch.no_grad():\n        layers[0].weight.copy_(x)\n        layers[1].weight.copy_(x)\n")
+    # ... and the unused import stayed, its form feed's line break deleted instead.
+    before, after = copies(1)
+    head = "import torch\n\x0c\nfrom torch.autograd import Variable\n"
+    assert fixing.tidy_after_fixes(head + before.replace("= x\n", "= Variable(x)\n"), head + after) == (
+        "import torch\n\x0c\n" + after)

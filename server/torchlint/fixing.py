@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import collections
 import contextlib
 import errno
 import os
@@ -12,7 +11,7 @@ import stat
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from typing import Deque, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from .analysis.findings import CheckResult, Edit, Finding, Position
 from .analysis.inference_seam import Inference
@@ -96,42 +95,71 @@ def _is_no_grad(stmt: ast.stmt) -> bool:
 
 def _merge_no_grad_blocks(before: str, after: str) -> Tuple[str, ast.Module]:
     """`with torch.no_grad(): a.copy_(x)` right after another such block, made by a fix: one block.
-    Also the tree of the text it returns."""
+    Also the tree of the text it returns.
+
+    Merged as if one pair at a time, the first in ``ast.walk``'s order each time, but a level of
+    the tree at once: a merge never changes whether another pair of its level merges, and only
+    makes pairs one level down (where the two bodies meet), so a file's thousand merges cost a
+    few parses, not a thousand."""
+    user_text = _Occurrences(before)
     while True:
-        lines = after.splitlines(keepends=True)
         tree = ast.parse(after)
-        header = None
-        for node in _statement_holders(tree):
-            body = [getattr(node, name, None) for name in ("body", "orelse", "finalbody")]
-            for block in (b for b in body if isinstance(b, list)):
+        source = SourceText(after)
+        headers = _mergeable_headers(tree, source, user_text)
+        if not headers:
+            return after, tree
+        lines = source.lines_with_endings()
+        for header in headers:
+            lines[header - 1] = ""
+        after = "".join(lines)
+
+
+def _mergeable_headers(tree: ast.Module, source: SourceText, user_text: "_Occurrences") -> List[int]:
+    """The header lines of the `no_grad` blocks to merge into the block above them, at the shallowest
+    level of the tree that has any."""
+    level: List[ast.AST] = [tree]
+    while level:
+        headers = []
+        for node in level:
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(node, name, None)
+                if not isinstance(block, list):
+                    continue
                 for first, second in zip(block, block[1:]):
                     if _is_no_grad(first) and _is_no_grad(second) and second.lineno == first.end_lineno + 1 \
                             and second.col_offset == first.col_offset and second.body[0].lineno > second.lineno \
                             and second.body[0].col_offset == first.body[0].col_offset \
-                            and (ast.get_source_segment(after, second) or "") not in before:
-                        header = second.lineno
-                        break
-                if header:
-                    break
-            if header:
-                break
-        if header is None:
-            return after, tree
-        del lines[header - 1]
-        after = "".join(lines)
+                            and source.segment(second) not in user_text:
+                        headers.append(second.lineno)
+        if headers:
+            return headers
+        level = [child for node in level for child in ast.iter_child_nodes(node)
+                 if isinstance(child, _HOLDS_STATEMENTS)]
+    return []
 
 
-_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
+_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)  # the nodes a statement can be in
 
 
-def _statement_holders(tree: ast.Module) -> Iterator[ast.AST]:
-    """The nodes that may hold statements, in ``ast.walk``'s order (breadth first), without walking
-    the expressions (nine nodes in ten), which never hold one."""
-    todo: Deque[ast.AST] = collections.deque([tree])
-    while todo:
-        node = todo.popleft()
-        todo.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, _HOLDS_STATEMENTS))
-        yield node
+class _Occurrences:
+    """Whether a block's text occurs in a text (the file before its fixes), found among the places
+    where the block's first line does, which are looked up once per first line: thousands of blocks
+    are not each searched for through the whole file."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._places: Dict[str, List[int]] = {}
+
+    def __contains__(self, segment: str) -> bool:
+        head = segment[: segment.find("\n") + 1] or segment
+        places = self._places.get(head)
+        if places is None:
+            places = self._places[head] = []
+            place = self._text.find(head)
+            while place >= 0:
+                places.append(place)
+                place = self._text.find(head, place + 1)
+        return any(self._text.startswith(segment, place) for place in places)
 
 
 def _drop_imports_left_unused(before: str, after: str, tree: ast.Module) -> str:
@@ -143,7 +171,7 @@ def _drop_imports_left_unused(before: str, after: str, tree: ast.Module) -> str:
     used_after = _names_loaded(tree, torch_imported)
     unused = torch_imported - used_after
     used_before = _names_loaded(ast.parse(before), unused) if unused else set()
-    lines = after.splitlines(keepends=True)
+    lines = SourceText(after).lines_with_endings()
     for node in reversed(tree.body):
         if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno != node.end_lineno:
             continue

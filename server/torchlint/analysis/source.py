@@ -45,6 +45,12 @@ class SourceText:
         end = self.line_starts[lineno] if lineno < len(self.line_starts) else len(self.text)
         return self.text[start:end].rstrip("\r\n")
 
+    def lines_with_endings(self) -> List[str]:
+        """Every line with its line ending: ``"".join`` of them is the text, and line ``n`` of a
+        tree is item ``n - 1`` (``str.splitlines`` also splits at form feeds)."""
+        ends = self.line_starts[1:] + [len(self.text)]
+        return [self.text[start:end] for start, end in zip(self.line_starts, ends)]
+
     def newline(self) -> str:
         m = _LINE_END.search(self.text)
         return m.group(0) if m else "\n"
