@@ -1,15 +1,19 @@
 """What ``--fix`` costs next to the check alone, as the number of fixes in one file grows.
 
-Generates one file of N Module classes, each holding one finding that ``--fix`` applies (TL101's
-safe fix of ``self.w = torch.randn(3)`` added to the input in ``forward``: a non-persistent
-buffer), in a temporary folder, and prints for N = 1k, 2k, 6k, best of ``--runs``: read +
-``ast.parse`` of the file in this process (the floor), ``torchlint check --exit-zero`` and
-``torchlint check --fix --exit-zero`` as fresh processes (the fix on a new copy of the file each
-run; every run with an empty inference cache), the ratio of the two, and the findings fixed.
-Target (issue 49, item 5): ``--fix`` of 6,000 fixes within 3x the check; a ratio that grows with
-N is a fix pass that compares every fix with every other.
+Generates one file holding N findings that ``--fix`` applies, in a temporary folder, in two shapes:
+"buffers", N Module classes, each with TL101's safe fix of ``self.w = torch.randn(3)`` added to the
+input in ``forward`` (a non-persistent buffer); "copies", one Module with N layers whose ``reset``
+assigns each one's ``weight.data`` in a row (TL201's unsafe fix, ``with torch.no_grad():
+....copy_(x)``, N blocks that ``--fix`` then merges into one; the runs give ``--unsafe-fixes``).
+For N = 1k, 2k, 6k, best of ``--runs``, it prints: read + ``ast.parse`` of the file in this process
+(the floor), ``torchlint check --exit-zero`` and ``torchlint check --fix --exit-zero`` as fresh
+processes (the fix on a new copy of the file each run; every run with an empty inference cache),
+the ratio of the two, and the findings fixed. Target (issue 49, item 5): ``--fix`` of 6,000 fixes
+within 3x the check; a ratio that grows with N is a fix pass that compares every fix with every
+other.
 
-    .venv/bin/python benchmarks/bench_fix.py [--sizes 1000,2000,6000] [--runs 1] [--no-infer]
+    .venv/bin/python benchmarks/bench_fix.py [--sizes 1000,2000,6000] [--shapes buffers,copies]
+        [--runs 1] [--no-infer]
 
 torchlint runs from the checkout this script is in (``server/`` first on ``PYTHONPATH``).
 """
@@ -45,6 +49,17 @@ def make_file(n: int) -> str:
     return HEAD + "".join(CLASS.format(i=i) for i in range(n))
 
 
+def make_copies(n: int) -> str:
+    return (HEAD + "\n\nclass Layers(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            + "".join("        self.l%d = nn.Linear(3, 3)\n" % i for i in range(n))
+            + "\n    def forward(self, x):\n" + "".join("        x = self.l%d(x)\n" % i for i in range(n))
+            + "        return x\n\n    def reset(self, w):\n"
+            + "".join("        self.l%d.weight.data = w\n" % i for i in range(n)))
+
+
+SHAPES = {"buffers": (make_file, []), "copies": (make_copies, ["--unsafe-fixes"])}
+
+
 def torchlint(args: Sequence[str], cwd: Path, cache: Path) -> Tuple[float, str]:
     """Wall seconds of one ``torchlint check`` and what it printed."""
     env = dict(os.environ, TORCHLINT_CACHE_DIR=str(cache),
@@ -58,8 +73,10 @@ def torchlint(args: Sequence[str], cwd: Path, cache: Path) -> Tuple[float, str]:
     return seconds, done.stdout.decode("utf-8", "replace")
 
 
-def measure(n: int, runs: int, extra: List[str]) -> List[str]:
-    text = make_file(n)
+def measure(shape: str, n: int, runs: int, extra: List[str]) -> List[str]:
+    make, flags = SHAPES[shape]
+    text = make(n)
+    extra = extra + flags
     with tempfile.TemporaryDirectory(prefix="bench-fix-") as scratch:
         folder = Path(scratch)
         path = folder / "blocks.py"
@@ -75,20 +92,23 @@ def measure(n: int, runs: int, extra: List[str]) -> List[str]:
             fix = min(fix, seconds)
             found = FIXED.search(printed)
             fixed = found.group(1) if found else "0"
-    return [str(n), str(text.count("\n")), "%.3f" % floor, "%.2f" % check, "%.2f" % fix, "%.2f" % (fix / check), fixed]
+    return [shape, str(n), str(text.count("\n")), "%.3f" % floor, "%.2f" % check, "%.2f" % fix, "%.2f" % (fix / check),
+            fixed]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,2000,6000")
+    parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--no-infer", action="store_true", help="time the syntactic layer only")
     args = parser.parse_args(argv)
     extra = ["--no-infer"] if args.no_infer else []
-    print("| fixes | lines | ast.parse s | check s | check --fix s | x check | fixed |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for n in (int(s) for s in args.sizes.split(",")):
-        print("| " + " | ".join(measure(n, args.runs, extra)) + " |", flush=True)
+    print("| shape | fixes | lines | ast.parse s | check s | check --fix s | x check | fixed |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for shape in args.shapes.split(","):
+        for n in (int(size) for size in args.sizes.split(",")):
+            print("| " + " | ".join(measure(shape, n, args.runs, extra)) + " |", flush=True)
     return 0
 
 
