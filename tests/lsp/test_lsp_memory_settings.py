@@ -14,7 +14,7 @@ from lsp_helpers import HELPER_MADE, SERVER_COMMAND, SERVER_ENV, VSCODE, codes, 
 
 from torchlint.inference import layer as inference_module
 from torchlint.environments import own_interpreter
-from torchlint.inference.inference_cache import Entry
+from torchlint.inference.inference_cache import CacheEvents, Entry
 from torchlint.lsp import inference_layers
 from torchlint.lsp.inference_layers import InferenceLayers, SwitchableCache
 from torchlint.settings import DEFAULT_SETTINGS, Settings
@@ -76,6 +76,9 @@ class FakeJedi:
     def take_notes(self):
         notes, self.notes = self.notes, {}
         return notes
+
+    def take_cache_events(self):
+        return CacheEvents()
 
 
 @pytest.fixture
