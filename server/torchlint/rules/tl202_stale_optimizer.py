@@ -14,20 +14,9 @@ from ..analysis.scopes import Scope, block_chain, dotted_name, encloses
 from ..analysis.source import last_line
 from ..analysis.values import Kind
 from .base import Rule
+from .rebinding import can_move_below, line_after, rebinding
 
 _PARAMETER_SOURCES = ("parameters", "named_parameters")
-
-# torch.nn layers that hold no parameters: swapping one in (`model.fc = nn.Identity()`) leaves
-# nothing for the optimizer to miss.
-_PARAMETER_FREE = frozenset("torch.nn." + name for name in """
-Identity Flatten Unflatten Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout
-ReLU ReLU6 LeakyReLU GELU SiLU Mish ELU CELU SELU Sigmoid Tanh Hardtanh Hardswish Hardsigmoid
-Softplus Softsign Softmax LogSoftmax Softmin Tanhshrink Threshold GLU LogSigmoid
-MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d
-AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d Upsample PixelShuffle
-PixelUnshuffle ZeroPad1d ZeroPad2d ZeroPad3d
-""".split())
-
 
 @dataclass
 class _Build:
@@ -56,7 +45,7 @@ class StaleOptimizer(Rule):
                     stmt = statements[position]
                     if _assigns(stmt, build.target):
                         break  # a newer optimizer in the same variable: its own build is checked
-                    rebound = _rebinding(ctx, scope, stmt, build)
+                    rebound = rebinding(ctx, scope, stmt, build.roots)
                     if rebound is None or id(stmt) in reported or not encloses(ctx.index, build.stmt, stmt):
                         continue
                     if _refreshed(ctx, statements[position + 1:], build) or not _used_later(ctx, scope, build,
@@ -126,105 +115,6 @@ def _assigns(stmt: ast.stmt, target: str) -> bool:
     return isinstance(stmt, ast.Assign) and any(dotted_name(t) == target for t in stmt.targets)
 
 
-def _rebinding(ctx: FileContext, scope: Scope, stmt: ast.stmt, build: _Build
-              ) -> Optional[Tuple[ast.expr, str, str, Kind]]:
-    """(target node, target text, root, value kind) when ``stmt`` re-binds something under a root:
-    `model.fc = ...`, `model.fc.weight = ...`, `model.classifier[6] = ...`."""
-    if not isinstance(stmt, ast.Assign):
-        return None
-    for target in stmt.targets:
-        if isinstance(target, ast.Attribute):
-            owner = dotted_name(target)
-        elif isinstance(target, ast.Subscript):
-            owner = dotted_name(target.value)
-        else:
-            continue
-        if owner is None:
-            continue
-        text = ctx.text(target)
-        root = next((r for r in sorted(build.roots) if owner == r or owner.startswith(r + ".")), None)
-        if root is None or _reuses(ctx, stmt.value, text) or not _constructs(ctx, scope, stmt.value, depth=3):
-            continue
-        value = ctx.classify(stmt.value, scope)
-        kind = value.kind if value.kind in (Kind.MODULE, Kind.PARAMETER) else _built_elsewhere(ctx, stmt.value)
-        if kind is None or value.module_class in _PARAMETER_FREE:
-            continue
-        return target, text, root, kind
-    return None
-
-
-def _built_elsewhere(ctx: FileContext, value: ast.expr) -> Optional[Kind]:
-    """Module for `QuantLinear.from_float(model.fc)` (a `from_*` constructor of a class) or a
-    function of this file whose every `return` builds a module; else None."""
-    if not isinstance(value, ast.Call):
-        return None
-    func = value.func
-    if isinstance(func, ast.Attribute) and func.attr.startswith("from_") and isinstance(func.value, ast.Name) \
-            and func.value.id[:1].isupper():
-        return Kind.MODULE
-    if isinstance(func, ast.Name):
-        for scope in ctx.module_functions(func.id):
-            returns = [n for n in ast.walk(scope.node) if isinstance(n, ast.Return) and n.value is not None]
-            if returns and all(ctx.classify(r.value, scope).kind is Kind.MODULE for r in returns):
-                return Kind.MODULE
-    return None
-
-
-def _reuses(ctx: FileContext, value: ast.expr, target: str) -> bool:
-    """The value holds the object already there: `model.fc`, `model.fc.to(dev)`, a torch wrapper
-    (`nn.DataParallel(model.fc)`, `nn.Sequential(model.fc, nn.ReLU())`) or a call this file cannot
-    see into (`convert_sync_batchnorm(model.fc)`).
-
-    Reading an attribute of it (`nn.Linear(model.fc.in_features, 10)`), slicing or cloning its
-    weight (`nn.Parameter(model.fc.weight[:k].clone())`), or a `from_*` constructor / a helper of
-    this file that builds a new module from it, makes something new.
-    """
-    def is_target(node: ast.expr) -> bool:
-        return isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and ctx.text(node) == target
-
-    node = value
-    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in tn.MOVE_METHODS:
-        node = node.func.value
-    if is_target(node):
-        return True
-    if _built_elsewhere(ctx, value) is not None:
-        return False
-    for parent in ast.walk(value):
-        if not isinstance(parent, ast.Call):
-            continue
-        arguments = list(parent.args) + [k.value for k in parent.keywords]
-        if any(is_target(_unmoved(a)) for a in arguments):
-            qualified = ctx.qualify(parent.func) or ""
-            if qualified.startswith("torch.") and qualified != "torch.nn.Parameter":
-                return True  # a wrapper holding the same module
-            if not qualified.startswith("torch."):
-                return True  # something this file cannot see into: it may return the same object
-    return False
-
-
-def _unmoved(node: ast.expr) -> ast.expr:
-    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in tn.MOVE_METHODS:
-        node = node.func.value
-    return node
-
-
-def _constructs(ctx: FileContext, scope: Scope, value: ast.expr, depth: int) -> bool:
-    """The value is a new object (`nn.Linear(...)`, `head` bound to one), not an existing one that the
-    optimizer may already hold (`model.encoder.weight` for weight tying)."""
-    if depth == 0:
-        return False
-    if isinstance(value, ast.Call):
-        func = value.func
-        if isinstance(func, ast.Attribute) and func.attr in tn.MOVE_METHODS:
-            return _constructs(ctx, scope, func.value, depth - 1)  # modules move in place
-        return True
-    if isinstance(value, ast.Name):
-        bindings = scope.locals.get(value.id, ())
-        return bool(bindings) and all(b.value is not None and _constructs(ctx, scope, b.value, depth - 1)
-                                      for b in bindings)
-    return False
-
-
 def _chain(ctx: FileContext, stmt: ast.stmt) -> List[Tuple[int, str]]:
     return block_chain(ctx.index, stmt)
 
@@ -291,7 +181,7 @@ def _finding(ctx: FileContext, scope: Scope, build: _Build, stmt: ast.stmt, targ
     # edits, so applying all of them builds the optimizer once.
     last = _last_of_run(ctx, scope, build, stmt)
     rebuild = None
-    if build.direct and not used_between and _can_move(ctx, build, last):
+    if build.direct and not used_between and can_move_below(ctx, build.stmt, last):
         rebuild = _move_fix(ctx, build, stmt, text, last)
     elif build.direct:
         rebuild = _recreate_fix(ctx, build, last)
@@ -310,7 +200,7 @@ def _last_of_run(ctx: FileContext, scope: Scope, build: _Build, stmt: ast.stmt) 
     for later in block[block.index(stmt) + 1:]:
         if _mentions(later, build.target):
             break
-        if _rebinding(ctx, scope, later, build) is not None:
+        if rebinding(ctx, scope, later, build.roots) is not None:
             last = later
     return last
 
@@ -326,31 +216,13 @@ def _mentioned_between(ctx: FileContext, scope: Scope, target: str, first: int, 
                and dotted_name(node) == target for node in ast.walk(scope.node))
 
 
-def _can_move(ctx: FileContext, build: _Build, stmt: ast.stmt) -> bool:
-    """Moving the build below the re-binding changes nothing else: a plain `name = ...` on its own
-    lines, in the same block as the re-binding (the caller checked that nothing uses it in between)."""
-    if len(build.stmt.targets) != 1 or not isinstance(build.stmt.targets[0], ast.Name):
-        return False
-    if _chain(ctx, build.stmt) != _chain(ctx, stmt):
-        return False
-    return ctx.stands_alone(build.stmt) and ctx.stands_alone(stmt)
-
-
-def _after(ctx: FileContext, stmt: ast.stmt) -> Tuple[Position, str]:
-    """Where a new line goes after ``stmt``, and the text that must precede it there."""
-    newline = ctx.source.newline()
-    if last_line(stmt) < ctx.source.line_count:
-        return Position(last_line(stmt) + 1, 0), ""
-    return Position(last_line(stmt), len(ctx.source.line(last_line(stmt)))), newline
-
-
 def _move_fix(ctx: FileContext, build: _Build, stmt: ast.stmt, text: str, below: ast.stmt) -> Fix:
     """Move the build below ``below`` (``stmt`` or the last re-binding of its run)."""
     newline = ctx.source.newline()
     first, last = build.stmt.lineno, last_line(build.stmt)
     lines = "".join(ctx.source.line(n) + newline for n in range(first, last + 1))
     delete = ctx.replace(Range(Position(first, 0), Position(last + 1, 0)), "")
-    where, lead = _after(ctx, below)
+    where, lead = line_after(ctx, below)
     insert = ctx.replace(Range(where, where), lead + lines)
     if below is stmt:
         title = "Build `%s` after `%s` is replaced (move line %d)" % (build.target, text, first)
@@ -366,7 +238,7 @@ def _insert_after(ctx: FileContext, stmt: ast.stmt, text: str) -> Edit:
         end = ctx.range(stmt).end
         return ctx.replace(Range(end, end), "; " + text)
     newline = ctx.source.newline()
-    where, lead = _after(ctx, stmt)
+    where, lead = line_after(ctx, stmt)
     return ctx.replace(Range(where, where), lead + ctx.indent(stmt) + text + newline)
 
 
