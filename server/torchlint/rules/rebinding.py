@@ -126,11 +126,14 @@ def _constructs(ctx: FileContext, scope: Scope, value: ast.expr, depth: int) -> 
     return False
 
 
-def can_move_below(ctx: FileContext, built: ast.Assign, stmt: ast.stmt) -> bool:
+def can_move_below(ctx: FileContext, built: ast.stmt, stmt: ast.stmt) -> bool:
     """Moving ``built`` (what took the parameters) below the re-binding ``stmt`` changes nothing
-    else: a plain `name = ...` on its own lines, in the same block as the re-binding (the caller
-    checked that nothing uses it in between)."""
-    if len(built.targets) != 1 or not isinstance(built.targets[0], ast.Name):
+    else: a plain `name = ...` (or a call of its own: `fully_shard(model)`) on its own lines, in
+    the same block as the re-binding (the caller checked that nothing uses it in between)."""
+    if isinstance(built, ast.Assign):
+        if len(built.targets) != 1 or not isinstance(built.targets[0], ast.Name):
+            return False
+    elif not isinstance(built, ast.Expr):
         return False
     if block_chain(ctx.index, built) != block_chain(ctx.index, stmt):
         return False
@@ -143,3 +146,9 @@ def line_after(ctx: FileContext, stmt: ast.stmt) -> Tuple[Position, str]:
     if last_line(stmt) < ctx.source.line_count:
         return Position(last_line(stmt) + 1, 0), ""
     return Position(last_line(stmt), len(ctx.source.line(last_line(stmt)))), newline
+
+
+def mentioned_between(ctx: FileContext, scope: Scope, target: str, first: int, last: int) -> bool:
+    """``target`` (a name or `self.opt`) appears on a line strictly between ``first`` and ``last``."""
+    return any(isinstance(node, (ast.Name, ast.Attribute)) and first < node.lineno < last
+               and dotted_name(node) == target for node in ast.walk(scope.node))

@@ -14,7 +14,7 @@ from ..analysis.scopes import Scope, block_chain, dotted_name, encloses
 from ..analysis.source import last_line
 from ..analysis.values import Kind
 from .base import Rule
-from .rebinding import can_move_below, line_after, rebinding
+from .rebinding import can_move_below, line_after, mentioned_between, rebinding
 
 _PARAMETER_SOURCES = ("parameters", "named_parameters")
 
@@ -174,7 +174,7 @@ def _finding(ctx: FileContext, scope: Scope, build: _Build, stmt: ast.stmt, targ
                           % (build.target, root))
     # Something that already uses the optimizer (a scheduler) would keep the old one if it were
     # re-created; adding the new parameters to it keeps those links.
-    used_between = _mentioned_between(ctx, scope, build.target, last_line(build.stmt), stmt.lineno)
+    used_between = mentioned_between(ctx, scope, build.target, last_line(build.stmt), stmt.lineno)
     # One fix builds the optimizer after the change (moving the line when nothing uses it in
     # between, else a copy of it); the other keeps the optimizer and gives it the new parameters.
     # Re-bindings in a row share one rebuild, after the last of them: their fixes make the same
@@ -208,12 +208,6 @@ def _last_of_run(ctx: FileContext, scope: Scope, build: _Build, stmt: ast.stmt) 
 def _mentions(stmt: ast.stmt, target: str) -> bool:
     return any(isinstance(node, (ast.Name, ast.Attribute)) and dotted_name(node) == target
                for node in ast.walk(stmt))
-
-
-def _mentioned_between(ctx: FileContext, scope: Scope, target: str, first: int, last: int) -> bool:
-    """``target`` (a name or `self.opt`) appears on a line strictly between ``first`` and ``last``."""
-    return any(isinstance(node, (ast.Name, ast.Attribute)) and first < node.lineno < last
-               and dotted_name(node) == target for node in ast.walk(scope.node))
 
 
 def _move_fix(ctx: FileContext, build: _Build, stmt: ast.stmt, text: str, below: ast.stmt) -> Fix:
