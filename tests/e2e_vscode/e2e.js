@@ -263,7 +263,7 @@ async function trustedSession(ctx, page, port) {
   try {
     await waitUntil('the server\'s card in the hover', async () => {
       card = (await hover.innerText()).replace(/\s+/g, ' ').trim();
-      return /Why:/.test(card) && /Fix:/.test(card);
+      return /Why:/.test(card) && /Fixes:/.test(card);
     }, TIMEOUT);
   } finally {
     await page.screenshot({ path: path.join(ctx.artifacts, 'hover.png') });

@@ -120,7 +120,7 @@ async def test_hover_says_what_self_attributes_are(vscode: LanguageClient, tmp_p
     assert "**plain tensor, not registered**" in scale.contents.value
     # The flagged assignment keeps the finding's card.
     card = await hover(client, uri, line_of("self.scale ="), "self.scale")
-    assert card.contents.value.startswith("**TL101**")
+    assert card.contents.value.startswith("**TL101 unregistered-tensor**")
     # Not an attribute of self: nothing.
     assert await hover(client, uri, FORWARD, "y = ", offset=0) is None
 

@@ -198,7 +198,7 @@ async def test_hover_on_a_cell(vscode: LanguageClient, tmp_path):
     await published(client, notebook.cells[2], since, lambda d: bool(d))
     card = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=notebook.cells[2]), position=at(GAMMA_LINE, 14)))
-    assert card.contents.value.startswith("**TL101**") and card.range.start == at(GAMMA_LINE, 8)
+    assert card.contents.value.startswith("**TL101 unregistered-tensor**") and card.range.start == at(GAMMA_LINE, 8)
     column = BLOCK.splitlines()[FORWARD_LINE].index("self.fc") + 6
     status = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=notebook.cells[2]), position=at(FORWARD_LINE, column)))

@@ -272,8 +272,9 @@ async def test_fix_all_applies_the_safe_fixes(vscode: LanguageClient, tmp_path):
 
 # -- hover ------------------------------------------------------------------------------------
 async def test_hover_is_one_short_card(vscode: LanguageClient, tmp_path):
-    """The finding, one line of why, the preferred fix (labelled when unsafe), the rule's page:
-    never the page itself, never twice."""
+    """What the diagnostic does not say, never its sentence again (the editor shows it above the
+    card): the rule's code and name, what the attribute is to torch, one line of why, every fix
+    with whether it is safe (in the menu's order), the rule's page."""
     client = vscode
     uri, published = await opened(client, tmp_path, MODEL)
     (diagnostic,) = published.diagnostics
@@ -282,20 +283,43 @@ async def test_hover_is_one_short_card(vscode: LanguageClient, tmp_path):
         position=types.Position(line=MASK_LINE, character=12)))
     card = hover.contents.value
     assert hover.contents.kind == types.MarkupKind.Markdown
-    assert card.startswith("**TL101** " + diagnostic.message)
+    assert diagnostic.message not in card
     (finding,) = check_source(MODEL, "m.py").findings
-    (preferred,) = [fix for fix in finding.fixes if fix.preferred]
     paragraphs = card.split("\n\n")
-    assert len(paragraphs) == 4, card
-    assert paragraphs[1].startswith("*Why:* ") and "\n" not in paragraphs[1]
-    assert paragraphs[2] == "*Fix:* " + menu_title(preferred)
-    assert paragraphs[2].endswith(" (unsafe)")  # wrapping in nn.Parameter makes it trainable
-    assert paragraphs[3] == "[TL101 unregistered-tensor](%s)" % diagnostic.code_description.href
-    assert "## " not in card and card.count(diagnostic.message) == 1
+    assert len(paragraphs) == 5, card
+    assert paragraphs[0] == "**TL101 unregistered-tensor**"
+    assert paragraphs[1] == ("`self.mask` is a **plain tensor, not registered**: never trained, not saved by "
+                             "state_dict(), left behind by .to(). Assigned on line %d." % (MASK_LINE + 1))
+    assert paragraphs[2].startswith("*Why:* ") and "\n" not in paragraphs[2]
+    assert paragraphs[2] != "*Why:* " + diagnostic.message
+    # The menu's order: safe ones first, the rule's preferred one first among its kind.
+    in_order = sorted(finding.fixes, key=lambda fix: (not fix.is_safe, not fix.preferred))
+    assert len(in_order) >= 2
+    assert paragraphs[3].splitlines() == ["*Fixes:*"] + [
+        "- " + fix.title + (" (safe)" if fix.is_safe else " (unsafe)") for fix in in_order]
+    assert diagnostic.code_description.href in card
+    assert paragraphs[4] == "[Rule page: TL101](%s)" % diagnostic.code_description.href
+    assert "## " not in card
     assert hover.range == diagnostic.range
     nothing = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=3)))
     assert nothing is None
+
+
+async def test_hover_over_two_findings_names_the_other_without_its_sentence(vscode: LanguageClient, tmp_path):
+    """The innermost finding's card; the finding around it is named (code and rule), its
+    sentence left to its own diagnostic."""
+    text = MODEL.replace("torch.tril(torch.ones(dim, dim))", "torch.FloatTensor([1.0, 2.0])")
+    client = vscode
+    uri, published = await opened(client, tmp_path, text)
+    assert sorted(codes(published.diagnostics)) == ["TL101", "TL301"]
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line=MASK_LINE, character=text.splitlines()[MASK_LINE].index("FloatTensor"))))
+    card = hover.contents.value
+    assert card.startswith("**TL301 legacy-constructor**\n\n")
+    assert card.endswith("\n\nAlso here: TL101 unregistered-tensor")
+    assert not [d.message for d in published.diagnostics if d.message in card]
 
 
 # -- settings ---------------------------------------------------------------------------------

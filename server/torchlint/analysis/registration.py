@@ -162,10 +162,15 @@ def registration_at(ctx: FileContext, pos: Position) -> Optional[Tuple[Range, Re
     return None
 
 
-def registration_in_text(text: str, path: str, pos: Position) -> Optional[Tuple[Range, Registration]]:
-    """:func:`registration_at` for a text (names only: quick enough for a hover)."""
+def registration_in_text(text: str, path: str, pos: Position,
+                         *fallbacks: Position) -> Optional[Tuple[Range, Registration]]:
+    """:func:`registration_at` for a text (names only: quick enough for a hover); at the first of
+    ``pos`` and ``fallbacks`` that is on a ``self.<name>``, the text parsed once."""
     tree, _ = parse(text, path)
-    return registration_at(FileContext(text, path, tree), pos) if tree is not None else None
+    if tree is None:
+        return None
+    ctx = FileContext(text, path, tree)
+    return next(filter(None, (registration_at(ctx, place) for place in (pos,) + fallbacks)), None)
 
 
 def init_registrations_in_text(text: str, path: str) -> List[Tuple[Position, Registration]]:

@@ -23,7 +23,7 @@ from ..analysis.findings import Edit, Finding, Fix, Position, Range
 from ..analysis.noqa import noqa_edit
 from ..engine import CheckOptions
 from ..fixing import fix_text
-from .convert import SOURCE, fix_title, shares_a_line
+from .convert import SOURCE, fix_title, menu_order, shares_a_line
 from .scheduler import OffLoop, Snapshot
 from .views import DocumentView
 
@@ -123,9 +123,8 @@ def quick_fixes(view: DocumentView, findings: Sequence[Finding], document_change
 
 
 def safe_first(fixes: Sequence[Fix], shown: Sequence[Fix]) -> List[Tuple[Fix, Fix]]:
-    """(fix, its title as shown) pairs: the safe fixes, then the unsafe ones, the rule's
-    preferred fix first in its group, the others in the rule's order."""
-    return sorted(zip(fixes, shown), key=lambda pair: (not pair[0].is_safe, not pair[0].preferred))
+    """(fix, its title as shown) pairs in the menu's order (:func:`menu_order`)."""
+    return sorted(zip(fixes, shown), key=lambda pair: menu_order(pair[0]))
 
 
 def touch(a: Sequence[Edit], b: Sequence[Edit]) -> bool:

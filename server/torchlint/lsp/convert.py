@@ -123,22 +123,36 @@ def fix_title(fix: Fix) -> str:
     return fix.title if fix.is_safe else fix.title + " (unsafe)"
 
 
-def hover_card(finding: Finding, markdown: bool = True) -> str:
-    """One short card: the finding, one line of why (the rule's summary), the preferred fix,
-    and a link to the rule's page."""
+def rule_label(code: str) -> str:
+    """A rule's code and name (``TL101 unregistered-tensor``); the code alone for one unknown."""
+    rule = RULES_BY_CODE.get(code)
+    return "%s %s" % (code, rule.name) if rule is not None else code
+
+
+def menu_order(fix: Fix) -> Tuple[bool, bool]:
+    """Sort key of a finding's fixes as the quick-fix menu lists them: the safe ones, then the
+    unsafe ones, the rule's preferred fix first in its group, the others in the rule's order."""
+    return not fix.is_safe, not fix.preferred
+
+
+def hover_card(finding: Finding, markdown: bool = True, attribute: Optional[str] = None) -> str:
+    """One short card of what the diagnostic does not say (the editor shows its sentence already):
+    the rule's code and name, what the attribute is to torch (``attribute``, a line in the card's
+    markup), one line of why (the rule's summary), every fix with whether it is safe, in the
+    quick-fix menu's order, and a link to the rule's page."""
     rule = RULES_BY_CODE.get(finding.code)
     href = rule_href(finding.code)
-    fix = finding.preferred_fix
-    # (bold code, why label, fix label) per format; the link is Markdown's own or a plain URL
-    code, why, fix_label = ("**%s**", "*Why:*", "*Fix:*") if markdown else ("%s", "Why:", "Fix:")
-    lines = ["%s %s" % (code % finding.code, finding.message)]
+    code, why, fixes_label = ("**%s**", "*Why:*", "*Fixes:*") if markdown else ("%s", "Why:", "Fixes:")
+    lines = [code % rule_label(finding.code)]
+    if attribute:
+        lines.append(attribute)
     if rule is not None:
         lines.append("%s %s" % (why, rule.summary))
-    if fix is not None:
-        lines.append("%s %s" % (fix_label, fix_title(fix)))
+    if finding.fixes:
+        lines.append("\n".join([fixes_label] + ["- %s (%s)" % (fix.title, "safe" if fix.is_safe else "unsafe")
+                                                 for fix in sorted(finding.fixes, key=menu_order)]))
     if href and markdown:
-        name = "%s %s" % (finding.code, rule.name) if rule is not None else finding.code
-        lines.append("[%s](%s)" % (name, href))
+        lines.append("[Rule page: %s](%s)" % (finding.code, href))
     elif href:
         lines.append("Rule page: %s" % href)
     return "\n\n".join(lines)
