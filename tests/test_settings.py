@@ -40,11 +40,12 @@ def test_package_json_entry_matches_the_schema(name):
 
 def test_the_extension_forwards_the_whole_section_without_listing_settings():
     # A new setting must reach the server with no change to the extension: settings.ts names
-    # only the settings it treats specially (the server's interpreter, the lens in untrusted
-    # workspaces, the trust it never forwards, the ones that restart the server).
+    # only the settings it treats specially (the server's interpreter and where it came from, the
+    # lens in untrusted workspaces, the trust it never forwards, the ones that restart the server).
     source = (ROOT / "client-vscode" / "src" / "settings.ts").read_text(encoding="utf-8")
     code = re.sub(r"//[^\n]*|/\*.*?\*/", "", source, flags=re.S)
-    special = {"interpreter", "codeLens", "trustWorkspaceInterpreter", "enable", "importStrategy"}
+    special = {"interpreter", "interpreterSource", "codeLens", "trustWorkspaceInterpreter", "enable",
+               "importStrategy"}
     named = {spec.where.editor for spec in editor_specs() if re.search(r"\b%s\b" % re.escape(spec.where.editor), code)}
     assert named <= special, "client-vscode/src/settings.ts lists %s" % sorted(named - special)
     assert "JSON.stringify(section)" in source

@@ -8,7 +8,10 @@ import {
   ServerOptions, State, StaticFeature, TransportKind,
 } from 'vscode-languageclient/node';
 
-import { chooseInterpreter, Interpreter, onPythonEnvironmentChange, pythonExtensionInterpreter } from './interpreter';
+import {
+  chooseInterpreter, describeInterpreter, Interpreter, onPythonEnvironmentChange, pythonExtensionInterpreter,
+  sourceDescription,
+} from './interpreter';
 import { importStrategy, probeInterpreter, serverExecutable } from './launcher';
 import { reactionTo, SECTION, serverSettings, ServerSettings } from './settings';
 import { leavingOut } from './serverCommands';
@@ -17,12 +20,6 @@ import { registerVerifyCommand, VERIFY_COMMAND } from './verify';
 // Also the prefix of the `torchlint.trace.server` setting the language client reads.
 const CLIENT_ID = 'torchlint';
 const FIX_ALL_KIND = vscode.CodeActionKind.SourceFixAll.append('torchlint');
-
-const SOURCE_NAMES: Record<Interpreter['source'], string> = {
-  'setting': 'the torchlint.interpreter setting',
-  'python-extension': 'the Python extension\'s active environment',
-  'default': 'the default',
-};
 
 let extensionPath = '';
 let output: vscode.OutputChannel;
@@ -94,7 +91,8 @@ function workspaceFolder(): vscode.WorkspaceFolder | undefined {
 
 function currentSettings(scope?: vscode.Uri): ServerSettings {
   return serverSettings(vscode.workspace.getConfiguration(SECTION, scope),
-    { trusted: vscode.workspace.isTrusted, interpreter: interpreter?.command ?? '' });
+    { trusted: vscode.workspace.isTrusted, interpreter: interpreter?.command ?? '',
+      interpreterSource: interpreter !== undefined ? sourceDescription(interpreter.source) : '' });
 }
 
 async function sendSettings(): Promise<void> {
@@ -119,11 +117,11 @@ async function start(reason: string): Promise<void> {
     : undefined;
   interpreter = chooseInterpreter(setting, fromPythonExtension,
     { workspaceFolder: folder?.uri.fsPath, home: os.homedir(), env: process.env });
-  output.appendLine(`Starting the server (${reason}) with ${interpreter.command}, from ${SOURCE_NAMES[interpreter.source]}.`);
+  output.appendLine(`Starting the server (${reason}) with ${describeInterpreter(interpreter)}.`);
 
   const probe = await probeInterpreter(interpreter.command);
   if (!probe.ok) {
-    const message = `torchlint cannot use the Python interpreter ${interpreter.command}: ${probe.problem}. ` +
+    const message = `torchlint cannot use the Python interpreter ${describeInterpreter(interpreter)}: ${probe.problem}. ` +
       'Set torchlint.interpreter to a Python 3.10+ interpreter.';
     output.appendLine(message);
     showStatus('error', message);
@@ -194,7 +192,7 @@ class TorchlintClient extends LanguageClient {
 }
 
 function runningDescription(version: string | undefined): string {
-  return `on Python ${version ?? '?'} (${interpreter?.command}, from ${SOURCE_NAMES[interpreter?.source ?? 'default']})`;
+  return `on Python ${version ?? '?'} (${interpreter !== undefined ? describeInterpreter(interpreter) : '?'})`;
 }
 
 function showStatus(state: 'starting' | 'running' | 'error' | 'off', tooltip: string): void {

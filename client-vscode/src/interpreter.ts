@@ -14,6 +14,23 @@ export interface Interpreter {
 
 export const PYTHON_EXTENSION_ID = 'ms-python.python';
 
+const SOURCE_NAMES: Record<InterpreterSource, string> = {
+  'setting': 'the torchlint.interpreter setting',
+  'python-extension': 'the Python extension\'s active environment',
+  'default': 'the default',
+};
+
+/** Where an interpreter came from, in the words every message uses: the status bar, the output
+ *  channel and the server's own log (it gets them as the `interpreterSource` setting). */
+export function sourceDescription(source: InterpreterSource): string {
+  return SOURCE_NAMES[source];
+}
+
+/** The interpreter as every message names it: `python3, from the default`. */
+export function describeInterpreter(interpreter: Interpreter): string {
+  return `${interpreter.command}, from ${sourceDescription(interpreter.source)}`;
+}
+
 export function defaultInterpreter(platform: string = process.platform): string {
   // On Windows `python3` is often the Microsoft Store stub; `python` is the real one.
   return platform === 'win32' ? 'python' : 'python3';

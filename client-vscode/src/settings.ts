@@ -19,6 +19,9 @@ export interface Environment {
   trusted: boolean;
   /** The interpreter the server was started with (verification runs the same one). */
   interpreter: string;
+  /** Where it came from, as the extension's messages say it (interpreter.ts's sourceDescription):
+   *  the server's log names it the same way. */
+  interpreterSource: string;
 }
 
 /** A user's trust in the workspace's interpreter. package.json does not offer it, so VS Code
@@ -33,6 +36,7 @@ export function serverSettings(section: Section, env: Environment): ServerSettin
     delete settings[key];
   }
   settings.interpreter = env.interpreter;
+  settings.interpreterSource = env.interpreterSource;
   if (!env.trusted) {
     // The lens runs the verification, which executes workspace code: never offer it untrusted.
     settings.codeLens = false;

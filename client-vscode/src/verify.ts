@@ -10,7 +10,7 @@ import * as vscode from 'vscode';
 import { ExecuteCommandRequest, LanguageClient } from 'vscode-languageclient/node';
 import {
   classAt, initialKwargs, inputArguments, inputProblem, kwargsProblem, ModuleClass, rememberedInputs, rememberedKey,
-  serverArguments, summaryOf, VERIFY_COMMAND, verifyArguments, VerifyArguments,
+  serverArguments, summaryOf, VERIFY_COMMAND, verifyArguments, VerifyArguments, verifyLogLine,
 } from './verifyRequest';
 
 export { VERIFY_COMMAND };
@@ -203,17 +203,13 @@ async function verify(args: unknown[], client: () => LanguageClient | undefined,
       'torchlint: this version of the torchlint server does not offer runtime verification.');
     return undefined;
   }
-  const what = request.className ?? vscode.Uri.parse(request.uri).path.split('/').pop();
-  const sent = serverArguments(request);
-  output.appendLine(`[verify] ${what}: ${JSON.stringify(sent)}`);
   // The server reports progress (cancellable) and publishes the findings as diagnostics.
   const result: unknown = await running.sendRequest(ExecuteCommandRequest.type,
-    { command: VERIFY_COMMAND, arguments: [sent] });
-  output.appendLine(`[verify] result: ${typeof result === 'string' ? result : JSON.stringify(result, null, 2)}`);
+    { command: VERIFY_COMMAND, arguments: [serverArguments(request)] });
+  output.appendLine(verifyLogLine(request.uri, request.className, result));
   const error = (result as { error?: unknown } | null)?.error;
   if (typeof error === 'string' && error !== '') {
-    // The server has shown the failure already; the output keeps the details.
-    return result;
+    return result;  // the server shows every failure itself (to every editor)
   }
   void vscode.window.showInformationMessage(`torchlint: ${summaryOf(result)}`);
   return result;

@@ -273,3 +273,34 @@ export function summaryOf(result: unknown): string {
                  ...skipped];
   return parts.join('; ');
 }
+
+interface ReportIssue {
+  code?: unknown;
+}
+
+/** The output channel's one line for a verify run, from the server's answer:
+ *  `verify model.py::Net: 2 findings (TL901, TL903) in 14.4 s on cpu`, or what failed. */
+export function verifyLogLine(uri: string, className: string | undefined, result: unknown): string {
+  const file = uri.split('/').pop() ?? uri;
+  const head = `verify ${decodeURIComponent(file)}${className !== undefined ? `::${className}` : ''}: `;
+  if (typeof result !== 'object' || result === null) {
+    return head + (typeof result === 'string' && result.trim() !== '' ? result.trim().split('\n')[0] : 'no report');
+  }
+  const report = result as { error?: unknown; classes?: unknown; file_issues?: unknown; issues_total?: unknown;
+                             duration_s?: unknown; device?: unknown };
+  const took = typeof report.duration_s === 'number' ? ` in ${report.duration_s.toFixed(1)} s` : '';
+  const on = typeof report.device === 'string' && report.device !== '' ? ` on ${report.device}` : '';
+  if (typeof report.error === 'string' && report.error !== '') {
+    return `${head}failed: ${report.error}${took}`;
+  }
+  const classes = Array.isArray(report.classes) ? report.classes as (ReportClass & { issues?: unknown })[] : [];
+  const issues = [...(Array.isArray(report.file_issues) ? report.file_issues as ReportIssue[] : []),
+                  ...classes.flatMap((c) => Array.isArray(c.issues) ? c.issues as ReportIssue[] : [])];
+  const count = typeof report.issues_total === 'number' ? report.issues_total : issues.length;
+  const codes = [...new Set(issues.map((issue) => String(issue.code)))];
+  const found = count === 0 ? 'no findings' : `${count} finding${count === 1 ? '' : 's'} (${codes.join(', ')})`;
+  const notes = classes.filter((c) => c.status === 'skipped' || c.status === 'partly verified')
+    .map((c) => c.status === 'skipped' ? `${String(c.name)} skipped: ${String(c.skip_reason ?? 'not built')}`
+      : `${String(c.name)} partly verified: ${String(c.partial_reason ?? 'gradients skipped')}`);
+  return [`${head}${found}${took}${on}`, ...notes].join('; ');
+}

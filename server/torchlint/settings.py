@@ -185,6 +185,11 @@ class Settings:
                            "$TORCHLINT_PYTHON, config `python`, the active virtualenv, else this Python)", "PATH"),
              Flag("verify", "the interpreter to run with (default: $TORCHLINT_PYTHON, the active virtualenv, "
                             "else this Python)", "PATH")))
+    interpreter_source: str = setting(
+        "", "Who chose `interpreter`, as the server's messages name it: an editor that picks the interpreter "
+        "itself says where it came from (the VS Code extension sends \"the default\", \"the Python "
+        "extension's active environment\" or \"the torchlint.interpreter setting\", as its status bar "
+        "says). Empty: the interpreter setting.", editor="interpreterSource", vscode=False)
     trust_workspace_interpreter: bool = setting(
         False, "Allow the interpreter that the workspace's `[tool.torchlint] python` names to be run "
         "(without it, only a virtual environment's files are read). A user setting: a workspace cannot "

@@ -128,6 +128,44 @@ async def test_verify_module_reports_progress_and_publishes_verified_findings(vs
     assert lines == {23}  # `self.gamma_1 = torch.full(...)`: where the attribute was assigned
 
 
+@pytest_lsp.fixture(scope="module", config=CONFIG)
+async def broken_python(lsp_client: LanguageClient, tmp_path_factory):
+    """A server whose `interpreter` setting names a "Python" that exits at once, printing nothing."""
+    folder = tmp_path_factory.mktemp("broken-python")
+    python = folder / "python-that-exits"
+    python.write_text("#!/bin/sh\nexit 3\n")
+    python.chmod(0o755)
+    lsp_client.init_result = await initialize(lsp_client, VSCODE, {"interpreter": str(python)})
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_run_that_fails_says_so_to_the_user(broken_python: LanguageClient, tmp_path):
+    """A report with an error is answered to the client, which shows nothing more of it (VS Code
+    took the server to have shown it, Neovim shows no answer): the server shows it, every run."""
+    client = broken_python
+    path = tmp_path / "verify_demo.py"
+    shutil.copy(EXAMPLES / "verify_demo.py", path)
+    for attempt in range(2):  # a second run after an error is shown again
+        since = len(client.messages)
+        result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="torchlint.verifyModule",
+            arguments=[{"uri": path.as_uri(), "className": "LayerScaleBlock", "device": "cpu"}]))
+        assert result["outcome"] == "error" and "exit code 3" in result["error"], result
+        await wait_for(lambda: any("exit code 3" in m.message for m in client.messages[since:]), timeout=60,
+                       what="the failure shown (run %d)" % (attempt + 1))
+        (shown,) = [m for m in client.messages[since:] if "exit code 3" in m.message]
+        assert shown.type == types.MessageType.Error
+        assert shown.message == "torchlint verify LayerScaleBlock: %s" % result["error"]
+    # A file that is not on disk: shown too.
+    since = len(client.messages)
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="torchlint.verifyModule", arguments=[{"uri": (tmp_path / "gone.py").as_uri()}]))
+    assert "not a file on disk" in result["error"]
+    await wait_for(lambda: any("gone.py" in m.message for m in client.messages[since:]), timeout=60,
+                   what="the missing file shown")
+
+
 @pytest.mark.parametrize("arguments", [[], [{"className": "X"}], [{"uri": 3}], [{"uri": "file:///no/such.py"}],
                                        [{"uri": "file:///tmp/x.py", "className": "not a name"}], [1, 2, 3, 4]])
 async def test_bad_arguments_get_an_error_and_the_server_lives(vscode: LanguageClient, arguments):

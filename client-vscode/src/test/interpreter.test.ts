@@ -2,7 +2,9 @@ import * as assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as path from 'path';
 
-import { chooseInterpreter, expandSetting, pythonExtensionInterpreter } from '../interpreter';
+import {
+  chooseInterpreter, describeInterpreter, expandSetting, pythonExtensionInterpreter, sourceDescription,
+} from '../interpreter';
 
 const context = { workspaceFolder: '/work/project', home: '/home/ada', env: { CONDA_PREFIX: '/opt/conda' } };
 
@@ -64,4 +66,16 @@ test('a failing Python extension is logged and ignored', async () => {
   const logged: string[] = [];
   assert.equal(await pythonExtensionInterpreter(fakeExtensions(broken), undefined, (m) => logged.push(m)), undefined);
   assert.match(logged[0], /not ready/);
+});
+
+test('an interpreter is named one way: the status bar, the output channel and the server\'s log', () => {
+  assert.equal(describeInterpreter(chooseInterpreter('', undefined, context, 'linux')), 'python3, from the default');
+  assert.equal(describeInterpreter(chooseInterpreter('', '/venv/bin/python', context)),
+    '/venv/bin/python, from the Python extension\'s active environment');
+  assert.equal(describeInterpreter(chooseInterpreter('~/py/bin/python', undefined, context)),
+    '/home/ada/py/bin/python, from the torchlint.interpreter setting');
+  // What the server is told: the same words, after the command's "from".
+  for (const source of ['setting', 'python-extension', 'default'] as const) {
+    assert.ok(describeInterpreter({ command: 'x', source }).endsWith(`, from ${sourceDescription(source)}`));
+  }
 });

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 
 import { reactionTo, serverSettings } from '../settings';
 
-const trusted = { trusted: true, interpreter: '/venv/bin/python' };
+const trusted = { trusted: true, interpreter: '/venv/bin/python', interpreterSource: 'the Python extension\'s active environment' };
 
 /** The extension's settings as package.json declares them (out/test/ -> the repository root). */
 const PROPERTIES: Record<string, { type: string | string[]; default?: unknown; enum?: unknown[] }> =
@@ -52,9 +52,10 @@ test('every setting package.json declares reaches the server as the editor gives
   }
 });
 
-test('the server gets the interpreter it runs on, and none of VS Code\'s methods', () => {
+test('the server gets the interpreter it runs on, where it came from, and none of VS Code\'s methods', () => {
   const settings = serverSettings(section({ interpreter: '', select: null }), trusted);
-  assert.deepEqual(settings, { interpreter: '/venv/bin/python', select: null });
+  assert.deepEqual(settings, { interpreter: '/venv/bin/python', interpreterSource: 'the Python extension\'s active environment',
+                               select: null });
 });
 
 test('values of the wrong type are sent as they are, for the server to report', () => {
@@ -68,7 +69,7 @@ test('the workspace interpreter trust is never sent: a workspace could give it t
 });
 
 test('no verify lens in an untrusted workspace, whatever the setting', () => {
-  const untrusted = { trusted: false, interpreter: 'python3' };
+  const untrusted = { trusted: false, interpreter: 'python3', interpreterSource: 'the default' };
   assert.equal(serverSettings(section({ codeLens: true }), untrusted).codeLens, false);
   assert.equal(serverSettings(section({ codeLens: true }), trusted).codeLens, true);
 });

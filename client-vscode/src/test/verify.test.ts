@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { EXECUTE_COMMAND_METHOD, leavingOut } from '../serverCommands';
 import {
   classAt, initialKwargs, inputArguments, inputProblem, kwargsProblem, rememberedInputs, rememberedKey, serverArguments,
-  summaryOf, verifyArguments,
+  summaryOf, verifyArguments, verifyLogLine,
 } from '../verifyRequest';
 
 test('verify arguments from a code lens, a Uri, a string, or the active editor', () => {
@@ -169,4 +169,19 @@ test('the summary names a partly verified class and why', () => {
   const summary = summaryOf({ issues_total: 0, device: 'cpu', classes: [
     { name: 'Picky', status: 'partly verified', partial_reason: 'gradients skipped: no example inputs' }] });
   assert.equal(summary, 'no problems in Picky on cpu; Picky partly verified: gradients skipped: no example inputs');
+});
+
+test('one readable line per verify run in the output channel, never the raw report', () => {
+  const report = {
+    outcome: 'completed', error: null, device: 'cpu', duration_s: 14.37422962300002, issues_total: 2, file_issues: [],
+    classes: [{ name: 'Net', status: 'verified', issues: [{ code: 'TL901', message: 'a' }, { code: 'TL903', message: 'b' }] }],
+  };
+  assert.equal(verifyLogLine('file:///w/model.py', 'Net', report), 'verify model.py::Net: 2 findings (TL901, TL903) in 14.4 s on cpu');
+  assert.equal(verifyLogLine('file:///w/my%20model.py', undefined, { ...report, issues_total: 0, classes: [
+    { name: 'Net', status: 'verified', issues: [] }, { name: 'Big', status: 'skipped', skip_reason: 'needs dim' }] }),
+  'verify my model.py: no findings in 14.4 s on cpu; Big skipped: needs dim');
+  assert.equal(verifyLogLine('file:///w/model.py', 'Net', { outcome: 'error', error: 'the probe did not run', duration_s: 0.25 }),
+    'verify model.py::Net: failed: the probe did not run in 0.3 s');
+  assert.equal(verifyLogLine('file:///w/model.py', 'Net', { error: 'no class Net' }), 'verify model.py::Net: failed: no class Net');
+  assert.equal(verifyLogLine('file:///w/model.py', undefined, null), 'verify model.py: no report');
 });

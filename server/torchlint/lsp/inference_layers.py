@@ -69,7 +69,7 @@ class InferenceLayers:
         self.lock = threading.Lock()  # jedi's state is shared by every file of a process
         self._layers: Dict[Tuple[str, Interpreter], Optional[JediInference]] = {}
         # (explicit, configured, config file, trust) -> the interpreter chosen
-        self._choices: Dict[Tuple[Optional[str], Optional[str], str, bool], Choice] = {}
+        self._choices: Dict[Tuple[Optional[str], Optional[str], str, bool, str], Choice] = {}
         self._timeouts: Dict[Tuple[str, Interpreter], int] = {}
         self._report = report  # tells the user once per layer what inference runs with (log)
         self._warn = warn or report  # what the user must see once (window/showMessage)
@@ -100,13 +100,14 @@ class InferenceLayers:
         return "%s; %s" % (where, budget)
 
     def choose(self, explicit: Optional[str], configured: Optional[str], config_file: Optional[Path],
-               trust: bool) -> Interpreter:
-        """The interpreter for a project (cached per arguments); says once what was passed over."""
-        key = (explicit, configured, str(config_file), trust)
+               trust: bool, explicit_source: str = "") -> Interpreter:
+        """The interpreter for a project (cached per arguments); says once what was passed over.
+        ``explicit_source``: who chose ``explicit``, as the editor names it (the setting, when empty)."""
+        key = (explicit, configured, str(config_file), trust, explicit_source)
         choice = self._choices.get(key)
         if choice is None:
             choice = self._choices[key] = choose_interpreter(
-                explicit=explicit, explicit_source=INTERPRETER_SETTING, configured=configured,
+                explicit=explicit, explicit_source=explicit_source or INTERPRETER_SETTING, configured=configured,
                 config_file=config_file, trust_workspace=trust, hint=SERVER_HINT)
         for warning in choice.warnings:
             self.warn_once("torchlint: %s" % warning)

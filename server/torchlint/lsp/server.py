@@ -262,7 +262,7 @@ class TorchlintServer(LanguageServer):
         config = self.resolver.config_for(path)
         settings = self.resolver.settings
         interpreter = self.inference.choose(settings.interpreter, config.python, config.path,
-                                            settings.trust_workspace_interpreter)
+                                            settings.trust_workspace_interpreter, settings.interpreter_source)
         return self.inference.layer(str(config.root), interpreter)
 
     # -- diagnostics (publishing.py, notebooks.py) ------------------------------------------

@@ -55,7 +55,7 @@ from ..analysis.findings import Finding
 from ..config import Config, VerifyConfig
 from ..settings import Settings, editor_name, spec_of
 from ..verify.findings import report_to_findings
-from ..verify.report import ERROR, PARTLY, VerifyReport, render_json, summary_line
+from ..verify.report import CANCELLED, ERROR, PARTLY, VerifyReport, render_json, summary_line
 from ..verify.targets import ImportPlan, candidate_files, find_constructors, import_plan, required_arguments
 from ..verify.runner import (VerifyError, parse_init_kwargs, parse_input_exprs, parse_input_shapes, resolve_python,
                              verify_file)
@@ -404,7 +404,7 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
     opened = open_text(uri)
     if path is None or not os.path.isfile(path):
         message = "%s: %s is not a file on disk (save it first)" % (VERIFY_COMMAND, uri)
-        services.log(message, types.MessageType.Error)
+        services.show(message, types.MessageType.Error)
         return {"error": message}
     if opened is not None:
         text, version = opened
@@ -461,19 +461,25 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
     services.deliver(uri, version, text, report_to_findings(report, text, path))
     services.note_inputs(uri, inputs_wanted(report))
     services.log("torchlint verify %s: %s" % (target, summary), types.MessageType.Info)
-    _tell_what_to_do(services, report, python, given_inputs=bool(request["input_shapes"] or request["input_exprs"]))
+    _tell_what_to_do(services, report, target, python,
+                     given_inputs=bool(request["input_shapes"] or request["input_exprs"]))
     answer: Dict[str, Any] = json.loads(render_json(report))
     return answer
 
 
-def _tell_what_to_do(services: VerifyServices, report: VerifyReport, python: str, given_inputs: bool = False) -> None:
-    """What the user can act on, as a visible message (a log line goes unseen). ``given_inputs``:
-    the command carried forward's inputs (VS Code sends the remembered ones without asking)."""
+def _tell_what_to_do(services: VerifyServices, report: VerifyReport, target: str, python: str,
+                     given_inputs: bool = False) -> None:
+    """What the user can act on, as a visible message (a log line goes unseen; an answer with an
+    error is one the client shows nothing more of). ``given_inputs``: the command carried forward's
+    inputs (VS Code sends the remembered ones without asking)."""
     if report.outcome == ERROR and report.error_kind == "no_torch":
         services.show("torchlint verify: %s has no torch, so it cannot run your module. Pick an interpreter "
                       "that has torch: the \"%s\" setting (in VS Code also the Python extension's \"Python: "
                       "Select Interpreter\"), or install torch there (%s -m pip install torch)."
                       % (python, editor_name(spec_of("interpreter")), python), types.MessageType.Error)
+        return
+    if report.error and report.outcome != CANCELLED:  # (the user cancelled it: nothing to say)
+        services.show("torchlint verify %s: %s" % (target, report.error), types.MessageType.Error)
         return
     skipped = [cls for cls in report.skipped if cls.skip_reason and "argument" in cls.skip_reason]
     if skipped:
