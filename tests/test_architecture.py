@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "server" / "torchlint"
 # Lowest first. A module may import its own layer and the layers before it, never a later one.
 LAYERS = (
     ("analysis", ("torchlint", "torchlint.analysis", "torchlint.files", "torchlint.exit_codes",
-                  "torchlint.processes", "torchlint.environments")),
+                  "torchlint.processes", "torchlint.environments", "torchlint.collection")),
     ("inference", ("torchlint.inference",)),
     ("rules", ("torchlint.rules", "torchlint.config", "torchlint.settings", "torchlint.engine",
                "torchlint.incremental")),

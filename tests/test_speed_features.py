@@ -517,7 +517,7 @@ def test_jedi_leaves_a_paused_collector_paused():
     import gc
 
     import parso.cache
-    from torchlint.analysis.parsing import gc_paused
+    from torchlint.collection import paused as gc_paused
     was = gc.isenabled()
     with gc_paused():
         parso.cache.gc.disable()  # what parso does around loading a pickled tree

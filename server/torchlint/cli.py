@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
-import gc
 import io
 import logging
 import os
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Generator, List, Optional, Sequence, Set, TextIO, Tuple, cast
 
-from . import __version__, processes
+from . import __version__, collection, processes
 from .adoption import GitError, changes_against
 from .engine import CheckOptions, check_source
 from .exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
@@ -211,10 +210,9 @@ def _collect_now() -> None:
     peak = _peak_memory()
     if trimmed or not layers and (peak is None and _COLLECTED["files"] % COLLECT_EVERY == 0
                                   or peak is not None and peak - _COLLECTED["peak"] >= COLLECT_AFTER_GROWTH):
-        gc.unfreeze()
-        gc.collect()
+        collection.collect_everything()
         _COLLECTED["peak"] = _peak_memory() or 0
-    gc.freeze()
+    collection.freeze()
 
 
 def check_file(job: Job) -> Checked:
@@ -504,15 +502,12 @@ def _collected_as_a_worker() -> Generator[None, None, None]:
     if _COLLECTED["worker"]:
         yield  # a worker already does
         return
-    enabled = gc.isenabled()
-    gc.disable()
     _COLLECTED["worker"], _COLLECTED["peak"] = True, _peak_memory() or 0
     try:
-        yield
+        with collection.paused():
+            yield
     finally:
         _COLLECTED["worker"] = False
-        if enabled:
-            gc.enable()
 
 
 class Progress:
@@ -633,7 +628,7 @@ def start_worker(verbose: bool, main_pid: int) -> None:
     garbage collector runs only when _collect_now says so."""
     configure_logging(verbose)
     _COLLECTED["worker"], _COLLECTED["peak"] = True, _peak_memory() or 0
-    gc.disable()
+    collection.stop_automatic()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process stops the pool itself
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the main process's handler (a fork inherits it): end at once
     parent = os.getppid()
@@ -741,7 +736,7 @@ def command_check(args) -> int:
         status = _check(args)
     # What the check built (the last trees, jedi's caches) lives until the process ends; the
     # collection at exit would walk all of it again (8 s of 17 for a 200,000-line file).
-    gc.freeze()
+    collection.freeze()
     return status
 
 

@@ -16,7 +16,8 @@ from .analysis.context import FileContext
 from .analysis.findings import CheckResult, Finding, Severity
 from .analysis.inference_seam import Inference
 from .analysis.noqa import parse_directives
-from .analysis.parsing import gc_paused, parse
+from . import collection
+from .analysis.parsing import parse
 from .analysis.source import SourceText
 from .rules import ALL_RULES
 
@@ -38,7 +39,7 @@ DEFAULT_OPTIONS = CheckOptions()
 
 def check_source(text: str, path: str = "<stdin>", options: CheckOptions = DEFAULT_OPTIONS,
                  inference: Optional[Inference] = None) -> CheckResult:
-    with gc_paused():
+    with collection.paused():
         return _check_source(text, path, options, inference)
 
 

@@ -37,7 +37,8 @@ from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, U
 from .analysis.context import is_self_attribute
 from .analysis.findings import CheckResult, Edit, Finding, Position, Range, Related, UncheckedClass
 from .analysis.inference_seam import Inference
-from .analysis.parsing import gc_paused, parse, parse_fresh
+from . import collection
+from .analysis.parsing import parse, parse_fresh
 from .analysis.source import SourceText, last_line, line_groups, statement_start
 from .engine import DEFAULT_OPTIONS, CheckOptions, check_tree
 from .rules import ALL_RULES
@@ -104,7 +105,7 @@ class IncrementalChecker:
         options = self.options if options is None else options
         with self._lock:
             known = self._known
-        with gc_paused():
+        with collection.paused():
             if known is None or known.options != options or known.inference is not inference:
                 return self._full(text, options, inference, "first check" if known is None else "other options or jedi layer")
             if text == known.text:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import importlib.machinery
 import logging
 import os
@@ -45,7 +44,7 @@ from jedi.inference.compiled.subprocess import _MAIN_PATH as _jedi_main_path
 from jedi.inference.compiled.subprocess import CompiledSubprocess, InferenceStateSameProcess
 from jedi.inference.compiled.subprocess import functions as _jedi_functions
 
-from .. import processes
+from .. import collection, processes
 from . import parso_parser
 from ..environments import TIMEOUT_ENV
 
@@ -116,26 +115,8 @@ class JediScript(Protocol):
     def goto(self, line: int, column: int, *, follow_imports: bool = False) -> List[JediName]: ...
 
 
-class _RestoringCollector:
-    """Stands for the ``gc`` module in parso's cache, which turns the collector off to load a
-    pickled tree and then always on again: here it comes back as it was, so a check that paused
-    it (analysis.parsing.gc_paused) is not scanned through by full collections in mid-question."""
-
-    def __init__(self) -> None:
-        self._states = threading.local()
-
-    def disable(self) -> None:
-        self._states.__dict__.setdefault("stack", []).append(gc.isenabled())
-        gc.disable()
-
-    def enable(self) -> None:
-        stack = self._states.__dict__.setdefault("stack", [])
-        if not stack or stack.pop():
-            gc.enable()
-
-
 # parso only calls gc.disable() and gc.enable() through this name: a stand-in, not the module.
-_parso_cache.gc = _RestoringCollector()  # type: ignore[assignment]
+_parso_cache.gc = collection.RestoringCollector()  # type: ignore[assignment]
 
 _parso_load: Callable[..., Any] = _parso_cache._load_from_file_system
 _parso_hashed_path: Callable[..., str] = _parso_cache._get_hashed_path

@@ -33,7 +33,6 @@ everything taken from jedi's and parso's internals.
 from __future__ import annotations
 
 import ast
-import gc
 import logging
 import os
 import sys
@@ -44,6 +43,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 import jedi  # callers import this module lazily: the syntactic layer works without jedi
 from . import jedi_access
+from .. import collection
 from ..analysis import torch_names as tn
 from .jedi_access import (JEDI_MAIN, AnalysedEnvironment, InferenceState, InterpreterTimeout, InvalidPythonEnvironment,
                           JediProject, JediScript, LoadedModule, SameProcessEnvironment,
@@ -71,15 +71,6 @@ SHARED_STATES = 4  # shared states kept at once, one per jedi sys.path (folders 
 # Read a user-chosen virtual environment's files rather than run its interpreter: the same
 # findings on the fixtures either way (benchmarks/README.md), and no interpreter to wait for.
 READ_TRUSTED_VENVS = True
-
-
-def _freeze_long_lived() -> None:
-    """After jedi's first trip into torch: what is alive now (parso's trees of torch, typing and
-    builtins, jedi itself) lives as long as the process, and every later full collection would walk
-    it again (about 1 s of the corpus's 5 s of inference in one process): left out of collections
-    from now on (gc.freeze). Not collected first, which would cost one such walk: the warm-up's
-    own garbage is about a thousand objects, kept for good."""
-    gc.freeze()
 
 
 TORCH_STUBS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "stubs", "torch-stubs")
@@ -175,7 +166,7 @@ class JediInference(ProjectFiles):
         self.cache = cache  # answers on disk (None: this process only)
         self.budget = budget  # seconds of jedi per file (None: no limit)
         # A process that keeps jedi's warm-up state until it ends (a CLI worker, the language
-        # server): see _freeze_long_lived.
+        # server): see collection.freeze_long_lived.
         self.freeze_after_warm = freeze_after_warm
         # Files of one run share jedi's inference state (see new_script); texts that change
         # between questions (an editor's) do not: each of their scripts starts afresh.
@@ -230,7 +221,7 @@ class JediInference(ProjectFiles):
                 self.done_with(script, spoiled=True)
             script = None
             if self.freeze_after_warm:
-                _freeze_long_lived()
+                collection.freeze_long_lived()
         self._warmed.set()
 
     def for_file(self, text: str, path: str, source: SourceText, tree: Optional[ast.Module] = None,

@@ -16,12 +16,12 @@ starting jedi again.
 """
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Optional, Set, Tuple
 
+from .. import collection
 from ..environments import SERVER_HINT, Choice, Interpreter, choose_interpreter, own_interpreter
 from ..inference.inference_cache import Dependency, Entry, InferenceCache, default_cache_dir
 from ..settings import DEFAULT_SETTINGS, Settings
@@ -138,6 +138,13 @@ class InferenceLayers:
         if path:
             self._closed.add(path)
 
+    def release_closed(self) -> None:
+        """Drop jedi's parses of the documents closed since the last check now, not at the next
+        check (which may be long in coming): before the collection after closing. Waits for the
+        check under way."""
+        with self.lock:
+            self._drop_closed()
+
     def _drop_closed(self) -> None:
         """Under the lock. A closed file that another one imports is parsed again from disk."""
         if not self._closed:
@@ -195,5 +202,4 @@ class InferenceLayers:
     def _warm(self, layer: JediInference) -> None:
         with self.lock:
             layer.warm()  # which sets jedi's long-lived state aside from collections (freeze_after_warm)
-            # Young collections rarer, so fewer of them land in the middle of a keystroke's check.
-            gc.set_threshold(50_000, 20, 100)
+            collection.fewer_young_collections()

@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import gc
 import logging
 import sys
 import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List, Optional, Sequence, Set, Tuple, TypeVar
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -40,7 +39,8 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
-from .. import __version__
+from .. import __version__, collection
+from ..analysis import parsing
 from ..analysis.findings import CheckResult, Finding, ParseError, Position
 from ..analysis.source import SourceText
 from ..incremental import IncrementalChecker
@@ -135,6 +135,26 @@ class TorchlintServer(LanguageServer):
         self.scheduler = Scheduler(self.document_state, self.analyse, self.publish, self.executor,
                                    waves=(None, JEDI_WAVE), wave_executors={1: self.inference_executor},
                                    report=self.log_error, runs=self.documents.runs)
+        # What closed documents held goes once the server is quiet (a full collection: seconds).
+        self.closed_paths: Set[str] = set()  # closed since the last collection (release_closed)
+        self.collection_after_closing = collection.CollectionAfterClosing(self.release_closed, self.report_collection)
+
+    def closed(self, path: Optional[str]) -> None:
+        """A document or notebook at ``path`` closed: what it pinned goes before the next collection."""
+        if path:
+            self.closed_paths.add(path)
+        self.collection_after_closing.closed()
+
+    def release_closed(self) -> None:
+        """Before the collection after closing (its thread): the closed documents' recent trees
+        and jedi's parses of them."""
+        while self.closed_paths:
+            parsing.forget(self.closed_paths.pop())
+        self.inference.release_closed()
+
+    def report_collection(self, freed: int, seconds: float) -> None:
+        self.messages.log("torchlint: full collection after closing: %d objects freed in %.2f s" % (freed, seconds),
+                          types.MessageType.Log)
 
     def log_error(self, message: str) -> None:
         """An error in the log (``window/logMessage``): a failed handler, a torchlint bug."""
@@ -242,10 +262,10 @@ class TorchlintServer(LanguageServer):
         else:
             with self.inference.lock:
                 result = self.checker(snap.uri, path, JEDI_WAVE).check(snap.text, options, layer)
-            # jedi leaves tens of thousands of cyclic objects per edit (parso's trees point back
-            # to their parents): collected here, in the wave that has time to spare, rather than
-            # whenever the count runs over, often in the middle of the next edit's first wave.
-            gc.collect(1)
+            # jedi leaves tens of thousands of cyclic objects per edit: collected here, in the wave
+            # that has time to spare, rather than whenever the count runs over, often in the
+            # middle of the next edit's first wave.
+            collection.collect_young()
         for error in result.internal_errors:
             self.log_error("internal error (a torchlint bug), other rules still ran: %s" % error)
         return result
@@ -408,6 +428,7 @@ class TorchlintServer(LanguageServer):
             record.runs.stop()
         self.scheduler.invalidate()  # what still finishes is stale: never published
         self.lens_scans.close()
+        self.collection_after_closing.cancel()
         for executor in (self.executor, self.inference_executor):
             executor.shutdown(wait=False, cancel_futures=True)
 
@@ -568,6 +589,7 @@ def did_change(server: TorchlintServer, params: types.DidChangeTextDocumentParam
         record = server.documents.get(uri)
         if record is not None:
             server.messages.clear_problem("out of sync", record.problems)
+        server.collection_after_closing.edited()
         server.scheduler.schedule(uri)
 
 
@@ -607,6 +629,7 @@ def did_close(server: TorchlintServer, params: types.DidCloseTextDocumentParams)
     uri = params.text_document.uri
     record = server.documents.close(uri)  # everything torchlint kept about it
     server.inference.forget(to_fs_path(uri))  # jedi's parse of its text
+    server.closed(to_fs_path(uri))
     if record is not None:
         server.forget_verification(record)
     if not server.client.pull:
@@ -632,6 +655,7 @@ def did_change_notebook(server: TorchlintServer, params: types.DidChangeNotebook
             server.forget_cell(server.documents.get(uri), closed.uri)
         for opened in structure.did_open or []:
             server.documents.open(opened.uri)
+    server.collection_after_closing.edited()
     server.scheduler.schedule(uri)
 
 
@@ -640,6 +664,7 @@ def did_close_notebook(server: TorchlintServer, params: types.DidCloseNotebookDo
     notebook = server.documents.close(params.notebook_document.uri)
     for cell in params.cell_text_documents:
         server.forget_cell(notebook, cell.uri)
+    server.closed(notebook_path(params.notebook_document.uri))
 
 
 # -- diagnostics (publishing.py) -------------------------------------------------------------------
