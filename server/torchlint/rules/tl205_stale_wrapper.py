@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Set
+from typing import Iterator, List, Optional, Set, Tuple
 
 from ..analysis.context import FileContext
 from ..analysis.findings import Finding, Fix, Position, Range, Severity
@@ -64,13 +64,17 @@ class StaleWrapper(Rule):
                     stmt = statements[position]
                     if _rewrapped(ctx, stmt, wrap):
                         break  # wrapped (or copied) again: that one is checked on its own
-                    rebound = rebinding(ctx, scope, stmt, wrap.roots)
-                    if rebound is None or id(stmt) in reported or not encloses(ctx.index, wrap.stmt, stmt):
+                    if id(stmt) in reported or not encloses(ctx.index, wrap.stmt, stmt):
                         continue
-                    if not _used_after(ctx, scope, wrap, position):
+                    rebound = rebinding(ctx, scope, stmt, wrap.roots)
+                    through = None if rebound is not None else _rebinding_in_a_callee(ctx, stmt, wrap)
+                    if rebound is None and through is None or not _used_after(ctx, scope, wrap, position):
                         continue
                     reported.add(id(stmt))
-                    yield _finding(ctx, scope, wrap, stmt, *rebound)
+                    if through is not None:
+                        yield _finding_through(ctx, wrap, stmt, *through)
+                    elif rebound is not None:
+                        yield _finding(ctx, scope, wrap, stmt, *rebound)
             yield from _bypasses(ctx, scope, [w for w in wraps if w.kind == "ddp"])
 
 
@@ -138,6 +142,55 @@ def _used_after(ctx: FileContext, scope: Scope, wrap: _Wrap, position: int) -> b
                for node in ast.walk(stmt)):
             return True
     return "." in wrap.target
+
+
+def _rebinding_in_a_callee(ctx: FileContext, stmt: ast.stmt, wrap: _Wrap
+                           ) -> Optional[Tuple[ast.Call, Scope, ast.stmt, str, Kind]]:
+    """(the call, the callee, its re-binding, the re-bound text, its kind) when ``stmt`` calls a
+    function of this file with the wrapped model (`replace_head(model)`, one call deep) that
+    re-binds a layer or parameter of it: the fine-tuning helper is the common shape."""
+    calls = [stmt.value] if isinstance(stmt, ast.Expr) else \
+        [stmt.value] if isinstance(stmt, ast.Assign) else []
+    for call in calls:
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+            continue
+        for callee in ctx.module_functions(call.func.id):
+            arguments = callee.node.args if isinstance(callee.node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+            if arguments is None:
+                continue
+            names = [a.arg for a in arguments.posonlyargs + arguments.args]
+            roots = {names[i] for i, a in enumerate(call.args[:len(names)]) if dotted_name(a) in wrap.roots}
+            roots |= {k.arg for k in call.keywords if k.arg in names and dotted_name(k.value) in wrap.roots}
+            if not roots:
+                continue
+            for inner in callee.statements:
+                rebound = rebinding(ctx, callee, inner, roots)
+                if rebound is not None:
+                    _, text, _, kind = rebound
+                    return call, callee, inner, text, kind
+    return None
+
+
+def _finding_through(ctx: FileContext, wrap: _Wrap, stmt: ast.stmt, call: ast.Call, callee: Scope,
+                     inner: ast.stmt, text: str, kind: Kind) -> Finding:
+    """A callee re-binds the wrapped model's layer: reported on the call, the re-binding related."""
+    what = "layer" if kind is Kind.MODULE else "parameter"
+    message = ("`%s(...)` replaces `%s` of `%s` (line %d) after %s on line %d took it: %s"
+               % (ctx.text(call.func), text, wrap.root, inner.lineno, _NAMES[wrap.kind], wrap.stmt.lineno,
+                  _CONSEQUENCES[wrap.kind] % what))
+    related = (ctx.related(inner, "`%s` is replaced here" % text),
+               ctx.related(wrap.stmt, "`%s` takes the parameters `%s` has at this point" % (wrap.target, wrap.root)))
+    return ctx.finding(message + " (no fix: call it before the wrapping)", call, (), related)
+
+
+# What goes wrong with the new layer or parameter, by wrapper (%s: "layer" or "parameter").
+_CONSEQUENCES = {
+    "ddp": "DDP does not average the new %s's gradients across processes, so each process trains its own copy",
+    "fsdp": "the new %s is outside the sharded parameters: its gradients are not reduced across processes",
+    "fully_shard": "the new %s is outside the sharded parameters: its gradients are not reduced across processes",
+    "averaged": "the average keeps the old %s, and update_parameters() pairs the wrong tensors",
+    "copy": "the copy keeps the old %s, and an average that zips the two models' parameters pairs the wrong tensors",
+}
 
 
 def _finding(ctx: FileContext, scope: Scope, wrap: _Wrap, stmt: ast.stmt, target: ast.expr, text: str, root: str,
