@@ -765,3 +765,30 @@ def test_usage_errors_of_the_new_flags(tmp_path, capsys):
                           (["--diff-against", "HEAD", "-"], "--diff-against checks the changed files")]:
         code, _, err = run(["check"] + argv, capsys, cwd=tmp_path)
         assert code == 2 and message in err, (argv, err)
+
+
+HAND_LINEAR_AND_MASK = """\
+import torch
+from torch import nn
+
+
+class HandLinear(nn.Module):
+    def __init__(self, n: int = 4):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n, n))
+        self.bias = torch.randn(n)
+        self.mask = torch.tril(torch.ones(n, n))
+
+    def forward(self, x):
+        return (x @ self.weight.T + self.bias) * self.mask[0]
+"""
+
+
+def test_fix_leaves_a_bias_alone_and_registers_a_mask(tmp_path, capsys):
+    path = write(tmp_path / "model.py", HAND_LINEAR_AND_MASK)
+    code, out, _ = run(["check", "model.py", "--select", "TL101", "--fix"], capsys, cwd=tmp_path)
+    text = path.read_text()
+    assert "        self.bias = torch.randn(n)\n" in text  # a safe fix never freezes a weight
+    assert 'self.register_buffer("mask", torch.tril(torch.ones(n, n)), persistent=False)' in text
+    assert code == 1
+    assert "1 fixed, 1 remaining" in out and "1 fixable with --fix --unsafe-fixes" not in out

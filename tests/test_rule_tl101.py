@@ -206,7 +206,7 @@ def test_a_method_that_a_base_init_calls():
     finding = only(text, "TL101")
     assert finding.range.start.line == 20
     model = run(fixed(text, preferred(finding)))["WithBias"]()
-    assert "bias" in dict(model.named_buffers())
+    assert "bias" in dict(model.named_parameters())  # a bias added to a layer's output: trained
 
 
 # -- grading: 0-dim constants ------------------------------------------------------------------
@@ -465,3 +465,113 @@ def test_an_integer_tensor_with_no_place_for_a_buffer_gets_no_fix_and_says_why()
     finding = only(text, "TL101")
     assert finding.fixes == () and "no fix offered" in finding.message and "integer" in finding.message
 
+
+
+# -- fixes: a safe fix never freezes a weight ---------------------------------------------------
+
+HAND_LINEAR = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class HandLinear(nn.Module):
+    def __init__(self, in_features: int = 4, out_features: int = 3):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(out_features, in_features))
+        self.{attr} = {value}
+
+    def forward(self, x):
+        return {use}
+"""
+
+
+@pytest.mark.parametrize("attr, value, use", [
+    ("bias", "torch.randn(out_features)", "x @ self.weight.T + self.bias"),  # added to a layer's output
+    ("offset", "torch.zeros(out_features)", "F.linear(x, self.weight) + self.offset"),
+    ("proj", "torch.randn(out_features, out_features)", 'torch.einsum("bo,op->bp", F.linear(x, self.weight), self.proj)'),
+    ("proj", "torch.randn(out_features, out_features)", "torch.mm(F.linear(x, self.weight), self.proj)"),
+    ("shift", "torch.randn(out_features)", "F.linear(x, self.weight, self.shift)"),
+])
+def test_a_tensor_forward_combines_like_a_weight_gets_no_safe_fix_and_prefers_a_parameter(attr, value, use):
+    text = HAND_LINEAR.format(attr=attr, value=value, use=use)
+    finding = only(text, "TL101")
+    assert not [f.title for f in finding.fixes if f.is_safe]
+    assert preferred(finding).title.startswith("Wrap in `nn.Parameter(")
+    model = run(fixed(text, preferred(finding)))["HandLinear"]()
+    assert attr in dict(model.named_parameters())
+    model(torch.randn(2, 4)).sum().backward()
+    assert getattr(model, attr).grad is not None  # trained now
+
+
+TRAINED_ELSEWHERE = """\
+import torch
+import torch.nn as nn
+
+
+class Tempered(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.temp = torch.tensor(2.0)
+        {training}
+
+    def forward(self, x):
+        return self.proj(x).softmax(-1) if self.temp > 0 else x
+"""
+
+
+@pytest.mark.parametrize("training", [
+    "self.opt = torch.optim.SGD([self.temp], lr=0.1)",
+    "self.temp.requires_grad_()",
+])
+def test_a_tensor_trained_elsewhere_gets_no_safe_fix(training):
+    finding = only(TRAINED_ELSEWHERE.format(training=training), "TL101")
+    assert not [f.title for f in finding.fixes if f.is_safe]
+
+
+def test_a_name_that_says_weight_withholds_the_safe_fix_but_the_use_chooses():
+    text = TRAINED_ELSEWHERE.format(training="").replace("self.temp", "self.gamma")
+    finding = only(text, "TL101")
+    assert not [f.title for f in finding.fixes if f.is_safe]
+    assert "register_buffer" in preferred(finding).title  # compared with 0: a constant by its use
+
+
+CONSTANTS = """\
+import math
+
+import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def __init__(self, n: int = 8, dim: int = 4):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.{attr} = {value}
+
+    def forward(self, x):
+        y = self.proj(x)
+        return {use}
+"""
+
+
+@pytest.mark.parametrize("attr, value, use", [
+    ("causal", "torch.tril(torch.ones(n, n))", "y * self.causal[:y.size(1), :y.size(2)]"),
+    ("causal", "torch.tril(torch.ones(n, n))", "y.masked_fill(self.causal[:y.size(1), :y.size(2)] == 0, 0.0)"),
+    ("keep", "torch.bernoulli(torch.rand(n, dim))", "y * self.keep[:y.size(1)]"),
+    ("positions", "torch.sin(torch.arange(n).float()[:, None] / 10 ** (torch.arange(dim) / dim))",
+     "y + self.positions[:y.size(1)]"),
+    ("mean", "torch.tensor([0.5, 0.4, 0.3, 0.2])", "(y - self.mean) / math.sqrt(2.0)"),
+    ("anchors", "torch.linspace(0, 1, dim)", "(y > self.anchors).float()"),
+])
+def test_a_mask_a_table_or_positions_keep_the_safe_buffer_fix(attr, value, use):
+    text = CONSTANTS.format(attr=attr, value=value, use=use)
+    finding = only(text, "TL101")
+    assert [f.title for f in finding.fixes if f.is_safe] == [
+        "Register as a non-persistent buffer (moved by .to(), not saved)"]
+    assert "register_buffer" in preferred(finding).title
+    safe = next(f for f in finding.fixes if f.is_safe)
+    model = run(fixed(text, safe))["Attention"]()
+    assert attr in dict(model.named_buffers()) and not dict(model.named_parameters()).get(attr)
+    model(torch.randn(2, 8, 4))

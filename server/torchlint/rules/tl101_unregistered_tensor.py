@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, Iterator, List, Literal, Optional, Tuple, Union, cast
 
 from ..analysis import torch_names as tn
@@ -177,7 +178,10 @@ class Uses:
         self.passed_on = 0  # returned, stored, handed to another function: what happens there is unseen
         self.moved = 0  # `self.x.to(y.device)` and the like: the author moves it at each use
         self.written_in_place = False  # `self.x.add_(...)`, `self.x[i] = ...`, `self.x += ...`
-        self.as_weight = False  # multiplied into the input or given as a weight: a learnable factor
+        self.as_weight = False  # matmul-ed with the input or given as a weight or bias: a learnable factor
+        self.multiplied = False  # `x * self.t`: a weight unless it is built as a 0/1 mask
+        self.added = False  # `x + self.t` as it is (not indexed): a bias when it is built like one
+        self.trained = False  # given to an optimizer, or `requires_grad_()` / `.requires_grad = True` elsewhere
         self.forward_seen = False  # the class's forward is in this file
         self.bases_elsewhere = False  # a base outside the file (not nn.Module) may define forward
         self.other_methods = False  # the class has methods that construction does not run
@@ -229,10 +233,13 @@ class Uses:
         if isinstance(node.ctx, (ast.Store, ast.Del)):
             self.written_in_place = True  # `self.x[...] = v` is a store on the subscript, so this is `del`
             return "write"
+        if _given_to_optimizer(ctx, node, parents):
+            self.trained = True
         # Climb through views and indexing: `self.x[:t].view(...).to(dev)` is still a moved read.
         current: Optional[ast.AST] = node
         parent = parents.get(id(node))
         as_is = True  # no view, index or attribute between the read and its use
+        indexed = False  # a part of it is used (a table's rows, positions up to a length)
         while True:
             if isinstance(parent, ast.Subscript) and parent.value is current:
                 if isinstance(parent.ctx, (ast.Store, ast.Del)):
@@ -240,7 +247,7 @@ class Uses:
                     return "write"
                 if not in_init and _tensor_index(ctx, parent.slice, scope, unknown_index_is_tensor):
                     return "computed"  # `self.table[t]` with a tensor `t`: indexed where `t` is, before any move
-                current, parent, as_is = parent, parents.get(id(parent)), False
+                current, parent, as_is, indexed = parent, parents.get(id(parent)), False, True
                 continue
             if isinstance(parent, ast.Call) and parent.args and parent.args[0] is current \
                     and ctx.qualify(parent.func) in _SAME_DATA_FUNCTIONS:
@@ -254,6 +261,9 @@ class Uses:
             if isinstance(parent, ast.Attribute) and parent.value is current:
                 call = parents.get(id(parent))
                 is_call = isinstance(call, ast.Call) and call.func is parent
+                if (is_call and parent.attr == "requires_grad_") or (
+                        parent.attr == "requires_grad" and isinstance(parent.ctx, ast.Store)):
+                    self.trained = True
                 if is_call and parent.attr in tn.DEVICE_MOVES:
                     if not in_init:
                         self.moved += 1
@@ -280,11 +290,17 @@ class Uses:
         if in_init:
             self.read_in_init = True
             return "init"
-        if isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.MatMult)):
-            self.as_weight = True
+        if isinstance(parent, ast.BinOp):
+            operand = parent.right if parent.left is current else parent.left
+            if isinstance(parent.op, ast.MatMult):
+                self.as_weight = True
+            elif isinstance(parent.op, ast.Mult):
+                self.multiplied = True
+            elif isinstance(parent.op, (ast.Add, ast.Sub)) and not indexed and not isinstance(operand, ast.Constant):
+                self.added = True
         if isinstance(parent, ast.Call) and (
                 any(k is current and k.arg in ("weight", "bias") for k in parent.keywords)
-                or (len(parent.args) > 1 and parent.args[1] is current and _functional_layer(parent))):
+                or _weight_argument(parent, current)):
             self.as_weight = True
         if isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
             return "neutral"  # `self.x is not None`: the object, not its values
@@ -327,11 +343,85 @@ _SAME_DATA_FUNCTIONS = frozenset(["torch.as_tensor", "torch.asarray", "torch.clo
                                  + ["torch." + n for n in _VIEW_METHODS])
 
 
-def _functional_layer(call: ast.Call) -> bool:
-    """F.linear(x, w), F.conv2d(x, w), torch.matmul(x, w)..."""
+# Functions that take a weight (and a bias) after their input: F.linear(x, w, b), F.conv2d(x, w, b).
+_FUNCTIONAL_LAYERS = frozenset(["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                                "conv_transpose3d", "embedding", "bilinear", "layer_norm", "group_norm"])
+# Products of their tensor arguments, in any order: torch.matmul(x, w), torch.einsum("ij,jk", x, w).
+_PRODUCTS = frozenset(["matmul", "mm", "bmm", "mv", "einsum", "addmm", "baddbmm", "tensordot", "outer", "kron"])
+
+
+def _weight_argument(call: ast.Call, argument: ast.AST) -> bool:
+    """``argument`` is a weight or bias of ``call``: F.linear(x, w, b), torch.matmul(w, x), einsum(eq, x, w)."""
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    return name in ("linear", "conv1d", "conv2d", "conv3d", "matmul", "mm", "bmm", "embedding", "bilinear")
+    if name in _PRODUCTS:
+        return any(arg is argument for arg in call.args)
+    return name in _FUNCTIONAL_LAYERS and any(arg is argument for arg in call.args[1:3])
+
+
+def _given_to_optimizer(ctx: FileContext, node: ast.AST, parents: Dict[int, ast.AST]) -> bool:
+    """`torch.optim.Adam([self.w], ...)`: the author trains it, whatever forward does with it."""
+    current = parents.get(id(node))
+    while isinstance(current, (ast.expr, ast.keyword)):
+        if isinstance(current, ast.Call) and (ctx.qualify(current.func) or "").startswith("torch.optim."):
+            return True
+        current = parents.get(id(current))
+    return False
+
+
+# Words of an attribute's name that say it is learned (`self.pos_embedding`, `self.ln_gamma`).
+_WEIGHT_WORDS = frozenset(["weight", "weights", "bias", "biases", "scale", "scales", "gamma", "beta", "embed",
+                           "embedding", "embeddings"])
+
+
+def _named_like_a_weight(attr: str) -> bool:
+    return any(word in _WEIGHT_WORDS for word in re.split(r"[_\d]+", attr.lower()))
+
+
+# How learned tensors start: random values, zeros or ones, or nn.init's in-place initialisations
+# (`torch.full(s, v)` is left out: a given value is more often a constant, an offset to subtract).
+_WEIGHT_INITS = frozenset("torch." + name for name in """
+randn rand randn_like rand_like empty empty_like zeros zeros_like ones ones_like normal
+""".split())
+_INIT_METHODS = frozenset(["normal_", "uniform_", "fill_", "zero_", "kaiming_normal_", "kaiming_uniform_",
+                           "xavier_normal_", "xavier_uniform_", "trunc_normal_", "orthogonal_"])
+# What makes a 0/1 mask: a triangle, an identity, a comparison, a random draw of zeros and ones.
+_MASK_MAKERS = frozenset(["tril", "triu", "eye", "bernoulli", "bool"])
+
+
+def _built_like_a_weight(ctx: FileContext, value: ast.expr) -> bool:
+    """Random values, zeros or ones, and nothing else torch computes (an arange, a sine table, data):
+    what a bias added to the input starts as."""
+    inits = others = 0
+    for node in ast.walk(value):
+        if not isinstance(node, ast.Call):
+            continue
+        qualified = ctx.qualify(node.func) or ""
+        method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        if qualified in _WEIGHT_INITS or qualified.startswith("torch.nn.init.") or method in _INIT_METHODS:
+            inits += 1
+        elif qualified in tn.LEGACY_CONSTRUCTORS:
+            # torch.FloatTensor(n) is uninitialised memory to fill; torch.FloatTensor([0.5, 0.2]) is data
+            if node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
+                others += 1
+            else:
+                inits += 1
+        elif qualified.startswith("torch."):
+            others += 1
+    return inits > 0 and others == 0
+
+
+def _built_as_a_mask(ctx: FileContext, value: ast.expr) -> bool:
+    """`torch.tril(torch.ones(n, n))`, `(torch.rand(n) > p).float()`: zeros and ones that select."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Compare):
+            return True
+        if isinstance(node, ast.Call):
+            qualified = ctx.qualify(node.func) or ""
+            method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            if method in _MASK_MAKERS or (qualified.startswith("torch.") and qualified[6:] in _MASK_MAKERS):
+                return True
+    return False
 
 
 def _reads(ctx: FileContext, scope: Scope, attr: str) -> Iterator[ast.Attribute]:
@@ -373,12 +463,18 @@ def _moves(node: ast.AST) -> bool:
                for n in ast.walk(node))
 
 
-def _prefers_parameter(value: Value, uses: Uses) -> bool:
-    """From how the tensor is used, not its name: trainable when it requires grad, or when forward
-    multiplies the input by it or passes it as a weight; a buffer when written in place or a constant."""
-    if value.requires_grad:
+def _used_like_a_weight(ctx: FileContext, binding: Binding, value: Value, uses: Uses) -> bool:
+    """Whether the tensor is meant to train, from how it is used, not its name: it requires grad or
+    is trained elsewhere (an optimizer, requires_grad_()), or, unless the module writes it in place
+    (state, not a weight), forward combines it like a weight: matmul-ed, given as a weight or bias,
+    multiplied in unless it is a 0/1 mask, added as it is when it starts random, zeros or ones."""
+    if value.requires_grad or uses.trained:
         return True
-    return uses.as_weight and not uses.written_in_place
+    if uses.written_in_place:
+        return False
+    assert binding.value is not None  # (an assignment's: find skips the others)
+    return uses.as_weight or (uses.multiplied and not _built_as_a_mask(ctx, binding.value)) \
+        or (uses.added and _built_like_a_weight(ctx, binding.value))
 
 
 def _finding(ctx: FileContext, binding: Binding, value: Value, branches: List[Tuple[ast.expr, Value]], uses: Uses,
@@ -410,7 +506,12 @@ def _finding(ctx: FileContext, binding: Binding, value: Value, branches: List[Tu
     # dtype can require gradients"): a buffer is the fix for those.
     integral = any(dtype_family(ctx, node, scope) == INTEGRAL for node in tensors)
     registering_arm = any(v.kind in _REGISTERING for _, v in branches)
-    prefers_parameter = _prefers_parameter(value, uses) and not integral and (other is None or value.requires_grad)
+    prefers_parameter = _used_like_a_weight(ctx, binding, value, uses) and not integral \
+        and (other is None or value.requires_grad)
+    # --fix must not freeze a weight: no safe buffer where the use or the name says weight (a name
+    # alone leaves the choice to the use: `self.weights` of a loss is a constant). Where another path
+    # makes it a Parameter, a plain tensor on this one is the author's choice of an untrained value.
+    buffer_is_safe = not prefers_parameter and (integral or other is not None or not _named_like_a_weight(attr))
     single_target = isinstance(stmt, ast.AnnAssign) or (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1)
     # (title, edits, the import they need, safe)
     buffers: List[Tuple[str, List[Edit], Optional[Edit], bool]] = []
@@ -424,8 +525,7 @@ def _finding(ctx: FileContext, binding: Binding, value: Value, branches: List[Tu
                         [call, ctx.replace(Range(end, end), ")")], None, False))
         buffers.append(('Register as a non-persistent buffer (moved by .to(), not saved)',
                         [call, ctx.replace(Range(end, end), ", persistent=False)")], None,
-                        # Safe only where a buffer is the likely intent: --fix must not freeze a weight.
-                        not prefers_parameter))
+                        buffer_is_safe))
     fixes: List[Tuple[str, List[Edit], Optional[Edit], bool]] = []
     if not integral and (not (uses.written_in_place and buffers) or value.requires_grad):
         # Not for a tensor written in place when a buffer can be offered: changing a leaf Parameter
