@@ -94,12 +94,12 @@ def test_findings_exit_1_with_ruff_style_lines(tmp_path, capsys):
     assert out.rstrip().endswith("Found 1 finding (1 fixable with --fix).")
 
 
-def test_unsafe_only_fixes_have_no_marker_and_a_hint(tmp_path, capsys):
+def test_unsafe_only_fixes_have_their_own_marker_and_a_hint(tmp_path, capsys):
     write(tmp_path / "model.py", TRAINABLE)
     code, out, _ = run(["check", "model.py", "--select", "TL101"], capsys, cwd=tmp_path)
     assert code == 1
-    assert "TL101 [error] `self.w`" in out and "[*]" not in out
-    assert "1 fixable with --fix --unsafe-fixes" in out
+    assert "TL101 [error] [-] `self.w`" in out and "[*]" not in out
+    assert "1 fixable with --fix --unsafe-fixes, marked [-]" in out
     _, out, _ = run(["check", "model.py", "--select", "TL101", "--unsafe-fixes"], capsys, cwd=tmp_path)
     assert "TL101 [error] [*] `self.w`" in out
 
@@ -402,7 +402,7 @@ def test_fix_applies_safe_fix_and_reports_what_remains(tmp_path, capsys):
     assert 'self.register_buffer("mask", torch.tril(torch.ones(4, 4)), persistent=False)' in fixed
     assert "self.w = torch.randn(3, requires_grad=True)" in fixed  # unsafe: left alone
     assert code == 1  # self.w remains
-    assert "Found 2 findings (1 fixed, 1 remaining; 1 more fixable with --unsafe-fixes)." in out
+    assert "Found 2 findings (1 fixed, 1 remaining; 1 more fixable with --unsafe-fixes, marked [-])." in out
     assert ":8:9:" not in out  # the fixed finding is not listed
 
 
@@ -755,7 +755,7 @@ def test_fix_on_a_read_only_file_counts_the_fixes_not_written(tmp_path, capsys):
     assert code == 2 and path.read_text() == BOTH_FIXES
     assert "locked.py: read-only file; not fixed" in err
     assert out.splitlines()[-1] == \
-        "Found 2 findings (1 fix not written: read-only file; 1 more fixable with --unsafe-fixes)."
+        "Found 2 findings (1 fix not written: read-only file; 1 more fixable with --unsafe-fixes, marked [-])."
 
 
 def test_usage_errors_of_the_new_flags(tmp_path, capsys):
@@ -790,5 +790,5 @@ def test_fix_leaves_a_bias_alone_and_registers_a_mask(tmp_path, capsys):
     text = path.read_text()
     assert "        self.bias = torch.randn(n)\n" in text  # a safe fix never freezes a weight
     assert 'self.register_buffer("mask", torch.tril(torch.ones(n, n)), persistent=False)' in text
-    assert code == 1
+    assert code == 1 and "TL101 [warning] [-] `self.bias`" in out
     assert "1 fixed, 1 remaining" in out and "1 fixable with --fix --unsafe-fixes" not in out

@@ -45,9 +45,12 @@ def test_text(reports, options):
     lines = render(reports, "text", options).splitlines()
     assert lines[0] == "src/broken.py:3:5: SyntaxError: invalid syntax"
     assert re.match(r"^src/model\.py:8:9: TL101 \[warning\] \[\*\] `self\.mask` ", lines[1])
-    assert re.match(r"^src/model\.py:9:9: TL101 \[error\] `self\.w` ", lines[2])
+    assert re.match(r"^src/model\.py:9:9: TL101 \[error\] \[-\] `self\.w` ", lines[2])  # unsafe fixes only
     assert lines[3] == ""
-    assert lines[4] == "Found 3 findings (1 fixable with --fix; 1 more fixable with --unsafe-fixes)."
+    assert lines[4] == "Found 3 findings (1 fixable with --fix; 1 more fixable with --unsafe-fixes, marked [-])."
+    unsafe = render(reports, "text", OutputOptions(cwd=options.cwd, unsafe_fixes=True)).splitlines()
+    assert re.match(r"^src/model\.py:9:9: TL101 \[error\] \[\*\] `self\.w` ", unsafe[2])  # --fix --unsafe-fixes does
+    assert "[-]" not in "\n".join(unsafe)
 
 
 def test_text_clean_and_quiet(options, reports):
@@ -97,6 +100,13 @@ def test_statistics_of_hints(tmp_path, options):
         ("1", "TL106", "[*] submodule-unused-in-forward"), ("2", "", "    hints (--show-hints counts them per rule)")]
     shown = render_statistics(graded(tmp_path), OutputOptions(cwd=options.cwd, show_hints=True))
     assert shown.splitlines()[0] == "2\tTL301\t[*] legacy-constructor" and "hints (" not in shown
+
+
+def test_statistics_mark_a_rule_whose_findings_have_unsafe_fixes_only(tmp_path, options):
+    unsafe = Fix("Maybe", Applicability.UNSAFE, (Edit(Range.of(1, 0, 1, 1), "x"),), preferred=True)
+    reports = [FileReport(str(tmp_path / "a.py"), findings=[
+        Finding("TL101", "an error", Severity.ERROR, Range.of(1, 0, 1, 1), fixes=(unsafe,))])]
+    assert render_statistics(reports, options) == "1\tTL101\t[-] unregistered-tensor\n"
 
 
 def test_statistics(reports, options):

@@ -1,10 +1,11 @@
-"""ruff-style text: ``path:line:col: TL101 [warning] [*] message``, then a summary line.
+"""ruff-style text: ``path:line:col: TL101 [warning] [*] message``, then a summary line. ``[*]``
+marks a finding --fix fixes (ruff's mark), ``[-]`` one only --unsafe-fixes would.
 
 Hints are printed only with ``show_hints``; otherwise the summary counts them."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import List
+from typing import Dict, List
 
 from ..analysis.findings import Finding, Severity
 from ..rules import RULES_BY_CODE
@@ -27,7 +28,7 @@ def render(reports: List[FileReport], options: OutputOptions) -> str:
             if not shown(finding, options):
                 continue
             start = finding.range.start
-            marker = "[*] " if finding.fix_to_apply(options.unsafe_fixes) else ""
+            marker = {"[*]": "[*] ", "[-]": "[-] "}.get(_fix_mark(finding, options), "")
             rows.append((path, start, _where(report, start), "%s [%s] %s%s" % (
                 finding.code, finding.severity.value, marker, finding.message)))
     rows.sort()
@@ -37,6 +38,13 @@ def render(reports: List[FileReport], options: OutputOptions) -> str:
             lines.append("")
         lines.append(summary(reports, options))
     return "\n".join(lines) + "\n" if lines else ""
+
+
+def _fix_mark(finding: Finding, options: OutputOptions) -> str:
+    """``[*]`` when --fix (with the options given) fixes it, ``[-]`` when only --unsafe-fixes would."""
+    if finding.fix_to_apply(options.unsafe_fixes):
+        return "[*]"
+    return "[-]" if finding.fix_to_apply(True) else ""
 
 
 def _where(report: FileReport, pos) -> str:
@@ -61,7 +69,7 @@ def summary(reports: List[FileReport], options: OutputOptions) -> str:
     remaining = len(findings) + sum(1 for r in reports if r.error is not None)
     fixed = sum(r.fixed for r in reports) if options.fix_mode else 0
     fixable = sum(1 for f in findings if f.fix_to_apply(options.unsafe_fixes))
-    unsafe = 0 if options.unsafe_fixes else sum(1 for f in findings if not f.fix_to_apply() and f.fix_to_apply(True))
+    unsafe = sum(1 for f in findings if _fix_mark(f, options) == "[-]")
     unwritten = sum(r.unwritten for r in reports) if options.fix_mode else 0
     cut_short = sum(1 for r in reports if r.cut_short)
     if remaining == 0 and fixed == 0 and not unwritten and not cut_short:
@@ -79,7 +87,7 @@ def summary(reports: List[FileReport], options: OutputOptions) -> str:
         notes.append("%d fixable with --fix" % fixable)
     if unsafe:
         notes.append(("%d more fixable with --unsafe-fixes" if fixable or fixed
-                      else "%d fixable with --fix --unsafe-fixes") % unsafe)
+                      else "%d fixable with --fix --unsafe-fixes") % unsafe + ", marked [-]")
     return "Found %s%s%s." % (_plural(remaining + fixed), " (%s)" % "; ".join(notes) if notes else "",
                               "; %s" % _hidden_hints(hidden) if hidden else "")
 
@@ -106,14 +114,17 @@ def unchecked_notes(reports: List[FileReport], options: OutputOptions, each: boo
 
 
 def render_statistics(reports: List[FileReport], options: OutputOptions) -> str:
-    """One line per rule with findings: count, code, fixability marker, rule name. Hints count
+    """One line per rule with findings: count, code, fixability marker ([*], or [-] for unsafe only), rule name. Hints count
     per rule only with ``show_hints``; otherwise one line counts them all."""
     findings = [f for r in reports for f in r.findings if shown(f, options)]
     counts = Counter(f.code for f in findings)
-    fixable = {f.code for f in findings if f.fix_to_apply(options.unsafe_fixes)}
+    marks: Dict[str, str] = {}  # per rule: [*] when --fix fixes one of its findings, else [-] when --unsafe-fixes would
+    for finding in findings:
+        if marks.get(finding.code) != "[*]":
+            marks[finding.code] = _fix_mark(finding, options) or marks.get(finding.code, "")
     errors = sum(1 for r in reports if r.error is not None)
     hidden = sum(1 for r in reports for f in r.findings if not shown(f, options))
-    rows = [(count, code, "[*]" if code in fixable else "   ", getattr(RULES_BY_CODE.get(code), "name", ""))
+    rows = [(count, code, marks[code] or "   ", getattr(RULES_BY_CODE.get(code), "name", ""))
             for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     if errors:
         rows.append((errors, "", "   ", "syntax-error"))
