@@ -350,7 +350,7 @@ _FUNCTIONAL_LAYERS = frozenset(["linear", "conv1d", "conv2d", "conv3d", "conv_tr
 _PRODUCTS = frozenset(["matmul", "mm", "bmm", "mv", "einsum", "addmm", "baddbmm", "tensordot", "outer", "kron"])
 
 
-def _weight_argument(call: ast.Call, argument: ast.AST) -> bool:
+def _weight_argument(call: ast.Call, argument: Optional[ast.AST]) -> bool:
     """``argument`` is a weight or bias of ``call``: F.linear(x, w, b), torch.matmul(w, x), einsum(eq, x, w)."""
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
