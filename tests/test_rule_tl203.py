@@ -124,3 +124,56 @@ def test_tl203_fixed_code_really_converts():
     assert run(text)["x"].dtype.is_floating_point and str(run(text)["x"].dtype) == "torch.float32"
     result = fixed(text, preferred(only(text, "TL203")))
     assert str(run(result)["x"].dtype) == "torch.float64"
+
+
+def test_tl203_quiet_on_what_only_a_name_calls_a_loader_or_a_batch():
+    """A fastai-style loader moves in place and returns None (`dl = dl.to(...)` would break it),
+    and what an unknown loader yields may be anything: the names say nothing."""
+    text = """\
+    import torch
+
+    class InPlaceLoader:
+        def to(self, device):
+            self.device = device
+
+    def fit(make, loader, batch_loader, loaders_by_split, device):
+        dl = InPlaceLoader()
+        dl.to("cuda")
+        loader.to(device)
+        batch_loader.to(device)
+        for xb, yb in batch_loader:
+            xb.to(device)
+        for step, (x, y) in enumerate(loader):
+            y.cuda()
+        for split, dl_train in loaders_by_split.items():
+            dl_train.to(device)
+        first, second = next(iter(loader))
+        first.to(device)
+        t = torch.zeros(3)
+        t.to(device)
+    """
+    found = findings(text, "TL203")
+    assert [(f.range.start.line, f.range.start.column) for f in found] == [(21, 4)]  # the tensor only
+
+
+def test_tl203_finds_what_torchs_data_loader_yields():
+    text = """\
+    from torch.utils.data import DataLoader
+
+    def fit(dataset, given: DataLoader, device):
+        loader = DataLoader(dataset, batch_size=4)
+        for xb, yb in loader:
+            xb.to(device)
+        for i, (x, y) in enumerate(given):
+            y.cuda()
+            i.cuda()
+        for i, batch in enumerate(loader):
+            batch.cuda()
+            images, labels = batch
+            labels.cuda()
+        first, second = next(iter(given))
+        first.to(device)
+    """
+    found = findings(text, "TL203")
+    assert [f.range.start.line for f in found] == [6, 8, 13, 15]
+    assert all(preferred(f).is_safe for f in found)

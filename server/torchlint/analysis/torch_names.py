@@ -102,6 +102,9 @@ MODULE_BASES = frozenset([
     "lightning.pytorch.LightningModule",
 ])
 
+# torch's data loader: with its default collate, what a batch unpacks into are tensors.
+DATA_LOADERS = frozenset(["torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"])
+
 # Names that read like a learnable weight: TL101 prefers nn.Parameter for them.
 WEIGHT_LIKE_NAMES = ("weight", "bias", "gamma", "beta", "alpha", "scale", "logit", "temperature",
                      "embedding", "kernel", "param", "theta", "coef", "query", "token")

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 import ast
-import re
-from typing import Iterator, cast
+from typing import Iterator, List, Optional, Set, cast
 
 from ..analysis import torch_names as tn
 from ..analysis.context import FileContext
@@ -35,34 +34,119 @@ class DiscardedMove(Rule):
             kind = ctx.classify_at(receiver, scope, stmt).kind
             if kind is not Kind.TENSOR and not (kind is Kind.UNKNOWN and isinstance(receiver, ast.Name)
                                                 and (_narrowed(ctx, receiver.id, stmt)
-                                                     or _unpacked_from_batch(scope, receiver.id))):
+                                                     or _unpacked_from_torch_loader(ctx, scope, receiver.id))):
                 continue
             yield _finding(ctx, stmt, call, receiver, scope)
 
 
-# Names of what yields batches of tensors: `for x, y in train_loader`, `x, y = batch`.
-_BATCH_WORDS = ("loader", "batch", "sample")
-# ... but not what yields the loaders themselves (`for i, dl in enumerate(loaders)`; a fastai
-# DataLoader's `.to(device)` is in place), nor a name that says it is a loader.
-_LOADERS = re.compile(r"(loaders|dls)$", re.IGNORECASE)
-_A_LOADER = re.compile(r"(^|_)(dl|loader|dataloader)$", re.IGNORECASE)
-
-
-def _unpacked_from_batch(scope: Scope, name: str) -> bool:
-    """Every binding of ``name`` unpacks a batch: `x, y = batch`, `for x, y in loader`,
-    `for i, (x, y) in enumerate(loader)` (items of a data loader are tensors, not Modules)."""
+def _unpacked_from_torch_loader(ctx: FileContext, scope: Scope, name: str) -> bool:
+    """Every binding of ``name`` unpacks a batch of a torch DataLoader: `for x, y in loader`,
+    `for i, (x, y) in enumerate(loader)`, `x, y = next(iter(loader))` or `x, y = batch` where
+    `batch` is one. The loader must be known to be torch's (built by `DataLoader(...)`, or a
+    name annotated `DataLoader`): another library's loader (fastai's) may yield anything, and
+    its own `.to()` works in place; what a name says is no evidence."""
     bindings = scope.locals.get(name, ())
-    if not bindings or _A_LOADER.search(name):
+    if not bindings:
         return False
     for binding in bindings:
-        if binding.unpack_index is None:
+        target = _target_of(binding.stmt)
+        path = _path_to(target, name) if target is not None else None
+        if not path:  # not unpacked (`for batch in loader`: a batch may be a list or a dict)
             return False
-        stmt = binding.stmt
-        source = binding.iter_of if binding.iter_of is not None else getattr(stmt, "value", None)
-        words = [n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(source)
-                 if isinstance(n, (ast.Name, ast.Attribute))] if source is not None else []
-        if not any(word in w.lower() for w in words for word in _BATCH_WORDS) or any(_LOADERS.search(w)
-                                                                                  for w in words):
+        if binding.iter_of is not None:
+            if not _iterates_torch_loader(ctx, binding.iter_of, path, scope, unpacked=True):
+                return False
+        elif not _torch_loader_batch(ctx, getattr(binding.stmt, "value", None), scope):
+            return False
+    return True
+
+
+def _target_of(stmt: ast.stmt) -> Optional[ast.expr]:
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return stmt.target
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        return stmt.targets[0]
+    return None
+
+
+def _path_to(target: ast.expr, name: str) -> Optional[List[int]]:
+    """The positions leading to ``name`` in an unpacking target (`i, (x, y)`: y is [1, 1]);
+    None where it is not there, or starred (a list)."""
+    if isinstance(target, ast.Name):
+        return [] if target.id == name else None
+    if isinstance(target, (ast.Tuple, ast.List)):
+        for position, elt in enumerate(target.elts):
+            inner = _path_to(elt, name)
+            if inner is not None:
+                return None if isinstance(elt, ast.Starred) else [position] + inner
+    return None
+
+
+def _iterates_torch_loader(ctx: FileContext, source: ast.expr, path: List[int], scope: Scope,
+                           unpacked: bool) -> bool:
+    """`for <target> in source`, the name at ``path`` of the target: a batch of a torch
+    DataLoader (``unpacked``: an element of the batch, not the batch itself)."""
+    if isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.func.id == "enumerate" \
+            and len(source.args) == 1 and not source.keywords and "enumerate" not in _visible_locals(scope):
+        if not path or path[0] != 1:
+            return False  # the count, or the (count, batch) pair
+        source, path = source.args[0], path[1:]
+    return bool(path) == unpacked and _is_torch_loader(ctx, source, scope)
+
+
+def _torch_loader_batch(ctx: FileContext, value: Optional[ast.expr], scope: Scope) -> bool:
+    """`next(iter(loader))`, or a name every binding of which is a batch of a torch DataLoader."""
+    if isinstance(value, ast.Call) and _builtin_call(value, "next", scope):
+        inner = value.args[0]
+        return isinstance(inner, ast.Call) and _builtin_call(inner, "iter", scope) \
+            and _is_torch_loader(ctx, inner.args[0], scope)
+    if not isinstance(value, ast.Name):
+        return False
+    bindings = scope.locals.get(value.id, ())
+    if not bindings:
+        return False
+    for binding in bindings:
+        if binding.iter_of is not None:
+            target = _target_of(binding.stmt)
+            path = _path_to(target, value.id) if target is not None else None
+            if path is None or not _iterates_torch_loader(ctx, binding.iter_of, path, scope, unpacked=False):
+                return False
+        elif binding.unpack_index is not None or not _torch_loader_batch(ctx, binding.value, scope):
+            return False
+    return True
+
+
+def _builtin_call(call: ast.Call, builtin: str, scope: Scope) -> bool:
+    return isinstance(call.func, ast.Name) and call.func.id == builtin and len(call.args) == 1 \
+        and not call.keywords and builtin not in _visible_locals(scope)
+
+
+def _visible_locals(scope: Optional[Scope]) -> Set[str]:
+    names: Set[str] = set()
+    while scope is not None:
+        names.update(scope.locals)
+        scope = scope.parent
+    return names
+
+
+def _is_torch_loader(ctx: FileContext, node: ast.expr, scope: Scope) -> bool:
+    """`DataLoader(...)` of torch, or a local name (a parameter included) each binding of which is
+    one or is annotated `DataLoader`."""
+    if isinstance(node, ast.Call):
+        return ctx.qualify(node.func) in tn.DATA_LOADERS
+    if not isinstance(node, ast.Name):
+        return False
+    owner: Optional[Scope] = scope
+    while owner is not None and node.id not in owner.locals:
+        owner = owner.parent
+    bindings = owner.locals.get(node.id, ()) if owner is not None else ()
+    if not bindings:
+        return False
+    for binding in bindings:
+        if binding.annotation is not None and ctx.qualify(binding.annotation) in tn.DATA_LOADERS:
+            continue
+        if binding.unpack_index is not None or binding.iter_of is not None \
+                or not (isinstance(binding.value, ast.Call) and ctx.qualify(binding.value.func) in tn.DATA_LOADERS):
             return False
     return True
 
