@@ -41,6 +41,19 @@ Sequential ModuleList ModuleDict ParameterList ParameterDict
 """.split()])
 
 
+# torch.nn layers with no parameters whose call changes what flows through forward: left
+# uncalled, their effect is lost (DDP and the optimizer are unaffected). Identity changes
+# nothing; losses are the training loop's, not forward's.
+DROPOUT_LAYERS = frozenset(["torch.nn." + n for n in
+                            "Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout".split()])
+PARAMETER_FREE_LAYERS = DROPOUT_LAYERS | frozenset(["torch.nn." + n for n in """
+ReLU ReLU6 LeakyReLU RReLU ELU SELU CELU GELU SiLU Mish Sigmoid Tanh Softmax Softmin LogSoftmax Softmax2d
+Softplus Softsign Hardtanh Hardswish Hardsigmoid Hardshrink Softshrink Tanhshrink Threshold GLU LogSigmoid
+Flatten Unflatten MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d
+AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d LPPool1d LPPool2d
+Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle ChannelShuffle
+""".split()])
+
 @dataclass
 class Reach:
     """The methods ``forward`` runs, by name, with the scope of each definition used."""

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterator, Optional, Set, cast
+from typing import Dict, Iterator, List, Optional, Set, Union, cast
 
 from ..analysis import torch_names as tn
 from ..analysis.context import FileContext
 from ..analysis.findings import Finding, Severity
-from ..analysis.forward import may_hold_parameters
+from ..analysis.forward import DROPOUT_LAYERS, PARAMETER_FREE_LAYERS, may_hold_parameters
 from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition
 from ..analysis.values import Kind, Value
 from .base import Rule
@@ -19,8 +19,10 @@ _DYNAMIC_METHODS = frozenset(["__call__", "__getattr__", "__getattribute__", "_c
 class SubmoduleUnusedInForward(Rule):
     code = "TL106"
     name = "submodule-unused-in-forward"
-    summary = "submodule registered in __init__ that forward never uses: DDP needs find_unused_parameters=True"
+    summary = ("submodule registered in __init__ that forward never uses: DDP needs find_unused_parameters=True; "
+               "a parameter-free layer's effect (dropout) is never applied")
     severity = Severity.INFO
+    grading = "information; hint for an unused parameter-free layer other than dropout (activation, pooling, flatten)"
     offers_fixes = False  # deleting a layer changes the checkpoint format: the author decides
 
     def find(self, ctx: FileContext) -> Iterator[Finding]:
@@ -48,7 +50,14 @@ class SubmoduleUnusedInForward(Rule):
                     continue
                 value = ctx.classify(binding.value, init)
                 module_class = value.module_class
-                if value.kind is not Kind.MODULE or module_class is None or not may_hold_parameters(ctx, module_class):
+                if value.kind is not Kind.MODULE or module_class is None:
+                    continue
+                free = _parameter_free_layers(ctx, cls, binding.value, module_class, name)
+                if free:
+                    reported.add(name)
+                    yield _unapplied_finding(ctx, binding, value, free)
+                    continue
+                if not may_hold_parameters(ctx, module_class):
                     continue  # (no class: may_hold_parameters cannot tell)
                 if _built_without_parameters(binding.value, module_class) \
                         or _empty_and_never_filled(ctx, cls, binding.value, module_class, name):
@@ -81,11 +90,43 @@ def _built_without_parameters(value: ast.AST, module_class: str) -> bool:
     return isinstance(given, ast.Constant) and given.value is False
 
 
+def _parameter_free_layers(ctx: FileContext, cls: ClassInfo, value: ast.AST, module_class: str,
+                           name: str) -> List[str]:
+    """The torch layers, none with parameters, that ``value`` builds: `nn.Dropout(p)` ->
+    [torch.nn.Dropout]; a Sequential / ModuleList of only such layers, never filled later, ->
+    each of them. Empty where anything in it may hold parameters or cannot be told."""
+    if module_class in PARAMETER_FREE_LAYERS:
+        return [module_class]
+    if module_class not in ("torch.nn.Sequential", "torch.nn.ModuleList") or not isinstance(value, ast.Call) \
+            or value.keywords or not _never_read_again(ctx, cls, name):
+        return []
+    layers = list(value.args)
+    if module_class == "torch.nn.ModuleList":
+        if len(layers) != 1 or not isinstance(layers[0], (ast.List, ast.Tuple)):
+            return []
+        layers = list(cast(ast.List, layers[0]).elts)
+    classes = []
+    for layer in layers:
+        if not isinstance(layer, ast.Call):
+            return []  # `*blocks`, a layer built elsewhere
+        qualified = ctx.qualify(layer.func)
+        if qualified not in PARAMETER_FREE_LAYERS and qualified != "torch.nn.Identity":
+            return []
+        if qualified not in classes:
+            classes.append(qualified)
+    return [c for c in classes if c != "torch.nn.Identity"]
+
+
 def _empty_and_never_filled(ctx: FileContext, cls: ClassInfo, value: ast.AST, module_class: str, name: str) -> bool:
     """`self.blocks = nn.ModuleList()` that nothing in the class ever reads again (no `append`,
     no `extend`, no item set): it stays empty and holds no parameter."""
     if module_class not in _CONTAINERS or not isinstance(value, ast.Call) or value.args or value.keywords:
         return False
+    return _never_read_again(ctx, cls, name)
+
+
+def _never_read_again(ctx: FileContext, cls: ClassInfo, name: str) -> bool:
+    """Nothing in the class reads `self.<name>` (no `append`, `extend`, item set) or adds to it."""
     for position in ctx.nodes.attributes_named(cls.node, name):
         node = cast(ast.Attribute, ctx.nodes.nodes[position])
         if not isinstance(node.ctx, ast.Store):
@@ -172,10 +213,29 @@ def _finding(ctx: FileContext, binding: Binding, value: Value) -> Finding:
                "its parameters get no gradient, so DistributedDataParallel stops with \"Expected to have finished "
                "reduction in the prior iteration\" unless `find_unused_parameters=True` (which slows every step), "
                "and the optimizer keeps state for them for nothing" % (target, kind))
+    return ctx.finding(message, _target_node(binding))
+
+
+def _unapplied_finding(ctx: FileContext, binding: Binding, value: Value, layers: List[str]) -> Finding:
+    """A parameter-free layer forward never calls: no DDP error, no optimizer state; what is lost
+    is the layer's effect. Information for a dropout (training regularises less than the code
+    says); a hint for the rest (forward often does the same through `F.relu`, `torch.flatten`)."""
+    target = "%s.%s" % (binding.scope.self_name, binding.name)
+    names = [_short_class(layer) for layer in layers]
+    what = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    dropout = any(layer in DROPOUT_LAYERS for layer in layers)
+    consequence = "the dropout it was built for is never applied" if dropout and len(layers) == 1 \
+        else "the %s it was built for %s never applied" % (what, "is" if len(names) == 1 else "are")
+    message = ("`%s` (%s) is registered in `__init__` but `forward` never calls it, nor any method it calls: "
+               "%s (it holds no parameters: DDP and the optimizer are not affected)"
+               % (target, _short_class(value.module_class), consequence))
+    return ctx.finding(message, _target_node(binding), severity=Severity.INFO if dropout else Severity.HINT)
+
+
+def _target_node(binding: Binding) -> Union[ast.expr, ast.stmt]:
     stmt = binding.stmt
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [cast(ast.AnnAssign, stmt).target]
-    node = next((t for t in targets if isinstance(t, ast.Attribute) and t.attr == binding.name), stmt)
-    return ctx.finding(message, node)
+    return next((t for t in targets if isinstance(t, ast.Attribute) and t.attr == binding.name), stmt)
 
 
 def _short_class(module_class: Optional[str]) -> str:
