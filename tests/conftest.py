@@ -44,8 +44,9 @@ def layers():
 
 # -- the `editors` marker ------------------------------------------------------------------------
 # Tests that need a real editor, a browser, npm or tools installed as root (tests/lsp/editors/
-# install.sh, tests/e2e_vscode/setup.sh). `pytest -m "not editors"` runs everything else: the
-# core, the command line, the language server (driven by pytest-lsp) and verification.
+# install.sh, tests/e2e_vscode/setup.sh, tests/e2e_jupyter/setup.sh). `pytest -m "not editors"`
+# runs everything else: the core, the command line, the language server (driven by pytest-lsp)
+# and verification.
 # Keys are test files (relative to tests/); values the test functions in them that need an
 # editor, or None for every test of the file. tests/test_project_files.py checks that each
 # name still exists. A test file of this list may also mark itself with @pytest.mark.editors.
@@ -53,6 +54,7 @@ EDITOR_TESTS = {
     "lsp/test_real_editors.py": {"test_neovim_with_the_readme_setup_shows_tl101_hover_and_fixes"},
     "lsp/test_real_editors_vim_emacs.py": None,  # Vim + ALE, Emacs + eglot (apt)
     "e2e_vscode/test_vscode_extension.py": None,  # npm: unit tests, the .vsix; code-server + Chromium
+    "e2e_jupyter/test_jupyterlab.py": None,  # JupyterLab + jupyterlab-lsp (their own venv), Chromium
 }
 
 

@@ -13,18 +13,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from testkit.browser import CACHE, CHROMIUM, PLAYWRIGHT_CORE, ROOT, fail_without, run
+
 VERSION = json.loads((ROOT / "package.json").read_text(encoding="utf-8"))["version"]
-CACHE = Path(os.environ.get("TORCHLINT_E2E_CACHE") or Path.home() / ".cache" / "torchlint-e2e")
-CHROMIUM = os.environ.get("TORCHLINT_E2E_CHROMIUM", "/usr/bin/chromium")
 # What the .vsix is built from: a .vsix older than any of these is stale.
 SOURCES = ["package.json", "package-lock.json", ".vscodeignore", "client-vscode/src", "client-vscode/scripts",
            "client-vscode/bundled/launch.py", "server/torchlint"]
@@ -33,36 +30,6 @@ NPM_CI_LIMIT = 900
 PACKAGE_LIMIT = 900
 UNIT_TEST_LIMIT = 600
 E2E_LIMIT = 1800
-GRACE = 20  # seconds between SIGTERM (e2e.js then kills code-server's own group) and SIGKILL
-
-
-def run(command, limit, env=None):
-    """Run a command in its own session; on timeout end its whole process group."""
-    child = subprocess.Popen(command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        output, _ = child.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        _end_group(child)
-        output, _ = child.communicate()
-        pytest.fail("%s ran past %d s; its process group was killed\n%s" % (" ".join(command), limit, output[-6000:]))
-    finally:
-        _end_group(child)
-    assert child.returncode == 0, "%s exited %d:\n%s" % (" ".join(command), child.returncode, output[-6000:])
-    return output
-
-
-def _end_group(child):
-    for sig, wait in ((signal.SIGTERM, GRACE), (signal.SIGKILL, None)):
-        try:
-            os.killpg(child.pid, sig)
-        except ProcessLookupError:
-            return
-        if wait is not None:
-            try:
-                child.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                pass
 
 
 def _newest_source_mtime() -> float:
@@ -121,11 +88,8 @@ def test_vsix_is_complete_and_carries_only_what_the_server_reads(vsix):
 
 
 def test_end_to_end_in_real_vscode(vsix):
-    missing = [str(path) for path in (CACHE / "cs" / "node_modules" / ".bin" / "code-server",
-                                      CACHE / "driver" / "node_modules" / "playwright-core" / "package.json",
-                                      Path(CHROMIUM)) if not path.exists()]
-    if missing:
-        pytest.fail("the end-to-end test needs %s: run bash tests/e2e_vscode/setup.sh once" % ", ".join(missing))
+    fail_without("tests/e2e_vscode/setup.sh", CACHE / "cs" / "node_modules" / ".bin" / "code-server", PLAYWRIGHT_CORE,
+                 Path(CHROMIUM))
     env = dict(os.environ, TORCHLINT_E2E_TORCH_PYTHON=sys.executable)
     output = run(["node", "tests/e2e_vscode/e2e.js", "--vsix", str(vsix)], E2E_LIMIT, env=env)
     sys.stdout.write(output[-4000:])
