@@ -206,3 +206,13 @@ def test_test_extra_and_setup_scripts():
     setup = (ROOT / "tests" / "e2e_vscode" / "setup.sh").read_text(encoding="utf-8")
     commands = [line.split("#")[0] for line in setup.splitlines()]
     assert not [line for line in commands if "--unsafe-perm" in line]  # npm 7+ has no such option
+
+
+def test_the_jupyterlab_page_names_the_versions_the_suite_installs():
+    setup = (ROOT / "tests" / "e2e_jupyter" / "setup.sh").read_text(encoding="utf-8")
+    pins = re.findall(r"([a-z-]+)==([0-9.]+)", re.search(r"^PINS=\((.*)\)", setup, re.M).group(1))
+    assert [name for name, _ in pins] == ["jupyterlab", "jupyterlab-lsp", "jupyter-lsp"]
+    tried = (ROOT / "docs" / "jupyterlab.md").read_text(encoding="utf-8").split("\n\n")[1]
+    assert tried.startswith("Tried here:") and "tests/e2e_jupyter/test_jupyterlab.py" in tried
+    for name, version in pins:
+        assert re.search(r"\b%s %s\b" % (name, re.escape(version)), tried, re.I), (name, version)
