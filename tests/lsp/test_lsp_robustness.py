@@ -70,7 +70,7 @@ async def test_a_huge_document_holds_up_no_other_request(client: LanguageClient,
         client.text_document_code_lens_async(types.CodeLensParams(
             text_document=types.TextDocumentIdentifier(uri=small)))), BOUND)
     assert not big_lenses  # above torchlint.maxFileSize: not parsed at all
-    assert hover.contents.value.startswith("**TL101**")
+    assert hover.contents.value.startswith("**TL101 unregistered-tensor**")
     assert [lens.command.arguments[0]["className"] for lens in small_lenses] == ["Block"]
     published = await wait_for_publish(client, big, version=1, timeout=BOUND)
     assert not published.diagnostics
