@@ -10,8 +10,10 @@ another module), so that only the caches can make a difference.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -186,3 +188,31 @@ def test_a_disk_that_refuses_every_write_costs_only_time(project, tmp_path):
     found, done = check(project, cache, home)
     assert found == EXPECTED and "not kept on disk" not in done.stderr
     assert len(entries_of(cache)) == 1
+
+
+def test_temporary_files_of_killed_writers_are_deleted_and_live_ones_kept(project, tmp_path):
+    """A writer killed between its temporary file and the rename (kill -9) leaves the file: torchlint's
+    entries (``.*.tmp`` beside them) and parso's pickles (``.torchlint-*.tmp``). A later run deletes
+    those an hour old, in both folders (torchlint's at its trim whatever the size, parso's where
+    jedi first reads it), and keeps a fresh one: another run may be writing it."""
+    cache, home = tmp_path / "cache", tmp_path / "home"
+    check(project, cache, home)
+    (entry,) = entries_of(cache)
+    (pickles,) = {pickle.parent for pickle in (home / "jedi").rglob("*.pkl")}
+    hour_ago = time.time() - 3600
+    planted = {}
+    for folder, prefix in ((entry.parent, "."), (pickles, ".torchlint-")):
+        for age in ("old", "fresh"):
+            planted[folder, age] = folder / ("%s%s-writer.tmp" % (prefix, age))
+            planted[folder, age].write_bytes(b"\x80half a pickle" * 1000)
+        os.utime(planted[folder, "old"], (hour_ago, hour_ago))
+    unrelated = pickles / "notes.tmp"  # not a name torchlint writes: not its to delete
+    unrelated.write_text("")
+    os.utime(unrelated, (hour_ago, hour_ago))
+    with open(project / "pkg" / "model.py", "a") as model:
+        model.write("# changed: asked again, and jedi loads the pickles of what it imports\n")
+    found, _ = check(project, cache, home)
+    assert found == EXPECTED
+    left = {(folder, age) for (folder, age), path in planted.items() if path.exists()}
+    assert left == {(entry.parent, "fresh"), (pickles, "fresh")}
+    assert unrelated.exists() and len(entries_of(cache)) == 2

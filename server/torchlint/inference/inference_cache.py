@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
@@ -39,6 +40,10 @@ CACHE_DIR_ENV = "TORCHLINT_CACHE_DIR"  # where the cache lives (default: $XDG_CA
 DEFAULT_MAX_BYTES = 64 << 20  # the whole folder; the oldest entries go first past it
 _FORMAT = 2  # bumped when an entry's layout changes
 _MAX_ENTRY_BYTES = 4 << 20  # an entry bigger than this is not ours (or is damaged)
+# A temporary file not renamed into place this long after its last write was left by a writer
+# that died (kill -9, a power cut); a live writer's is seconds old.
+STALE_TEMPORARY_SECONDS = 10 * 60
+_TEMPORARY_PREFIX, TEMPORARY_SUFFIX = ".", ".tmp"  # an entry's name while it is written
 
 Dependency = Tuple[str, int, int]  # (path, st_mtime_ns, st_size)
 
@@ -147,7 +152,8 @@ class InferenceCache:
         target = self._file(key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=str(target.parent))
+            handle, temporary = tempfile.mkstemp(prefix=_TEMPORARY_PREFIX, suffix=TEMPORARY_SUFFIX,
+                                                 dir=str(target.parent))
             try:
                 with os.fdopen(handle, "w", encoding="utf-8") as out:
                     json.dump(stored, out, separators=(",", ":"))
@@ -162,10 +168,13 @@ class InferenceCache:
             pass
 
     def trim(self) -> int:
-        """Delete the least recently used entries (and stray temporary files) until the folder
-        is under 80 % of its bound; returns how many were deleted."""
+        """Delete the stray temporary files of writers that died (whatever the folder's size),
+        then the least recently used entries until the folder is under 80 % of its bound;
+        returns how many files were deleted."""
         files: List[Tuple[float, int, str]] = []
         total = 0
+        removed = 0
+        stale_before = time.time() - STALE_TEMPORARY_SECONDS
         try:
             with os.scandir(self.directory) as shards:
                 for shard in shards:
@@ -177,13 +186,16 @@ class InferenceCache:
                                 st = entry.stat(follow_symlinks=False)
                             except OSError:
                                 continue
+                            if _is_stale_temporary(entry.name, st.st_mtime, _TEMPORARY_PREFIX, stale_before) \
+                                    and _unlink(entry.path):
+                                removed += 1
+                                continue
                             files.append((st.st_mtime, st.st_size, entry.path))
                             total += st.st_size
         except OSError:
-            return 0
+            return removed
         if total <= self.max_bytes:
-            return 0
-        removed = 0
+            return removed
         for _, size, path in sorted(files):
             if total <= self.max_bytes * 0.8:
                 break
@@ -191,6 +203,33 @@ class InferenceCache:
                 total -= size
                 removed += 1
         return removed
+
+
+def _is_stale_temporary(name: str, mtime: float, prefix: str, stale_before: float) -> bool:
+    return name.startswith(prefix) and name.endswith(TEMPORARY_SUFFIX) and mtime < stale_before
+
+
+def remove_stale_temporaries(folder: str, prefix: str) -> int:
+    """Delete the files ``prefix*.tmp`` directly in ``folder`` whose writer died (last written
+    STALE_TEMPORARY_SECONDS ago or more); a live writer's are kept. Returns how many were deleted;
+    a folder that cannot be read deletes nothing."""
+    stale_before = time.time() - STALE_TEMPORARY_SECONDS
+    removed = 0
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if not (entry.name.startswith(prefix) and entry.name.endswith(TEMPORARY_SUFFIX)):
+                    continue  # (the name first: parso's folder holds thousands of pickles)
+                try:
+                    stale = _is_stale_temporary(entry.name, entry.stat(follow_symlinks=False).st_mtime, prefix,
+                                                stale_before) and entry.is_file(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stale and _unlink(entry.path):
+                    removed += 1
+    except OSError:
+        pass
+    return removed
 
 
 def _digest(stored: Mapping[str, object]) -> str:

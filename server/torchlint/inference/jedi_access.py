@@ -47,6 +47,7 @@ from jedi.inference.compiled.subprocess import functions as _jedi_functions
 from .. import collection, processes
 from . import parso_parser
 from ..environments import TIMEOUT_ENV
+from .inference_cache import TEMPORARY_SUFFIX, remove_stale_temporaries
 
 log = logging.getLogger("torchlint")
 Answer = TypeVar("Answer")
@@ -122,7 +123,26 @@ _parso_load: Callable[..., Any] = _parso_cache._load_from_file_system
 _parso_hashed_path: Callable[..., str] = _parso_cache._get_hashed_path
 
 
-def _save_whole(hashed_grammar: str, path: str, item: Any, cache_path: Optional[str] = None) -> None:
+_TEMPORARY_PREFIX = ".torchlint-"  # a pickle's name while _save_whole writes it
+_swept: Set[Optional[Path]] = set()  # the cache paths whose killed writers' temporary files this process deleted
+
+
+def _sweep_once(cache_path: Optional[Path]) -> None:
+    """At a process's first load or save of parso's pickles in a folder, delete the temporary
+    files there that a killed writer left (parso never does: 2.3 MB after a kill -9); a live
+    writer's are seconds old and kept (remove_stale_temporaries). Once: the folder holds a pickle
+    per module jedi ever read."""
+    if cache_path in _swept:
+        return
+    _swept.add(cache_path)
+    try:
+        folder = _parso_cache._get_cache_directory_path(cache_path=cache_path)  # (makes it, as a load would)
+    except OSError:
+        return
+    remove_stale_temporaries(str(folder), _TEMPORARY_PREFIX)
+
+
+def _save_whole(hashed_grammar: str, path: str, item: Any, cache_path: Optional[Path] = None) -> None:
     """parso's pickle of a module's tree, written beside its place and renamed into it. parso
     writes into the place itself, so a worker loading that module meanwhile read half a file and
     jedi failed the question with EOFError (one to three times a run on transformers' models/
@@ -131,10 +151,11 @@ def _save_whole(hashed_grammar: str, path: str, item: Any, cache_path: Optional[
     costs the next run its parse: the first reason is kept for the owner to say
     (:func:`take_parse_cache_failure`)."""
     global _parse_cache_failure
+    _sweep_once(cache_path)
     try:
         target = _parso_hashed_path(hashed_grammar, path, cache_path=cache_path)  # (makes the folder)
-        handle = tempfile.NamedTemporaryFile(dir=os.path.dirname(target), prefix=".torchlint-", suffix=".tmp",
-                                             delete=False)
+        handle = tempfile.NamedTemporaryFile(dir=os.path.dirname(target), prefix=_TEMPORARY_PREFIX,
+                                             suffix=TEMPORARY_SUFFIX, delete=False)
     except OSError as err:
         _parse_cache_failure = _parse_cache_failure or _cache_failure_reason(err, cache_path)
         return
@@ -155,7 +176,7 @@ def _save_whole(hashed_grammar: str, path: str, item: Any, cache_path: Optional[
 _parse_cache_failure: Optional[str] = None  # why parso's pickles could not be written, since the last take
 
 
-def _cache_failure_reason(err: OSError, cache_path: Optional[str]) -> str:
+def _cache_failure_reason(err: OSError, cache_path: Optional[Path]) -> str:
     folder = cache_path if cache_path is not None else getattr(_parso_cache, "_default_cache_path", "parso's cache")
     return "%s (%s)" % (err.strerror or err, folder)
 
@@ -170,7 +191,7 @@ def take_parse_cache_failure() -> Optional[str]:
 _parso_clear_old: Callable[..., Any] = _parso_cache._remove_cache_and_update_lock
 
 
-def _clear_old_quietly(cache_path: Optional[str] = None) -> Any:
+def _clear_old_quietly(cache_path: Optional[Path] = None) -> Any:
     """parso's clean-up of old pickles after a save; on a folder that cannot be written it fails
     like the save (see _save_whole)."""
     try:
@@ -179,9 +200,10 @@ def _clear_old_quietly(cache_path: Optional[str] = None) -> Any:
         return False
 
 
-def _load_whole(hashed_grammar: str, path: str, p_time: float, cache_path: Optional[str] = None) -> Any:
+def _load_whole(hashed_grammar: str, path: str, p_time: float, cache_path: Optional[Path] = None) -> Any:
     """parso's pickle of a module's tree, or None (parso parses the module again) where the file
     does not load: one another jedi tool (an editor's) was writing in place, or cut short."""
+    _sweep_once(cache_path)
     try:
         return _parso_load(hashed_grammar, path, p_time, cache_path=cache_path)
     except Exception:  # EOFError, UnpicklingError, or whatever half a pickle makes of the rest
