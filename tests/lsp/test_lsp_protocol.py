@@ -92,3 +92,44 @@ def test_a_frame_without_content_length_does_not_swallow_the_next():
     assert 2 not in responses and 4 not in responses  # no header, no request: skipped
     assert b"malformed frame" in err
     assert server.returncode == 0
+
+
+def test_a_message_that_cannot_be_decoded_is_answered_and_the_server_goes_on():
+    """A body nested 100,000 deep (past the JSON decoder's recursion limit) and one cut short were
+    dropped with a log line: the client waited for ever. Each is answered with a parse error under
+    its id where one can be read (null where none can), and the requests after them are served."""
+    def frame(body):
+        return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+    deep = b"[" * 100_000 + b"]" * 100_000
+    hover = {"textDocument": {"uri": "file:///nowhere.py"}, "position": {"line": 0, "character": 0}}
+    stream = b"".join([
+        frame(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                          "params": {"capabilities": {}, "processId": None}}).encode()),
+        frame(b'{"jsonrpc": "2.0", "method": "initialized", "params": {}}'),
+        frame(b'{"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": %s}' % deep),
+        frame(b'{"jsonrpc": "2.0", "method": "textDocument/hover", "params": {"id": 5, "x": %s}}' % deep),
+        frame(b'{"jsonrpc": "2.0", "method": "textDocument/hover", "id": "three", "params": {"text'),
+        frame(json.dumps({"jsonrpc": "2.0", "id": 4, "method": "textDocument/hover", "params": hover}).encode()),
+        frame(b'{"jsonrpc": "2.0", "id": 6, "method": "shutdown"}'),
+        frame(b'{"jsonrpc": "2.0", "method": "exit"}'),
+    ])
+    server = subprocess.Popen(CONFIG.server_command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=CONFIG.server_env)
+    try:
+        out, _ = server.communicate(stream, timeout=120)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.communicate()
+    answers = []
+    while out:
+        header, _, rest = out.partition(b"\r\n\r\n")
+        length = int(re.search(rb"Content-Length: *(\d+)", header).group(1))
+        message = json.loads(rest[:length])
+        out = rest[length:]
+        if "method" not in message:
+            answers.append((message["id"], message.get("error", {}).get("code"), "result" in message))
+    assert answers == [(1, None, True), (2, -32700, False), (None, -32700, False), ("three", -32700, False),
+                       (4, None, True), (6, None, True)]
+    assert server.returncode == 0

@@ -48,7 +48,7 @@ from ..settings import editor_name, spec_of
 from .code_actions import KINDS as CODE_ACTION_KINDS, code_actions
 from .convert import Converter
 from .documents import use_protocol_lines
-from .framing import ResyncingReader
+from .framing import ResyncingReader, request_id
 from .hover import hover as hover_card_at
 from .inference_layers import JEDI_WAVE, InferenceLayers
 from .inlay_hints import inlay_hints
@@ -130,6 +130,7 @@ class TorchlintServer(LanguageServer):
         self.inference = InferenceLayers(lambda message: self.messages.log(message, types.MessageType.Info),
                                          self.messages.warn_once)
         self.verify_runs = VerifyRuns()  # the verifications in flight (shutdown ends them)
+        self.frames: Optional[ResyncingReader] = None  # stdin, once serving (main)
         # Two waves: names at once, then jedi refines the same snapshot.
         self.inference_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-jedi")
         self.scheduler = Scheduler(self.document_state, self.analyse, self.publish, self.executor,
@@ -161,8 +162,17 @@ class TorchlintServer(LanguageServer):
         self.messages.log_error(message)
 
     def report_server_error(self, error: Exception, source: ServerErrors) -> None:
-        """Protocol-level failures (a malformed message): logged, not popped up in the editor."""
+        """Protocol-level failures (a malformed message): logged, not popped up in the editor. A
+        body pygls's read loop could not decode (``source``: its JsonRpcException; not JSON, or
+        nested deeper than the decoder's recursion limit) is answered with a parse error under its
+        id where one can be read (else null, as JSON-RPC has it): the client would wait for ever."""
         self.log_error("%s: %s" % (getattr(source, "__name__", source), error))
+        if source is JsonRpcException and isinstance(error, (ValueError, RecursionError)) \
+                and self.frames is not None:  # (ValueError: JSONDecodeError, UnicodeDecodeError)
+            why = "nested too deep to decode" if isinstance(error, RecursionError) else "not JSON (%s)" % error
+            # (plain data: pygls's response types leave out an id that is None, JSON-RPC's null)
+            self.protocol._send_data({"jsonrpc": "2.0", "id": request_id(self.frames.last_body), "error": {
+                "code": types.ErrorCodes.ParseError.value, "message": "the message could not be read: %s" % why}})
 
     # -- requests to the client (publishing.DiagnosticsOut, and the lens and hint refreshes) ----
     def push(self, uri: str, version: Optional[int], diagnostics: Diagnostics) -> None:
@@ -774,5 +784,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr
     server = create_server()
-    server.start_io(ResyncingReader(stdin), stdout)  # type: ignore[arg-type]  # (pygls only reads lines and bytes)
+    server.frames = ResyncingReader(stdin)
+    server.start_io(server.frames, stdout)  # type: ignore[arg-type]  # (pygls only reads lines and bytes)
     return 0
