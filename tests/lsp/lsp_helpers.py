@@ -72,6 +72,13 @@ async def serving(root: Path, server_env: Optional[Dict[str, str]] = None, optio
         await asyncio.wait_for(client.stop(), timeout=20)
 
 
+def add_workspace_folder(client: LanguageClient, folder: Path) -> None:
+    """Open ``folder`` as one more workspace folder (verify runs only files in one)."""
+    client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(
+            added=[types.WorkspaceFolder(uri=folder.as_uri(), name=folder.name)], removed=[])))
+
+
 def open_document(client: LanguageClient, uri: str, text: str, version: int = 1) -> None:
     client.text_document_did_open(types.DidOpenTextDocumentParams(
         text_document=types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)))

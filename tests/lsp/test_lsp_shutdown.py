@@ -13,7 +13,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_helpers import CONFIG, VSCODE, initialize, wait_for
+from lsp_helpers import CONFIG, VSCODE, add_workspace_folder, initialize, wait_for
 from test_hostile_files import descendants
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"),
@@ -75,6 +75,7 @@ async def test_shutdown_ends_a_running_verification_and_the_server_exits(client:
     started = tmp_path / "forward-started"
     path = tmp_path / "hangs.py"
     path.write_text(HANGS_IN_FORWARD % str(started))
+    add_workspace_folder(client, tmp_path)
     tokens_before = set(client.progress_reports)
     running = asyncio.ensure_future(client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="torchlint.verifyModule", arguments=[{"uri": path.as_uri(), "device": "cpu"}])))

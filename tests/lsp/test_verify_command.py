@@ -13,8 +13,8 @@ from pytest_lsp import LanguageClient, client_capabilities
 
 from torchlint.lsp.verification import NVIDIA_DRIVER_FILES
 
-from lsp_helpers import (CONFIG, EXAMPLES, ROOT, VSCODE, initialize, open_document, record_publishes,
-                         replace_text, wait_for, wait_for_publish)
+from lsp_helpers import (CONFIG, EXAMPLES, ROOT, VSCODE, add_workspace_folder, initialize, open_document,
+                         record_publishes, replace_text, wait_for, wait_for_publish)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -22,6 +22,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 async def opened_demo(client, tmp_path):
     path = tmp_path / "verify_demo.py"
     shutil.copy(EXAMPLES / "verify_demo.py", path)
+    add_workspace_folder(client, tmp_path)
     uri = path.as_uri()
     since = len(client.publishes)
     open_document(client, uri, path.read_text())
@@ -74,6 +75,7 @@ async def test_a_class_that_needs_arguments_asks_for_them(vscode: LanguageClient
     client = vscode
     path = tmp_path / "needs.py"
     path.write_text(NEEDS)
+    add_workspace_folder(client, tmp_path)
     uri = path.as_uri()
     open_document(client, uri, NEEDS)
     lenses = await client.text_document_code_lens_async(
@@ -194,6 +196,7 @@ async def test_cancelling_the_progress_kills_the_run(vscode: LanguageClient, tmp
     client = vscode
     path = tmp_path / "hangs.py"
     path.write_text(HANGS)
+    add_workspace_folder(client, tmp_path)
     tokens_before = set(client.progress_reports)
     running = asyncio.ensure_future(client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="torchlint.verifyModule", arguments=[{"uri": path.as_uri(), "device": "cpu"}])))
@@ -205,6 +208,54 @@ async def test_cancelling_the_progress_kills_the_run(vscode: LanguageClient, tmp
     assert result["outcome"] == "cancelled"
 
 
+
+
+RUNS_AT_IMPORT = '''import pathlib
+pathlib.Path(%r).write_text("ran")
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x
+'''
+
+
+async def test_a_file_outside_the_workspace_is_never_run(vscode: LanguageClient, tmp_path):
+    """The command named any file on disk and ran it: one outside the workspace's folders (the
+    repository here; the file in a temporary folder) is refused, saying why, and nothing runs."""
+    client = vscode
+    marker = tmp_path / "ran"
+    path = tmp_path / "outside.py"
+    path.write_text(RUNS_AT_IMPORT % str(marker))
+    open_document(client, path.as_uri(), path.read_text())
+    result = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="torchlint.verifyModule", arguments=[{"uri": path.as_uri(), "device": "cpu"}])), 180)
+    assert "not in the workspace's folders" in result["error"] and str(ROOT) in result["error"]
+    await wait_for(lambda: any("not in the workspace's folders" in m.message and m.type == types.MessageType.Error
+                               for m in client.messages), timeout=60, what="the refusal shown")
+    assert not marker.exists()
+
+
+async def test_a_link_in_the_workspace_to_a_file_outside_is_refused(tmp_path, monkeypatch):
+    from torchlint.config import Config
+    from torchlint.lsp import verification
+    from torchlint.settings import DEFAULT_SETTINGS
+    workspace, outside = tmp_path / "workspace", tmp_path / "outside.py"
+    workspace.mkdir()
+    outside.write_text(RUNS_AT_IMPORT % str(tmp_path / "ran"))
+    (workspace / "model.py").symlink_to(outside)
+    ran, shown = [], []
+    monkeypatch.setattr(verification, "verify_file", lambda *args, **kwargs: ran.append(args))
+    services = verification.VerifyServices(log=lambda *a: None, show=lambda message, kind: shown.append(message),
+                                           warn_once=lambda m: None, progress=None, deliver=lambda *a: None,
+                                           workspace_folders=lambda: [str(workspace)])
+    result = await verification.verify_module(
+        ({"uri": (workspace / "model.py").as_uri(), "device": "cpu"},), lambda uri: None, DEFAULT_SETTINGS,
+        lambda p: Config(root=workspace), services)
+    assert "not in the workspace's folders" in result["error"] and shown == [result["error"]]
+    assert ran == [] and not (tmp_path / "ran").exists()
+    assert verification.in_workspace(str(workspace / "model.py"), [str(tmp_path)])
 
 
 async def test_a_cancelled_request_stops_the_run_and_ends_its_progress(tmp_path, monkeypatch):
@@ -240,7 +291,8 @@ async def test_a_cancelled_request_stops_the_run_and_ends_its_progress(tmp_path,
     progress = Progress()
     monkeypatch.setattr(verification, "verify_file", verify_file)
     services = verification.VerifyServices(log=lambda *a: None, show=lambda *a: None, warn_once=lambda m: None,
-                                           progress=progress, deliver=lambda *a: None)
+                                           progress=progress, deliver=lambda *a: None,
+                                           workspace_folders=lambda: [str(tmp_path)])
     task = asyncio.ensure_future(verification.verify_module(
         ({"uri": path.as_uri(), "device": "cpu"},), lambda uri: None, DEFAULT_SETTINGS,
         lambda p: Config(root=tmp_path), services))
@@ -260,6 +312,7 @@ async def test_a_pull_client_that_cannot_be_refreshed_gets_them_pushed(neovim: L
     assert client.init_result.capabilities.diagnostic_provider is not None  # it pulls
     path = tmp_path / "verify_demo.py"
     shutil.copy(EXAMPLES / "verify_demo.py", path)
+    add_workspace_folder(client, tmp_path)
     uri = path.as_uri()
     text = path.read_text()
     open_document(client, uri, text)
@@ -311,6 +364,7 @@ async def test_a_pull_client_that_can_be_refreshed_is_asked_to_pull(vscode_pull:
     client = vscode_pull
     path = tmp_path / "verify_demo.py"
     shutil.copy(EXAMPLES / "verify_demo.py", path)
+    add_workspace_folder(client, tmp_path)
     uri = path.as_uri()
     open_document(client, uri, path.read_text())
     document = types.TextDocumentIdentifier(uri=uri)
@@ -347,6 +401,7 @@ async def test_an_interpreter_without_torch_is_shown_to_the_user(without_torch: 
     client = without_torch
     path = tmp_path / "model.py"
     path.write_text("import torch\n\n\nclass Net(torch.nn.Module):\n    pass\n")
+    add_workspace_folder(client, tmp_path)
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="torchlint.verifyModule", arguments=[{"uri": path.as_uri(), "device": "cpu"}]))
     assert result["outcome"] == "error" and "torch cannot be imported" in result["error"]

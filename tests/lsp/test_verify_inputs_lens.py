@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import ast
 import asyncio
+from pathlib import Path
 
 import pytest
 from lsprotocol import types
+from pygls.uris import to_fs_path
 from pytest_lsp import LanguageClient
 
 from torchlint.config import find_config
 from torchlint.lsp import verification
 
-from lsp_helpers import lenses, open_document, replace_text, wait_for
+from lsp_helpers import add_workspace_folder, lenses, open_document, replace_text, wait_for
 
 in_server_loop = pytest.mark.asyncio(loop_scope="module")  # the tests sharing the module's server
 
@@ -45,6 +47,7 @@ class Easy(nn.Module):
 
 
 async def verify(client: LanguageClient, argument: dict):
+    add_workspace_folder(client, Path(to_fs_path(argument["uri"])).parent)
     return await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="torchlint.verifyModule", arguments=[dict(argument, device="cpu")])), BOUND)
 

@@ -427,7 +427,13 @@ class TorchlintServer(LanguageServer):
     def verify_services(self) -> VerifyServices:
         return VerifyServices(log=self.messages.log, show=self.messages.show, warn_once=self.inference.warn_once,
                               progress=self.work_done_progress, deliver=self.deliver_verification,
-                              note_inputs=self.note_inputs, runs=self.verify_runs)
+                              workspace_folders=self.workspace_folders, note_inputs=self.note_inputs,
+                              runs=self.verify_runs)
+
+    def workspace_folders(self) -> List[str]:
+        """The folders the client opened as the workspace, and its root, as paths."""
+        folders = [to_fs_path(folder.uri) for folder in self.workspace.folders.values()] + [self.workspace.root_path]
+        return [folder for folder in folders if folder]
 
     async def stop(self) -> None:
         """``shutdown``: end the verifications in flight (their probes are killed, their progress

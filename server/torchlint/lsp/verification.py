@@ -382,10 +382,19 @@ class VerifyServices:
     # Shows a run's findings of (uri, version, text) with the document's diagnostics and keeps
     # them for that version (dropped as stale when the document is no longer at it).
     deliver: Callable[[str, Optional[int], str, List[Finding]], None]
+    # The folders open as the workspace (and its root): the only places a run's file may be in.
+    workspace_folders: Callable[[], List[str]]
     # Keeps, for the lens of the document at uri, which of a run's classes want example inputs
     # (class -> True) and which got them (False).
     note_inputs: Callable[[str, Dict[str, bool]], None] = lambda uri, wanted: None
     runs: VerifyRuns = field(default_factory=VerifyRuns)  # the server's runs in flight
+
+
+def in_workspace(path: str, folders: Sequence[str]) -> bool:
+    """Whether ``path``, its links followed, is in one of ``folders`` (theirs followed too)."""
+    real = os.path.realpath(path)
+    return any(real == folder or real.startswith(os.path.join(folder, ""))
+               for folder in (os.path.realpath(f) for f in folders if f))
 
 
 async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Optional[Tuple[str, Optional[int]]]],
@@ -401,6 +410,14 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
         return {"error": str(err)}
     uri = request["uri"]
     path = path_of(uri)
+    if path is not None and not in_workspace(path, services.workspace_folders()):
+        # A run imports the file: only a file in the workspace the user opened (and, in VS Code,
+        # trusted: the extension disables the command in an untrusted one) is ever run.
+        message = ("%s refused: %s is not in the workspace's folders (%s); verification runs the file's code, "
+                   "so it runs only files in a folder open as the workspace" % (
+                       VERIFY_COMMAND, path, ", ".join(services.workspace_folders()) or "none is open"))
+        services.show(message, types.MessageType.Error)
+        return {"error": message}
     opened = open_text(uri)
     if path is None or not os.path.isfile(path):
         message = "%s: %s is not a file on disk (save it first)" % (VERIFY_COMMAND, uri)
