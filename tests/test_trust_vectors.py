@@ -404,6 +404,40 @@ def test_the_disk_caches_never_execute_what_they_read(tmp_path):
     assert findings(third.stdout) == findings(first.stdout), third.stdout + third.stderr
 
 
+def test_with_no_cache_no_pickle_of_jedis_user_folder_is_read_or_written(tmp_path):
+    """Checked with the disk caches on, parso's pickles come from jedi's user-level folder, as
+    trusted as your home: a pickle planted there runs when loaded. ``--no-cache`` loaded it too.
+    Now it reads nothing from that folder and writes nothing to it: a first run leaves no folder,
+    a run over a planted pickle never loads it and changes nothing there."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "helpers.py").write_text(HELPERS)
+    (repo / "model.py").write_text(CACHED_MODEL)
+    user_cache = tmp_path / "xdg"
+    env = {"XDG_CACHE_HOME": str(user_cache)}
+    cached_line = 1 + CACHED_MODEL.splitlines().index("        self.w = make_weight(3)")
+
+    uncached = torchlint(["check", "--no-cache", "."], repo, tmp_path, **env)
+    assert findings(uncached.stdout) == [("model.py", cached_line, "TL101")], uncached.stdout + uncached.stderr
+    assert not (user_cache / "jedi").exists(), sorted(user_cache.rglob("*"))
+
+    torchlint(["check", "."], repo, tmp_path, **env)  # the caches on: parso's pickles kept
+    (helper_pickle,) = user_cache.glob("jedi/*/*-%s.pkl" % hashlib.sha256(
+        str(repo / "helpers.py").encode("utf-8")).hexdigest())
+    helper_pickle.write_bytes(pickle.dumps(_Planted(marker_code(tmp_path / "MARKER", "pickle loaded"))))
+    kept = {path: path.stat().st_mtime_ns for path in user_cache.rglob("*")}
+    uncached = torchlint(["check", "--no-cache", "."], repo, tmp_path, **env)
+    assert_no_marker(tmp_path, uncached)
+    assert findings(uncached.stdout) == [("model.py", cached_line, "TL101")], uncached.stdout + uncached.stderr
+    assert {path: path.stat().st_mtime_ns for path in user_cache.rglob("*")} == kept
+    # The planted pickle is one parso loads: with the caches on (and model.py changed, so that its
+    # answers are asked of jedi again), it runs.
+    with open(repo / "model.py", "a") as model:
+        model.write("# changed\n")
+    torchlint(["check", "."], repo, tmp_path, **env)
+    assert (tmp_path / "MARKER").read_text() == "pickle loaded\n"
+
+
 # -- 10: --fix on standard input never writes a file -------------------------------------------------
 
 STDIN_MODEL = textwrap.dedent("""\

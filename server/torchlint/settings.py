@@ -125,9 +125,11 @@ class Settings:
         True, "Keep the type-inference (jedi) answers on disk, in `$TORCHLINT_CACHE_DIR` (else "
         "`$XDG_CACHE_HOME/torchlint`, else `~/.cache/torchlint`), so that a restart or a second run "
         "asks jedi nothing it already answered for the same text. Off: that folder is neither read "
-        "nor written.", editor="inferenceCache", flag="--no-cache",
-        cli=(Flag("check", "neither read nor write type-inference answers on disk (default: kept in "
-                           "$TORCHLINT_CACHE_DIR, else $XDG_CACHE_HOME/torchlint or ~/.cache/torchlint)"),))
+        "nor written, nor are the parsed modules jedi keeps in its own cache folder "
+        "(`$XDG_CACHE_HOME/jedi`).", editor="inferenceCache", flag="--no-cache",
+        cli=(Flag("check", "neither read nor write type-inference answers on disk, nor jedi's parsed "
+                           "modules (default: kept in $TORCHLINT_CACHE_DIR, else $XDG_CACHE_HOME/torchlint "
+                           "or ~/.cache/torchlint, and $XDG_CACHE_HOME/jedi)"),))
     infer_budget: float = setting(
         10.0, "Seconds of type inference (jedi) per file and check; past them the rest of the file is "
         "checked by names alone. 0: no limit.", editor="inferBudget", flag="--infer-budget", minimum=0,

@@ -1,6 +1,6 @@
 """The server's inferenceCache and inferBudget settings (declared in torchlint.settings): they
 reach the jedi layers, running ones included, and with the cache off nothing is written to the
-cache folder; the server trims that folder as it writes."""
+cache folder, nor to jedi's (parso's pickles); the server trims that folder as it writes."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,9 +27,9 @@ def entries(cache_dir: Path):
 # -- through the protocol ---------------------------------------------------------------------
 @pytest.mark.asyncio(loop_scope="function")
 async def test_with_the_cache_off_the_server_writes_nothing_and_on_again_it_writes(tmp_path):
-    cache_dir = tmp_path / "cache"
-    config = ClientServerConfig(server_command=SERVER_COMMAND,
-                                server_env=dict(SERVER_ENV, TORCHLINT_CACHE_DIR=str(cache_dir)))
+    cache_dir, user_cache = tmp_path / "cache", tmp_path / "xdg"  # jedi's folder: $XDG_CACHE_HOME/jedi
+    config = ClientServerConfig(server_command=SERVER_COMMAND, server_env=dict(
+        SERVER_ENV, TORCHLINT_CACHE_DIR=str(cache_dir), XDG_CACHE_HOME=str(user_cache)))
     client = await config.start()
     try:
         await initialize(client, VSCODE, initialization_options={"inferenceCache": False, "inferBudget": 2.5})
@@ -46,6 +46,7 @@ async def test_with_the_cache_off_the_server_writes_nothing_and_on_again_it_writ
         await jedi_wave(new_uri(tmp_path))
         assert logged("answers not kept on disk (inferenceCache off)") and logged("at most 2.5 s of jedi per file")
         assert entries(cache_dir) == [], "the cache is off, yet the server wrote to %s" % cache_dir
+        assert not (user_cache / "jedi").exists(), "the cache is off, yet parso's pickles were kept on disk"
 
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
             settings={"torchlint": {"inferenceCache": True, "inferBudget": 0}}))

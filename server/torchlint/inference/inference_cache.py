@@ -99,6 +99,10 @@ class InferenceCache:
         self.dropped = 0  # entries found damaged or not what they claim, deleted (see take_events)
         self.unwritable: Optional[str] = None  # why the first entry could not be written, if one could not
 
+    def enabled(self) -> bool:
+        """Whether disk caches are in use now (a subclass may switch them off)."""
+        return True
+
     def key(self, environment: str, path: str, text: str) -> str:
         return fingerprint(__version__, environment, path, hashlib.sha256(
             text.encode("utf-8", "surrogatepass")).hexdigest())

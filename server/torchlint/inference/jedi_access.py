@@ -121,6 +121,24 @@ _parso_cache.gc = collection.RestoringCollector()  # type: ignore[assignment]
 
 _parso_load: Callable[..., Any] = _parso_cache._load_from_file_system
 _parso_hashed_path: Callable[..., str] = _parso_cache._get_hashed_path
+_parso_cache_folder: Callable[..., Path] = _parso_cache._get_cache_directory_path  # (makes the folder)
+
+
+def _always() -> bool:
+    return True
+
+
+# Whether parso's pickles are read from and written to disk, asked at each load and save: a layer
+# without disk caches (--no-cache, the editor's inferenceCache off) says no (keep_pickles_on_disk).
+_pickles_on_disk: Callable[[], bool] = _always
+
+
+def keep_pickles_on_disk(when: Callable[[], bool]) -> None:
+    """From now on, parso's pickles of parsed modules are loaded from and saved to jedi's cache
+    folder only while ``when()`` is true (else each module is parsed in this process and kept in
+    memory only). One answer for the process: its layers share parso's modules."""
+    global _pickles_on_disk
+    _pickles_on_disk = when
 
 
 _TEMPORARY_PREFIX = ".torchlint-"  # a pickle's name while _save_whole writes it
@@ -136,7 +154,7 @@ def _sweep_once(cache_path: Optional[Path]) -> None:
         return
     _swept.add(cache_path)
     try:
-        folder = _parso_cache._get_cache_directory_path(cache_path=cache_path)  # (makes it, as a load would)
+        folder = _parso_cache_folder(cache_path=cache_path)  # (makes it, as a load would)
     except OSError:
         return
     remove_stale_temporaries(str(folder), _TEMPORARY_PREFIX)
@@ -151,6 +169,8 @@ def _save_whole(hashed_grammar: str, path: str, item: Any, cache_path: Optional[
     costs the next run its parse: the first reason is kept for the owner to say
     (:func:`take_parse_cache_failure`)."""
     global _parse_cache_failure
+    if not _pickles_on_disk():
+        return
     _sweep_once(cache_path)
     try:
         target = _parso_hashed_path(hashed_grammar, path, cache_path=cache_path)  # (makes the folder)
@@ -194,6 +214,8 @@ _parso_clear_old: Callable[..., Any] = _parso_cache._remove_cache_and_update_loc
 def _clear_old_quietly(cache_path: Optional[Path] = None) -> Any:
     """parso's clean-up of old pickles after a save; on a folder that cannot be written it fails
     like the save (see _save_whole)."""
+    if not _pickles_on_disk():
+        return False
     try:
         return _parso_clear_old(cache_path=cache_path)
     except OSError:
@@ -202,7 +224,10 @@ def _clear_old_quietly(cache_path: Optional[Path] = None) -> Any:
 
 def _load_whole(hashed_grammar: str, path: str, p_time: float, cache_path: Optional[Path] = None) -> Any:
     """parso's pickle of a module's tree, or None (parso parses the module again) where the file
-    does not load: one another jedi tool (an editor's) was writing in place, or cut short."""
+    does not load: one another jedi tool (an editor's) was writing in place, or cut short. None
+    too while pickles are kept off the disk (keep_pickles_on_disk): the file is never opened."""
+    if not _pickles_on_disk():
+        return None
     _sweep_once(cache_path)
     try:
         return _parso_load(hashed_grammar, path, p_time, cache_path=cache_path)

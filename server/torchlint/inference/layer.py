@@ -91,6 +91,10 @@ class _SharedState:
     served: int  # scripts it has served
 
 
+def _never() -> bool:
+    return False
+
+
 class JediInference(ProjectFiles):
     """Project-wide jedi state, shared by every file checked in this process; what reading the
     project's files cannot tell about a base (:class:`.project_files.ProjectFiles`), jedi is asked.
@@ -164,6 +168,9 @@ class JediInference(ProjectFiles):
             self.sys_path = self.sys_path + [os.path.dirname(TORCH_STUBS)]
         self.torch_available = self.torch_source is not None
         self.cache = cache  # answers on disk (None: this process only)
+        # parso's pickles of the modules jedi reads are on disk only while the answers are: with
+        # no disk cache, a pickle planted in jedi's user-level folder is never loaded either.
+        jedi_access.keep_pickles_on_disk(cache.enabled if cache is not None else _never)
         self.budget = budget  # seconds of jedi per file (None: no limit)
         # A process that keeps jedi's warm-up state until it ends (a CLI worker, the language
         # server): see collection.freeze_long_lived.

@@ -38,14 +38,18 @@ TRIM_EVERY = 500  # entries written between two trims of the cache folder (the s
 
 
 class SwitchableCache(InferenceCache):
-    """The disk cache as the ``inferenceCache`` setting has it at each moment: off, nothing is
-    read or written, even by a check that started before the switch. Every TRIM_EVERY entries
+    """The disk caches as the ``inferenceCache`` setting has them at each moment: off, nothing is
+    read or written (parso's pickles neither: JediInference), even by a check that started
+    before the switch. Every TRIM_EVERY entries
     it writes, the folder is trimmed to its bound (the command line trims after each run)."""
 
     def __init__(self, directory: Path, enabled: Callable[[], bool]) -> None:
         super().__init__(directory)
         self._enabled = enabled
         self._stored = 0
+
+    def enabled(self) -> bool:
+        return self._enabled()
 
     def load(self, key: str) -> Optional[Entry]:
         return super().load(key) if self._enabled() else None
