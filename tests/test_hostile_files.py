@@ -159,6 +159,23 @@ def test_a_file_over_the_size_limit_is_said_and_not_checked(tmp_path, capsys):
     assert code == 1 and "big.py:8:9: TL101" in out and not err
 
 
+def test_a_file_not_checked_is_never_all_checks_passed(tmp_path, capsys):
+    """Too large (or unreadable), a file is an error and exit 2: the summary said "All checks
+    passed!" all the same when the files checked had no finding."""
+    limit = str(len(MASK))
+    write(tmp_path / "big.py", MASK + "#" * 100 + "\n")
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    code, out, err = run(["check", "--no-infer", "--max-file-size", limit, "big.py", "clean.py"], capsys,
+                         cwd=tmp_path)
+    assert code == 2 and "big.py: larger than --max-file-size" in err
+    assert out.splitlines()[-1] == "All checks passed in the files checked; 1 file not checked (see above)."
+    write(tmp_path / "model.py")  # with a finding: counted beside it
+    code, out, err = run(["check", "--no-infer", "--select", "TL101", "--max-file-size", limit, "big.py",
+                          "model.py"], capsys, cwd=tmp_path)
+    assert code == 2 and "model.py:8:9: TL101" in out
+    assert out.splitlines()[-1].startswith("Found 1 finding (1 file not checked (see above)")
+
+
 def test_the_size_limit_counts_characters_and_a_notebook_s_code(tmp_path, capsys):
     comment = "# " + "\u00e9" * 30 + "\n"  # 62 bytes, 33 characters
     write(tmp_path / "accents.py", comment + MASK)

@@ -844,6 +844,7 @@ def _check(args) -> int:
     noqa_files = noqa_added = 0
     noqa_left: List[str] = []
     cache_dropped = 0
+    not_read = 0  # files not checked at all (too large, unreadable): errors above, and the summary says so
     stdin_result: Optional[Checked] = None
     progress = Progress(len(jobs), sys.stderr) if Progress.wanted(sys.stderr, args.quiet) else None
     with progress or contextlib.nullcontext(), contextlib.closing(run_jobs(jobs, args.verbose, progress)) as results:
@@ -851,6 +852,7 @@ def _check(args) -> int:
             stop_if_signalled()
             if checked.unreadable:
                 problem = "%s: %s" % (job.display, checked.unreadable)
+                not_read += 1
             elif mode == "noqa" and checked.report.error is not None:
                 problem = "%s: does not parse (%s); no noqa directive added (fix it, then run again)" % (
                     job.display, parse_error_place(checked.report))
@@ -891,7 +893,7 @@ def _check(args) -> int:
               "recursion limit lets the rule follow (a 1,000-deep expression); its findings there are missing"
               % (display_path(report.path, cwd), ", ".join(report.cut_short)), file=sys.stderr)
     options = OutputOptions(unsafe_fixes=args.unsafe_fixes, fix_mode=mode == "fix", quiet=args.quiet, cwd=cwd,
-                            show_hints=hints_printed(config))
+                            show_hints=hints_printed(config), files_not_checked=not_read)
     written = None
     if mode == "noqa":
         for message in noqa_left:

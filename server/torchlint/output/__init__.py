@@ -48,6 +48,7 @@ class OutputOptions:
     quiet: bool = False  # findings only, no summary
     show_hints: bool = False  # text: print hints too (else only counted in the summary)
     cwd: str = field(default_factory=os.getcwd)
+    files_not_checked: int = 0  # files not read (too large, unreadable): said as errors, not in the reports
 
 
 def sorted_findings(reports: List[FileReport]):

@@ -61,6 +61,16 @@ def _hidden_hints(count: int) -> str:
     return "%s hidden (--show-hints shows them)" % _plural(count, "hint")
 
 
+def _not_checked_notes(cut_short: int, not_read: int) -> List[str]:
+    """What the summary says of the files not checked, or not whole (their errors are above)."""
+    notes = []
+    if cut_short:
+        notes.append("%s not checked whole: nested too deep for a rule (see above)" % _plural(cut_short, "file"))
+    if not_read:
+        notes.append("%s not checked (see above)" % _plural(not_read, "file"))
+    return notes
+
+
 def summary(reports: List[FileReport], options: OutputOptions) -> str:
     """``Found N findings (...)``, counting what was printed (and what --fix fixed, hints
     included); hints that were not printed are counted after it."""
@@ -73,10 +83,12 @@ def summary(reports: List[FileReport], options: OutputOptions) -> str:
     unwritten = sum(r.unwritten for r in reports) if options.fix_mode else 0
     cut_short = sum(1 for r in reports if r.cut_short)
     if remaining == 0 and fixed == 0 and not unwritten and not cut_short:
+        if options.files_not_checked:  # (the run exits 2: the summary must not say all passed)
+            return "All checks passed in the files checked; %s%s." % (
+                "; ".join(_not_checked_notes(0, options.files_not_checked)),
+                "; %s" % _hidden_hints(hidden) if hidden else "")
         return "All checks passed!" + (" %s." % _hidden_hints(hidden) if hidden else "")
-    notes = []
-    if cut_short:
-        notes.append("%s not checked whole: nested too deep for a rule (see above)" % _plural(cut_short, "file"))
+    notes = _not_checked_notes(cut_short, options.files_not_checked)
     if fixed:
         notes.append("%d fixed, %d remaining" % (fixed, remaining))
     if unwritten:
