@@ -16,6 +16,12 @@ SOURCE = "import torch\n\n\ndef helper(x):\n    return x * 2\n"
 CHANGED = SOURCE + "\n\nclass Net:\n    pass\n"
 
 
+@pytest.fixture(autouse=True)
+def pickles_on_disk(monkeypatch):
+    """As a layer with disk caches has it (a --no-cache run earlier in this process turned them off)."""
+    monkeypatch.setattr(jedi_access, "_pickles_on_disk", lambda: True)
+
+
 def parse_cached(module: Path, cache: Path):
     grammar = parso.load_grammar()
     # What this process keeps in memory would answer first: the test is about the files.
