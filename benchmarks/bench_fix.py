@@ -1,8 +1,9 @@
 """What ``--fix`` costs next to the check alone, as the number of fixes in one file grows.
 
 Generates one file holding N findings that ``--fix`` applies, in a temporary folder, in two shapes:
-"buffers", N Module classes, each with TL101's safe fix of ``self.w = torch.randn(3)`` added to the
-input in ``forward`` (a non-persistent buffer); "copies", one Module with N layers whose ``reset``
+"buffers", N Module classes, each with TL101's safe fix of a causal mask
+(``self.mask = torch.tril(torch.ones(3, 3))``, multiplied with the input in ``forward``: a
+non-persistent buffer); "copies", one Module with N layers whose ``reset``
 assigns each one's ``weight.data`` in a row (TL201's unsafe fix, ``with torch.no_grad():
 ....copy_(x)``, N blocks that ``--fix`` then merges into one; the runs give ``--unsafe-fixes``).
 For N = 1k, 2k, 6k, best of ``--runs``, it prints: read + ``ast.parse`` of the file in this process
@@ -37,10 +38,10 @@ CLASS = '''
 class Block{i}(nn.Module):
     def __init__(self):
         super().__init__()
-        self.w = torch.randn(3)
+        self.mask = torch.tril(torch.ones(3, 3))
 
     def forward(self, x):
-        return x + self.w
+        return x * self.mask
 '''
 FIXED = re.compile(r"\((\d+) fixed")  # the summary line: "Found N findings (N fixed, 0 remaining)."
 

@@ -436,7 +436,9 @@ async def test_pull_client_gets_code_actions_and_hover(neovim: LanguageClient, t
     (diagnostic,) = (await pull(client, uri)).items
     actions = await code_actions(client, uri, diagnostic.range, diagnostics=[diagnostic])
     assert [a.title for a in actions if a.title.startswith("TL101: ")]
-    assert not [a for a in actions if a.is_preferred]  # every fix of this finding is unsafe
+    # A causal mask multiplied in: its buffer fix is safe (issue 43), and the one preferred.
+    assert [a.title for a in actions if a.is_preferred] == [
+        "TL101: Register as a non-persistent buffer (moved by .to(), not saved)"]
     assert "Disable TL101 for this line" in [a.title for a in actions]
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=diagnostic.range.start))
