@@ -146,6 +146,7 @@ async def test_a_run_that_fails_says_so_to_the_user(broken_python: LanguageClien
     """A report with an error is answered to the client, which shows nothing more of it (VS Code
     took the server to have shown it, Neovim shows no answer): the server shows it, every run."""
     client = broken_python
+    add_workspace_folder(client, tmp_path)  # (verify runs only files of the workspace)
     path = tmp_path / "verify_demo.py"
     shutil.copy(EXAMPLES / "verify_demo.py", path)
     for attempt in range(2):  # a second run after an error is shown again
