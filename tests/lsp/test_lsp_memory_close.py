@@ -21,9 +21,12 @@ FILES = 12
 LINES = 3000
 WAVES_TIMEOUT = 300  # seconds for both waves of a large file on a slow, loaded machine
 COLLECTED = re.compile(r"full collection after closing: (\d+) objects freed")
-# What closing may leave above idle: jedi's parses of the library modules the files imported
-# (kept: its warm state), allocator slack. Twelve files: 117 MiB idle, 252 open, 177 closed.
-ALLOWED_ABOVE_IDLE_MIB = 100
+# Shares of memory, not amounts, so that another machine's allocator and library sizes do not
+# decide the test. Twelve files here: 117 MiB idle, 252 open, 177 closed: 56 % of what they
+# took given back (before: none). What stays is jedi's parses of the library modules the files
+# imported (its warm state) and allocator slack.
+TAKEN_AT_LEAST_MIB = 50  # the documents really took memory (135 MiB here)
+GIVEN_BACK_AT_LEAST = 0.4  # of what they took, once closed
 
 
 def rss_mib(pid: int) -> float:
@@ -71,9 +74,9 @@ async def test_closing_documents_brings_the_server_back_near_its_idle_memory(tmp
             pass  # the memory says what was kept; then the missing collection fails the test
         closed = rss_mib(pid)
 
-    assert opened - idle > ALLOWED_ABOVE_IDLE_MIB, "the documents never took memory: %.0f MiB idle, %.0f open" % (
+    assert opened - idle > TAKEN_AT_LEAST_MIB, "the documents never took memory: %.0f MiB idle, %.0f open" % (
         idle, opened)
-    assert closed - idle <= ALLOWED_ABOVE_IDLE_MIB, (
+    assert opened - closed >= GIVEN_BACK_AT_LEAST * (opened - idle), (
         "after closing %d documents the server holds %.0f MiB, %.0f idle (%.0f with them open)"
         % (FILES, closed, idle, opened))
     # The full collection ran and freed the documents' cycles (objects freed, per collection).
