@@ -174,50 +174,51 @@ def _rebinding_in_a_callee(ctx: FileContext, stmt: ast.stmt, wrap: _Wrap
 def _finding_through(ctx: FileContext, wrap: _Wrap, stmt: ast.stmt, call: ast.Call, callee: Scope,
                      inner: ast.stmt, text: str, kind: Kind) -> Finding:
     """A callee re-binds the wrapped model's layer: reported on the call, the re-binding related."""
-    what = "layer" if kind is Kind.MODULE else "parameter"
-    message = ("`%s(...)` replaces `%s` of `%s` (line %d) after %s on line %d took it: %s"
-               % (ctx.text(call.func), text, wrap.root, inner.lineno, _NAMES[wrap.kind], wrap.stmt.lineno,
-                  _CONSEQUENCES[wrap.kind] % what))
+    message = "`%s(...)` replaces `%s` of `%s` (line %d) after %s: %s" % (
+        ctx.text(call.func), text, wrap.root, inner.lineno, _took(wrap), _consequence(wrap, kind))
     related = (ctx.related(inner, "`%s` is replaced here" % text),
                ctx.related(wrap.stmt, "`%s` takes the parameters `%s` has at this point" % (wrap.target, wrap.root)))
     return ctx.finding(message + " (no fix: call it before the wrapping)", call, (), related)
 
 
-# What goes wrong with the new layer or parameter, by wrapper (%s: "layer" or "parameter").
+# What goes wrong with the new layer or parameter, by wrapper (%s: "layer" or "parameter"), and
+# what the fix does again after the change.
 _CONSEQUENCES = {
-    "ddp": "DDP does not average the new %s's gradients across processes, so each process trains its own copy",
-    "fsdp": "the new %s is outside the sharded parameters: its gradients are not reduced across processes",
-    "fully_shard": "the new %s is outside the sharded parameters: its gradients are not reduced across processes",
-    "averaged": "the average keeps the old %s, and update_parameters() pairs the wrong tensors",
-    "copy": "the copy keeps the old %s, and an average that zips the two models' parameters pairs the wrong tensors",
+    "ddp": ("DDP does not average the new %s's gradients across processes (and its buckets, waiting for the old "
+            "one's, may leave the step's other gradients unaveraged too), so each process trains its own copy"),
+    "fsdp": ("the new %s is outside the sharded parameters, so its gradients are not reduced across processes and "
+             "sharded checkpoints do not hold it"),
+    "averaged": ("the average keeps the old %s, and update_parameters() pairs its tensors with the wrong ones of the "
+                 "model (or fails where a shape changed)"),
+    "copy": ("the copy keeps the old %s, and an average that zips the two models' parameters pairs the wrong tensors "
+             "(or fails where a shape changed)"),
 }
+_CONSEQUENCES["fully_shard"] = _CONSEQUENCES["fsdp"]
+_AGAIN = {"ddp": "Wrap in DistributedDataParallel", "fsdp": "Shard", "fully_shard": "Shard",
+          "averaged": "Build the AveragedModel", "copy": "Copy the model"}
+
+
+def _took(wrap: _Wrap) -> str:
+    """How the wrapper took the model: "DistributedDataParallel on line 6 took the parameters of `model`"."""
+    line = wrap.stmt.lineno
+    if wrap.kind == "ddp":
+        return "DistributedDataParallel on line %d took the parameters of `%s`" % (line, wrap.root)
+    if wrap.kind in ("fsdp", "fully_shard"):
+        return "%s on line %d sharded `%s`" % (_NAMES[wrap.kind], line, wrap.root)
+    if wrap.kind == "averaged":
+        return "AveragedModel on line %d copied `%s`" % (line, wrap.root)
+    return "`%s` was copied from `%s` on line %d" % (wrap.target, wrap.root, line)
+
+
+def _consequence(wrap: _Wrap, kind: Kind) -> str:
+    return _CONSEQUENCES[wrap.kind] % ("layer" if kind is Kind.MODULE else "parameter")
 
 
 def _finding(ctx: FileContext, scope: Scope, wrap: _Wrap, stmt: ast.stmt, target: ast.expr, text: str, root: str,
              kind: Kind) -> Finding:
-    what = "layer" if kind is Kind.MODULE else "parameter"
+    message = "`%s` is replaced after %s: %s" % (text, _took(wrap), _consequence(wrap, kind))
+    again = _AGAIN[wrap.kind]
     line = wrap.stmt.lineno
-    if wrap.kind == "ddp":
-        message = ("`%s` is replaced after DistributedDataParallel on line %d took the parameters of `%s`: DDP does "
-                   "not average the new %s's gradients across processes (and its buckets, waiting for the old one's, "
-                   "may leave the step's other gradients unaveraged too), so each process trains its own copy"
-                   % (text, line, wrap.root, what))
-        again = "Wrap in DistributedDataParallel"
-    elif wrap.kind in ("fsdp", "fully_shard"):
-        message = ("`%s` is replaced after %s on line %d sharded `%s`: the new %s is outside the sharded parameters, "
-                   "so its gradients are not reduced across processes and sharded checkpoints do not hold it"
-                   % (text, _NAMES[wrap.kind], line, wrap.root, what))
-        again = "Shard"
-    elif wrap.kind == "averaged":
-        message = ("`%s` is replaced after AveragedModel on line %d copied `%s`: the average keeps the old %s, and "
-                   "update_parameters() pairs its tensors with the wrong ones of the model (or fails where a shape "
-                   "changed)" % (text, line, wrap.root, what))
-        again = "Build the AveragedModel"
-    else:
-        message = ("`%s` is replaced after `%s` was copied from `%s` on line %d: the copy keeps the old %s, and an "
-                   "average that zips the two models' parameters pairs the wrong tensors (or fails where a shape "
-                   "changed)" % (text, wrap.target, wrap.root, line, what))
-        again = "Copy the model"
     related = ctx.related(wrap.stmt, "`%s` takes the parameters `%s` has at this point" % (wrap.target, wrap.root))
     advice = again[0].lower() + again[1:]
     if mentioned_between(ctx, scope, wrap.target, last_line(wrap.stmt), stmt.lineno):
