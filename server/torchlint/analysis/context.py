@@ -129,6 +129,24 @@ class FileContext:
                 table.setdefault(scope.name, []).append(scope)
         return table
 
+    def method_calls(self, cls: ClassInfo, method: str) -> List[Tuple[ast.Call, Scope]]:
+        """The calls ``self.<method>(...)`` in the methods of ``cls`` and its bases of this file, with
+        the scope of each (a table per class)."""
+        table = self._method_calls.get(id(cls))
+        if table is None:
+            table = self._method_calls[id(cls)] = {}
+            for info in self.class_chain(cls):
+                for scope in info.method_scopes.values():
+                    for call in scope.calls:
+                        func = call.func
+                        if isinstance(func, ast.Attribute) and scope.is_self(func.value):
+                            table.setdefault(func.attr, []).append((call, scope))
+        return table.get(method, [])
+
+    @cached_property
+    def _method_calls(self) -> Dict[int, Dict[str, List[Tuple[ast.Call, Scope]]]]:
+        return {}
+
     def scopes_within(self, outer: Scope) -> List[Scope]:
         """The scopes nested in ``outer`` at any depth (a table of children per file)."""
         found, pending = [], list(self._child_scopes.get(id(outer), ()))

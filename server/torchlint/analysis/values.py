@@ -121,7 +121,9 @@ class Classifier:
 
     # -- the cases -------------------------------------------------------------------------
     def _classify(self, node: ast.expr, scope: Optional[Scope]) -> Value:
-        if isinstance(node, ast.Constant) or isinstance(node, (ast.JoinedStr, ast.Compare, ast.BoolOp)):
+        if isinstance(node, ast.Compare):
+            return self._comparison(node, scope)
+        if isinstance(node, ast.Constant) or isinstance(node, (ast.JoinedStr, ast.BoolOp)):
             return OTHER
         if isinstance(node, ast.Call):
             return self._call(node, scope)
@@ -159,6 +161,16 @@ class Classifier:
                 return Value(Kind.TENSOR)
             return UNKNOWN
         return UNKNOWN
+
+    def _comparison(self, node: ast.Compare, scope: Optional[Scope]) -> Value:
+        """`torch.tril(m) == 0` is a tensor of booleans; other comparisons are plain. Decided by names
+        alone: a comparison's operands are not worth a question to the slow layer."""
+        if not any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+            with self.names_only():
+                for operand in [node.left] + node.comparators:
+                    if self.classify(operand, scope).kind in TENSOR_KINDS | {Kind.PARAMETER}:
+                        return Value(Kind.TENSOR)
+        return OTHER
 
     def _sequence(self, elts: Sequence[ast.expr], scope: Optional[Scope], dict_like: bool,
                   literal: bool) -> Value:

@@ -11,6 +11,7 @@ from ..analysis.context import FileContext
 from ..analysis.dtypes import INTEGRAL, dtype_family, is_zero_dim
 from ..analysis.forward import external_bases
 from ..analysis.findings import Edit, Finding, Position, Range, Severity
+from ..analysis.flow import argument_values, calls_a_module, callee_parameter, enclosing_statement, loads_of, loads_seeing
 from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition, Scope
 from ..analysis.source import apply_edits, last_line, statement_start
 from ..analysis.values import TENSOR_KINDS, Kind, Value, keyword as keyword_argument
@@ -186,6 +187,8 @@ class Uses:
         self.bases_elsewhere = False  # a base outside the file (not nn.Module) may define forward
         self.other_methods = False  # the class has methods that construction does not run
         self.read_in_init = False  # construction reads it (to build other attributes)
+        self.returned = 0  # forward returns it (through locals and the methods it calls)
+        self.construction = Construction()  # the methods building the module run
 
     @classmethod
     def of(cls, ctx: FileContext, info: ClassInfo, attr: str, built: Construction,
@@ -194,6 +197,7 @@ class Uses:
         ``unknown_index_is_tensor``: an index names alone cannot tell counts as a tensor (uses at
         least those a later answer could find)."""
         uses = cls()
+        uses.construction = built
         methods: Dict[str, Scope] = {}
         for owner in ctx.class_chain(info):
             for name, scope in owner.method_scopes.items():
@@ -226,11 +230,13 @@ class Uses:
                 uses.computed_elsewhere += count
         return uses
 
-    def _read(self, ctx: FileContext, scope: Scope, in_init: bool, node: ast.Attribute,
-              parents: Dict[int, ast.AST], unknown_index_is_tensor: bool = False) -> str:
-        """Record one read; returns "computed" for a use on the tensor's device ("scalar" when the
-        use takes it as a number: a keyword argument, elementwise arithmetic, a comparison)."""
-        if isinstance(node.ctx, (ast.Store, ast.Del)):
+    def _read(self, ctx: FileContext, scope: Scope, in_init: bool, node: ast.expr,
+              parents: Dict[int, ast.AST], unknown_index_is_tensor: bool = False, depth: int = 0) -> str:
+        """Record one read (``node``: `self.<attr>`, or a read of a local or a call's result that
+        holds its value); returns "computed" for a use on the tensor's device ("scalar" when the
+        use takes it as a number: a keyword argument, elementwise arithmetic, a comparison).
+        ``depth``: how many locals, returns and calls were followed to reach ``node``."""
+        if isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del)):
             self.written_in_place = True  # `self.x[...] = v` is a store on the subscript, so this is `del`
             return "write"
         if _given_to_optimizer(ctx, node, parents):
@@ -311,24 +317,94 @@ class Uses:
         if isinstance(parent, ast.Subscript) and parent.slice is current:
             return "computed"
         if isinstance(parent, ast.Call) and current is not parent.func:
-            qualified = ctx.qualify(parent.func) or ""
-            submodule = isinstance(parent.func, ast.Attribute) and isinstance(parent.func.value, ast.Name) \
-                and parent.func.value.id == "self"  # self.proj(x, self.t): through Module.__call__
-            if qualified.startswith("torch.") or submodule:
+            # torch.where(m, x, self.t); self.proj(x, self.t) and head(x, self.mask) for head in self.heads
+            # (through Module.__call__)
+            # (torch.vmap(f)(self.t, x): what torch's function returns runs it)
+            func = parent.func.func if isinstance(parent.func, ast.Call) else parent.func
+            if (ctx.qualify(func) or "").startswith("torch.") or calls_a_module(ctx, scope, parent):
                 return scalar if keyword else "computed"
-        if isinstance(parent, ast.List) or isinstance(parent, ast.Tuple):
-            holder = parents.get(id(parent))
-            if isinstance(holder, ast.Call) and (ctx.qualify(holder.func) or "").startswith("torch."):
-                return "computed"  # torch.cat([x, self.t])
+            if isinstance(parent.func, ast.Attribute) and parent.func.attr in _COMBINING_METHODS:
+                return "computed"  # scores.masked_fill(self.mask, ...): with the receiver's values
+        holder, held = parent, current
+        while isinstance(holder, (ast.List, ast.Tuple, ast.Starred)) or (
+                isinstance(holder, ast.Dict) and any(v is held for v in holder.values)):
+            held, holder = holder, parents.get(id(holder))  # torch.cat([x, self.t]), return x, self.t
+        if held is not current:
+            if isinstance(holder, ast.Call) and held is not holder.func and (
+                    (ctx.qualify(holder.func) or "").startswith("torch.") or calls_a_module(ctx, scope, holder)):
+                return "computed"  # torch.cat([x, self.t]), self.lstm(x, (h, self.c0))
+        assert current is not None and held is not None  # (the climb stops at a node with a parent)
+        followed = self._follow(ctx, scope, current, held, holder, parents, unknown_index_is_tensor, depth)
+        if followed is not None:
+            return scalar if followed == "scalar" else followed
         self.passed_on += 1
         return "passed"
 
+    def _follow(self, ctx: FileContext, scope: Scope, read: ast.AST, held: ast.AST, holder: Optional[ast.AST],
+                parents: Dict[int, ast.AST], unknown_index_is_tensor: bool, depth: int) -> Optional[str]:
+        """Where the value goes when ``held`` (``read``, or a tuple, list or dict holding it) ends
+        the read: returned (from
+        forward: its callers compute with it; from another method: followed to its calls), stored
+        in a local (followed to its reads), handed to a function of this file (followed into it).
+        The strongest use among those found; None when it goes elsewhere or too deep."""
+        if depth >= _FOLLOW_DEPTH:
+            return None
+        nexts: List[Tuple[ast.expr, Scope]] = []
+        if isinstance(holder, ast.Return):
+            if scope.name == "forward":
+                self.returned += 1
+                return "scalar"  # (as a number when it is a 0-dim tensor: see _grade)
+            cls = scope.cls
+            nexts = [(call, caller) for call, caller in (ctx.method_calls(cls, scope.name) if cls is not None else [])]
+        elif isinstance(holder, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+            targets = holder.targets if isinstance(holder, ast.Assign) else [holder.target]
+            target = targets[0] if len(targets) == 1 else None
+            if isinstance(target, ast.Tuple) and isinstance(held, ast.Tuple) and len(target.elts) == len(held.elts):
+                # `h, c = x, self.c0`: the target at the position of the element holding the read
+                target = next((t for t, e in zip(target.elts, held.elts) if e is read or read in ast.walk(e)), None)
+            stmt = enclosing_statement(holder, parents)
+            if not isinstance(target, ast.Name) or stmt is None:
+                return None
+            nexts = [(load, scope) for load in loads_seeing(ctx, scope, target.id, stmt)]
+            if not nexts:
+                return "neutral"  # a local nothing reads
+        else:
+            parameter = callee_parameter(ctx, holder, held) if isinstance(holder, ast.Call) else None
+            if parameter is not None:
+                callee, name = parameter
+                nexts = [(load, callee) for load in loads_of(ctx.nodes, callee, name)]
+        best = None
+        for expr, where in nexts:
+            use = self._read(ctx, where, where in self.construction, expr, parents, unknown_index_is_tensor,
+                             depth + 1)
+            if best is None or _STRENGTH.index(use) > _STRENGTH.index(best):
+                best = use
+        return best
 
-def _tensor_index(ctx: FileContext, index: ast.expr, scope: Scope, unknown_is_tensor: bool = False) -> bool:
-    """An index that is a tensor: indexing a CPU tensor with a CUDA one raises."""
+
+# How far a value is followed out of the expression that reads it (locals, returns, calls).
+_FOLLOW_DEPTH = 4
+# Uses by strength: of the places a followed value reaches, the strongest decides.
+_STRENGTH = ("init", "neutral", "passed", "moved", "scalar", "computed", "write")
+# Tensor methods that compute their tensor arguments with the receiver's values (on its device).
+_COMBINING_METHODS = frozenset("""
+masked_fill masked_fill_ masked_scatter masked_select index_select index_add index_copy gather scatter
+scatter_add where matmul mm bmm mul mul_ div div_ sub sub_ lerp addcmul addcdiv
+""".split())
+
+
+def _tensor_index(ctx: FileContext, index: ast.expr, scope: Scope, unknown_is_tensor: bool = False,
+                  depth: int = 0) -> bool:
+    """An index that is a tensor: indexing a CPU tensor with a CUDA one raises. A parameter of the
+    method is one when every call of the method in the class passes one (`t = torch.randint(...)`
+    then `self.p_losses(x, t)`), followed through two callers."""
     if isinstance(index, (ast.Slice, ast.Constant, ast.Tuple)):
         return False
     kind = ctx.classify(index, scope).kind
+    if kind is Kind.UNKNOWN and isinstance(index, ast.Name) and depth < 2:
+        passed = argument_values(ctx, scope, index.id)
+        if passed:
+            return all(_tensor_index(ctx, value, caller, unknown_is_tensor, depth + 1) for value, caller in passed)
     return kind in (Kind.TENSOR, Kind.PARAMETER) or unknown_is_tensor and kind is Kind.UNKNOWN
 
 
@@ -489,6 +565,10 @@ def _finding(ctx: FileContext, binding: Binding, value: Value, branches: List[Tu
         message = ("`%s` holds a tensor the Module does not register%s: a 0-dim tensor that forward only takes "
                    "as a number, which CUDA operations accept from the CPU, so it works; but .to()/.half() leave "
                    "it behind and state_dict() does not save it" % (target, path))
+    elif uses.computed_in_forward and uses.returned >= uses.computed_in_forward:
+        message = ("`%s` holds a tensor the Module does not register%s, and forward returns it: after "
+                   ".to()/.cuda() its callers get it on its old device, and state_dict() does not save it"
+                   % (target, path))
     elif uses.computed_in_forward:
         message = ("`%s` holds a tensor the Module does not register%s, and forward computes with it: after "
                    ".to()/.cuda() it stays behind on its old device, and state_dict() does not save it"
