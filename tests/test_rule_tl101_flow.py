@@ -263,3 +263,28 @@ def test_a_tensor_given_to_a_static_method_is_followed_into_it():
 def test_a_tensor_given_to_what_a_torch_function_returns_is_computed():
     text = CLS_TOKEN.format(lines="x = torch.vmap(torch.dot, (None, 0))(self.cls_token[0, 0], x)")
     assert only(text, "TL101").severity is Severity.WARNING
+
+
+THRESHOLD = HEADER + """\
+from typing import Optional, Union
+
+
+class Filter(nn.Module):
+    def __init__(self, threshold: {annotation} = None):
+        super().__init__()
+        self.threshold = None if threshold is None else torch.as_tensor(threshold)
+
+    def forward(self, boxes, threshold=None):
+        if threshold is None:
+            threshold = self.threshold
+        return boxes[boxes > threshold]
+"""
+
+
+@pytest.mark.parametrize("annotation", ["Optional[Union[torch.Tensor, float]]", "float", "Optional[int]"])
+def test_a_threshold_that_may_be_made_from_a_number_stays_a_hint(annotation):
+    assert only(THRESHOLD.format(annotation=annotation), "TL101").severity is Severity.HINT
+
+
+def test_a_threshold_made_from_a_tensor_is_a_warning():
+    assert only(THRESHOLD.format(annotation="Optional[torch.Tensor]"), "TL101").severity is Severity.WARNING

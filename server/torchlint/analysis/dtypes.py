@@ -200,14 +200,16 @@ def _scalar(ctx: FileContext, node: ast.expr, scope: Optional[Scope], depth: int
 
 
 def _number_parameter(args: ast.arguments, name: str) -> bool:
-    """A parameter annotated ``int``/``float``/``bool``, or with a number as its default."""
+    """A parameter annotated ``int``/``float``/``bool`` (also as one of a union's: a tensor made from
+    it is 0-dim on the path a number takes, and the rule says less), or with a number as its default."""
     positional = args.posonlyargs + args.args
     defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
     defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
     for arg in positional + args.kwonlyargs:
         if arg.arg != name:
             continue
-        if isinstance(arg.annotation, ast.Name) and arg.annotation.id in ("int", "float", "bool"):
+        if arg.annotation is not None and any(isinstance(n, ast.Name) and n.id in ("int", "float", "bool")
+                                              for n in ast.walk(arg.annotation)):
             return True
         default = defaults.get(name)
         return isinstance(default, ast.Constant) and isinstance(default.value, (bool, int, float))

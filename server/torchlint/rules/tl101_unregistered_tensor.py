@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import enum
 import re
 from typing import Dict, Iterator, List, Literal, Optional, Tuple, Union, cast
 
@@ -169,6 +170,19 @@ def _reassigned_elsewhere(ctx: FileContext, cls: ClassInfo, attr: str, value: Va
     return False
 
 
+class Use(enum.IntEnum):
+    """What one read does with the tensor, weakest first: of the places a value followed out of
+    the read reaches, the strongest decides."""
+
+    INIT = 0  # read by construction (to build something else)
+    NEUTRAL = 1  # its shape, dtype, a host copy, `is None`: not its values on a device
+    PASSED = 2  # handed to code this rule does not follow
+    WRITE = 3  # changed in place (recorded as such: below the uses that grade)
+    MOVED = 4  # moved (`.to(x.device)`) before any use
+    SCALAR = 5  # computed with as a number (a 0-dim tensor works from the CPU there)
+    COMPUTED = 6  # computed with on its device
+
+
 class Uses:
     """How the methods of a class read ``self.<attr>`` (the evidence TL101 grades on)."""
 
@@ -216,9 +230,9 @@ class Uses:
             uses.other_methods = uses.other_methods or not in_init
             for node in _reads(ctx, scope, attr):
                 use = uses._read(ctx, scope, in_init, node, parents, unknown_index_is_tensor)
-                if not in_init and use in ("computed", "scalar"):
+                if not in_init and use in (Use.COMPUTED, Use.SCALAR):
                     computed[name] = computed.get(name, 0) + 1
-                    if use == "scalar":
+                    if use is Use.SCALAR:
                         scalar[name] = scalar.get(name, 0) + 1
         for name, count in computed.items():
             if uses.moved:
@@ -231,14 +245,14 @@ class Uses:
         return uses
 
     def _read(self, ctx: FileContext, scope: Scope, in_init: bool, node: ast.expr,
-              parents: Dict[int, ast.AST], unknown_index_is_tensor: bool = False, depth: int = 0) -> str:
+              parents: Dict[int, ast.AST], unknown_index_is_tensor: bool = False, depth: int = 0) -> Use:
         """Record one read (``node``: `self.<attr>`, or a read of a local or a call's result that
-        holds its value); returns "computed" for a use on the tensor's device ("scalar" when the
+        holds its value), and say what it is: COMPUTED for a use on the tensor's device (SCALAR when the
         use takes it as a number: a keyword argument, elementwise arithmetic, a comparison).
         ``depth``: how many locals, returns and calls were followed to reach ``node``."""
         if isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del)):
             self.written_in_place = True  # `self.x[...] = v` is a store on the subscript, so this is `del`
-            return "write"
+            return Use.WRITE
         if _given_to_optimizer(ctx, node, parents):
             self.trained = True
         # Climb through views and indexing: `self.x[:t].view(...).to(dev)` is still a moved read.
@@ -250,9 +264,9 @@ class Uses:
             if isinstance(parent, ast.Subscript) and parent.value is current:
                 if isinstance(parent.ctx, (ast.Store, ast.Del)):
                     self.written_in_place = True
-                    return "write"
+                    return Use.WRITE
                 if not in_init and _tensor_index(ctx, parent.slice, scope, unknown_index_is_tensor):
-                    return "computed"  # `self.table[t]` with a tensor `t`: indexed where `t` is, before any move
+                    return Use.COMPUTED  # `self.table[t]` with a tensor `t`: indexed where `t` is, before any move
                 current, parent, as_is, indexed = parent, parents.get(id(parent)), False, True
                 continue
             if isinstance(parent, ast.Call) and parent.args and parent.args[0] is current \
@@ -261,7 +275,7 @@ class Uses:
                 if keyword_argument(parent, "device") is not None:
                     if not in_init:
                         self.moved += 1
-                    return "moved"
+                    return Use.MOVED
                 current, parent, as_is = parent, parents.get(id(parent)), False
                 continue
             if isinstance(parent, ast.Attribute) and parent.value is current:
@@ -273,29 +287,29 @@ class Uses:
                 if is_call and parent.attr in tn.DEVICE_MOVES:
                     if not in_init:
                         self.moved += 1
-                    return "moved"
+                    return Use.MOVED
                 if is_call and parent.attr.endswith("_") and parent.attr not in _IN_PLACE_OK:
                     self.written_in_place = True
-                    return "write"
+                    return Use.WRITE
                 if parent.attr in _NEUTRAL:
-                    return "neutral"
+                    return Use.NEUTRAL
                 if is_call and parent.attr in _VIEW_METHODS:
                     current, parent, as_is = call, parents.get(id(call)), False
                     continue
                 if not is_call and parent.attr in ("T", "mT", "H", "mH", "data", "real", "imag"):
                     current, parent, as_is = parent, parents.get(id(parent)), False
                     continue
-                return "computed" if is_call else "neutral"
+                return Use.COMPUTED if is_call else Use.NEUTRAL
             break
         keyword = isinstance(parent, ast.keyword)
         if keyword:  # f(x, weight=self.w): the call decides
             current, parent = parent, parents.get(id(parent))
         if isinstance(parent, ast.AugAssign) and parent.target is current:
             self.written_in_place = True
-            return "write"
+            return Use.WRITE
         if in_init:
             self.read_in_init = True
-            return "init"
+            return Use.INIT
         if isinstance(parent, ast.BinOp):
             operand = parent.right if parent.left is current else parent.left
             if isinstance(parent.op, ast.MatMult):
@@ -309,22 +323,22 @@ class Uses:
                 or _weight_argument(parent, current)):
             self.as_weight = True
         if isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
-            return "neutral"  # `self.x is not None`: the object, not its values
-        scalar = "scalar" if as_is else "computed"
+            return Use.NEUTRAL  # `self.x is not None`: the object, not its values
+        scalar = Use.SCALAR if as_is else Use.COMPUTED
         if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare)):
             elementwise = not (isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.MatMult))
-            return scalar if elementwise else "computed"
+            return scalar if elementwise else Use.COMPUTED
         if isinstance(parent, ast.Subscript) and parent.slice is current:
-            return "computed"
+            return Use.COMPUTED
         if isinstance(parent, ast.Call) and current is not parent.func:
             # torch.where(m, x, self.t); self.proj(x, self.t) and head(x, self.mask) for head in self.heads
             # (through Module.__call__)
             # (torch.vmap(f)(self.t, x): what torch's function returns runs it)
             func = parent.func.func if isinstance(parent.func, ast.Call) else parent.func
             if (ctx.qualify(func) or "").startswith("torch.") or calls_a_module(ctx, scope, parent):
-                return scalar if keyword else "computed"
+                return scalar if keyword else Use.COMPUTED
             if isinstance(parent.func, ast.Attribute) and parent.func.attr in _COMBINING_METHODS:
-                return "computed"  # scores.masked_fill(self.mask, ...): with the receiver's values
+                return Use.COMPUTED  # scores.masked_fill(self.mask, ...): with the receiver's values
         holder, held = parent, current
         while isinstance(holder, (ast.List, ast.Tuple, ast.Starred)) or (
                 isinstance(holder, ast.Dict) and any(v is held for v in holder.values)):
@@ -332,16 +346,16 @@ class Uses:
         if held is not current:
             if isinstance(holder, ast.Call) and held is not holder.func and (
                     (ctx.qualify(holder.func) or "").startswith("torch.") or calls_a_module(ctx, scope, holder)):
-                return "computed"  # torch.cat([x, self.t]), self.lstm(x, (h, self.c0))
+                return Use.COMPUTED  # torch.cat([x, self.t]), self.lstm(x, (h, self.c0))
         assert current is not None and held is not None  # (the climb stops at a node with a parent)
         followed = self._follow(ctx, scope, current, held, holder, parents, unknown_index_is_tensor, depth)
         if followed is not None:
-            return scalar if followed == "scalar" else followed
+            return scalar if followed is Use.SCALAR else followed
         self.passed_on += 1
-        return "passed"
+        return Use.PASSED
 
     def _follow(self, ctx: FileContext, scope: Scope, read: ast.AST, held: ast.AST, holder: Optional[ast.AST],
-                parents: Dict[int, ast.AST], unknown_index_is_tensor: bool, depth: int) -> Optional[str]:
+                parents: Dict[int, ast.AST], unknown_index_is_tensor: bool, depth: int) -> Optional[Use]:
         """Where the value goes when ``held`` (``read``, or a tuple, list or dict holding it) ends
         the read: returned (from
         forward: its callers compute with it; from another method: followed to its calls), stored
@@ -353,7 +367,7 @@ class Uses:
         if isinstance(holder, ast.Return):
             if scope.name == "forward":
                 self.returned += 1
-                return "scalar"  # (as a number when it is a 0-dim tensor: see _grade)
+                return Use.SCALAR  # (as a number when it is a 0-dim tensor: see _grade)
             cls = scope.cls
             nexts = [(call, caller) for call, caller in (ctx.method_calls(cls, scope.name) if cls is not None else [])]
         elif isinstance(holder, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
@@ -367,7 +381,7 @@ class Uses:
                 return None
             nexts = [(load, scope) for load in loads_seeing(ctx, scope, target.id, stmt)]
             if not nexts:
-                return "neutral"  # a local nothing reads
+                return Use.NEUTRAL  # a local nothing reads
         else:
             parameter = callee_parameter(ctx, holder, held) if isinstance(holder, ast.Call) else None
             if parameter is not None:
@@ -377,15 +391,12 @@ class Uses:
         for expr, where in nexts:
             use = self._read(ctx, where, where in self.construction, expr, parents, unknown_index_is_tensor,
                              depth + 1)
-            if best is None or _STRENGTH.index(use) > _STRENGTH.index(best):
-                best = use
+            best = use if best is None else max(best, use)
         return best
 
 
 # How far a value is followed out of the expression that reads it (locals, returns, calls).
 _FOLLOW_DEPTH = 4
-# Uses by strength: of the places a followed value reaches, the strongest decides.
-_STRENGTH = ("init", "neutral", "passed", "moved", "scalar", "computed", "write")
 # Tensor methods that compute their tensor arguments with the receiver's values (on its device).
 _COMBINING_METHODS = frozenset("""
 masked_fill masked_fill_ masked_scatter masked_select index_select index_add index_copy gather scatter
