@@ -179,3 +179,16 @@ async def test_a_pyproject_nested_too_deeply_is_shown_and_the_defaults_used(clie
     await wait_for(lambda: shown(client, "nested too deeply"), BOUND, "the config message")
     (message,) = shown(client, "nested too deeply")
     assert message.type == types.MessageType.Error and "pyproject.toml: invalid TOML" in message.message
+
+
+async def test_a_rule_stopped_by_the_recursion_limit_is_shown_not_passed(client: LanguageClient, tmp_path):
+    """A 1,000-deep conditional expression: TL101's walk of it reaches Python's recursion limit
+    and its findings in the file are lost. The editor says so (the CLI exits 2 and says it on
+    stderr) instead of showing a file with no problem."""
+    deep = " ".join(["a if c else"] * 1000) + " x"
+    uri = new_uri(tmp_path)
+    open_document(client, uri, SMALL.replace("    def forward", "        self.v = %s\n\n    def forward" % deep))
+    published = await wait_for_publish(client, uri, version=1, timeout=BOUND)
+    said = [d for d in published.diagnostics if "recursion limit" in d.message]
+    assert len(said) == 1 and said[0].message.startswith("TL101 could not check this file"), published.diagnostics
+    assert said[0].severity == types.DiagnosticSeverity.Information and said[0].range.start.line == 0

@@ -110,6 +110,17 @@ class Converter:
                                 severity=types.DiagnosticSeverity.Information, source=SOURCE)
 
 
+    def cut_short_diagnostic(self, codes: Sequence[str]) -> types.Diagnostic:
+        """One information, on the first line, naming the rules that stopped at Python's recursion
+        limit: their findings in the file are missing (the CLI says it on stderr and exits 2)."""
+        message = ("%s could not check this file: its code is nested deeper than Python's recursion limit lets "
+                   "%s follow (a 1,000-deep expression); %s findings here are missing, the other rules ran"
+                   % (", ".join(codes), "the rule" if len(codes) == 1 else "the rules",
+                      "its" if len(codes) == 1 else "their"))
+        return types.Diagnostic(range=self.range(Range(Position(1, 0), Position(1, 0))), message=message,
+                                severity=types.DiagnosticSeverity.Information, source=SOURCE)
+
+
 def rule_href(code: str) -> Optional[str]:
     """The page that explains a code (a diagnostic's codeDescription, the hover's link)."""
     entry = ALL_CODES.get(code)

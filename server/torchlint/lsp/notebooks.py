@@ -151,5 +151,7 @@ def cell_diagnostics(snap: Snapshot, result: CheckResult, notebook: JoinedNotebo
             if cell == number:  # the information about the notebook's unchecked classes: on the first one
                 unchecked = [replace(result.unchecked[0], position=at)] + result.unchecked[1:]
                 items.append(cell_converters[number][2].unchecked_diagnostic(unchecked))
+        if result.cut_short and view is not None and number == notebook.cells[0][0]:
+            items.append(cell_converters[number][2].cut_short_diagnostic(result.cut_short))  # (on the first cell)
         out[cell_uri] = (document.version, Shown(items, items))
     return out

@@ -62,6 +62,8 @@ def file_diagnostics(snap: Snapshot, result: CheckResult, converter: Converter, 
     diagnostics = converter.lsp_diagnostics(result.findings, snap.uri)
     if result.unchecked:
         diagnostics.append(converter.unchecked_diagnostic(result.unchecked))
+    if result.cut_short:
+        diagnostics.append(converter.cut_short_diagnostic(result.cut_short))
     items = diagnostics + converter.lsp_diagnostics(verified, snap.uri) if verified else diagnostics
     return Shown(items, diagnostics)
 
