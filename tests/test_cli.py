@@ -442,12 +442,14 @@ def test_fix_keeps_crlf_and_file_mode(tmp_path, capsys):
 
 
 def test_fix_adds_import_with_the_files_newline(tmp_path, capsys):
-    text = "from torch import nn, ones\n\n\nclass M(nn.Module):\n    def __init__(self):\n" \
+    # Nothing in the file spells nn.Parameter: the fix adds `import torch`, with the file's newline.
+    text = "from torch.nn import Module\nfrom torch import ones\n\n\nclass M(Module):\n    def __init__(self):\n" \
            "        super().__init__()\n        self.w = ones(3, requires_grad=True)\n"
     path = write(tmp_path / "model.py", text, newline="\r\n")
     run(["check", "--fix", "--unsafe-fixes", "--select", "TL101", path], capsys)
     data = path.read_bytes()
-    assert b"nn.Parameter(ones(3, requires_grad=True))" in data
+    assert data.startswith(b"import torch\r\nfrom torch.nn import Module\r\n"), data
+    assert b"torch.nn.Parameter(ones(3, requires_grad=True))" in data
     assert b"\n" not in data.replace(b"\r\n", b"")
 
 

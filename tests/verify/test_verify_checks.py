@@ -801,20 +801,28 @@ def test_input_expressions_are_evaluated_in_the_module(tmp_path):
 GAMMA_VERSIONS = ROOT / "tests" / "fixtures" / "layer_scale_gamma"
 
 
-def test_layer_scale_gamma_versions(tmp_path):
+def gamma_reports(tmp_path, device):
     reports = []
     for name in ("plain_tensor.py", "requires_grad_tensor.py", "parameter.py"):
         path = write_module(tmp_path, name, (GAMMA_VERSIONS / name).read_text(encoding="utf-8"))
-        report = verify_file(str(path), python=torch_python(), timeout=300, input_shapes="10,5")
+        report = verify_file(str(path), python=torch_python(), timeout=300, input_shapes="10,5", device=device)
         assert report.outcome == COMPLETED, (report.error, report.stderr_tail)
         reports.append((path, report))
-    for path, report in reports:
+    return reports
+
+
+def test_layer_scale_gamma_versions_on_the_cpu(tmp_path):
+    for path, report in gamma_reports(tmp_path, "cpu"):
+        # Each builds gamma_1 with torch.cuda.FloatTensor: the CPU cannot.
+        (issue,) = report.issues
+        assert issue.code == "TL905" and issue.line == line_of(path, "self.gamma_1 ="), issue
+
+
+def test_layer_scale_gamma_versions_on_cuda(tmp_path):
+    if not cuda_available():
+        pytest.skip("CUDA-only behaviour: torch.cuda.FloatTensor needs a GPU (torch.cuda.is_available() is False)")
+    for path, report in gamma_reports(tmp_path, "cuda"):
         line = line_of(path, "self.gamma_1 =")
-        if report.device == "cpu":
-            # Each builds gamma_1 with torch.cuda.FloatTensor: the CPU cannot.
-            (issue,) = report.issues
-            assert issue.code == "TL905" and issue.line == line, issue
-            continue
         assert report.device.startswith("cuda")
         found = {(i.code, i.severity) for i in report.issues}
         assert all(i.line == line for i in report.issues)
