@@ -411,3 +411,53 @@ async def test_an_interpreter_without_torch_is_shown_to_the_user(without_torch: 
     (shown,) = [m for m in client.messages if client.python in m.message]
     assert shown.type == types.MessageType.Error
     assert "has no torch" in shown.message and "torchlint.interpreter" in shown.message
+
+
+TWO_BUGGY = '''import torch
+import torch.nn as nn
+
+
+class First(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.scale = torch.ones(4, requires_grad=True)
+
+    def forward(self, x):
+        return self.proj(x) * self.scale
+
+
+class Second(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.shift = torch.zeros(4, requires_grad=True)
+
+    def forward(self, x):
+        return self.proj(x) + self.shift
+'''
+
+
+async def test_a_run_of_one_class_replaces_only_that_class_s_findings(vscode: LanguageClient, tmp_path):
+    client = vscode
+    path = tmp_path / "two.py"
+    path.write_text(TWO_BUGGY)
+    add_workspace_folder(client, tmp_path)
+    uri = path.as_uri()
+    open_document(client, uri, TWO_BUGGY)
+    await wait_for_publish(client, uri, version=1)
+
+    async def verify(class_name):
+        since = len(client.publishes)
+        result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="torchlint.verifyModule", arguments=[{"uri": uri, "className": class_name, "device": "cpu"}]))
+        assert result["error"] is None and result["outcome"] == "completed", result
+
+        def verified():
+            return next((p for p in client.publishes[since:] if p.uri == uri
+                         and any(d.source == "torchlint-verify" for d in p.diagnostics)), None)
+        await wait_for(lambda: verified() is not None, timeout=300, what="verified diagnostics")
+        return {d.range.start.line for d in verified().diagnostics if d.source == "torchlint-verify"}
+
+    assert await verify("First") == {8}  # `self.scale = ...`
+    assert await verify("Second") == {8, 18}  # First's stay: its bug is still there

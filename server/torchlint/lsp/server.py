@@ -395,8 +395,10 @@ class TorchlintServer(LanguageServer):
             self.push(record.uri, None, [])  # clears what was pushed on its own
         record.verification = None
 
-    def deliver_verification(self, uri: str, version: Optional[int], text: str, findings: List[Finding]) -> None:
-        """A run's findings of (uri, version): kept in the document's record and shown, with the
+    def deliver_verification(self, uri: str, version: Optional[int], text: str,
+                             by_class: Dict[Optional[str], List[Finding]], whole_file: bool) -> None:
+        """A run's findings of (uri, version), by class: kept in the document's record (a run of
+        one class replaces only that class's findings of the same text) and shown, with the
         document's diagnostics (pushed again, or the client asked to pull again), or pushed on
         their own to a client that pulls but cannot be asked to (ClientSupport.verification_apart).
         Dropped when the text changed during the run: they would land on the wrong lines."""
@@ -407,11 +409,15 @@ class TorchlintServer(LanguageServer):
                 self.forget_verification(record)
             return
         apart = self.client.verification_apart
-        if record is not None:  # replaces an earlier run's (pushed apart: the push below replaces them too)
-            record.verification = Verification(version, findings, pushed_apart=apart)
+        earlier = record.verification if record is not None else None
+        verification = earlier.after(by_class, whole_file, version, apart) if earlier is not None \
+            else Verification(version, dict(by_class), apart)
+        if record is not None:  # (pushed apart: the push below replaces the earlier push too)
+            record.verification = verification
         if not apart:
             self.republish(uri)
         else:
+            findings = verification.findings
             self.push(uri, version, self.converter(text).lsp_diagnostics(findings, uri) if findings else [])
 
     def note_inputs(self, uri: str, wanted: Dict[str, bool]) -> None:

@@ -62,11 +62,26 @@ class ClientSupport:
 
 @dataclass(frozen=True)
 class Verification:
-    """A ``torchlint.verifyModule`` run's findings, valid for the version they were computed on."""
+    """The ``torchlint.verifyModule`` runs' findings, by the class each run found them in (None:
+    the file's own), valid for the version they were computed on."""
 
     version: Optional[int]
-    findings: List[Finding]
+    by_class: Dict[Optional[str], List[Finding]]
     pushed_apart: bool = False  # pushed on their own (ClientSupport.verification_apart): an empty push clears them
+
+    @property
+    def findings(self) -> List[Finding]:
+        found = [finding for findings in self.by_class.values() for finding in findings]
+        return sorted(found, key=lambda f: (f.range.start, f.code))
+
+    def after(self, run: Dict[Optional[str], List[Finding]], whole_file: bool, version: Optional[int],
+              pushed_apart: bool) -> "Verification":
+        """These findings with a later run's: a run of the whole file replaces them all; a run of
+        one class (of the same text) replaces that class's and the file's own, keeping the others."""
+        kept = {} if whole_file or version != self.version else dict(self.by_class)
+        kept.pop(None, None)  # (the file's own are the latest run's: an import that failed may work now)
+        kept.update(run)
+        return Verification(version, kept, pushed_apart)
 
 
 @dataclass(eq=False)

@@ -54,7 +54,7 @@ from ..environments import SERVER_HINT
 from ..analysis.findings import Finding
 from ..config import Config, VerifyConfig
 from ..settings import Settings, editor_name, spec_of
-from ..verify.findings import report_to_findings
+from ..verify.findings import findings_by_class
 from ..verify.report import CANCELLED, ERROR, PARTLY, VerifyReport, render_json, summary_line
 from ..verify.targets import ImportPlan, candidate_files, find_constructors, import_plan, required_arguments
 from ..verify.runner import (VerifyError, parse_init_kwargs, parse_input_exprs, parse_input_shapes, resolve_python,
@@ -381,7 +381,8 @@ class VerifyServices:
     progress: Any  # pygls' work-done progress (create_async, begin, end, tokens)
     # Shows a run's findings of (uri, version, text) with the document's diagnostics and keeps
     # them for that version (dropped as stale when the document is no longer at it).
-    deliver: Callable[[str, Optional[int], str, List[Finding]], None]
+    # (uri, version, text, findings by class, whether the run was of the whole file)
+    deliver: Callable[[str, Optional[int], str, Dict[Optional[str], List[Finding]], bool], None]
     # The folders open as the workspace (and its root): the only places a run's file may be in.
     workspace_folders: Callable[[], List[str]]
     # Keeps, for the lens of the document at uri, which of a run's classes want example inputs
@@ -475,7 +476,7 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
             progress.end(token, types.WorkDoneProgressEnd(message=ended))
         services.runs.ended(cancel)
     summary = ended
-    services.deliver(uri, version, text, report_to_findings(report, text, path))
+    services.deliver(uri, version, text, findings_by_class(report, text, path), request["class_name"] is None)
     services.note_inputs(uri, inputs_wanted(report))
     services.log("torchlint verify %s: %s" % (target, summary), types.MessageType.Info)
     _tell_what_to_do(services, report, target, python,

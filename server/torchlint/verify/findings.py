@@ -173,9 +173,19 @@ def report_to_findings(report: VerifyReport, text: str, path: str) -> List[Findi
     """One Finding per issue of the report on this document, sorted by position (source
     ``torchlint-verify``). An issue placed in another file of the project goes on the
     verified class's line here, naming where it belongs."""
+    findings = [finding for found in findings_by_class(report, text, path).values() for finding in found]
+    findings.sort(key=lambda f: (f.range.start, f.code))
+    return findings
+
+
+def findings_by_class(report: VerifyReport, text: str, path: str) -> Dict[Optional[str], List[Finding]]:
+    """report_to_findings' findings by the class whose run found them: every class the report
+    built or skipped has an entry (empty: nothing found), so that a run of one class replaces that
+    class's findings only (the editor keeps the others); None holds the file's own (an import that
+    failed)."""
     placer = Placer(text, path)
     mine = placer.own
-    findings = []
+    by_class: Dict[Optional[str], List[Finding]] = {cls.name: [] for cls in report.classes}
     for issue in report.issues:
         file, found = placer.place(issue)
         where = ""
@@ -184,8 +194,7 @@ def report_to_findings(report: VerifyReport, text: str, path: str) -> List[Findi
         if not _same(file, path):
             where += " (in %s:%d)" % (os.path.basename(file), found.start.line)
             found = mine.class_range(issue.class_name) or mine.line_range(1)
-        findings.append(Finding(code=issue.code, message=issue.message + where,
-                                severity=SEVERITIES.get(issue.severity, Severity.WARNING),
-                                range=found, source=SOURCE))
-    findings.sort(key=lambda f: (f.range.start, f.code))
-    return findings
+        by_class.setdefault(issue.class_name, []).append(Finding(
+            code=issue.code, message=issue.message + where, severity=SEVERITIES.get(issue.severity, Severity.WARNING),
+            range=found, source=SOURCE))
+    return by_class
