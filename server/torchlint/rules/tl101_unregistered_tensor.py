@@ -203,6 +203,7 @@ class Uses:
         self.read_in_init = False  # construction reads it (to build other attributes)
         self.returned = 0  # forward returns it (through locals and the methods it calls)
         self.construction = Construction()  # the methods building the module run
+        self.follow_budget = _FOLLOW_BUDGET  # reads still to follow out of the reads of the attribute
 
     @classmethod
     def of(cls, ctx: FileContext, info: ClassInfo, attr: str, built: Construction,
@@ -331,9 +332,8 @@ class Uses:
         if isinstance(parent, ast.Subscript) and parent.slice is current:
             return Use.COMPUTED
         if isinstance(parent, ast.Call) and current is not parent.func:
-            # torch.where(m, x, self.t); self.proj(x, self.t) and head(x, self.mask) for head in self.heads
-            # (through Module.__call__)
-            # (torch.vmap(f)(self.t, x): what torch's function returns runs it)
+            # torch.where(m, x, self.t), torch.vmap(f)(self.t, x); through Module.__call__:
+            # self.proj(x, self.t), head(x, self.mask) for head in self.heads
             func = parent.func.func if isinstance(parent.func, ast.Call) else parent.func
             if (ctx.qualify(func) or "").startswith("torch.") or calls_a_module(ctx, scope, parent):
                 return scalar if keyword else Use.COMPUTED
@@ -357,11 +357,11 @@ class Uses:
     def _follow(self, ctx: FileContext, scope: Scope, read: ast.AST, held: ast.AST, holder: Optional[ast.AST],
                 parents: Dict[int, ast.AST], unknown_index_is_tensor: bool, depth: int) -> Optional[Use]:
         """Where the value goes when ``held`` (``read``, or a tuple, list or dict holding it) ends
-        the read: returned (from
-        forward: its callers compute with it; from another method: followed to its calls), stored
-        in a local (followed to its reads), handed to a function of this file (followed into it).
-        The strongest use among those found; None when it goes elsewhere or too deep."""
-        if depth >= _FOLLOW_DEPTH:
+        the read: returned (from forward: its callers compute with it; from another method:
+        followed to its calls), stored in a local (followed to its reads), handed as it is to a
+        function of this file (followed into it). The strongest use among those found; None when
+        it goes elsewhere, too deep, or past the class's budget of followed reads."""
+        if depth >= _FOLLOW_DEPTH or self.follow_budget <= 0:
             return None
         nexts: List[Tuple[ast.expr, Scope]] = []
         if isinstance(holder, ast.Return):
@@ -382,12 +382,13 @@ class Uses:
             nexts = [(load, scope) for load in loads_seeing(ctx, scope, target.id, stmt)]
             if not nexts:
                 return Use.NEUTRAL  # a local nothing reads
-        else:
+        elif held is read:
             parameter = callee_parameter(ctx, holder, held) if isinstance(holder, ast.Call) else None
             if parameter is not None:
                 callee, name = parameter
                 nexts = [(load, callee) for load in loads_of(ctx.nodes, callee, name)]
         best = None
+        self.follow_budget -= len(nexts)
         for expr, where in nexts:
             use = self._read(ctx, where, where in self.construction, expr, parents, unknown_index_is_tensor,
                              depth + 1)
@@ -395,8 +396,11 @@ class Uses:
         return best
 
 
-# How far a value is followed out of the expression that reads it (locals, returns, calls).
+# How far a value is followed out of the expression that reads it (locals, returns, calls), and
+# how many reads are followed for one attribute at most (a helper returning it, called from many
+# places whose results are read many times, stays linear).
 _FOLLOW_DEPTH = 4
+_FOLLOW_BUDGET = 256
 # Tensor methods that compute their tensor arguments with the receiver's values (on its device).
 _COMBINING_METHODS = frozenset("""
 masked_fill masked_fill_ masked_scatter masked_select index_select index_add index_copy gather scatter
