@@ -152,9 +152,9 @@ def test_the_passes_of_fix_text_run_with_the_cyclic_collector_paused(monkeypatch
     seen = []
     real_tidy = fixing.tidy_after_fixes
 
-    def tidy(before: str, after: str) -> str:
+    def tidy(before: str, after: str, codes=None) -> str:
         seen.append(gc.isenabled())
-        return real_tidy(before, after)
+        return real_tidy(before, after, codes)
 
     monkeypatch.setattr(fixing, "tidy_after_fixes", tidy)
     assert gc.isenabled()

@@ -5,10 +5,13 @@ from __future__ import annotations
 import functools
 from importlib import metadata
 from pathlib import Path
-from typing import ClassVar, Iterator, List, Optional
+from typing import Callable, ClassVar, Iterator, List, Optional, Tuple
 
 from ..analysis.context import FileContext
 from ..analysis.findings import Finding, Severity
+
+# A clean-up after a file's fixes: (the text before them, the text after) -> the text to keep.
+Cleanup = Callable[[str, str], str]
 
 DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"
 # The [project.urls] entry that says where the TLxxx.md pages are published (a folder URL).
@@ -54,6 +57,9 @@ class Rule:
     # rest on statement order at module level (torchlint.incremental; tests/test_incremental.py
     # fuzzes the difference).
     reads_script_flow: ClassVar[bool] = True
+    # What its fixes may leave for a clean-up once all of a file's are in (rules/cleanups.py):
+    # blocks to join, imports left unused. The fix applier runs those of the rules it applied.
+    cleanups: ClassVar[Tuple[Cleanup, ...]] = ()
 
     def check(self, ctx: FileContext) -> List[Finding]:
         """This rule's findings in the file: ``find``'s, whose ``ctx.finding`` calls take the

@@ -10,6 +10,7 @@ from ..analysis.findings import Finding, Fix, Severity
 from ..analysis.scopes import ClassInfo, Scope, encloses
 from ..analysis.source import Located, first_line, last_line
 from ..analysis.values import Kind
+from .cleanups import merge_no_grad_blocks
 from .base import Rule
 
 PLAIN_TENSOR = (Kind.TENSOR, Kind.MOVED_PARAMETER)
@@ -18,6 +19,7 @@ PLAIN_TENSOR = (Kind.TENSOR, Kind.MOVED_PARAMETER)
 class TensorIntoParameterSlot(Rule):
     code = "TL104"
     name = "tensor-into-parameter-slot"
+    cleanups = (merge_no_grad_blocks,)
     summary = "plain tensor assigned to an attribute that holds an nn.Parameter: raises TypeError"
     severity = Severity.ERROR
 

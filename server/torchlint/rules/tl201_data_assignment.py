@@ -9,6 +9,7 @@ from ..analysis.context import FileContext
 from ..analysis.findings import Finding, Range, Severity
 from ..analysis.scopes import Scope
 from ..analysis.values import Kind
+from .cleanups import merge_no_grad_blocks
 from .base import Rule
 
 TENSOR_LIKE = (Kind.PARAMETER, Kind.TENSOR, Kind.MOVED_PARAMETER)
@@ -18,6 +19,7 @@ PARAMETER_NAMES = ("weight", "bias", "in_proj_weight", "in_proj_bias")
 class DataAssignment(Rule):
     code = "TL201"
     name = "data-assignment"
+    cleanups = (merge_no_grad_blocks,)
     summary = "`p.data = t` bypasses autograd and the optimizer; copy in place under torch.no_grad()"
     severity = Severity.WARNING
     grading = "warning when it ties two tensors' storage or follows an optimizer; hint otherwise"

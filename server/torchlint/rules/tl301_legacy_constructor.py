@@ -9,6 +9,7 @@ from ..analysis.context import FileContext
 from ..analysis.findings import Edit, Finding, Fix, Range, Severity
 from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition, Scope, called_method
 from ..analysis.values import Kind, keyword
+from .cleanups import drop_torch_imports_left_unused
 from .base import Rule, shorten
 
 # Expressions that can take `.method()` or stand in for a call without parentheses.
@@ -26,6 +27,7 @@ zeros ones empty full rand randn randint randperm arange linspace logspace eye
 class LegacyConstructor(Rule):
     code = "TL301"
     name = "legacy-constructor"
+    cleanups = (drop_torch_imports_left_unused,)
     summary = "legacy tensor constructor (torch.FloatTensor, torch.Tensor(...), Variable): deprecated"
     severity = Severity.HINT
     grading = "hint (deprecated); warning when the call changes a tensor's dtype or refuses a GPU device"
