@@ -166,12 +166,12 @@ class Checked:
 # A worker runs with the cyclic garbage collector off. A check frees what it built by reference
 # counting (FileContext.release and the rules break their cycles: tests/test_garbage.py); most of
 # what outlives it is jedi's model of torch, kept to the end of the run, which every collection
-# would walk again (2-3 s each on transformers' models). So after each file what it left is put
+# would walk again (seconds each on a large project). So after each file what it left is put
 # out of the collector's reach (gc.freeze: no walk). The jedi layer's trims (WORKER_MEMORY_LIMIT)
 # collect what they drop; a worker without one collects the few cycles left as garbage once its
 # peak memory has grown by COLLECT_AFTER_GROWTH since the last collection (every COLLECT_EVERY
-# files where the peak cannot be read). A worker with one does not collect on growth: on
-# transformers' models that was two collections per run that freed nothing its trims would not.
+# files where the peak cannot be read). A worker with one does not collect on growth: such
+# collections freed nothing its trims would not. Figures: benchmarks/README.md#tuned-constants.
 COLLECT_AFTER_GROWTH = 256 * 2 ** 20
 COLLECT_EVERY = 500
 _COLLECTED = {"worker": False, "files": 0, "peak": 0}
@@ -190,10 +190,9 @@ def _peak_memory() -> Optional[int]:
 # A worker whose resident memory passes this between two files drops the many files the jedi layer
 # read, else what it keeps and then collects (JediInference.trim_memory, not again before it grows
 # by TRIM_GROWTH): the largest process of a run stays near it, under the 600 MB a run on a million
-# lines may take (1.4 GB per worker with no limit). Each collection after a trim walks the whole
-# heap (2-3 s), and the next file loads again what was dropped: at 400 MB each worker trimmed once on
-# transformers' 2,597 model files, 50.2-54.2 CPU s in all; at 512 MB none did, 47.2-47.6 CPU s,
-# largest process 506 MB.
+# lines may take. A trim costs time (its collection walks the whole heap, and the next files load
+# again what was dropped), so the limit is as high as that bound allows: measured in
+# benchmarks/README.md#tuned-constants.
 WORKER_MEMORY_LIMIT = 512 * 2 ** 20
 
 
@@ -497,8 +496,8 @@ def run_jobs(jobs: Sequence[Job], verbose: bool = False,
 def _collected_as_a_worker() -> Generator[None, None, None]:
     """Many files checked in this process (one CPU, or no process support): collect as a worker
     does (_collect_now), memory limit included. On Python's own schedule each collection walks
-    jedi's model of torch again: on transformers' 2,597 model files 52 CPU s against 39 s, and
-    the process grew past WORKER_MEMORY_LIMIT with nothing to trim it."""
+    jedi's model of torch again, and the process grew past WORKER_MEMORY_LIMIT with nothing to
+    trim it (benchmarks/README.md#tuned-constants)."""
     if _COLLECTED["worker"]:
         yield  # a worker already does
         return
@@ -583,7 +582,8 @@ class Progress:
             self._stop.set()
 
 
-BATCH_FILES = 8  # the most files of one folder a worker is given at once (see run_jobs)
+# The most files of one folder a worker is given at once (see run_jobs; benchmarks/README.md#tuned-constants).
+BATCH_FILES = 8
 
 
 def _batches(jobs: Sequence[Job]) -> List[List[int]]:
@@ -735,7 +735,7 @@ def command_check(args) -> int:
     with _signals_stop_the_run():
         status = _check(args)
     # What the check built (the last trees, jedi's caches) lives until the process ends; the
-    # collection at exit would walk all of it again (8 s of 17 for a 200,000-line file).
+    # collection at exit would walk all of it again (benchmarks/README.md#tuned-constants).
     collection.freeze()
     return status
 

@@ -22,7 +22,8 @@ Parsed = Tuple[Optional[ast.Module], Optional[ParseError]]
 PARSE_LOCK = threading.Lock()
 # The last few trees: the server's waves, hovers and code actions parse the same text again.
 # Bounded by their texts' size too: a tree takes about 60 bytes per character of text (8 MB for
-# a 3,000-line file), and the older versions of a file being edited are not asked for again.
+# a 3,000-line file), and the older versions of a file being edited are not asked for again
+# (the server's memory with and without the bound: benchmarks/README.md#tuned-constants).
 _RECENT_TREES: "OrderedDict[Tuple[str, str], Parsed]" = OrderedDict()  # (path, text) -> its parse
 _RECENT_LIMIT = 8
 _RECENT_CHARS = 300_000  # characters of the texts kept; the newest tree stays whatever its size

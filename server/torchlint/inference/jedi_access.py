@@ -394,12 +394,12 @@ def within_deadline(seconds: Optional[float]) -> Iterator[None]:
 # CPython 3.11 and later keep the frames of Python calls in chunks of memory (16 KiB at first): a
 # call that does not fit in the current chunk maps a new one, and unmaps it when it returns. jedi's
 # recursion goes up and down across such a border thousands of times per question, each crossing a
-# mapping, an unmapping and page faults: 3 to 4 of the default mode's 50 CPU seconds on
-# transformers' models were the kernel's. A call made through _call_with_room gets a frame
-# FRAME_ROOM_SLOTS slots larger than it needs: CPython places it at the start of a new chunk twice
-# that size (a power of two), and the calls below it fit in the rest of that chunk, mapped once per
-# question (mostly never touched: only the pages used count). Slots past a frame's stack are never
-# initialized; before 3.11 frames are separate objects, and the room is not given.
+# mapping, an unmapping and page faults: kernel time (benchmarks/README.md#tuned-constants). A call
+# made through _call_with_room gets a frame FRAME_ROOM_SLOTS slots larger than it needs: CPython
+# places it at the start of a new chunk twice that size (a power of two), and the calls below it fit
+# in the rest of that chunk, mapped once per question (mostly never touched: only the pages used
+# count). Slots past a frame's stack are never initialized; before 3.11 frames are separate objects,
+# and the room is not given.
 FRAME_ROOM_SLOTS = 128 * 1024  # pointers: 1 MiB, some 8,000 of jedi's frames
 
 

@@ -61,12 +61,13 @@ from ..analysis.values import Value
 log = logging.getLogger("torchlint")
 
 # Scripts (checked files' texts, question texts) that share one jedi inference state (new_script). A
-# fresh state infers builtins, typing and torch's classes again (about half a CPU second); what bounds
-# a state's memory is the worker's limit (trim_memory drops the states). On transformers' models a
-# worker answers with about 330 scripts: at 128 per state (3 states a worker, against 1) the run took
-# 1.1 to 3.1 CPU s more in turns than at 1024, for the same findings and largest process.
+# fresh state infers builtins, typing and torch's classes again, so a state serves many scripts; what
+# bounds a state's memory is the worker's limit (trim_memory drops the states), not this count
+# (benchmarks/README.md#tuned-constants).
 SCRIPTS_PER_STATE = 1024
-TRIM_GROWTH = 32 * 2 ** 20  # bytes a process grows past its last trim before the next (trim_memory)
+# Bytes a process grows past its last trim before the next (trim_memory): the memory a trim frees
+# is reused, not given back (benchmarks/README.md#tuned-constants).
+TRIM_GROWTH = 32 * 2 ** 20
 SHARED_STATES = 4  # shared states kept at once, one per jedi sys.path (folders outside packages)
 # Read a user-chosen virtual environment's files rather than run its interpreter: the same
 # findings on the fixtures either way (benchmarks/README.md), and no interpreter to wait for.
@@ -271,9 +272,9 @@ class JediInference(ProjectFiles):
         if script is None or not self.share_states:
             return
         # Its own tree (kept by path for the diff parser) is dropped: not checked again. The trees
-        # of the project's modules stay until trim_memory: keeping only the 64 last used made the
-        # workers load 347 modules where 278 do on transformers' models (4.8 against 4.2 CPU s),
-        # and the largest process was no smaller for it (477-535 against 461-475 MB in turns).
+        # of the project's modules stay until trim_memory: keeping only the last used made the
+        # workers load more modules, and the largest process was no smaller for it
+        # (benchmarks/README.md#tuned-constants).
         jedi_access.forget_parsed(script.path)
         state = jedi_access.state_of(script)
         key = next((k for k, shared in self._states.items() if shared.state is state), None)

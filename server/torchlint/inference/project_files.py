@@ -28,13 +28,11 @@ from ..analysis.parsing import shared_tree
 from ..analysis.scopes import NodeT, NodeTable, dotted_name, nodes_by_type
 
 # Other modules' files kept parsed for base resolution and the files' answers (ProjectFiles._read_file)
-# in a CLI run. On transformers' models each of two workers asks for 400-500 files 9,000 times. A
-# file read again costs several times its parse (the tables built from its tree again, freeing the
-# tree): with 192 kept, not 64, the workers parsed 32 MB of source, not 41, and the run took 1.6 CPU
-# s less (five turns). A worker past its memory limit drops them first (JediInference.trim_memory):
-# once a run there.
+# in a CLI run. A file read again costs several times its parse (the tables built from its tree
+# again, freeing the tree). A worker past its memory limit drops them first
+# (JediInference.trim_memory). Measured: benchmarks/README.md#tuned-constants.
 READ_FILES_KEPT = 192
-# Where no memory limit drops them (the language server, whose jedi layer shares no states).
+# Where no memory limit drops them (the language server, whose jedi layer shares no states; same page).
 READ_FILES_KEPT_UNTRIMMED = 64
 _MAX_BASE_DEPTH = 12  # classes and re-exports followed from one base (torch's reach 8)
 

@@ -31,7 +31,8 @@ Result = TypeVar("Result")
 DEBOUNCE_SECONDS = 0.15
 # A document whose first wave took less than this (CPU seconds of its thread, whatever else the
 # machine runs) is analysed at every edit, typing included: the incremental check of an edit
-# usually costs a few milliseconds, and holding it back would only delay the diagnostics.
+# usually costs a few milliseconds, and holding it back would only delay the diagnostics
+# (benchmarks/README.md#tuned-constants, with RECENT_FIRST_WAVES).
 CHEAP_SECONDS = 0.05
 # The cheapest of this many last first waves decides: one full check (the open, an edited import,
 # a text that does not parse) between cheap incremental ones does not make the next edits wait;
