@@ -106,7 +106,7 @@ def _pick_edits(findings: Sequence[Finding], unsafe: bool, newline: str) -> Tupl
     before it (an edit equal to a taken one is not repeated: two fixes adding the same import).
     Each look costs O(log n) (:class:`_TakenEdits`), so a file of thousands of fixes is not
     compared fix by fix."""
-    chosen = [(finding, [_with_newline(edit, newline) for edit in fix.edits])
+    chosen = [(finding, [edit_with_newline(edit, newline) for edit in fix.edits])
               for finding, fix in ((finding, finding.fix_to_apply(unsafe)) for finding in findings) if fix is not None]
     index = _TakenEdits(edit for _, edits in chosen for edit in edits)
     taken: List[Edit] = []
@@ -184,7 +184,7 @@ class _Tally:
         return total
 
 
-def _with_newline(edit: Edit, newline: str) -> Edit:
+def edit_with_newline(edit: Edit, newline: str) -> Edit:
     """Keep a CRLF file CRLF even if a fix was written with bare newlines."""
     if newline == "\n" or "\n" not in edit.new_text:
         return edit

@@ -17,7 +17,7 @@ from lsprotocol import types
 from ..analysis.findings import CheckResult, Edit, Finding, Position, Range
 from ..analysis.notebook import CellsChanged, CellSpan, JoinedCells, split_cells
 from ..analysis.source import SourceText
-from ..fixing import _with_newline  # keeps a CRLF document CRLF
+from ..fixing import edit_with_newline  # keeps a CRLF document CRLF
 from .convert import Converter, documents_edit
 from .scheduler import Snapshot
 
@@ -60,7 +60,7 @@ class DocumentView:
     def workspace_edit(self, edits: List[Edit], document_changes: bool) -> Optional[types.WorkspaceEdit]:
         """The edits (analysed-text positions) as a workspace edit, or None when one cannot be placed."""
         newline = self.source.newline()
-        text_edits = [self.converter.text_edit(_with_newline(edit, newline)) for edit in edits]
+        text_edits = [self.converter.text_edit(edit_with_newline(edit, newline)) for edit in edits]
         return documents_edit({self.uri: (self.snap.version, text_edits)}, document_changes)
 
     def whole_edit(self, new_text: str, document_changes: bool) -> Optional[types.WorkspaceEdit]:
@@ -132,7 +132,7 @@ class CellView(DocumentView):
                 return None
             number, in_cell = placed
             _, _, converter = self.cells[number]
-            text = _with_newline(Edit(in_cell, edit.new_text), converter.source.newline())
+            text = edit_with_newline(Edit(in_cell, edit.new_text), converter.source.newline())
             per_cell.setdefault(number, []).append(converter.text_edit(text))
         return documents_edit({self.cells[n][0]: (self.cells[n][1], e) for n, e in per_cell.items()},
                               document_changes)
