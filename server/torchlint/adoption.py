@@ -16,7 +16,7 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Sequence
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Union
 
 GIT_TIMEOUT = 60.0  # seconds per git command
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
@@ -40,10 +40,10 @@ class Changes:
     lines: Dict[str, FrozenSet[int]] = field(default_factory=dict)
     untracked: FrozenSet[str] = frozenset()
 
-    def contains(self, path) -> bool:
+    def contains(self, path: Union[str, os.PathLike[str]]) -> bool:
         return same_file_key(path) in self.files
 
-    def lines_of(self, path) -> Optional[FrozenSet[int]]:
+    def lines_of(self, path: Union[str, os.PathLike[str]]) -> Optional[FrozenSet[int]]:
         """The changed lines of a changed file; None for an untracked one (all of it is new)."""
         key = same_file_key(path)
         if key in self.untracked:
@@ -51,7 +51,7 @@ class Changes:
         return self.lines.get(key, frozenset())
 
 
-def same_file_key(path) -> str:
+def same_file_key(path: Union[str, os.PathLike[str]]) -> str:
     """A path's folder resolved (symbolic links, ``..``) and its own name kept: how git and a
     walk, which may reach the repository through different links, agree on a file."""
     path = os.path.abspath(str(path))
@@ -132,7 +132,7 @@ def changes_against(ref: str, directory: str, with_lines: bool = False) -> Chang
     changed = _nul_list(run_git(["diff", "--name-only", "-z", "--no-ext-diff", "--no-textconv", "-M",
                                  "--diff-filter=d", "--ignore-submodules", base, "--"], toplevel))
     untracked = _nul_list(run_git(["ls-files", "--others", "--exclude-standard", "-z", "--"], toplevel))
-    key = lambda rel: same_file_key(os.path.join(toplevel, rel))
+    key: Callable[[str], str] = lambda rel: same_file_key(os.path.join(toplevel, rel))
     changes = Changes(ref, base, toplevel, frozenset(key(rel) for rel in changed + untracked),
                       untracked=frozenset(key(rel) for rel in untracked))
     if with_lines and changed:
@@ -150,8 +150,8 @@ def _nul_list(output: str) -> List[str]:
 def changed_lines(patch: str) -> Dict[str, FrozenSet[int]]:
     """file (relative to the repository) -> the lines of its new version that a ``git diff -U0``
     patch adds or changes. A hunk that only deletes changes no line of the new version."""
-    result: Dict[str, set] = {}
-    current: Optional[set] = None
+    result: Dict[str, Set[int]] = {}
+    current: Optional[Set[int]] = None
     for line in patch.splitlines():
         if line.startswith("+++ "):
             name = line[4:]

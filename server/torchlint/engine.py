@@ -51,7 +51,7 @@ def _check_source(text: str, path: str, options: CheckOptions, inference: Option
 
 
 def check_tree(text: str, path: str, tree: ast.Module, options: CheckOptions = DEFAULT_OPTIONS,
-               inference: Optional[Inference] = None, file_attribute_names: Optional[Counter] = None,
+               inference: Optional[Inference] = None, file_attribute_names: Optional[Counter[str]] = None,
                source: Optional[SourceText] = None) -> CheckResult:
     """The rules over an already parsed ``tree`` of ``text``. ``file_attribute_names``: the
     file's attribute-name counts when ``tree`` holds only part of the file (torchlint.incremental);

@@ -32,7 +32,8 @@ import re
 import threading
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union, cast
+from typing import (Any, Callable, Container, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Set, Tuple,
+                    Union, cast)
 
 from .analysis.context import is_self_attribute
 from .analysis.findings import CheckResult, Edit, Finding, Position, Range, Related, UncheckedClass
@@ -57,7 +58,7 @@ class Chunk:
     kind: str  # "class", "function", "import" (an import anywhere in it), "other"
     defines: FrozenSet[str]  # module-level names it binds
     references: FrozenSet[str]  # names it reads
-    attributes: Counter  # `<expr>.name` reads, self.name left out: as FileContext counts them
+    attributes: Counter[str]  # `<expr>.name` reads, self.name left out: as FileContext counts them
     stored_attributes: FrozenSet[str]  # `<expr>.name = ...` anywhere in it (TL106's candidates)
     pinned: bool  # a star import or torch.set_default_device: every chunk depends on it
     docstring_or_future: bool  # skipped where a new import goes (FileContext._first_code_line)
@@ -82,7 +83,7 @@ class _Known:
     text: str
     lines: List[str]
     chunks: List[Chunk]
-    attributes: Counter = field(default_factory=Counter)  # of the whole file
+    attributes: Counter[str] = field(default_factory=Counter)  # of the whole file
 
 
 class IncrementalChecker:
@@ -129,9 +130,9 @@ class IncrementalChecker:
         known = None
         if not text.startswith("\ufeff") and not result.internal_errors and not result.cut_short:
             plain = _chunks(tree.body, at_file_start=True)
-            chunks = _with_findings(plain, result, range(len(plain)), None)
+            chunks = _with_findings(plain, result, range(len(plain)), {})
             if chunks is not None:
-                total: Counter = Counter()
+                total: Counter[str] = Counter()
                 for chunk in chunks:
                     total.update(chunk.attributes)
                 known = _Known(options, inference, text, _lines(source), chunks, total)
@@ -205,9 +206,9 @@ class IncrementalChecker:
         if result.internal_errors or result.cut_short:
             return self._full(text, options, inference, "a rule failed on the reduced copy")
 
-        outside: List[Optional[Chunk]] = [None if i in recheck else c for i, c in enumerate(new_chunks)]
-        for i, kept in enumerate(outside):
-            if kept is not None and (kept.findings or kept.unchecked):
+        outside = {i: c for i, c in enumerate(new_chunks) if i not in recheck}
+        for i, kept in outside.items():
+            if kept.findings or kept.unchecked:
                 outside[i] = replace(kept, findings=tuple(_moved_finding(f, moved) for f in kept.findings),
                                      unchecked=tuple(replace(u, position=Position(moved(u.position.line),
                                                                                   u.position.column))
@@ -235,7 +236,7 @@ def _summary(group: List[ast.stmt], is_first: bool) -> Chunk:
     imported: Set[str] = set()
     declared_global: Set[str] = set()
     stored: Set[str] = set()
-    attributes: Counter = Counter()
+    attributes: Counter[str] = Counter()
     has_import = pinned = False
     node: Any  # (each of the walk's nodes, told apart by its class below)
     for stmt in group:
@@ -364,9 +365,10 @@ def _context(chunks: List[Chunk], recheck: Set[int]) -> Set[int]:
     return included
 
 
-def _with_findings(chunks: List[Chunk], result: CheckResult, fresh, outside) -> Optional[List[Chunk]]:
+def _with_findings(chunks: List[Chunk], result: CheckResult, fresh: Container[int],
+                   outside: Mapping[int, Chunk]) -> Optional[List[Chunk]]:
     """``chunks`` with their findings (and unchecked classes): from ``result`` for the chunks in
-    ``fresh``, from ``outside`` (the kept chunks) for the others. None when a finding starts
+    ``fresh``, from ``outside`` (the kept chunks, by index) for the others. None when a finding starts
     outside them all."""
     firsts = [chunk.first for chunk in chunks]
 
@@ -397,7 +399,7 @@ def _result(chunks: Sequence[Chunk]) -> CheckResult:
 
 
 # -- positions ----------------------------------------------------------------------------------
-def _finding_lines(finding: Finding):
+def _finding_lines(finding: Finding) -> Iterator[int]:
     yield finding.range.start.line
     yield finding.range.end.line
     for related in finding.related:
@@ -412,7 +414,7 @@ def _finding_lines(finding: Finding):
 _LINE_NUMBER = re.compile(r"\blines? (\d+)")
 
 
-def _lines_named(finding: Finding):
+def _lines_named(finding: Finding) -> Iterator[int]:
     """Line numbers a finding's words name ("the optimizer on line 12"): text cannot be moved."""
     texts = [finding.message] + [r.message for r in finding.related] + [fix.title for fix in finding.fixes]
     for text in texts:
@@ -421,7 +423,7 @@ def _lines_named(finding: Finding):
                 yield int(match.group(1))
 
 
-def _moved_finding(finding: Finding, moved) -> Finding:
+def _moved_finding(finding: Finding, moved: Callable[[int], int]) -> Finding:
     def position(p: Position) -> Position:
         line = moved(p.line)
         return p if line == p.line else Position(line, p.column)

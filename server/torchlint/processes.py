@@ -17,7 +17,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -76,7 +76,7 @@ class Tag:
 
 
 def start(command: Sequence[str], env: Optional[Dict[str, str]] = None, tag: Optional[Tag] = None,
-          **options) -> subprocess.Popen:
+          **options: Any) -> subprocess.Popen[bytes]:
     """``subprocess.Popen(command, **options)`` in a process group of its own; ``tag`` is added
     to its environment (``env``, else this process's). Raises OSError when it cannot start."""
     if tag is not None:
@@ -91,7 +91,7 @@ def start(command: Sequence[str], env: Optional[Dict[str, str]] = None, tag: Opt
     return subprocess.Popen(list(command), env=env, **options)
 
 
-def wait(process: subprocess.Popen, deadline: float, cancelled: Optional[Callable[[], bool]] = None,
+def wait(process: subprocess.Popen[bytes], deadline: float, cancelled: Optional[Callable[[], bool]] = None,
          every: Optional[Callable[[], object]] = None) -> str:
     """Wait for the child until the ``time.monotonic()`` ``deadline``: EXITED, TIMED_OUT, or
     CANCELLED once ``cancelled()`` says so. ``every`` runs between polls (a few times a second)."""
@@ -109,7 +109,7 @@ def wait(process: subprocess.Popen, deadline: float, cancelled: Optional[Callabl
             return TIMED_OUT
 
 
-def end(process: subprocess.Popen, grace: float = GRACE_S, tag: Optional[Tag] = None) -> None:
+def end(process: subprocess.Popen[bytes], grace: float = GRACE_S, tag: Optional[Tag] = None) -> None:
     """End a child started by :func:`start` and its whole process group (and, with ``tag``,
     every tagged process), then reap it. Also for a child that already exited: what it left
     running in its group goes too. ``grace`` 0: SIGKILL at once, no SIGTERM (code that must not

@@ -24,7 +24,7 @@ import dataclasses
 import functools
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, cast
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union, cast
 
 import cattrs
 
@@ -262,7 +262,7 @@ def is_device(value: str) -> bool:
     return value in DEVICES or (value.startswith("cuda:") and value[5:].isdigit())
 
 
-def is_codes(kind: Any) -> bool:
+def is_codes(kind: object) -> bool:
     """A list of strings: rule codes, patterns, folders (``select``'s may be None: unset)."""
     return kind == Codes or kind == Optional[Codes]
 
@@ -383,8 +383,8 @@ def _strict_converter() -> cattrs.Converter:
     """cattrs, but refusing what JSON clients get wrong: "true" for true, 1 for true, a string for a list."""
     converter = cattrs.Converter()
 
-    def exact(kind, expected):
-        def structure(value, _type):
+    def exact(kind: Union[type, Tuple[type, ...]], expected: str) -> Callable[[Any, object], Any]:
+        def structure(value: Any, _type: object) -> Any:
             if isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
                 raise SettingError("expected %s, got %r" % (expected, value))
             return value
@@ -395,12 +395,12 @@ def _strict_converter() -> cattrs.Converter:
     converter.register_structure_hook(str, exact(str, "a string"))
     converter.register_structure_hook(float, lambda v, _t: float(exact((int, float), "a number")(v, _t)))
 
-    def codes(value, _type):
+    def codes(value: Any, _type: object) -> Codes:
         if isinstance(value, str) or not isinstance(value, (list, tuple)):
             raise SettingError("expected a list of strings, got %r" % (value,))
         return tuple(converter.structure(item, str) for item in value)
 
-    def table(value, _type):
+    def table(value: Any, _type: object) -> SeverityTable:
         if not isinstance(value, dict):
             raise SettingError("expected an object of rule code = severity, got %r" % (value,))
         return tuple(sorted((str(k), converter.structure(v, str)) for k, v in value.items()))
