@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..analysis.findings import Finding, ParseError, Position, UncheckedClass
 from ..analysis.notebook import CellMap
-from ..files import display_path, inside  # noqa: F401 (the renderers import them from here)
+from ..files import display_path, inside
+
+# display_path and inside: for the renderers, which import them from here.
+__all__ = ["FORMATS", "FileReport", "OutputOptions", "cell_position", "display_path", "inside", "render", "renderers",
+           "sorted_findings"]
 
 
 @dataclass
@@ -51,7 +55,7 @@ class OutputOptions:
     files_not_checked: int = 0  # files not read (too large, unreadable): said as errors, not in the reports
 
 
-def sorted_findings(reports: List[FileReport]):
+def sorted_findings(reports: List[FileReport]) -> Iterator[Tuple[FileReport, Finding]]:
     """(report, finding) pairs in path, then position order."""
     for report in sorted(reports, key=lambda r: r.path):
         for finding in sorted(report.findings, key=lambda f: (f.range.start, f.code)):

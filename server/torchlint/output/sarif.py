@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import List, cast
+from typing import Any, Dict, List, cast
 
 from .. import __version__
+from ..analysis.findings import Finding, Position
 from ..rules import ALL_RULES
+from ..rules.base import Rule
 from ..files import relative_path
 from . import FileReport, OutputOptions, cell_position, inside, sorted_findings
 
@@ -27,8 +29,11 @@ INFORMATION_URI = "https://pypi.org/project/torchlint/"
 LEVELS = {"error": "error", "warning": "warning", "info": "note", "hint": "note"}
 SOURCE_ROOT = "%SRCROOT%"
 
+# A SARIF object, as json.dumps writes it (_in_notebook edits a result's nested objects in place).
+SarifObject = Dict[str, Any]
 
-def _full_description(rule) -> str:
+
+def _full_description(rule: Rule) -> str:
     """The first paragraph of the doc's "What it finds" section (the summary without a doc)."""
     try:
         doc = rule.doc()
@@ -38,7 +43,7 @@ def _full_description(rule) -> str:
     return " ".join(match.group(1).split()) if match else rule.summary
 
 
-def _rule(rule) -> dict:
+def _rule(rule: Rule) -> SarifObject:
     return {
         "id": rule.code,
         "name": rule.name,
@@ -49,20 +54,20 @@ def _rule(rule) -> dict:
     }
 
 
-def _artifact(path: str, cwd: str) -> dict:
+def _artifact(path: str, cwd: str) -> SarifObject:
     if inside(path, cwd):
         return {"uri": relative_path(path, cwd), "uriBaseId": SOURCE_ROOT}
     return {"uri": Path(path).resolve().as_uri()}
 
 
-def _region(start, end) -> dict:
+def _region(start: Position, end: Position) -> SarifObject:
     return {"startLine": start.line, "startColumn": start.column + 1,
             "endLine": end.line, "endColumn": end.column + 1}
 
 
-def _result(report: FileReport, finding, rule_index: dict, cwd: str) -> dict:
+def _result(report: FileReport, finding: Finding, rule_index: Dict[str, int], cwd: str) -> SarifObject:
     artifact = _artifact(report.path, cwd)
-    result = {
+    result: SarifObject = {
         "ruleId": finding.code,
         "level": LEVELS[finding.severity.value],
         "message": {"text": finding.message},
@@ -91,7 +96,7 @@ def _result(report: FileReport, finding, rule_index: dict, cwd: str) -> dict:
     return result
 
 
-def _in_notebook(report: FileReport, result: dict, finding, rule_index: dict) -> dict:
+def _in_notebook(report: FileReport, result: SarifObject, finding: Finding, rule_index: Dict[str, int]) -> SarifObject:
     """A notebook's lines are not the .ipynb file's: the location is the file, the message says
     the cell and its line (no region, no fix regions that would point into the JSON)."""
     cell, position = cell_position(report, finding.range.start)
@@ -104,7 +109,7 @@ def _in_notebook(report: FileReport, result: dict, finding, rule_index: dict) ->
     return result
 
 
-def sarif_log(reports: List[FileReport], options: OutputOptions) -> dict:
+def sarif_log(reports: List[FileReport], options: OutputOptions) -> SarifObject:
     rule_index = {rule.code: i for i, rule in enumerate(ALL_RULES)}
     notifications = [
         {"level": "error", "message": {"text": report.error.message},

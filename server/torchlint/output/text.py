@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Dict, List
 
-from ..analysis.findings import Finding, Severity
+from ..analysis.findings import Finding, Position, Severity
 from ..rules import RULES_BY_CODE
 from . import FileReport, OutputOptions, cell_position, display_path
 
@@ -47,7 +47,7 @@ def _fix_mark(finding: Finding, options: OutputOptions) -> str:
     return "[-]" if finding.fix_to_apply(True) else ""
 
 
-def _where(report: FileReport, pos) -> str:
+def _where(report: FileReport, pos: Position) -> str:
     """``line:col``, or ``cell N:line:col`` in a notebook (as ruff writes it)."""
     cell, pos = cell_position(report, pos)
     return ("cell %d:" % cell if cell is not None else "") + "%d:%d" % (pos.line, pos.column + 1)
