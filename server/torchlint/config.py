@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from functools import cached_property
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .engine import CheckOptions
 from .analysis.findings import Severity
@@ -156,7 +156,7 @@ class Config:
         """Whether a finding of this severity makes ``torchlint check`` exit 1 (``fail-on``)."""
         return at_least(severity, self.fail_on)
 
-    def options_for(self, path) -> CheckOptions:
+    def options_for(self, path: Union[str, os.PathLike[str]]) -> CheckOptions:
         """What check_source needs for one file: enabled rules and severity overrides."""
         enabled = self.enabled_codes()
         rel = relative_to_root(Path(path), self.root)
@@ -171,7 +171,7 @@ class Config:
         values as it gave them, checked here; ``name`` says what errors call a setting."""
         return replace(self, sources=self.sources + (checked(given, name),))
 
-    def with_overrides(self, name: Callable[[Spec], str] = flag_name, **given) -> "Config":
+    def with_overrides(self, name: Callable[[Spec], str] = flag_name, **given: object) -> "Config":
         """:meth:`over` with the settings as keywords: ``with_overrides(select=["TL1"])``."""
         return self.over(Partial.of(given), name)
 
@@ -203,7 +203,7 @@ def expand(selectors: Iterable[str]) -> FrozenSet[str]:
 _NO_RULE = "an empty list selects no rule at all (leave it out to run every rule)"
 
 
-def _selectors(values, where: str, empty: Optional[str] = None) -> List[str]:
+def _selectors(values: object, where: str, empty: Optional[str] = None) -> List[str]:
     """Validated selectors; ``empty``: why an empty list is an error here (None: it is fine)."""
     if isinstance(values, str) or not isinstance(values, (list, tuple)):
         raise ConfigError("%s: expected a list of rule codes, got %r" % (where, values))
@@ -223,7 +223,7 @@ def _selectors(values, where: str, empty: Optional[str] = None) -> List[str]:
     return result
 
 
-def _severities(table, where: str) -> List[Tuple[str, Severity]]:
+def _severities(table: object, where: str) -> List[Tuple[str, Severity]]:
     if not isinstance(table, dict):
         raise ConfigError("%s: expected a table of rule code = severity, got %r" % (where, table))
     result = []
@@ -236,7 +236,7 @@ def _severities(table, where: str) -> List[Tuple[str, Severity]]:
     return result
 
 
-def _declared(spec: Spec, value, where: str):
+def _declared(spec: Spec, value: object, where: str) -> Any:
     """``value`` checked against the setting's declaration (torchlint.settings)."""
     try:
         return check_value(spec, value)
@@ -244,20 +244,20 @@ def _declared(spec: Spec, value, where: str):
         raise ConfigError("%s: %s" % (where, err)) from None
 
 
-def _severity_table(table, where: str) -> Tuple[Tuple[str, str], ...]:
+def _severity_table(table: object, where: str) -> Tuple[Tuple[str, str], ...]:
     """(selector, severity) pairs, least specific first; an editor's table comes as pairs already."""
     return tuple((selector, severity.value)
                  for selector, severity in _severities(dict(table) if isinstance(table, tuple) else table, where))
 
 
-def _per_file_ignores(table, where: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+def _per_file_ignores(table: object, where: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
     if not isinstance(table, dict):
         raise ConfigError("%s: expected a table of glob = [codes], got %r" % (where, table))
     return tuple((glob, tuple(_selectors(codes, '%s."%s"' % (where, glob), empty="give the codes these files ignore")))
                  for glob, codes in table.items())
 
 
-def _interpreter_path(value, where: str) -> str:
+def _interpreter_path(value: object, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError("%s: expected the path of a Python interpreter, got %r" % (where, value))
     return value
@@ -265,7 +265,7 @@ def _interpreter_path(value, where: str) -> str:
 
 # -- reading -----------------------------------------------------------------------------------
 
-def read_table(path: Path) -> Optional[dict]:
+def read_table(path: Path) -> Optional[Dict[str, Any]]:
     """The ``[tool.torchlint]`` table of a pyproject.toml (None when it has none)."""
     try:
         with open(path, "rb") as handle:
@@ -282,7 +282,7 @@ def read_table(path: Path) -> Optional[dict]:
     return table
 
 
-def parse_table(table: dict, path: Path, root: Optional[Path] = None) -> Config:
+def parse_table(table: Dict[str, Any], path: Path, root: Optional[Path] = None) -> Config:
     """Validate a ``[tool.torchlint]`` table; every problem names the file and the key."""
     where = "%s: %s" % (display_path(path), SECTION)
     for key in table:
@@ -325,7 +325,7 @@ class ClassRecipe:
     factory: Optional[str] = None
 
     @property
-    def kwargs(self) -> Optional[dict]:
+    def kwargs(self) -> Optional[Dict[str, Any]]:
         return None if self.kwargs_json is None else json.loads(self.kwargs_json)
 
 
@@ -345,7 +345,7 @@ def _unknown_key(key: str, known: Sequence[str], where: str) -> ConfigError:
         where, key, " (did you mean %r?)" % close[0] if close else "", ", ".join(known)))
 
 
-def _class_recipes(classes, where: str) -> Tuple[Tuple[str, ClassRecipe], ...]:
+def _class_recipes(classes: object, where: str) -> Tuple[Tuple[str, ClassRecipe], ...]:
     """``[tool.torchlint.verify.classes]``: how each named class is built."""
     if not isinstance(classes, dict):
         raise ConfigError("%s: expected a table of class name = {kwargs = {...}} or {factory = "
@@ -407,7 +407,7 @@ def checked(given: Partial, name: Callable[[Spec], str]) -> Partial:
     return Partial.of(values)
 
 
-def load_config(path) -> Config:
+def load_config(path: Union[str, os.PathLike[str]]) -> Config:
     """Settings from an explicitly named pyproject.toml (``--config``)."""
     path = Path(path).resolve()
     if not path.is_file():
@@ -418,7 +418,7 @@ def load_config(path) -> Config:
     return parse_table(table, path)
 
 
-def find_config(start=None) -> Config:
+def find_config(start: Optional[Union[str, os.PathLike[str]]] = None) -> Config:
     """Settings from the nearest pyproject.toml with a ``[tool.torchlint]`` table at or above
     ``start`` (a file or directory; default: the working directory), else the defaults."""
     start = Path(start or Path.cwd()).resolve()

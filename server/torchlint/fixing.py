@@ -11,7 +11,7 @@ import stat
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from .analysis.findings import CheckResult, Edit, Finding, Position
 from .analysis.inference_seam import Inference
@@ -283,7 +283,7 @@ def _overwrite(target: str, data: bytes) -> None:
         os.close(descriptor)
 
 
-def _write_at(descriptor: int, data, offset: int) -> int:
+def _write_at(descriptor: int, data: memoryview, offset: int) -> int:
     os.lseek(descriptor, offset, os.SEEK_SET)
     return os.write(descriptor, data)
 
@@ -296,7 +296,7 @@ def _remove(path: str) -> None:
 
 
 @contextlib.contextmanager
-def _deferred_interrupts():
+def _deferred_interrupts() -> Iterator[None]:
     """SIGINT and SIGTERM that arrive inside the block take effect when it ends (main thread only:
     Python runs signal handlers there, so elsewhere there is nothing to defer)."""
     if threading.current_thread() is not threading.main_thread():

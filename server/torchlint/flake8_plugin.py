@@ -6,6 +6,7 @@ and ``[tool.torchlint]`` are not used here: flake8's configuration decides.
 """
 from __future__ import annotations
 
+import ast
 from typing import Iterator, List, Tuple
 
 from . import __version__
@@ -16,7 +17,7 @@ class Flake8Plugin:
     name = "torchlint"
     version = __version__
 
-    def __init__(self, tree, filename: str, lines: List[str]) -> None:
+    def __init__(self, tree: ast.AST, filename: str, lines: List[str]) -> None:
         self.filename = filename
         self.lines = lines
 

@@ -116,8 +116,9 @@ class JediScript(Protocol):
     def goto(self, line: int, column: int, *, follow_imports: bool = False) -> List[JediName]: ...
 
 
-# parso only calls gc.disable() and gc.enable() through this name: a stand-in, not the module.
-_parso_cache.gc = collection.RestoringCollector()  # type: ignore[assignment]
+# parso only calls gc.disable() and gc.enable() through this name: a stand-in, not the module
+# (set by name: parso.cache's `gc` is its import of the module, not an attribute it exports).
+setattr(_parso_cache, "gc", collection.RestoringCollector())
 
 _parso_load: Callable[..., Any] = _parso_cache._load_from_file_system
 _parso_hashed_path: Callable[..., str] = _parso_cache._get_hashed_path
