@@ -57,4 +57,8 @@ VERIFY_CODES: Dict[str, VerifyCode] = {entry.code: entry for entry in (
     VerifyCode("TL906", "parameter-created-in-forward", Severity.ERROR,
                "a parameter created or replaced while forward ran: an optimizer built before the first batch "
                "never updates it"),
+    VerifyCode("TL907", "lost-by-checkpoint", Severity.ERROR,
+               "the trained module's state_dict(), loaded into a new instance, does not load or does not compute "
+               "what the module computed: the tensors and numbers a checkpoint does not carry",
+               grading="error; information when nothing the module holds explains the difference"),
 )}

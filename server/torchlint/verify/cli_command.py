@@ -7,7 +7,7 @@ cli.py hooks it in as a subcommand::
     verify.set_defaults(handler=cli_command.run)
 
 Exit codes: 0 nothing found (every class verified or partly verified), 1 problems found
-(TL901-TL906), 2 verification could not run (bad arguments, a folder or several files, no
+(TL901-TL907), 2 verification could not run (bad arguments, a folder or several files, no
 such file or class, no class in the file, no torch, no CUDA, no class could be built).
 """
 from __future__ import annotations
@@ -29,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "Python, which must have torch) and confirm what the static rules suspect: "
                           "unregistered tensors (TL901), state left behind by .to() (TL902), gradients the "
                           "optimizer never sees (TL903), tensors an optimizer step does not change (TL904), "
-                          "failures (TL905) and parameters created during forward (TL906). It executes the "
+                          "failures (TL905), parameters created during forward (TL906) and what a checkpoint "
+                          "of the trained module loses (TL907). It executes the "
                           "file's code.")
     parser.add_argument("target", metavar="FILE[::Class]", nargs="+",
                         help="the file, optionally ::ClassName (default: every nn.Module subclass it defines); "

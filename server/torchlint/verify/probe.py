@@ -61,6 +61,7 @@ CHECK_NAMES = {
     "TL903": "gradients",
     "TL904": "optimizer step",
     "TL906": "parameters",
+    "TL907": "checkpoint",
 }
 FACTORY_NAMES = ("torchlint_example_inputs", "example_inputs")
 HOW_TO_GIVE_INPUTS = ("give --input-shape (e.g. 2,16) or --input expressions, or define torchlint_example_inputs() "
@@ -165,8 +166,9 @@ class Built:
         self.inputs = inputs  # example inputs a factory returned with the module
 
 
-def construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType) -> Union[Built, str]:
-    """A Built, or a str (why the class was skipped). Failures of user code raise UserError."""
+def construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType, seed: int = 0) -> Union[Built, str]:
+    """A Built, or a str (why the class was skipped). Failures of user code raise UserError.
+    ``seed``: torch's random seed while it is built (the checkpoint round trip builds another)."""
     import torch
 
     name = cls.__name__
@@ -181,17 +183,17 @@ def construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleTy
         except ValueError:
             pass  # no signature to read (a C-level __init__): just try
         text = "%s(%s)" % (name, _kwargs_text(init_kwargs))
-        torch.manual_seed(0)
+        torch.manual_seed(seed)
         return Built(run_user("constructing " + text, name, user_path, cls, **init_kwargs), "--init-kwargs", text)
     configured = next((c for c in candidates if c.before_defaults), None)
     if configured is not None:
-        built, _ = build_candidate(configured, cls, user_module, user_path)  # the user's own: failures are TL905
+        built, _ = build_candidate(configured, cls, user_module, user_path, seed)  # the user's own: failures are TL905
         return built if isinstance(built, Built) else "%s (from %s)" % (built, configured.origin)
     guesses = [c for c in candidates if not c.before_defaults]
     default_failure: Optional[support.UserError] = None
     needs_from: Optional[type] = None  # the base that *args / **kwargs reached without the arguments it needs
     if _binds_without_arguments(cls):
-        torch.manual_seed(0)
+        torch.manual_seed(seed)
         try:
             return Built(run_user("constructing %s()" % name, name, user_path, cls), "defaults", "%s()" % name)
         except UserError as failure:
@@ -203,7 +205,7 @@ def construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleTy
     tried: List[str] = []
     for candidate in guesses:
         try:
-            built, text = build_candidate(candidate, cls, user_module, user_path)
+            built, text = build_candidate(candidate, cls, user_module, user_path, seed)
         except UserError as failure:
             tried.append("%s (%s) failed: %s" % (candidate.expression or candidate.factory, candidate.origin,
                                                  failure.error))
@@ -223,12 +225,12 @@ def construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleTy
 
 
 def build_candidate(candidate: Constructor, cls: Type[nn.Module], user_module: ModuleType,
-                    user_path: str) -> Tuple[Union[Built, str], str]:
+                    user_path: str, seed: int = 0) -> Tuple[Union[Built, str], str]:
     """(Built or the reason it is not usable, the text shown for it)."""
     import torch
 
     origin = candidate.origin
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     if candidate.factory:
         text = candidate.factory
         value = run_user("building %s with %s (from %s)" % (cls.__name__, text, origin), cls.__name__, user_path,
@@ -477,7 +479,7 @@ def check_entry(code: str, status: str, summary: str) -> JsonObject:
 
 def skip_gradients(report: JsonObject, reason: str, short: str) -> None:
     """The checks that need forward did not run: the class is partly verified, never "verified"."""
-    report["checks"] += [check_entry(code, "skipped", reason) for code in ("TL903", "TL904", "TL906")]
+    report["checks"] += [check_entry(code, "skipped", reason) for code in ("TL903", "TL904", "TL906", "TL907")]
     report["status"] = "partly verified"
     report["partial_reason"] = "gradients skipped: %s" % short
 
@@ -553,7 +555,7 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
                   seen: Optional[Seen], again: bool, run: Run,
                   state_of: Callable[[nn.Module], probe_checks.State],
                   add: Callable[[str, List[JsonObject], str], None]) -> Tuple[Set[str], bool]:
-    """TL903, TL904 and TL906 with the first inputs that fit; (the paths of the plain tensor
+    """TL903, TL904, TL906 and TL907 with the first inputs that fit; (the paths of the plain tensor
     attributes every forward recomputed from registered parameters, whether forward ran)."""
     if TYPE_CHECKING:
         checks = probe_checks
@@ -598,11 +600,33 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
             if gradients.failure is not None:
                 report["issues"].append(gradients.failure)
                 report["status"] = "failed"
+            elif gradients.steps:
+                result.phase("checkpoint", name)
+                found, summary, skipped = checks.check_round_trip(
+                    gradients.model, _built_again(cls, request, user_module), inputs, run, device, state_of)
+                if skipped:
+                    report["checks"].append(check_entry("TL907", "skipped", summary))
+                else:
+                    add("TL907", found, summary)
             return gradients.rebuilt, True
         shown = "; ".join(misfits[:3]) + ("; and %d more" % (len(misfits) - 3) if len(misfits) > 3 else "")
         reason = "the guessed inputs did not fit (%d tried: %s); %s" % (len(misfits), shown, HOW_TO_GIVE_INPUTS)
         skip_gradients(report, reason, "the guessed inputs did not fit")
     return set(), False
+
+
+def _built_again(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType) -> Optional[nn.Module]:
+    """A second instance for the checkpoint round trip, built the same way under another seed
+    (None when it cannot be: a constructor that worked once may not twice)."""
+    if TYPE_CHECKING:
+        checks = probe_checks
+    else:
+        checks = sys.modules["torchlint_probe_checks"]
+    try:
+        built = construct(cls, request, user_module, checks.ROUND_TRIP_SEED)
+    except UserError:
+        return None
+    return built.model if isinstance(built, Built) else None
 
 
 # -- the whole run --------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import importlib
 import math
+import re
 import sys
 from typing import TYPE_CHECKING, Any, Dict, List, Set, Tuple
 
@@ -980,3 +981,120 @@ class GradientRun:
             busy = any((parent_path + "." + name if parent_path else name) in called for name in siblings)
             (experts if busy else unused).append((prefix, module))
         return unused, experts
+
+
+# -- TL907 ---------------------------------------------------------------------------------------
+
+ROUND_TRIP_SEED = 20261202  # the fresh instance's: other random initial values than the trained one's
+_KEYS = re.compile(r'"([^"]+)"')
+
+
+def check_round_trip(trained: nn.Module, fresh: Optional[nn.Module], inputs: Tuple[Tuple[Any, ...], Dict[str, Any]],
+                     run: Run, device: torch.device,
+                     state_of: Callable[[nn.Module], State]) -> Tuple[List[JsonObject], str, bool]:
+    """(the issues, the check's summary, whether it was skipped). The checkpoint round trip, as a
+    user meets it: the trained module's own state_dict()
+    loaded into a fresh instance (built again under another seed), both in eval mode, given the
+    same inputs under the same random seed, must compute the same outputs. A load that raises is
+    reported with its keys; a difference with the tensors and numbers the checkpoint did not
+    carry (the trained module's and the fresh one's differ there), or, when none does, as
+    information: forward depends on state the checkpoint cannot hold."""
+    state = state_of(trained)
+    if fresh is None:
+        return [], "a second instance could not be built", True
+    args, kwargs = inputs
+    checkpoint = trained.state_dict()
+    try:
+        with torch.no_grad():
+            fresh.to(device)
+            fresh.load_state_dict(checkpoint)
+    except Exception as exc:  # noqa: B902 - torch's own refusal, "Unexpected key(s)...", or the user's hook
+        text = str(exc).strip()
+        known = set(checkpoint) | set(fresh.state_dict())
+        keys = [key for key in _KEYS.findall(text) if key in known]  # (the keys torch's message quotes)
+        entries = [(_split(key), key, "") for key in dict.fromkeys(keys)] or [(("", ""), "", "")]
+        said = " ".join(line.strip() for line in text.splitlines()) if text else type(exc).__name__
+        return state.issues(
+            "TL907", entries[:8], SEVERITY_ERROR,
+            lambda paths, details: "loading the trained module's own state_dict() into a new instance raises "
+                                   "%s: %s; a checkpoint of this module cannot be loaded back (a buffer or "
+                                   "parameter made outside __init__, or registered as None then filled?)" % (
+                                       type(exc).__name__, said[:300])), "load_state_dict raised", False
+    modes = trained.training, fresh.training
+    trained.eval()
+    fresh.eval()
+    try:
+        outputs = []
+        for model in (trained, trained, fresh):
+            torch.manual_seed(ROUND_TRIP_SEED)
+            with torch.no_grad():
+                outputs.append(list(_output_tensors(run("forward", model, *args, **kwargs))))
+    except support.UserError as failure:  # (eval mode takes other paths: not this check's to report)
+        return [], "forward in eval mode failed: %s" % failure.error, True
+    finally:
+        trained.train(modes[0])
+        fresh.train(modes[1])
+    first, again, loaded = outputs
+    if not _same_outputs(first, again):
+        return [], "in eval mode, forward gives other outputs for the same inputs and seed", True
+    if _same_outputs(first, loaded):
+        return [], "the trained module's state_dict(), loaded into a new instance, gives the same outputs", False
+    lost = _not_carried(state, state_of(fresh), trained, fresh)
+    if lost:
+        return state.issues(
+            "TL907", lost, SEVERITY_ERROR,
+            lambda paths, details: "%s %s not in state_dict(): loaded back from a checkpoint of the trained "
+                                   "module, a new instance computes other outputs (%s)" % (
+                                       listing(paths), "is" if len(paths) == 1 else "are",
+                                       "; ".join(sorted(set(details)))[:300])), \
+            "a checkpoint loses what forward computes with", False
+    found = [new_issue("TL907", SEVERITY_INFO,
+                       "loaded back from a checkpoint of the trained module, a new instance computes other outputs, "
+                       "though every tensor and number it holds was carried: forward depends on state state_dict() "
+                       "cannot hold (a Python object, a global, a file)", state.verified,
+                       line=support.class_line(type(trained), state.locator.user_path))]
+    return found, "outputs differ after loading; nothing the module holds explains it", False
+
+
+def _same_outputs(first: List[torch.Tensor], second: List[torch.Tensor]) -> bool:
+    if len(first) != len(second):
+        return False
+    for a, b in zip(first, second):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.is_floating_point() or a.is_complex():
+            if not torch.allclose(a, b.to(a.device), rtol=1e-4, atol=1e-5, equal_nan=True):
+                return False
+        elif not torch.equal(a, b.to(a.device)):
+            return False
+    return True
+
+
+def _not_carried(trained_state: State, fresh_state: State, trained: nn.Module,
+                 fresh: nn.Module) -> List[Tuple[Holder, str, str]]:
+    """(holder, path, what) of the plain tensors and numbers the two instances hold differently."""
+    fresh_held = {held.path: held.tensor for held in fresh_state.held}
+    lost: List[Tuple[Holder, str, str]] = []
+    for held in trained_state.held:
+        if held.derived is not None:
+            continue
+        other = fresh_held.get(held.path)
+        with torch.no_grad():
+            same = other is not None and other.shape == held.tensor.shape and other.dtype == held.tensor.dtype \
+                and torch.equal(other.to(held.tensor.device), held.tensor)
+        if not same:
+            lost.append((held.holder, held.path, "a plain tensor: the new instance keeps its own value"))
+    fresh_modules = dict(fresh.named_modules())
+    for prefix, module in trained.named_modules():
+        counterpart = fresh_modules.get(prefix)
+        if counterpart is None:
+            continue
+        for name, value in vars(module).items():
+            if name == "training" or name.startswith("_") or isinstance(value, bool) \
+                    or not isinstance(value, (int, float)):
+                continue
+            if vars(counterpart).get(name) != value:
+                path = prefix + "." + name if prefix else name
+                lost.append(((prefix, name), path, "a Python number (%r after training, %r new)" % (
+                    value, vars(counterpart).get(name))))
+    return lost
