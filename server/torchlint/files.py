@@ -19,9 +19,12 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import pathspec
+
+# A path as callers hold it: a string or a Path (os.fspath takes either).
+PathText = Union[str, "os.PathLike[str]"]
 
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", "build", "dist",
@@ -52,13 +55,13 @@ class GlobPattern:
     def __repr__(self) -> str:
         return "GlobPattern(%r)" % self.pattern
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, GlobPattern) and other.pattern == self.pattern
 
     def __hash__(self) -> int:
         return hash(self.pattern)
 
-    def __reduce__(self):  # compiled regexes pickle fine, but the pattern is all we need
+    def __reduce__(self) -> Tuple[type, Tuple[str]]:  # compiled regexes pickle fine, but the pattern is all we need
         return (GlobPattern, (self.pattern,))
 
     def matches(self, rel: Optional[str], name: str, is_dir: bool) -> bool:
@@ -97,7 +100,7 @@ def excluded_file(patterns: Sequence[GlobPattern], rel: Optional[str], name: str
     return any(excluded_by(patterns, *entry) for entry in _file_and_folders(rel, name))
 
 
-def _file_and_folders(rel: Optional[str], name: str):
+def _file_and_folders(rel: Optional[str], name: str) -> Iterator[Tuple[Optional[str], str, bool]]:
     """(rel, name, is_dir) of a file and of each folder above it below the root."""
     if rel is not None:
         parts = rel.split("/")[:-1]
@@ -106,14 +109,14 @@ def _file_and_folders(rel: Optional[str], name: str):
     yield rel, name, False
 
 
-def display_path(path, base=None) -> str:
+def display_path(path: PathText, base: Optional[PathText] = None) -> str:
     """How messages and reports name a file: relative to ``base`` (default: the working
     directory) when it is inside it, else as given; with forward slashes; its control characters
     escaped (:func:`printable`)."""
     return printable(relative_path(path, base))
 
 
-def relative_path(path, base=None) -> str:
+def relative_path(path: PathText, base: Optional[PathText] = None) -> str:
     """``path`` relative to ``base`` (default: the working directory) when it is inside it, else as
     given; with forward slashes. As it is: for formats that encode it (SARIF's JSON)."""
     base = os.getcwd() if base is None else str(base)
@@ -133,7 +136,7 @@ def printable(text: str) -> str:
     return _CONTROLS.sub(lambda m: repr(m.group(0))[1:-1], text)
 
 
-def inside(path, directory) -> bool:
+def inside(path: PathText, directory: PathText) -> bool:
     try:
         return os.path.commonpath([os.path.abspath(path), os.path.abspath(directory)]) == os.path.abspath(directory)
     except ValueError:  # another drive on Windows
@@ -168,7 +171,7 @@ class GitIgnores:
                 self._specs[directory] = None
         return self._specs[directory]
 
-    def ignored(self, path, is_dir: bool) -> bool:
+    def ignored(self, path: PathText, is_dir: bool) -> bool:
         """Whether ``path`` itself is ignored (not asking about the folders above it)."""
         rel = relative_to_root(Path(path), Path(self.root))
         if not rel or rel == ".":
@@ -190,7 +193,7 @@ class GitIgnores:
             directory = os.path.join(directory, parts[depth])
         return decision
 
-    def ignored_file(self, path) -> bool:
+    def ignored_file(self, path: PathText) -> bool:
         """Whether a file is ignored, itself or through a folder above it (below the root)."""
         rel = relative_to_root(Path(path), Path(self.root))
         if not rel or rel == ".":
