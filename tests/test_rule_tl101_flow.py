@@ -288,3 +288,52 @@ def test_a_threshold_that_may_be_made_from_a_number_stays_a_hint(annotation):
 
 def test_a_threshold_made_from_a_tensor_is_a_warning():
     assert only(THRESHOLD.format(annotation="Optional[torch.Tensor]"), "TL101").severity is Severity.WARNING
+
+
+GROUPS = HEADER + """\
+class Mask(nn.Module):
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = (groups > 0) + 0.
+
+    def forward(self, x):
+        return x @ self.groups
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mask = Mask({given})
+"""
+
+
+def test_a_constructor_argument_every_construction_gives_as_a_tensor_is_one():
+    assert only(GROUPS.format(given="torch.eye(4)"), "TL101").severity is Severity.WARNING
+    quiet(GROUPS.format(given="4"), "TL101")
+    quiet(GROUPS.format(given="torch.eye(4)") + "\n\nother = Mask(3)\n", "TL101")  # (one construction does not)
+
+
+HELPER_CLASS = HEADER + """\
+class Interactions(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.adjacency = torch.ones(4, 4)
+
+    def interact(self, x):
+        return x @ self.adjacency
+
+
+class Owner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.student = Interactions()
+
+    def forward(self, x):
+        return {body}
+"""
+
+
+def test_a_method_other_code_calls_on_a_module_without_forward_is_its_forward():
+    finding = only(HELPER_CLASS.format(body="self.student.interact(x)"), "TL101")
+    assert finding.severity is Severity.WARNING and "`interact()`, which code outside the class calls" in finding.message
+    assert only(HELPER_CLASS.format(body="x"), "TL101").severity is Severity.HINT  # nothing calls it

@@ -61,7 +61,7 @@ def test_healthy_models_are_clean(reports, name):
         cls = class_report(report, verified)
         assert cls.status == "verified", (verified, cls.skip_reason)
         assert serious(report, verified) == [], [i.message for i in serious(report, verified)]
-        assert [c.status for c in cls.checks] == ["passed"] * 5, cls.checks
+        assert [c.status for c in cls.checks] == ["passed"] * 6, cls.checks
 
 
 def test_resnet_needs_arguments_and_gets_them_from_its_factories(reports):
@@ -121,7 +121,8 @@ def test_buggy_gamma_as_plain_tensor(reports):
 
 def test_buggy_plain_list_of_layers(reports):
     report = reports["buggy.py"]
-    assert codes(report, "ListStack") == ["TL901", "TL902", "TL903", "TL904"]
+    # (TL907: the layers are not in state_dict(): a new instance loaded from a checkpoint computes otherwise)
+    assert codes(report, "ListStack") == ["TL901", "TL902", "TL903", "TL904", "TL907"]
     line = line_of(ZOO / "buggy.py", "self.layers = [Mlp(dim)")
     assert {i.line for i in issues(report, verified="ListStack")} == {line}
 
@@ -225,7 +226,8 @@ def test_buggy_non_leaf_gate_fails_the_second_step_at_its_line(reports):
 
 def test_buggy_head_created_on_the_first_batch(reports):
     report = reports["buggy.py"]
-    assert codes(report, "LateHead") == ["TL906"]
+    # (TL907: the head is in the trained module's state_dict() only: a new instance cannot load it)
+    assert codes(report, "LateHead") == ["TL906", "TL907"]
     (tl906,) = issues(report, "TL906", "LateHead")
     assert tl906.severity == "error" and sorted(tl906.paths) == ["head.bias", "head.weight"]
     assert "created on the first forward" in tl906.message and "nn.LazyLinear" in tl906.message

@@ -51,7 +51,8 @@ class FileContext:
         self.unchecked: List[UncheckedClass] = self.inference.unchecked_classes(self.index.classes) \
             if self.inference is not None else []
         self.classifier = Classifier(self.imports, self.classes,
-                                     self.inference.classify if self.inference is not None else None)
+                                     self.inference.classify if self.inference is not None else None,
+                                     self.calls_of_name)
 
     def release(self) -> None:
         """The check is over: drop what it built, cycles included (see scopes.release)."""
@@ -115,6 +116,18 @@ class FileContext:
         for call in self.index.calls:
             if isinstance(call.func, ast.Attribute):
                 table.setdefault(id(call.func.value), []).append(call)
+        return table
+
+    def calls_of_name(self, name: str) -> List[Tuple[ast.Call, Scope]]:
+        """The calls ``name(...)`` of the file, with the scope of each (a table per file)."""
+        return self._calls_by_name.get(name, [])
+
+    @cached_property
+    def _calls_by_name(self) -> Dict[str, List[Tuple[ast.Call, Scope]]]:
+        table: Dict[str, List[Tuple[ast.Call, Scope]]] = {}
+        for call in self.index.calls:
+            if isinstance(call.func, ast.Name):
+                table.setdefault(call.func.id, []).append((call, self.index.call_scopes[id(call)]))
         return table
 
     def module_functions(self, name: str) -> List[Scope]:

@@ -65,10 +65,14 @@ class Classifier:
     """Classifies expressions of one file. ``local_classes`` maps class names to ClassInfo."""
 
     def __init__(self, imports: ImportMap, local_classes: Dict[str, ClassInfo],
-                 extra: Optional[Callable[[ast.expr, Optional[Scope]], Optional[Value]]] = None) -> None:
+                 extra: Optional[Callable[[ast.expr, Optional[Scope]], Optional[Value]]] = None,
+                 constructions: Optional[Callable[[str], Sequence[Tuple[ast.Call, Scope]]]] = None) -> None:
         self.imports = imports
         self.local_classes = local_classes
         self.extra = extra  # the jedi layer's hook for what names cannot tell
+        # The calls `Name(...)` of the file by the name called, with their scopes: what a local
+        # class's __init__ is given (a parameter every construction passes a tensor holds one).
+        self.constructions = constructions
         self._depth = 0
         self._binding_cache: Dict[int, Value] = {}  # id(binding) -> value; UNKNOWN while in progress
         self._attribute_cache: Dict[Tuple[int, str], Value] = {}  # (id(class), attr) -> value
@@ -338,7 +342,31 @@ class Classifier:
             return self.annotation(binding.annotation)
         if binding.iter_of is not None and _iterates_parameters(binding):
             return Value(Kind.PARAMETER)
-        return UNKNOWN
+        return self._constructor_argument(binding)
+
+    def _constructor_argument(self, binding: Binding) -> Value:
+        """A parameter of a local class's ``__init__`` is a tensor when every construction of the
+        class in the file passes one for it (`Mask(torch.eye(4))`); unknown otherwise."""
+        function, cls = binding.stmt, binding.scope.cls
+        if self.constructions is None or cls is None or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                or function.name != "__init__" or binding.scope.node is not function:
+            return UNKNOWN
+        positional = [a.arg for a in function.args.posonlyargs + function.args.args][1:]  # (after self)
+        named = positional + [a.arg for a in function.args.kwonlyargs]
+        if binding.name not in named:
+            return UNKNOWN
+        calls = self.constructions(cls.name)
+        if not calls:
+            return UNKNOWN
+        for call, scope in calls[:8]:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return UNKNOWN
+            given = [k.value for k in call.keywords if k.arg == binding.name]
+            if not given and binding.name in positional and positional.index(binding.name) < len(call.args):
+                given = [call.args[positional.index(binding.name)]]
+            if not given or self.classify(given[0], scope).kind not in TENSOR_KINDS:
+                return UNKNOWN
+        return Value(Kind.TENSOR) if len(calls) <= 8 else UNKNOWN
 
     def annotation(self, node: ast.expr) -> Value:
         qualified = self.qualify(node)

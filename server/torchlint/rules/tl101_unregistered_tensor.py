@@ -202,6 +202,7 @@ class Uses:
         self.other_methods = False  # the class has methods that construction does not run
         self.read_in_init = False  # construction reads it (to build other attributes)
         self.returned = 0  # forward returns it (through locals and the methods it calls)
+        self.run_from_outside: List[str] = []  # no forward: the methods other code calls that compute with it
         self.construction = Construction()  # the methods building the module run
         self.follow_budget = _FOLLOW_BUDGET  # reads still to follow out of the reads of the attribute
 
@@ -221,6 +222,10 @@ class Uses:
         reachable = set(forward.methods) if forward is not None else None
         uses.forward_seen = forward is not None
         uses.bases_elsewhere = external_bases(ctx, info)
+        if forward is None and not uses.bases_elsewhere:
+            # No forward at all: the module is run through its methods, and those that code outside
+            # the class calls (`self.student.interact(x)` in another Module's forward) run as forward would.
+            reachable = {name for name in methods if ctx.attribute_read_outside(info.node, name)}
         computed: Dict[str, int] = {}  # method -> its reads that compute with the tensor (scalar: as a number)
         scalar: Dict[str, int] = {}
         for name, scope in methods.items():
@@ -235,6 +240,8 @@ class Uses:
                     computed[name] = computed.get(name, 0) + 1
                     if use is Use.SCALAR:
                         scalar[name] = scalar.get(name, 0) + 1
+        if forward is None and reachable:
+            uses.run_from_outside = sorted(name for name in computed if name in reachable)
         for name, count in computed.items():
             if uses.moved:
                 uses.passed_on += count  # moved by hand elsewhere: the author manages its device
@@ -584,6 +591,11 @@ def _finding(ctx: FileContext, binding: Binding, value: Value, branches: List[Tu
         message = ("`%s` holds a tensor the Module does not register%s, and forward returns it: after "
                    ".to()/.cuda() its callers get it on its old device, and state_dict() does not save it"
                    % (target, path))
+    elif uses.computed_in_forward and uses.run_from_outside:
+        message = ("`%s` holds a tensor the Module does not register%s, and %s, which code outside the class "
+                   "calls, computes with it: after .to()/.cuda() it stays behind on its old device, and "
+                   "state_dict() does not save it" % (
+                       target, path, ", ".join("`%s()`" % name for name in uses.run_from_outside)))
     elif uses.computed_in_forward:
         message = ("`%s` holds a tensor the Module does not register%s, and forward computes with it: after "
                    ".to()/.cuda() it stays behind on its old device, and state_dict() does not save it"
