@@ -1024,11 +1024,13 @@ def check_round_trip(trained: nn.Module, fresh: Optional[nn.Module], inputs: Tup
     trained.eval()
     fresh.eval()
     try:
+        # Each forward on a copy of its own where one can be made: a forward that updates state
+        # in place (a decay, a counter) then starts from the same state each time.
         outputs = []
         for model in (trained, trained, fresh):
             torch.manual_seed(ROUND_TRIP_SEED)
             with torch.no_grad():
-                outputs.append(list(_output_tensors(run("forward", model, *args, **kwargs))))
+                outputs.append(list(_output_tensors(run("forward", _copy_or_itself(model), *args, **kwargs))))
     except support.UserError as failure:  # (eval mode takes other paths: not this check's to report)
         return [], "forward in eval mode failed: %s" % failure.error, True
     finally:
@@ -1054,6 +1056,13 @@ def check_round_trip(trained: nn.Module, fresh: Optional[nn.Module], inputs: Tup
                        "cannot hold (a Python object, a global, a file)", state.verified,
                        line=support.class_line(type(trained), state.locator.user_path))]
     return found, "outputs differ after loading; nothing the module holds explains it", False
+
+
+def _copy_or_itself(model: nn.Module) -> nn.Module:
+    try:
+        return copy.deepcopy(model)
+    except BaseException:  # noqa: B902 - user objects may refuse to be copied
+        return model
 
 
 def _same_outputs(first: List[torch.Tensor], second: List[torch.Tensor]) -> bool:
