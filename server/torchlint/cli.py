@@ -21,10 +21,12 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, FrozenSet, Generator, List, Optional, Sequence, Set, TextIO, Tuple, cast
+from types import FrameType
+from typing import (TYPE_CHECKING, Any, Dict, FrozenSet, Generator, Iterator, List, Mapping, Optional, Sequence,
+                    Set, TextIO, Tuple, cast)
 
 from . import __version__, collection, processes
-from .adoption import GitError, changes_against
+from .adoption import Changes, GitError, changes_against
 from .engine import CheckOptions, check_source
 from .exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from .environments import Interpreter, choose_interpreter, own_interpreter
@@ -42,6 +44,9 @@ from .output.text import render_statistics, unchecked_notes
 from .rules import ALL_CODES
 from .settings import DEFAULT_SETTINGS, SettingError, add_flags, flag_name, given_flags, spec_of
 from .verify import cli_command as verify_command
+
+if TYPE_CHECKING:  # (imported when a layer is made: --no-infer never loads jedi)
+    from .inference.layer import JediInference
 
 PARALLEL_MIN_FILES = 16
 PROGRESS_AFTER = 2.0  # seconds: shorter runs show no progress line
@@ -93,7 +98,7 @@ class Job:
 # jedi's first trip into torch costs seconds, later ones milliseconds. Keyed by pid too: a forked
 # worker must never talk to its parent's jedi subprocess.
 # (pid, root, interpreter, cache folder, budget) -> the layer, None when jedi cannot run there
-_INFERENCE: Dict[Tuple[Any, ...], Any] = {}
+_INFERENCE: Dict[Tuple[Any, ...], Optional["JediInference"]] = {}
 _SAID: Set[str] = set()  # warnings this process already printed
 
 
@@ -103,7 +108,7 @@ def _say(message: str) -> None:
         print("torchlint: warning: %s" % message, file=sys.stderr, flush=True)
 
 
-def inference_for(job: Job):
+def inference_for(job: Job) -> Optional["JediInference"]:
     """The jedi layer for this job, or None (--no-infer, or jedi unusable: names alone then).
     After an interpreter timed out: torchlint's own interpreter, then names alone."""
     if not job.infer:
@@ -126,7 +131,7 @@ def close_layers() -> None:
             layer.close()
 
 
-def _new_layer(job: Job, interpreter: Optional[Interpreter]):
+def _new_layer(job: Job, interpreter: Optional[Interpreter]) -> Optional["JediInference"]:
     try:
         from .inference.layer import JediInference
         from .inference.inference_cache import InferenceCache
@@ -273,7 +278,7 @@ def _check_file(job: Job) -> Checked:
     return checked
 
 
-def _take_layer_news(job: Job, inference, checked: Checked) -> None:
+def _take_layer_news(job: Job, inference: Optional["JediInference"], checked: Checked) -> None:
     """What the jedi layer has to say after this file: why its answers stopped short here (the
     budget: a note, and the report says the file was checked by names alone past it), and what
     its disk caches met (said once for the run by the main process)."""
@@ -365,7 +370,7 @@ def check_notebook(job: Job, data: bytes, checked: Checked) -> Checked:
     return checked
 
 
-def on_lines(result, lines: Optional[FrozenSet[int]]):
+def on_lines(result: CheckResult, lines: Optional[FrozenSet[int]]) -> CheckResult:
     """``result`` with only the findings that span one of ``lines`` (None: all of them)."""
     if lines is not None:
         result.findings = [f for f in result.findings
@@ -373,7 +378,7 @@ def on_lines(result, lines: Optional[FrozenSet[int]]):
     return result
 
 
-def noqa_wanted(job: Job, findings) -> List[Finding]:
+def noqa_wanted(job: Job, findings: Sequence[Finding]) -> List[Finding]:
     """The findings --add-noqa silences: those the text output prints (hints only when printed)."""
     return [f for f in findings if job.noqa_hints or f.severity is not Severity.HINT]
 
@@ -526,7 +531,7 @@ class Progress:
         self._thread = threading.Thread(target=self._run, name="torchlint-progress", daemon=True)
 
     @staticmethod
-    def wanted(stream: TextIO, quiet: bool, environ=None) -> bool:
+    def wanted(stream: TextIO, quiet: bool, environ: Optional[Mapping[str, str]] = None) -> bool:
         environ = os.environ if environ is None else environ
         try:
             tty = stream.isatty()
@@ -538,7 +543,7 @@ class Progress:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
         with self._lock:
@@ -547,7 +552,7 @@ class Progress:
                 self._drawn = False
 
     @contextlib.contextmanager
-    def cleared(self):
+    def cleared(self) -> Iterator[None]:
         """Print a message during the run: the line is wiped first and drawn again later."""
         with self._lock:
             if self._drawn:
@@ -555,7 +560,7 @@ class Progress:
                 self._drawn = False
             yield
 
-    def file_done(self, _future=None) -> None:
+    def file_done(self, _future: Optional["Future[Any]"] = None) -> None:
         self.done += 1  # one writer at a time: the pool's result thread, or the main thread
 
     def line(self) -> str:
@@ -660,7 +665,7 @@ def _error(message: str) -> int:
     return EXIT_ERROR
 
 
-def load_settings(args) -> Config:
+def load_settings(args: argparse.Namespace) -> Config:
     """The settings of the run: the project's pyproject.toml, the flags over it."""
     if args.config:
         config = load_config(args.config)
@@ -696,7 +701,7 @@ class Terminated(BaseException):
 _SIGNALLED: List[int] = []  # the stopping signals received during this run
 
 
-def _stop_on(signum, frame):
+def _stop_on(signum: int, frame: Optional[FrameType]) -> None:
     _SIGNALLED.append(signum)
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
@@ -710,7 +715,7 @@ def stop_if_signalled() -> None:
 
 
 @contextlib.contextmanager
-def _signals_stop_the_run():
+def _signals_stop_the_run() -> Iterator[None]:
     """Within the block SIGTERM raises Terminated (by default the process just ends, skipping
     cleanup) and SIGINT raises KeyboardInterrupt, each also recorded for stop_if_signalled. A
     SIGINT that this process was started ignoring (a background job) stays ignored."""
@@ -731,7 +736,7 @@ def _signals_stop_the_run():
         _SIGNALLED.clear()
 
 
-def command_check(args) -> int:
+def command_check(args: argparse.Namespace) -> int:
     with _signals_stop_the_run():
         status = _check(args)
     # What the check built (the last trees, jedi's caches) lives until the process ends; the
@@ -740,7 +745,7 @@ def command_check(args) -> int:
     return status
 
 
-def _check(args) -> int:
+def _check(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     if not args.paths:  # `--stdin-filename NAME` alone reads standard input, as `-` does
         args.paths = ["-"] if args.stdin_filename is not None else ["."]
@@ -932,7 +937,7 @@ def _check(args) -> int:
     return EXIT_ERROR if internal or cut_short or problems else status
 
 
-def usage_problem(args) -> Optional[str]:
+def usage_problem(args: argparse.Namespace) -> Optional[str]:
     """A combination of flags that cannot work, said as an error (exit 2); None when fine."""
     stdin = "-" in args.paths
     if stdin and len(args.paths) > 1:
@@ -953,7 +958,7 @@ def usage_problem(args) -> Optional[str]:
     return None
 
 
-def emit(text: str, args, stream: TextIO) -> Optional[str]:
+def emit(text: str, args: argparse.Namespace, stream: TextIO) -> Optional[str]:
     """Write the report to ``--output-file`` (its folders made as needed) or ``stream``; the error
     message when the file cannot be written."""
     if args.output_file is None:
@@ -1035,7 +1040,8 @@ def named_and_excluded(paths: Sequence[str], files: Sequence[Path], config: Conf
     return result
 
 
-def explain_nothing_to_check(args, config: Config, changes, walked: Sequence[Path], cwd: str) -> None:
+def explain_nothing_to_check(args: argparse.Namespace, config: Config, changes: Optional[Changes],
+                             walked: Sequence[Path], cwd: str) -> None:
     """Why a run has no file to check, on stderr."""
     if changes is not None and walked:
         print("torchlint: note: no Python file under %s changed against %s" % (" ".join(args.paths), changes.ref),
@@ -1050,7 +1056,7 @@ def explain_nothing_to_check(args, config: Config, changes, walked: Sequence[Pat
         print("torchlint: warning: no Python files found under %s" % " ".join(rest), file=sys.stderr)
 
 
-def command_rule(args) -> int:
+def command_rule(args: argparse.Namespace) -> int:
     if args.all:
         width = max(len(entry.name) for entry in ALL_CODES.values())
         for listed in ALL_CODES.values():
@@ -1124,7 +1130,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def command_serve(args) -> int:
+def command_serve(args: argparse.Namespace) -> int:
     from .lsp.server import main as serve_lsp  # pygls loads only for this command
     return serve_lsp()
 
@@ -1156,7 +1162,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_ERROR
     try:
-        return args.handler(args)
+        return cast(int, args.handler(args))
     except KeyboardInterrupt:
         _STOPPED_BY_SIGNAL.append(signal.SIGINT)
         print("torchlint: interrupted", file=sys.stderr)
