@@ -3,6 +3,7 @@ reach the jedi layers, running ones included, and with the cache off nothing is 
 cache folder, nor to jedi's (parso's pickles); the server trims that folder as it writes."""
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -180,6 +181,32 @@ def test_jedis_parse_of_a_closed_document_is_dropped_before_the_next_check(layer
     layers.forget(str(still_open))
     layers.layer(str(tmp_path), own_interpreter())
     assert not parsed(still_open)
+
+
+def test_jedis_parse_of_a_closed_document_is_freed_as_it_is_dropped(layers, tmp_path):
+    """Not left to the full collection (seconds, with many large files closed): the parse is one
+    cycle through parso's parent links, unlinked as it is dropped."""
+    import jedi
+    from parso.cache import parser_cache
+    from parso.tree import BaseNode, Leaf
+    from torchlint import collection
+
+    closed = tmp_path / "closed.py"
+    jedi.Script(code=HELPER_MADE * 20, path=str(closed), environment=jedi.InterpreterEnvironment()).get_names()
+    nodes, tree = [], [next(by_path[closed].node for by_path in parser_cache.values() if closed in by_path)]
+    while tree:
+        node = tree.pop()
+        nodes.append(id(node))
+        tree.extend(getattr(node, "children", ()))
+    del node
+    parsed = set(nodes)
+    gc.collect()  # the script's own garbage, as the server collects after each jedi wave: parso's cache holds the tree
+    assert len(parsed) > 1000
+    with collection.paused():  # no collection meanwhile: what goes, goes by its references
+        layers.forget(str(closed))
+        layers.layer(str(tmp_path), own_interpreter())  # the next check drops it
+        left = sum(isinstance(o, (BaseNode, Leaf)) and id(o) in parsed for o in gc.get_objects())
+    assert left == 0, "%d of the closed document's %d nodes wait for a collection" % (left, len(parsed))
 
 
 def test_the_recent_trees_are_bounded_by_the_size_of_their_texts():

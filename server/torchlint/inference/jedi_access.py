@@ -766,6 +766,24 @@ def forget_parsed(path: Optional[Path]) -> None:
         grammar_cache.pop(path, None)
 
 
+def drop_closed_tree(path: str) -> None:
+    """Drop the tree parso keeps for a closed document's file, its nodes unlinked first (each
+    one's parent cleared): the parent links make the tree one large cycle (80,000 objects for a
+    3,000-line file), which only a full collection frees, in one pause that grew with the files
+    closed (15 s for 60 large files); unlinked, its last reference going frees it at once, and the
+    collection after closing walks only what lives on. For a tree no jedi state still uses (the
+    language server's scripts do not share states, and a closed document's scripts are gone)."""
+    for grammar_cache in list(_parso_cache.parser_cache.values()):
+        item = grammar_cache.pop(Path(path), None)
+        if item is None:
+            continue
+        nodes = [item.node]
+        while nodes:
+            node = nodes.pop()
+            node.parent = None
+            nodes.extend(getattr(node, "children", ()))
+
+
 # A tree parso keeps: when it was last used, and its file (None: parsed from text alone).
 ParsedTree = Tuple[float, Optional[Path]]
 

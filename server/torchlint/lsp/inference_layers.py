@@ -154,14 +154,12 @@ class InferenceLayers:
         if not self._closed:
             return
         try:
-            from parso.cache import parser_cache  # jedi's parser, imported with it
+            from ..inference import jedi_access  # with jedi
         except ImportError:  # no jedi: nothing was parsed
             self._closed.clear()
             return
         while self._closed:
-            path = self._closed.pop()
-            for by_path in parser_cache.values():
-                by_path.pop(Path(path), None)
+            jedi_access.drop_closed_tree(self._closed.pop())
 
     def _say_notes(self, layer: JediInference) -> None:
         """Log, once per file, that the budget cut its inference short (in a check before this one),
