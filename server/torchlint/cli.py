@@ -1131,6 +1131,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def command_serve(args: argparse.Namespace) -> int:
+    collection.restart_on_system_allocator()  # (before pygls loads and anything is read)
     from .lsp.server import main as serve_lsp  # pygls loads only for this command
     return serve_lsp()
 

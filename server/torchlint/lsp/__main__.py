@@ -1,6 +1,10 @@
 """``python -m torchlint.lsp``: the language server on stdio."""
 import sys
 
-from .server import main
+from .. import collection
+
+collection.restart_on_system_allocator()  # (before pygls loads and anything is read)
+
+from .server import main  # noqa: E402
 
 sys.exit(main())
