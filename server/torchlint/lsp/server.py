@@ -138,7 +138,8 @@ class TorchlintServer(LanguageServer):
                                    report=self.log_error, runs=self.documents.runs)
         # What closed documents held goes once the server is quiet (a full collection: seconds).
         self.closed_paths: Set[str] = set()  # closed since the last collection (release_closed)
-        self.collection_after_closing = collection.CollectionAfterClosing(self.release_closed, self.report_collection)
+        self.collection_after_closing = collection.CollectionAfterClosing(
+            self.release_closed, self.report_collection, thaw=lambda: next(iter(self.documents), None) is None)
 
     def closed(self, path: Optional[str]) -> None:
         """A document or notebook at ``path`` closed: what it pinned goes before the next collection."""
