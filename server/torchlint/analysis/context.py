@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Prot
 from .findings import Applicability, Edit, Finding, Fix, Position, Range, Related, Severity, UncheckedClass
 from .imports import ImportMap, collect_imports
 from .modules import moves_own_state, resolve_modules
-from .forward import Reach, SelfUse, reach
+from .forward import BaseClass, Reach, SelfUse, reach
 from .scopes import ClassInfo, Index, NodeTable, Scope, block_chain, build_index, class_chain, release
 from .source import Located, SourceText, statement_start
 from .values import Classifier, Value
@@ -221,6 +221,46 @@ class FileContext:
     @cached_property
     def _self_uses(self) -> Dict[int, List[SelfUse]]:
         return {}
+
+    def bases_elsewhere(self, cls: ClassInfo) -> Optional[List[BaseClass]]:
+        """The bases of ``cls`` and of its bases in this file that other files of the project
+        define, each with its own bases, read from those files (in lookup order, each once); None
+        when one cannot be read (no inference layer, a class of a library, a base not found, a
+        base whose own bases do not end in nn.Module). Once per class."""
+        key = id(cls)
+        if key not in self._bases_elsewhere:
+            self._bases_elsewhere[key] = self._read_bases(cls)
+        return self._bases_elsewhere[key]
+
+    def _read_bases(self, cls: ClassInfo) -> Optional[List[BaseClass]]:
+        if self.inference is None:
+            return None
+        found: List[BaseClass] = []
+        for info in self.class_chain(cls):
+            for base in info.node.bases:
+                if isinstance(base, ast.Name) and (base.id in self.classes or base.id == "object"):
+                    continue
+                if self.imports.qualify(base) == "torch.nn.Module":
+                    continue
+                read = self.inference.base_class(base)
+                if read is None:
+                    return None
+                found.extend(b for b in read if all(b is not other for other in found))
+        return found
+
+    @cached_property
+    def _bases_elsewhere(self) -> Dict[int, Optional[List[BaseClass]]]:
+        return {}
+
+    def used_in_other_files(self, cls: ClassInfo, attr: str) -> bool:
+        """Whether code in another file of the project may use ``<expr>.attr`` on an instance of
+        ``cls`` (True when unsure). Names alone read no other file: False."""
+        return self.inference is not None and self.inference.used_elsewhere(attr, cls.name)
+
+    def subclassed_in_other_files(self, cls: ClassInfo) -> bool:
+        """Whether another file of the project may define a subclass of ``cls`` (names alone:
+        False; the inference layer reads the project's files)."""
+        return self.inference is not None and self.inference.subclassed_elsewhere(cls.name)
 
     def attribute_read_outside(self, node: ast.AST, attr: str) -> bool:
         """Whether ``<expr>.attr`` (other than ``self.attr``) appears in the file outside ``node``.

@@ -1,17 +1,18 @@
 """What a Module's ``forward`` runs: its own body and the methods it reaches through
-``self.<method>``, resolved in the class and its bases of the same file.
+``self.<method>``, resolved in the class and its bases of the same file, then in its bases of
+other project files when the inference layer read them (:class:`BaseClass`).
 
 Also whether that reach is *dynamic* (it can touch any attribute: ``getattr(self, name)``,
 loops over ``self.children()``, ``self`` handed to other code, ``super()``, methods defined
-outside the file), and which submodules may hold parameters.
+outside the file that could not be read), and which submodules may hold parameters.
 """
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Set, Tuple, cast
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, cast
 
-from .scopes import ClassInfo, Scope
+from .scopes import ClassInfo, NodeTable, Scope
 from .values import Kind
 
 if TYPE_CHECKING:  # (context imports this module)
@@ -61,6 +62,45 @@ class Reach:
     methods: Dict[str, Scope] = field(default_factory=dict)
     dynamic: Optional[str] = None  # why any attribute may be used, or None
     attributes: Set[str] = field(default_factory=set)  # self.<name> read (or named in a string) by them
+    outside: Set[str] = field(default_factory=set)  # methods it runs that bases of other files define
+
+
+@dataclass(frozen=True)
+class BaseClass:
+    """A base of a checked class defined in another file of the project, as read from that file
+    (by the inference layer): what its methods do with `self`, what they assign."""
+
+    name: str
+    path: str
+    methods: Dict[str, Tuple[SelfUse, ...]]  # name -> its uses of `self`, as _self_uses yields them
+    assigned: FrozenSet[str]  # self.<name> assigned by its methods
+    spelled: FrozenSet[str]  # names in its strings (spelled_names)
+    registers_hooks: bool  # it registers forward or backward hooks: code forward does not show runs
+
+
+def read_class(nodes: NodeTable, info: ClassInfo, path: str) -> BaseClass:
+    """What another file's class says of its instances, from that file's index."""
+    methods: Dict[str, Tuple[SelfUse, ...]] = {}
+    for name, scope in info.method_scopes.items():
+        uses = tuple(_self_uses(nodes, scope))
+        if scope.self_name is None:
+            uses += ((None, False, "`%s` takes no `self`" % name),)
+        methods[name] = uses
+    hooks = any(node.attr.startswith("register_") and "hook" in node.attr
+                for node in nodes.under(info.node, ast.Attribute))
+    return BaseClass(info.name, path, methods, frozenset(b.name for b in info.attr_assignments),
+                     frozenset(spelled_names(nodes, info.node)), hooks)
+
+
+def spelled_names(nodes: NodeTable, node: ast.AST) -> Set[str]:
+    """Names spelled in the strings under ``node``, whole or as a dotted part (`"shared.weight"`
+    in a table of tied weights): an attribute named there may be looked up by that name."""
+    names: Set[str] = set()
+    for n in nodes.under(node, ast.Constant):
+        if isinstance(n.value, str) and len(n.value) < 200:
+            names.add(n.value)
+            names.update(n.value.split("."))
+    return names
 
 
 def method_table(ctx: FileContext, cls: ClassInfo) -> Dict[str, Tuple[ClassInfo, Scope]]:
@@ -82,52 +122,84 @@ def external_bases(ctx: FileContext, cls: ClassInfo) -> bool:
     return False
 
 
+def bases_read(ctx: FileContext, cls: ClassInfo) -> Optional[List[BaseClass]]:
+    """The class's bases in other files of the project, read from them (empty: none outside
+    this file but nn.Module); None when one cannot be read (no inference layer, a class of a
+    library, a base that is not found)."""
+    return ctx.bases_elsewhere(cls) if external_bases(ctx, cls) else []
+
+
+def forward_elsewhere(ctx: FileContext, cls: ClassInfo) -> bool:
+    """A base outside the file may define ``forward``: one that could not be read, or one that does."""
+    if not external_bases(ctx, cls):
+        return False
+    outside = ctx.bases_elsewhere(cls)
+    return outside is None or any("forward" in base.methods for base in outside)
+
+
 def reach(ctx: FileContext, cls: ClassInfo, entry: str = "forward",
           self_uses: Optional[Dict[int, List[SelfUse]]] = None) -> Optional[Reach]:
     """The methods ``entry`` runs, or None when the class has no ``entry`` of its own in this file.
     ``self_uses``: a table id(method scope) -> its uses of `self`, kept across classes (a base's
-    methods are read once however many subclasses reach them)."""
+    methods are read once however many subclasses reach them). A method that bases of other
+    files define is followed there when the inference layer read them; else the reach is dynamic."""
     table = method_table(ctx, cls)
     if entry not in table:
         return None
     assigned = {b.name for info in ctx.class_chain(cls) for b in info.attr_assignments}
+    # The bases of other files: asked at the first call of a method not found in this file.
+    asked, outside = False, cast(Optional[List[BaseClass]], None)
+    foreign: Dict[str, Tuple[SelfUse, ...]] = {}
     result = Reach()
     todo = [entry]
     while todo:
         name = todo.pop()
-        if name in result.methods:
+        if name in result.methods or name in result.outside:
             continue
-        scope = table[name][1]
-        result.methods[name] = scope
-        if scope.self_name is None:
-            # `def forward(**kwargs): super().forward()`: a template; what it touches is not in its names
-            result.dynamic = result.dynamic or "`%s` takes no `self`" % name
-        uses = None if self_uses is None else self_uses.get(id(scope))
-        if uses is None:
-            uses = list(_self_uses(ctx, scope))
-            if self_uses is not None:
-                self_uses[id(scope)] = uses
+        if name in table:
+            scope = table[name][1]
+            result.methods[name] = scope
+            if scope.self_name is None:
+                # `def forward(**kwargs): super().forward()`: a template; what it touches is not in its names
+                result.dynamic = result.dynamic or "`%s` takes no `self`" % name
+            uses = None if self_uses is None else self_uses.get(id(scope))
+            if uses is None:
+                uses = list(_self_uses(ctx.nodes, scope))
+                if self_uses is not None:
+                    self_uses[id(scope)] = uses
+        else:  # a method of a base in another file (found in ``foreign`` below)
+            result.outside.add(name)
+            uses = list(foreign[name])
         for used, called, dynamic in uses:
             if used is None:  # (then ``dynamic`` says why)
                 result.dynamic = result.dynamic or dynamic
             elif used in table:
                 todo.append(used)
             else:
-                result.attributes.add(used)
-                if called and used not in assigned and external_bases(ctx, cls) and not used.startswith("__"):
+                if called and used not in assigned and not used.startswith("__") and external_bases(ctx, cls):
                     # Neither assigned here nor a method here: a method of a base outside the file.
-                    result.dynamic = result.dynamic or "it calls `self.%s()`, defined outside this file" % used
+                    if not asked:
+                        asked, outside = True, bases_read(ctx, cls)
+                        for base in outside or ():
+                            assigned.update(base.assigned)
+                            for method, method_uses in base.methods.items():
+                                foreign.setdefault(method, method_uses)
+                    if used in foreign:
+                        todo.append(used)
+                        continue
+                    if outside is None:  # (read: the bases say what it is, an attribute or nn.Module's)
+                        result.dynamic = result.dynamic or "it calls `self.%s()`, defined outside this file" % used
+                result.attributes.add(used)
     return result
 
 
-def _self_uses(ctx: FileContext, scope: Scope) -> Iterator[SelfUse]:
+def _self_uses(table: NodeTable, scope: Scope) -> Iterator[SelfUse]:
     """(attribute name, called, None) for each `self.<name>` in the method, or (None, False, reason)
     for a use of `self` that can reach any attribute; in the order `ast.walk` meets them (the
     order decides which methods are followed first). Read from the file's node table."""
     self_name = scope.self_name
     if self_name is None:
         return
-    table = ctx.nodes
     # Any: each loop reads the nodes of the class it asked positions_under for.
     nodes, parent_of = cast(List[Any], table.nodes), table.parent
     root = scope.node

@@ -8,6 +8,7 @@ import ast
 from typing import List, Optional, Protocol, Sequence
 
 from .findings import UncheckedClass
+from .forward import BaseClass
 from .scopes import ClassInfo, NodeTable, Scope
 from .source import SourceText
 from .values import Value
@@ -24,6 +25,19 @@ class FileAnswers(Protocol):
 
     def unchecked_classes(self, classes: Sequence[ClassInfo]) -> List[UncheckedClass]:
         """The classes, not Modules, whose Module-ness could not be read (a base not found)."""
+
+    def base_class(self, base: ast.expr) -> Optional[Sequence[BaseClass]]:
+        """``base`` (a base of a class of this text that is not this text's) and its own bases,
+        each read from the file of the project that defines it, in lookup order; None when one
+        is not a class of the project's files or what they derive from is not nn.Module."""
+
+    def used_elsewhere(self, attr: str, class_name: str) -> bool:
+        """Whether another file of the project may use ``<expr>.attr`` (call it, read its
+        attributes or items) on an instance of this text's class ``class_name`` (True when unsure)."""
+
+    def subclassed_elsewhere(self, name: str) -> bool:
+        """Whether another file of the project may define a class with a base called ``name``
+        (True when unsure)."""
 
     def finish(self) -> None:
         """The check is over: keep what was learnt (the disk cache), say why it stopped early."""

@@ -21,6 +21,7 @@ from .project_answers import (ASK, PLAIN_TYPES, QUESTION_FILE, Ask, CheckedFile,
 from .project_files import ImportNode, _bindings, _builtin_class, _statement_walk
 from .reduced_text import TopLevel
 from ..analysis.findings import UncheckedClass
+from ..analysis.forward import BaseClass
 from ..analysis.scopes import ClassInfo, NodeTable, Scope, dotted_name
 from ..analysis.source import SourceText
 from ..analysis.values import OTHER, Kind, Value
@@ -73,6 +74,8 @@ class FileInference:
         self._unknowable: Dict[Tuple[int, str], str] = {}  # see _of_an_unknowable_parameter
         self._checked: Optional[CheckedFile] = None  # see _from_files
         self._question: Optional[JediScript] = None  # the last Script of a question's own text (_classify)
+        self._bases_read: Set[str] = set()  # files base_class read (ProjectFiles.read_for)
+        self._asked_index = False  # the check asked the project index (ProjectFiles.index_askers)
         if project.cache is not None:
             self._cache_key = project.cache.key(project.environment_id, self.path, text)
             entry = project.cache.load(self._cache_key)
@@ -179,6 +182,16 @@ class FileInference:
 
     def _base_from_files(self, base: ast.expr) -> Optional[bool]:
         """A base resolved by reading the files its import names (no jedi); None: ask jedi."""
+        import_nodes = self._imports()
+        if import_nodes is None:
+            return None
+        try:
+            return self.project.base_from_files(self.path, import_nodes, base, 1, self._read)
+        except (OSError, ValueError, RecursionError):
+            return None
+
+    def _imports(self) -> Optional[List[ImportNode]]:
+        """Every Import/ImportFrom of the checked tree, in ast.walk's order (None: no tree)."""
         if self._import_nodes is None:
             tree = self._checked_tree()
             if tree is None:
@@ -189,10 +202,26 @@ class FileInference:
                                                                                 nodes.positions_of(ast.ImportFrom)))
             else:
                 self._import_nodes = [n for n in _statement_walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        return self._import_nodes
+
+    def base_class(self, base: ast.expr) -> Optional[Sequence[BaseClass]]:
+        """Read from the project's files, without jedi: never stored with the answers (what they
+        say changes with those files), kept per file while it is unchanged (ProjectFiles)."""
+        import_nodes = self._imports()
+        if import_nodes is None:
+            return None
         try:
-            return self.project.base_from_files(self.path, self._import_nodes, base, 1, self._read)
+            return self.project.bases_in_project(self.path, import_nodes, base, self._bases_read)
         except (OSError, ValueError, RecursionError):
             return None
+
+    def used_elsewhere(self, attr: str, class_name: str) -> bool:
+        self._asked_index = True
+        return self.project.project_index.used_elsewhere(self.path, attr, class_name)
+
+    def subclassed_elsewhere(self, name: str) -> bool:
+        self._asked_index = True
+        return self.project.project_index.subclassed_elsewhere(self.path, name)
 
     def classify(self, node: ast.expr, scope: Optional[Scope]) -> Optional[Value]:
         if not self.project.torch_available or not isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
@@ -381,6 +410,10 @@ class FileInference:
         about this text (when a disk cache is in use)."""
         if self.note is not None:
             self.project.notes[self.path] = self.note
+        if self._bases_read:
+            self.project.read_for.setdefault(self.path, set()).update(self._bases_read)
+        if self._asked_index:
+            self.project.index_askers.add(self.path)
         if self._checked is not None:
             self._checked.mros.clear()  # its own classes hold it: a cycle the collector would have to find
         cache = self.project.cache

@@ -23,9 +23,11 @@ from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Literal,
 from ..analysis import torch_names as tn
 from ..analysis.imports import ImportMap, collect_imports
 from .inference_cache import Dependency, dependency
+from .project_index import ProjectIndex
 from .jedi_access import STDLIB, typeshed_stdlib
 from ..analysis.parsing import shared_tree
-from ..analysis.scopes import NodeT, NodeTable, dotted_name, nodes_by_type
+from ..analysis.forward import BaseClass, read_class
+from ..analysis.scopes import NodeT, NodeTable, build_index, dotted_name, nodes_by_type, release
 
 # Other modules' files kept parsed for base resolution and the files' answers (ProjectFiles._read_file)
 # in a CLI run. A file read again costs several times its parse (the tables built from its tree
@@ -74,6 +76,12 @@ class ProjectFiles:
         self._cut_short = False  # a class resolution under way met the depth limit
         # path -> the file as last read, the most recently used last
         self._file_cache: "collections.OrderedDict[str, _ReadFile]" = collections.OrderedDict()
+        # What the project's other files read and subclass (read at the first question)
+        self.project_index = ProjectIndex(root, environment_dirs)
+        # path -> the files its last checks' answers about classes of other files were read from;
+        # and the paths whose checks asked the project index: any saved file may change those.
+        self.read_for: Dict[str, Set[str]] = {}
+        self.index_askers: Set[str] = set()
 
     @property
     def failure(self) -> Optional[str]:
@@ -348,6 +356,16 @@ class ProjectFiles:
                      read: Set[str]) -> _FileAnswer:
         """``name`` through ``from X import *`` in ``module``: X's own answer, when X is a file
         that exports it (its literal ``__all__``, else its public names)."""
+        target = self._star_target(module, star, name, read)
+        if not isinstance(target, str):
+            return target
+        return self._name_is_module(target, name, depth, read)
+
+    def _star_target(self, module: str, star: ast.ImportFrom, name: str,
+                     read: Set[str]) -> Union[str, None, Literal[_Absent.ABSENT]]:
+        """The file ``from X import *`` in ``module`` takes ``name`` from, when X is a file that
+        exports it (its literal ``__all__``, else its public names); _ABSENT when it does not, None
+        when that cannot be told."""
         if not star.module and not star.level:
             return None
         if star.level:
@@ -369,7 +387,146 @@ class ProjectFiles:
             return None
         if exported is not None and name not in exported or exported is None and name.startswith("_"):
             return _ABSENT
-        return self._name_is_module(target, name, depth, read)
+        return target
+
+    # -- classes of the project's files, read (analysis.forward.BaseClass) ---------------------
+    def bases_in_project(self, path: str, import_nodes: Sequence[ImportNode], base: ast.expr,
+                         read: Set[str]) -> Optional[List[BaseClass]]:
+        """A base imported by the file at ``path`` and the bases it has in turn, each read from
+        the project file defining it, depth first (the lookup order of single inheritance); None
+        when one is not a class of the project's files (a library's, one found under a condition,
+        one with a metaclass) or the chain ends anywhere but nn.Module or object. The files read
+        are added to ``read``."""
+        found = self._definition(path, import_nodes, base, 1, read)
+        if found is None:
+            return None
+        chain: List[BaseClass] = []
+        seen: Set[Tuple[str, int]] = set()
+        todo = [found]
+        while todo:
+            module, node = todo.pop()
+            if (module, node.lineno) in seen:
+                continue
+            seen.add((module, node.lineno))
+            if len(seen) > _MAX_BASE_DEPTH or node.keywords:
+                return None
+            read_file = self._read_file(module)
+            summary = self._classes_read(module, read_file).get(node.lineno)
+            if summary is None:
+                return None
+            chain.append(summary)
+            following = []
+            for parent in node.bases:
+                if read_file.imports.qualify(parent) == "torch.nn.Module":
+                    continue
+                if isinstance(parent, ast.Name) and parent.id in read_file.classes_by_name \
+                        and read_file.classes_by_name[parent.id] is not node:
+                    following.append((module, read_file.classes_by_name[parent.id]))
+                    continue
+                if isinstance(parent, ast.Name) and parent.id == "object" \
+                        and _builtin_class(parent, lambda: read_file.bindings):
+                    continue
+                definition = self._definition(module, read_file.import_nodes, parent, 1, read)
+                if definition is None:
+                    return None
+                following.append(definition)
+            todo.extend(reversed(following))
+        return chain
+
+    def checks_reading(self, path: str) -> Set[str]:
+        """The checked files whose answers may change now that ``path`` was saved: those whose
+        classes' bases were read from it, and those that asked the project index (which is told)."""
+        path = os.path.abspath(path)
+        self.project_index.changed(path)
+        return {checked for checked, files in list(self.read_for.items()) if path in files} | set(self.index_askers)
+
+    def in_project(self, path: str) -> bool:
+        """A Python file of the project: under its root, not in the environment (a virtual
+        environment inside the project)."""
+        return path.endswith(".py") and path.startswith(os.path.join(self.root, "")) \
+            and not path.startswith(self._environment_dirs)
+
+    def _definition(self, path: str, import_nodes: Sequence[ImportNode], base: ast.expr, depth: int,
+                    read: Set[str]) -> Optional[Tuple[str, ast.ClassDef]]:
+        """The class statement of a project file that an imported ``base`` of the file at ``path``
+        names, through imports, relative imports, re-exports and star imports (as base_from_files
+        follows them); None when it is not found there or not for certain."""
+        if depth > _MAX_BASE_DEPTH:
+            return None
+        imported = _imported_as(import_nodes, base)
+        if imported is None:
+            return None
+        node, full = imported
+        if isinstance(node, ast.ImportFrom) and node.level:
+            folder = os.path.dirname(path)
+            for _ in range(node.level - 1):
+                folder = os.path.dirname(folder)
+            folders: Tuple[str, ...] = (folder,)
+        else:
+            folders = self._search_path(path)
+        parts = full.split(".")
+        if len(parts) < 2:
+            return None
+        module = self._module_file(parts[:-1], folders)
+        if module is None:
+            return None
+        return self._named_definition(module, parts[-1], depth, read)
+
+    def _named_definition(self, module: str, name: str, depth: int,
+                          read: Set[str]) -> Optional[Tuple[str, ast.ClassDef]]:
+        """The class statement ``name`` at the top level of ``module`` stands for (see _definition)."""
+        if depth > _MAX_BASE_DEPTH or not self.in_project(module):
+            return None  # (a library's file is never read here: its classes are not the project's)
+        read_file = self._read_file(module)
+        read.add(module)
+        if read_file.tree is None:
+            return None
+        found: Union[ast.ClassDef, ImportNode, ast.Assign, None] = None
+        stars: List[ast.ImportFrom] = []
+        for stmt in read_file.top_level.binding(name):
+            if isinstance(stmt, ast.ClassDef) and stmt.name == name \
+                    or isinstance(stmt, ast.Assign) and _an_alias(stmt, name, read_file.top_level):
+                found, stars = stmt, []
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                if isinstance(stmt, ast.ImportFrom) and any(alias.name == "*" for alias in stmt.names):
+                    stars.append(stmt)
+                if any((alias.asname or alias.name.split(".", 1)[0]) == name for alias in stmt.names):
+                    found, stars = stmt, []
+            else:
+                return None  # bound under a condition, by a function, an assignment
+        if stars:
+            if found is not None:
+                return None  # a star import after it may bind the name again
+            for star in reversed(stars):  # the last one that has it wins
+                target = self._star_target(module, star, name, read)
+                if target is None:
+                    return None
+                if isinstance(target, str):
+                    return self._named_definition(target, name, depth + 1, read)
+            return None
+        if isinstance(found, ast.ClassDef):
+            return module, found
+        if isinstance(found, ast.Assign):
+            if isinstance(found.value, ast.Name):
+                return self._named_definition(module, found.value.id, depth + 1, read)
+            return self._definition(module, read_file.import_nodes, found.value, depth + 1, read)
+        if found is not None:
+            return self._definition(module, [found], ast.Name(id=name), depth + 1, read)
+        return None
+
+    def _classes_read(self, module: str, read_file: "_ReadFile") -> Dict[int, BaseClass]:
+        """What each class of a project file says of its instances, by its line: read once per
+        file while it is unchanged."""
+        if read_file.classes_read is None:
+            table: Dict[int, BaseClass] = {}
+            if read_file.tree is not None:
+                index = build_index(read_file.tree, NodeTable(read_file.tree))
+                assert index.nodes is not None
+                for info in index.classes:
+                    table[info.node.lineno] = read_class(index.nodes, info, module)
+                release(index)
+            read_file.classes_read = table
+        return read_file.classes_read
 
     def _module_name(self, module: str) -> str:
         """The dotted name a module file is imported by (from the deepest folder of sys.path or the
@@ -438,6 +595,7 @@ class _ReadFile(TextLines):
         self._by_name: Optional[Dict[str, ast.ClassDef]] = None
         self._bindings: Optional[Dict[str, List[str]]] = None
         self._top_level: Optional[TopLevelNames] = None
+        self.classes_read: Optional[Dict[int, BaseClass]] = None  # see ProjectFiles._classes_read
 
     @property
     def top_level(self) -> TopLevelNames:

@@ -10,7 +10,7 @@ from ..analysis import torch_names as tn
 from ..analysis.construction import Construction, always_after, always_before, exclusive
 from ..analysis.context import FileContext
 from ..analysis.dtypes import INTEGRAL, dtype_family, is_zero_dim
-from ..analysis.forward import external_bases
+from ..analysis.forward import bases_read, forward_elsewhere
 from ..analysis.findings import Edit, Finding, Position, Range, Severity
 from ..analysis.flow import argument_values, calls_a_module, callee_parameter, enclosing_statement, loads_of, loads_seeing
 from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition, Scope
@@ -198,7 +198,7 @@ class Uses:
         self.added = False  # `x + self.t` as it is (not indexed): a bias when it is built like one
         self.trained = False  # given to an optimizer, or `requires_grad_()` / `.requires_grad = True` elsewhere
         self.forward_seen = False  # the class's forward is in this file
-        self.bases_elsewhere = False  # a base outside the file (not nn.Module) may define forward
+        self.bases_elsewhere = False  # a base outside the file (not nn.Module) may define forward (or is not read)
         self.other_methods = False  # the class has methods that construction does not run
         self.read_in_init = False  # construction reads it (to build other attributes)
         self.returned = 0  # forward returns it (through locals and the methods it calls)
@@ -221,7 +221,10 @@ class Uses:
         forward = ctx.forward_reach(info)
         reachable = set(forward.methods) if forward is not None else None
         uses.forward_seen = forward is not None
-        uses.bases_elsewhere = external_bases(ctx, info)
+        uses.bases_elsewhere = forward_elsewhere(ctx, info)
+        if not uses.bases_elsewhere:  # the bases of other files, read: their methods count as the file's do
+            outside = bases_read(ctx, info) or ()
+            uses.other_methods = any(name != "__init__" for base in outside for name in base.methods)
         if forward is None and not uses.bases_elsewhere:
             # No forward at all: the module is run through its methods, and those that code outside
             # the class calls (`self.student.interact(x)` in another Module's forward) run as forward would.

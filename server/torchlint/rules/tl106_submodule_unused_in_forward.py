@@ -7,7 +7,7 @@ from typing import Dict, Iterator, List, Optional, Set, Union, cast
 from ..analysis import torch_names as tn
 from ..analysis.context import FileContext
 from ..analysis.findings import Finding, Severity
-from ..analysis.forward import DROPOUT_LAYERS, PARAMETER_FREE_LAYERS, may_hold_parameters
+from ..analysis.forward import DROPOUT_LAYERS, PARAMETER_FREE_LAYERS, bases_read, may_hold_parameters, spelled_names
 from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition
 from ..analysis.values import Kind, Value
 from .base import Rule
@@ -39,7 +39,9 @@ class SubmoduleUnusedInForward(Rule):
             if init is None:
                 continue
             elsewhere = _used_outside_forward(ctx, cls, set(reached.methods))
-            strings = _strings(ctx, cls.node)
+            strings = spelled_names(ctx.nodes, cls.node)
+            for base in bases_read(ctx, cls) or ():  # (None: none read, and reach said so)
+                strings |= base.spelled
             reported = set()
             for binding in cls.attr_assignments:
                 name = binding.name
@@ -53,17 +55,16 @@ class SubmoduleUnusedInForward(Rule):
                 if value.kind is not Kind.MODULE or module_class is None:
                     continue
                 free = _parameter_free_layers(ctx, cls, binding.value, module_class, name)
-                if free:
-                    reported.add(name)
-                    yield _unapplied_finding(ctx, binding, value, free)
-                    continue
-                if not may_hold_parameters(ctx, module_class):
-                    continue  # (no class: may_hold_parameters cannot tell)
-                if _built_without_parameters(binding.value, module_class) \
-                        or _empty_and_never_filled(ctx, cls, binding.value, module_class, name):
+                if not free:
+                    if not may_hold_parameters(ctx, module_class):
+                        continue  # (no class: may_hold_parameters cannot tell)
+                    if _built_without_parameters(binding.value, module_class) \
+                            or _empty_and_never_filled(ctx, cls, binding.value, module_class, name):
+                        continue
+                if _used_in_other_files(ctx, cls, name):
                     continue
                 reported.add(name)
-                yield _finding(ctx, binding, value)
+                yield _unapplied_finding(ctx, binding, value, free) if free else _finding(ctx, binding, value)
 
 
 # Norm layers whose weights a flag turns off: class -> (keyword, its position, default).
@@ -139,7 +140,8 @@ def _never_read_again(ctx: FileContext, cls: ClassInfo, name: str) -> bool:
 
 def _dynamic_class(ctx: FileContext, cls: ClassInfo) -> bool:
     """Lightning modules (training_step runs without forward), classes that redefine how they
-    are called or looked up, and classes that register hooks (they run code forward does not show)."""
+    are called or looked up, and classes that register hooks (they run code forward does not show),
+    here or in a base of another file that was read."""
     for info in ctx.class_chain(cls):
         if any(base in tn.MODULE_BASES and base != "torch.nn.Module" for base in info.bases):
             return True
@@ -148,7 +150,14 @@ def _dynamic_class(ctx: FileContext, cls: ClassInfo) -> bool:
     for node in ctx.nodes.under(cls.node, ast.Attribute):
         if node.attr.startswith("register_") and "hook" in node.attr:
             return True
-    return False
+    return any(base.registers_hooks or _DYNAMIC_METHODS & set(base.methods) for base in bases_read(ctx, cls) or ())
+
+
+def _used_in_other_files(ctx: FileContext, cls: ClassInfo, name: str) -> bool:
+    """Code of another file of the project may use the layer: it reads `<expr>.<name>` (the model
+    holding this one calls `self.decoder.<name>(x)`), or it may subclass the class (whose methods
+    may use any of its layers). Asked last: the project's files are read at the first question."""
+    return ctx.subclassed_in_other_files(cls) or ctx.used_in_other_files(cls, name)
 
 
 def _abstract(forward: FunctionDefinition) -> bool:
@@ -166,8 +175,9 @@ def _used_outside_forward(ctx: FileContext, cls: ClassInfo, reached: Set[str]) -
     """Submodule names used by the class's other methods (`generate`, a loss helper), shared in
     __init__ (`nn.Sequential(self.stem, ...)`, tied weights), or read through an instance elsewhere
     in the file (`model.aux(x)`). Initialising them in __init__ (`self.fc.weight.data.normal_()`,
-    `nn.init.zeros_(self.fc.bias)`) is no use."""
-    used: Set[str] = set()
+    `nn.init.zeros_(self.fc.bias)`) is no use. Any read by a method of a base in another file counts."""
+    used: Set[str] = {name for base in bases_read(ctx, cls) or () for uses in base.methods.values()
+                      for name, _, _ in uses if name is not None}
     for info in ctx.class_chain(cls):
         for name, scope in info.method_scopes.items():
             if name in reached or scope.self_name is None:
@@ -193,17 +203,6 @@ def _initialises(node: ast.Attribute, parent_of: Dict[int, ast.AST]) -> bool:
     if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is not None:
         return False  # `x = self.fc.weight` shares it; `self.fc.weight = other.weight` ties it
     return True
-
-
-def _strings(ctx: FileContext, node: ast.AST) -> Set[str]:
-    """Names spelled in the class's strings, whole or as a dotted part (`"shared.weight"` in a
-    table of tied weights): a layer named there may be looked up or tied by that name."""
-    names: Set[str] = set()
-    for n in ctx.nodes.under(node, ast.Constant):
-        if isinstance(n.value, str) and len(n.value) < 200:
-            names.add(n.value)
-            names.update(n.value.split("."))
-    return names
 
 
 def _finding(ctx: FileContext, binding: Binding, value: Value) -> Finding:
