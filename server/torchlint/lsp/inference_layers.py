@@ -136,6 +136,16 @@ class InferenceLayers:
             self._drop_closed()
             return layer
 
+    def checks_reading(self, path: str) -> Set[str]:
+        """The paths of the checked files whose answers may change now that ``path`` was saved
+        (ProjectFiles.checks_reading), in every layer. Never waits for the lock: a check under
+        way is checked again anyway."""
+        found: Set[str] = set()
+        for layer in list(self._layers.values()):
+            if layer is not None:
+                found |= layer.checks_reading(path)
+        return found
+
     def forget(self, path: Optional[str]) -> None:
         """A document was closed: jedi's parse of its last text (parso keeps one per file, about
         2 KB per line) is dropped before the next check, while no thread uses jedi. Any thread."""

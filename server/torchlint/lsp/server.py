@@ -638,13 +638,21 @@ def lost_sync(server: TorchlintServer, uri: str) -> None:
 @handles(types.TEXT_DOCUMENT_DID_SAVE)
 def did_save(server: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
     # jedi reads other modules from disk: what it told about any open document may change now.
+    saved = params.text_document.uri
+    # The documents whose classes' bases, or whose TL106 answers, were read from other files as
+    # they were on disk: checked again, at their unchanged versions (their results dropped).
+    saved_path = to_fs_path(saved) if saved.endswith(".py") else None
+    dependents = server.inference.checks_reading(saved_path) if saved_path else set()
     for record in server.documents:
         record.checkers.pop(JEDI_WAVE, None)
-    if params.text_document.uri.endswith("/pyproject.toml"):
+        if record.uri != saved and to_fs_path(record.uri) in dependents:
+            record.runs.newest = None
+            server.scheduler.schedule(record.uri, delay=0)
+    if saved.endswith("/pyproject.toml"):
         server.resolver.forget()
         server.refresh()
     elif not server.client.pull:
-        server.scheduler.schedule(params.text_document.uri, delay=0)
+        server.scheduler.schedule(saved, delay=0)
 
 
 @handles(types.TEXT_DOCUMENT_DID_CLOSE)
