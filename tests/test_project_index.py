@@ -81,6 +81,8 @@ def test_through_a_star_import_and_a_base_of_a_base(tmp_path):
 @pytest.mark.parametrize("base", [
     BASE.replace("return self.body(x)", "return self.body(x) + self.spare(x)"),  # the base uses it
     BASE + "\n    def auxiliary(self, x):\n        return self.spare(x)\n",  # another method of the base does
+    BASE.replace("return self.body(x)", "return self.body(checkpoint(self._spare, x))")  # handed on
+    + "\n    def _spare(self, x):\n        return self.spare(x)\n",
     BASE.replace("return self.body(x)", "return getattr(self, self.which)(x)"),
     BASE.replace("return self.body(x)", "return sum(m(x) for m in self.children())"),
     BASE + "\n    def __call__(self, x):\n        return self.body(x)\n",

@@ -176,8 +176,9 @@ def reach(ctx: FileContext, cls: ClassInfo, entry: str = "forward",
             elif used in table:
                 todo.append(used)
             else:
-                if called and used not in assigned and not used.startswith("__") and external_bases(ctx, cls):
-                    # Neither assigned here nor a method here: a method of a base outside the file.
+                if used not in assigned and not used.startswith("__") and external_bases(ctx, cls):
+                    # Neither assigned here nor a method here: a method (or a property, or a method
+                    # handed on: `checkpoint(self._block, x)`) of a base outside the file.
                     if not asked:
                         asked, outside = True, bases_read(ctx, cls)
                         for base in outside or ():
@@ -187,7 +188,7 @@ def reach(ctx: FileContext, cls: ClassInfo, entry: str = "forward",
                     if used in foreign:
                         todo.append(used)
                         continue
-                    if outside is None:  # (read: the bases say what it is, an attribute or nn.Module's)
+                    if called and outside is None:  # (read, the bases say what it is: nn.Module's, a layer)
                         result.dynamic = result.dynamic or "it calls `self.%s()`, defined outside this file" % used
                 result.attributes.add(used)
     return result
