@@ -16,21 +16,38 @@ shapes, dtypes or devices or raise something new are printed.
     .venv/bin/python benchmarks/real_code_signal.py                       # the installed torch only
     .venv/bin/python benchmarks/real_code_signal.py /tmp/corpora/detr /tmp/corpora/timm --fixes
     .venv/bin/python benchmarks/real_code_signal.py --no-torch /tmp/corpora/*
+    .venv/bin/python benchmarks/real_code_signal.py --no-torch --manifest benchmarks/real_code_corpora.json \
+        --corpora /tmp/bench-signal/corpora --prepare
+
+With `--manifest`, the corpora a JSON file names (where each came from, at which version: a PyPI
+release or a GitHub commit) are checked too, each from `--corpora`/NAME; `--prepare` first
+downloads the PyPI ones that are missing there (`pip download --no-deps`, the package folder of
+the wheel or sdist) and makes the virtual environment of a corpus that names one (a framework it
+builds on, `pip install --no-deps`), whose interpreter torchlint then reads as `--python`.
+GitHub corpora cannot be fetched from here: the script says which commit to put where.
+
+Per corpus it also prints the CPU seconds of torchlint and its workers against the floor of
+reading and `ast.parse`-ing the same files once in this process, and torchlint's notes (classes
+not checked because a base could not be read). `--cold` gives each corpus a new, empty cache.
 
 Fetched sources are corpora for this benchmark only: keep them outside the repository.
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
 import importlib.util
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
+import tarfile
 import time
+import zipfile
 from pathlib import Path
 
 # Not named benchmarks/signal.py: a script's folder comes first on the import path, so every
@@ -59,19 +76,120 @@ def corpus_files(paths):
     return sorted(set(files))
 
 
+COLD_CACHE = []  # with --cold: the fresh cache folder of the corpus being checked
+
+
 def torchlint(args, cwd=None, timeout=3600):
     """Runs the CLI of this checkout with the interpreter running this script."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "server"), os.environ.get("PYTHONPATH", "")]))
+    if COLD_CACHE:
+        env.update(TORCHLINT_CACHE_DIR=str(COLD_CACHE[-1] / "torchlint"), XDG_CACHE_HOME=str(COLD_CACHE[-1]))
     return subprocess.run([sys.executable, "-m", "torchlint", "check", "--exit-zero"] + args, cwd=cwd,
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
+def children_cpu():
+    """CPU seconds (user + system) of the finished child processes and the ones they waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def findings_of(paths, extra):
-    started = time.perf_counter()
-    done = torchlint(["--format", "json"] + extra + [str(p) for p in paths])
+    """(findings, wall seconds, CPU seconds of torchlint and its workers, torchlint's notes). Run from
+    the folder holding the corpus, so that its own package is on the analysed path (its absolute
+    imports and the bases they name are read, as a user checking from the project root sees them)."""
+    started, cpu = time.perf_counter(), children_cpu()
+    done = torchlint(["--format", "json"] + extra + [str(p) for p in paths], cwd=str(paths[0].parent))
     if done.returncode != 0:
         raise SystemExit("torchlint failed (exit %d): %s" % (done.returncode, done.stderr[-2000:]))
-    return json.loads(done.stdout), time.perf_counter() - started
+    notes = [line for line in done.stderr.splitlines() if line.startswith("torchlint: note")]
+    return json.loads(done.stdout), time.perf_counter() - started, children_cpu() - cpu, notes
+
+
+def parse_floor(files):
+    """CPU seconds to read and `ast.parse` each file once: what no checker of the text can beat."""
+    started = time.process_time()
+    for path in files:
+        try:
+            ast.parse(path.read_bytes())
+        except (SyntaxError, ValueError):
+            pass
+    return time.process_time() - started
+
+
+def load_manifest(path):
+    entries = json.loads(path.read_text(encoding="utf-8"))["corpora"]
+    for entry in entries:
+        if ("pypi" in entry) == ("github" in entry):
+            raise SystemExit("%s: corpus %r names neither or both of pypi and github" % (path, entry.get("name")))
+    return entries
+
+
+def unpack_package(archive, package, target):
+    """The folder `package` of a wheel or sdist (at its root or one folder down), copied to `target`."""
+    with tempfile.TemporaryDirectory(prefix="torchlint-signal-unpack-") as tmp:
+        if archive.name.endswith(".whl") or archive.suffix == ".zip":
+            with zipfile.ZipFile(archive) as opened:
+                opened.extractall(tmp)
+        else:
+            with tarfile.open(archive) as opened:
+                opened.extractall(tmp, filter="data")
+        found = [p for p in [Path(tmp) / package] + sorted(Path(tmp).glob("*/" + package)) if p.is_dir()]
+        if not found:
+            raise SystemExit("%s has no folder %s" % (archive.name, package))
+        shutil.copytree(found[0], target)
+
+
+def environment_python(corpora, entry):
+    folder = corpora / ("env-" + entry["name"])
+    return folder / "bin" / "python"
+
+
+def prepare(entries, corpora):
+    """Downloads the PyPI corpora missing under `corpora`, makes the environments that are missing."""
+    corpora.mkdir(parents=True, exist_ok=True)
+    for entry in entries:
+        target = corpora / entry["name"]
+        if "pypi" in entry and not target.exists():
+            with tempfile.TemporaryDirectory(prefix="torchlint-signal-download-") as tmp:
+                subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, entry["pypi"]],
+                               check=True)
+                unpack_package(next(Path(tmp).iterdir()), entry["package"], target)
+        python = environment_python(corpora, entry)
+        if entry.get("environment") and not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", "--symlinks", str(python.parent.parent)], check=True)
+            subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps"] + entry["environment"], check=True)
+
+
+def manifest_corpora(entries, corpora):
+    """(name, [folder], extra torchlint arguments) per manifest entry; exits on one that is missing."""
+    found, missing = [], []
+    # The folder holding the corpora is their project root (as a user's repository is): without
+    # one, the root is the package folder itself and the package's own absolute imports name
+    # nothing on the analysed path.
+    marker = corpora / "pyproject.toml"
+    if corpora.is_dir() and not marker.exists():
+        marker.write_text('[project]\nname = "real-code-signal-corpora"\nversion = "0"\n', encoding="utf-8")
+    for entry in entries:
+        folder = corpora / entry["name"]
+        if not folder.is_dir():
+            missing.append("%s: %s" % (folder, "pip download --no-deps %s (or --prepare)" % entry["pypi"]
+                                       if "pypi" in entry else "the .py files of github:%s at %s" % (
+                                           entry["github"], entry["commit"])))
+            continue
+        extra = []
+        if entry.get("environment"):
+            python = environment_python(corpora, entry)
+            if not python.exists():
+                missing.append("%s: a virtual environment with %s (or --prepare)" % (
+                    python.parent.parent, " ".join(entry["environment"])))
+                continue
+            extra = ["--python", str(python)]
+        version = entry.get("pypi") or "%s@%s" % (entry["github"], entry["commit"][:7])
+        found.append(("%s (%s; %s)" % (entry["name"], version, entry.get("field", "")), [folder.resolve()], extra))
+    if missing:
+        raise SystemExit("missing corpora:\n  " + "\n  ".join(missing))
+    return found
 
 
 def display(filename, paths):
@@ -84,14 +202,15 @@ def display(filename, paths):
     return filename
 
 
-def report(name, paths, findings, seconds, files, lines):
+def report(name, paths, findings, seconds, cpu, floor, files, lines):
     severity = collections.Counter(f["severity"] for f in findings)
     per_rule = collections.defaultdict(collections.Counter)
     for f in findings:
         per_rule[f["code"] or "syntax-error"][f["severity"]] += 1
     print("\n## %s\n" % name)
-    print("%d files, %d lines, %.1f s; findings: %s" % (
-        files, lines, seconds, ", ".join("%s %d" % (s, severity[s]) for s in SEVERITIES)))
+    print("%d files, %d lines, %.1f s (%.1f CPU s; ast.parse floor %.2f CPU s, x%.0f); findings: %s" % (
+        files, lines, seconds, cpu, floor, cpu / floor if floor else 0,
+        ", ".join("%s %d" % (s, severity[s]) for s in SEVERITIES)))
     if per_rule:
         print("\n| rule | " + " | ".join(SEVERITIES) + " |\n|---|" + "---|" * len(SEVERITIES))
         for code in sorted(per_rule):
@@ -226,34 +345,60 @@ def main() -> int:
     parser.add_argument("--harness-path", type=Path, action="append", default=[],
                         help="a folder added to the harness's import path (the corpora's own dependencies, "
                              "e.g. installed with pip install --target); repeatable")
+    parser.add_argument("--python", type=Path, help="the interpreter torchlint reads the folders' packages "
+                        "from (torchlint's --python; manifest corpora with an environment use their own)")
+    parser.add_argument("--manifest", type=Path, help="a JSON file of corpora to check too "
+                        "(benchmarks/real_code_corpora.json)")
+    parser.add_argument("--corpora", type=Path, default=Path("/tmp/bench-signal/corpora"),
+                        help="the folder holding the manifest's corpora (default: %(default)s)")
+    parser.add_argument("--prepare", action="store_true", help="download the manifest's missing PyPI corpora "
+                        "and make its environments first")
+    parser.add_argument("--cold", action="store_true", help="each corpus checked with a new, empty "
+                        "TORCHLINT_CACHE_DIR and XDG_CACHE_HOME (cold CPU seconds; no answer kept by an earlier run)")
     parser.add_argument("--harness-timeout", type=int, default=3600, help="seconds per corpus for the harness")
     args = parser.parse_args()
     corpora = []
     if not args.no_torch:
         folders = torch_corpus()
         if folders:
-            corpora.append(("torch (%s)" % ", ".join(TORCH_FOLDERS), folders))
+            corpora.append(("torch (%s)" % ", ".join(TORCH_FOLDERS), folders, []))
         else:
             print("torch is not installed here: no torch corpus", file=sys.stderr)
     for folder in args.folders:
         if not folder.exists():
             raise SystemExit("no such corpus: %s" % folder)
-        corpora.append((folder.name, [folder.resolve()]))
-    extra = ["--no-infer"] if args.no_infer else []
+        corpora.append((folder.name, [folder.resolve()], ["--python", str(args.python)] if args.python else []))
+    if args.manifest:
+        entries = load_manifest(args.manifest)
+        if args.prepare:
+            prepare(entries, args.corpora)
+        corpora += manifest_corpora(entries, args.corpora)
+    mode = ["--no-infer"] if args.no_infer else []
     totals = collections.Counter()
     failures = 0
     print("# torchlint signal on real code (%s)" % ("names only" if args.no_infer else "default mode, with jedi"))
-    for name, paths in corpora:
+    for name, paths, python in corpora:
+        extra = mode + python
+        if args.cold:
+            COLD_CACHE.append(Path(tempfile.mkdtemp(prefix="torchlint-signal-cache-")))
         files = corpus_files(paths)
         lines = sum(len(p.read_text(encoding="utf-8", errors="replace").splitlines()) for p in files)
-        findings, seconds = findings_of(paths, extra)
-        totals.update(report(name, paths, findings, seconds, len(files), lines))
+        findings, seconds, cpu, notes = findings_of(paths, extra)
+        floor = parse_floor(files)
+        totals.update(report(name, paths, findings, seconds, cpu, floor, len(files), lines))
+        for note in notes:
+            print("  " + note)
         totals["files"] += len(files)
         totals["lines"] += lines
+        totals["cpu"] += cpu
+        totals["floor"] += floor
+        if args.cold:
+            shutil.rmtree(COLD_CACHE.pop(), ignore_errors=True)
         if args.fixes:
             failures += check_fixes(name, paths, extra, args.harness_timeout, args.harness_path)
-    print("\n## all corpora\n\n%d files, %d lines; findings: %s" % (
-        totals["files"], totals["lines"], ", ".join("%s %d" % (s, totals[s]) for s in SEVERITIES)))
+    print("\n## all corpora\n\n%d files, %d lines, %.1f CPU s (ast.parse floor %.2f CPU s); findings: %s" % (
+        totals["files"], totals["lines"], totals["cpu"], totals["floor"],
+        ", ".join("%s %d" % (s, totals[s]) for s in SEVERITIES)))
     if args.fixes:
         print("fixed texts that failed the harness: %d" % failures)
     return 0
