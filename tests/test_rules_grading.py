@@ -269,6 +269,37 @@ def test_tl301_is_a_hint_unless_the_legacy_call_changes_behaviour():
     assert all(f.deprecated for f in check(textwrap.dedent(text)).findings if f.code == "TL301")
 
 
+def test_tl301_a_float_tensor_made_just_before_is_no_warning():
+    # Tensors the function itself made as CPU floats (a factory with no dtype or device, and
+    # arithmetic, indexing and shape changes of them) go through FloatTensor / Tensor unchanged.
+    text = """\
+    import torch
+    import torch.nn as nn
+
+
+    class Basis(nn.Module):
+        def __init__(self, count, low, high):
+            super().__init__()
+            centres = torch.linspace(low, high, count)
+            spread = torch.abs(centres[1] - centres[0]) * torch.ones_like(centres)
+            self.spread = nn.Parameter(torch.FloatTensor(spread))
+            gain = torch.randn(size=(count, 1)) * 0.01
+            self.gain = nn.Parameter(torch.FloatTensor(gain))
+            shift = torch.rand(count) * 0.1
+            shift = torch.reshape(shift, (count,))
+            self.shift = nn.Parameter(torch.Tensor(shift))
+            steps = torch.arange(count)
+            self.steps = nn.Parameter(torch.FloatTensor(steps))
+            halves = torch.randn(count, dtype=torch.float16) * 2
+            self.halves = nn.Parameter(torch.FloatTensor(halves))
+            picked = torch.randn(count, device="cuda")
+            self.picked = nn.Parameter(torch.FloatTensor(picked))
+    """
+    assert graded(text, "TL301") == {
+        10: Severity.HINT, 12: Severity.HINT, 15: Severity.HINT,
+        17: Severity.WARNING, 19: Severity.WARNING, 21: Severity.WARNING}
+
+
 def test_tl301_an_int_size_from_the_caller_is_no_warning():
     text = """\
     import torch

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator, List, Optional, cast
+from typing import Iterator, List, Optional, Set, Tuple, cast
 
 from ..analysis import torch_names as tn
 from ..analysis.context import FileContext
@@ -118,7 +118,8 @@ def _behaviour_change(ctx: FileContext, call: ast.Call, qualified: str, name: st
     scope = ctx.index.call_scopes.get(id(call))
     kind = ctx.classify(arg, scope).kind
     floating = qualified.rsplit(".", 1)[1] in _FLOAT_CONSTRUCTORS
-    if kind in (Kind.TENSOR, Kind.PARAMETER) and not (qualified == "torch.Tensor" and _new_default_float(ctx, arg)):
+    if kind in (Kind.TENSOR, Kind.PARAMETER) and not (
+            qualified in _DEFAULT_DTYPE_CONSTRUCTORS and _FreshFloat(ctx).read(arg, scope, 8, set())):
         return ("converts the tensor it is given: %s, and a CUDA tensor raises"
                 % ("an integer tensor becomes floating point (large values rounded)" if floating
                    else "its dtype changes"))
@@ -128,14 +129,68 @@ def _behaviour_change(ctx: FileContext, call: ast.Call, qualified: str, name: st
     return None
 
 
+# The constructors that return a CPU tensor of the default float dtype as it is (float32, the
+# default unless the program changes it).
+_DEFAULT_DTYPE_CONSTRUCTORS = frozenset(["torch.Tensor", "torch.FloatTensor"])
 # Factories whose tensor has the default float dtype on the CPU unless told otherwise.
-_DEFAULT_FLOAT_FACTORIES = frozenset("torch." + n for n in "zeros ones empty rand randn".split())
+_DEFAULT_FLOAT_FACTORIES = frozenset("torch." + n for n in "zeros ones empty rand randn linspace logspace".split())
+# Functions and methods whose result has the dtype and device of their (first) tensor argument.
+_SAME_KIND_FUNCTIONS = frozenset("torch." + n for n in """
+abs sqrt exp log sin cos tanh sigmoid reshape flatten squeeze unsqueeze transpose clamp clone
+ones_like zeros_like rand_like randn_like empty_like
+""".split())
+_SAME_KIND_METHODS = frozenset("""
+abs sqrt exp log sin cos tanh sigmoid reshape view flatten squeeze unsqueeze transpose permute t clamp clone
+contiguous detach expand repeat neg
+""".split())
+_TENSOR_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 
 
-def _new_default_float(ctx: FileContext, node: ast.expr) -> bool:
-    """`torch.zeros(b, n)`: what `torch.Tensor(...)` returns as it is (the same dtype, on the CPU)."""
-    return isinstance(node, ast.Call) and ctx.qualify(node.func) in _DEFAULT_FLOAT_FACTORIES \
-        and not any(k.arg in ("dtype", "device", "out") for k in node.keywords)
+class _FreshFloat:
+    """Whether an expression is a CPU tensor of the default float dtype that the function itself
+    made: `torch.zeros(b, n)`, `torch.randn(n) * 1e-3`, a name bound only to such, their indexing
+    and shape changes. What `torch.Tensor(...)` / `torch.FloatTensor(...)` return as they are."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+
+    def read(self, node: ast.expr, scope: Optional[Scope], depth: int, visiting: Set[Tuple[int, str]]) -> bool:
+        if depth <= 0:
+            return False
+        if isinstance(node, ast.Call):
+            if any(k.arg in ("dtype", "device", "out") for k in node.keywords):
+                return False
+            qualified = self.ctx.qualify(node.func)
+            if qualified in _DEFAULT_FLOAT_FACTORIES:
+                return True
+            if qualified in _SAME_KIND_FUNCTIONS:
+                return bool(node.args) and self.read(node.args[0], scope, depth - 1, visiting)
+            func = node.func
+            return not qualified and isinstance(func, ast.Attribute) and func.attr in _SAME_KIND_METHODS \
+                and self.read(func.value, scope, depth - 1, visiting)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, _TENSOR_OPERATORS):
+            sides = [s for s in (node.left, node.right)
+                     if not (isinstance(s, ast.Constant) and type(s.value) in (int, float))]
+            return bool(sides) and all(self.read(s, scope, depth - 1, visiting) for s in sides)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return self.read(node.operand, scope, depth - 1, visiting)
+        if isinstance(node, ast.Subscript):
+            return self.read(node.value, scope, depth - 1, visiting)
+        if isinstance(node, ast.Name):
+            return self._name(node.id, scope, depth, visiting)
+        return False
+
+    def _name(self, name: str, scope: Optional[Scope], depth: int, visiting: Set[Tuple[int, str]]) -> bool:
+        if scope is None or name not in scope.locals:
+            return False  # a parameter, a global, a name of an enclosing function: not made here
+        if (id(scope), name) in visiting:
+            return True  # `x = x.reshape(...)`: fresh if every other binding is
+        bindings = scope.locals[name]
+        if len(bindings) > 8 or any(b.value is None or b.unpack_index is not None or b.iter_of is not None
+                                    or isinstance(b.stmt, ast.AugAssign) for b in bindings):
+            return False
+        visiting = visiting | {(id(scope), name)}
+        return all(b.value is not None and self.read(b.value, b.scope, depth - 1, visiting) for b in bindings)
 
 
 def _caller_tensor(ctx: FileContext, scope: Optional[Scope], name: str) -> bool:
