@@ -140,6 +140,41 @@ def test_tl101_in_a_class_with_no_forward_anywhere_is_a_hint():
     assert graded(text, "TL101") == {9: Severity.HINT, 18: Severity.WARNING, 24: Severity.WARNING}
 
 
+# -- TL103 -------------------------------------------------------------------------------------
+
+def test_tl103_a_moved_parameter_only_returned_is_a_hint():
+    # A placeholder loss handed back to a trainer (a Parameter only so that backward() runs) is no
+    # lost weight; a helper whose moved Parameter a Module stores still is one.
+    text = """\
+    import torch
+    import torch.nn as nn
+
+
+    class Counter(nn.Module):
+        def __init__(self, size, device):
+            super().__init__()
+            self.device = device
+            self.gain = nn.Parameter(torch.ones(size)).to(device)
+            self.bias = self.make_bias(size)
+
+        def make_bias(self, size):
+            return nn.Parameter(torch.zeros(size)).to(self.device)
+
+        def placeholder_loss(self, batch):
+            return nn.Parameter(torch.zeros(1)).to(self.device)
+
+
+    def shared_scale(device):
+        return nn.Parameter(torch.ones(1)).to(device)
+
+
+    def attach(module, device):
+        scale = shared_scale(device)
+        module.scale = scale
+    """
+    assert graded(text, "TL103") == {9: Severity.ERROR, 13: Severity.ERROR, 16: Severity.HINT, 20: Severity.ERROR}
+
+
 # -- TL201 -------------------------------------------------------------------------------------
 
 def test_tl201_warns_on_aliasing_and_on_a_caller_tensor():

@@ -169,7 +169,29 @@ def _finding(ctx: FileContext, parameter: ast.Call, chain: List[ast.Call]) -> Fi
         fixes.append(factory)
     preferred = 1 if factory is not None and factory.is_safe else 0
     fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == preferred)) for i, f in enumerate(fixes)]
+    if _only_returned(ctx, chain[-1]):
+        return ctx.finding(message, first, fixes, severity=Severity.HINT)
     return ctx.finding(message, first, fixes)
+
+
+def _only_returned(ctx: FileContext, moved: ast.Call) -> bool:
+    """`return nn.Parameter(t).to(d)` in a function no call of which in this file keeps what it
+    returns: a value handed back to compute with (a placeholder loss that only has to require
+    grad, as a trainer in another file calls it), no weight a Module was meant to keep."""
+    if not isinstance(ctx.parent(moved), ast.Return):
+        return False
+    scope = ctx.index.call_scopes.get(id(moved))
+    function = scope.node if scope is not None else None
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    for call in ctx.index.calls:
+        func = call.func
+        called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if called != function.name:
+            continue
+        if not isinstance(ctx.parent(call), ast.Expr):
+            return False  # its result kept (a local is not followed to where it goes: kept too)
+    return True
 
 
 def _data_argument(parameter: ast.Call) -> Optional[ast.expr]:
