@@ -23,7 +23,7 @@ def resolve_modules(classes: List[ClassInfo], imports: ImportMap,
     for info in classes:
         by_name[info.name] = info
         info.bases = []
-        for base in info.node.bases:
+        for base in map(generic_origin, info.node.bases):
             qualified = imports.qualify(base)
             if qualified is not None:
                 info.bases.append(qualified)
@@ -51,7 +51,7 @@ def resolve_modules(classes: List[ClassInfo], imports: ImportMap,
             if any(by_name.get(b) is not None and by_name[b].is_module for b in info.bases):
                 info.is_module = True  # an earlier class of this file, just found to be a Module: no question
                 continue
-            unresolved = [b for b in info.node.bases if _unresolved(b, info, by_name, imports)]
+            unresolved = [b for b in map(generic_origin, info.node.bases) if _unresolved(b, info, by_name, imports)]
             if any(external(info, base) for base in unresolved):
                 info.is_module = True
         # a local subclass of a class that the jedi layer found to be a Module
@@ -71,7 +71,16 @@ def _unresolved(base: ast.expr, info: ClassInfo, by_name: Dict[str, ClassInfo], 
     if not isinstance(base, (ast.Name, ast.Attribute)):
         return False  # Generic[T], calls: nothing jedi could jump to
     qualified = imports.qualify(base)
+    if qualified is not None and qualified.startswith(("typing.", "typing_extensions.")):
+        return False  # Generic, Protocol: never a Module
     return qualified is None or not (qualified in tn.MODULE_BASES or tn.is_module_class(qualified))
+
+
+def generic_origin(base: ast.expr) -> ast.expr:
+    """The class a base names: `Learner[Policy]` (a generic class given its parameters) names `Learner`."""
+    if isinstance(base, ast.Subscript) and isinstance(base.value, (ast.Name, ast.Attribute)):
+        return base.value
+    return base
 
 
 _BUILTIN_NAMES = frozenset(dir(builtins))

@@ -22,6 +22,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Literal,
 
 from ..analysis import torch_names as tn
 from ..analysis.imports import ImportMap, collect_imports
+from ..analysis.modules import generic_origin
 from .inference_cache import Dependency, dependency
 from .project_index import ProjectIndex
 from .jedi_access import STDLIB, typeshed_stdlib
@@ -141,7 +142,7 @@ class ProjectFiles:
         by_name = read_file.classes_by_name
         # Made for the first base the files cannot settle, then asked about the others too.
         ask: Optional[BaseAsker] = None
-        for base in node.bases:
+        for base in map(generic_origin, node.bases):
             qualified = imports.qualify(base)
             if qualified is not None and (qualified in tn.MODULE_BASES or tn.is_module_class(qualified)):
                 return True
