@@ -152,8 +152,10 @@ def prepare(entries, corpora):
         target = corpora / entry["name"]
         if "pypi" in entry and not target.exists():
             with tempfile.TemporaryDirectory(prefix="torchlint-signal-download-") as tmp:
-                subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, entry["pypi"]],
-                               check=True)
+                # --no-build-isolation: an sdist's metadata is read with this environment's packages; pip
+                # would otherwise install its build requirements (an unpinned torch) to read it.
+                subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-build-isolation", "-q",
+                                "-d", tmp, entry["pypi"]], check=True)
                 unpack_package(next(Path(tmp).iterdir()), entry["package"], target)
         python = environment_python(corpora, entry)
         if entry.get("environment") and not python.exists():
