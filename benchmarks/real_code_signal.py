@@ -204,11 +204,17 @@ def display(filename, paths):
     return filename
 
 
+def uncoded(finding):
+    """What a finding without a rule code is: a file that does not parse, or a note about the check
+    itself (type inference stopped by the per-file budget: the rest checked by names alone)."""
+    return "syntax-error" if finding["message"].startswith("SyntaxError") else "note"
+
+
 def report(name, paths, findings, seconds, cpu, floor, files, lines):
     severity = collections.Counter(f["severity"] for f in findings)
     per_rule = collections.defaultdict(collections.Counter)
     for f in findings:
-        per_rule[f["code"] or "syntax-error"][f["severity"]] += 1
+        per_rule[f["code"] or uncoded(f)][f["severity"]] += 1
     print("\n## %s\n" % name)
     print("%d files, %d lines, %.1f s (%.1f CPU s; ast.parse floor %.2f CPU s, x%.0f); findings: %s" % (
         files, lines, seconds, cpu, floor, cpu / floor if floor else 0,
@@ -220,7 +226,7 @@ def report(name, paths, findings, seconds, cpu, floor, files, lines):
     shown = [f for f in findings if f["severity"] != "hint"]
     print("\nnon-hint findings (%d):" % len(shown))
     for f in shown:
-        print("  %s:%d %s [%s] %s" % (display(f["filename"], paths), f["location"]["row"], f["code"] or "E999",
+        print("  %s:%d %s [%s] %s" % (display(f["filename"], paths), f["location"]["row"], f["code"] or uncoded(f),
                                       f["severity"], f["message"]))
     return severity
 
