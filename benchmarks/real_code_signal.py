@@ -161,6 +161,16 @@ def prepare(entries, corpora):
         if entry.get("environment") and not python.exists():
             subprocess.run([sys.executable, "-m", "venv", "--symlinks", str(python.parent.parent)], check=True)
             subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps"] + entry["environment"], check=True)
+            if entry.get("torch_from_this_environment"):
+                # The torch this script runs with, seen by the environment (a .pth line after its own
+                # packages): jedi reads torch.utils.data and torch.distributions there, nothing installed.
+                spec = importlib.util.find_spec("torch")
+                if spec is None or not spec.submodule_search_locations:
+                    raise SystemExit("%s wants this environment's torch: torch is not installed here" % entry["name"])
+                site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                      check=True, capture_output=True, text=True).stdout.strip()
+                torch_site = Path(list(spec.submodule_search_locations)[0]).parent
+                (Path(site) / "zz-torch-of-the-benchmark.pth").write_text(str(torch_site) + "\n", encoding="utf-8")
 
 
 def manifest_corpora(entries, corpora):
