@@ -142,3 +142,34 @@ def test_a_package_importing_itself_from_below_its_folder_is_told_where_to_check
                                 "folder that holds it (%s), or install it" % tmp_path)
     above = check_source(text, str(package / "sub" / "model.py"), inference=layers(tmp_path))
     assert above.unchecked == []  # from the folder above, mypkg.base is read: Net is a Module
+
+
+def test_answers_kept_under_another_project_root_are_not_reused(tmp_path):
+    # Checked by its own folder, a package's absolute imports of itself name nothing (its root is
+    # the package); once a pyproject.toml above makes the parent the root, they do: answers kept
+    # from the first run must not stand for the second.
+    package = tmp_path / "shapes"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    (package / "model.py").write_text(textwrap.dedent("""\
+        import torch
+
+        from shapes.base import Base
+
+
+        class Model(Base):
+            def __init__(self):
+                super().__init__()
+                self.scale = torch.ones(2)
+
+            def forward(self, x):
+                return x * self.scale
+    """))
+    cache = str(tmp_path / "cache")
+    first = check_in_a_process(["--exit-zero", "shapes"], tmp_path, TORCHLINT_CACHE_DIR=cache)
+    assert "class not checked" in first.stderr and "TL101" not in first.stdout
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "shapes"\nversion = "0"\n')
+    second = check_in_a_process(["--exit-zero", "shapes"], tmp_path, TORCHLINT_CACHE_DIR=cache)
+    assert "not checked" not in second.stderr
+    assert "shapes/model.py:9:9: TL101" in second.stdout

@@ -365,7 +365,8 @@ class JediInference(ProjectFiles):
     def environment_id(self) -> str:
         """What the answers depend on besides the project's files: the analysed environment (its
         interpreter, how it is used, its sys.path and when each folder of it last changed: an
-        install or upgrade changes its site-packages folder) and jedi's version."""
+        install or upgrade changes its site-packages folder), the project root (on jedi's path: the
+        project's own absolute imports resolve from there) and jedi's version."""
         if self._environment_id is None:
             folders: List[Tuple[str, Optional[int]]] = []
             for path in self.sys_path:
@@ -374,7 +375,7 @@ class JediInference(ProjectFiles):
                 except OSError:
                     folders.append((path, None))
             self._environment_id = fingerprint(jedi.__version__, self.python, self.read_only, self.torch_source,
-                                               folders)
+                                               folders, self.root)
         return self._environment_id
 
     def is_project_file(self, path: str) -> bool:
