@@ -95,11 +95,9 @@ def children_cpu():
 
 
 def findings_of(paths, extra):
-    """(findings, wall seconds, CPU seconds of torchlint and its workers, torchlint's notes). Run from
-    the folder holding the corpus, so that its own package is on the analysed path (its absolute
-    imports and the bases they name are read, as a user checking from the project root sees them)."""
+    """(findings, wall seconds, CPU seconds of torchlint and its workers, torchlint's notes)."""
     started, cpu = time.perf_counter(), children_cpu()
-    done = torchlint(["--format", "json"] + extra + [str(p) for p in paths], cwd=str(paths[0].parent))
+    done = torchlint(["--format", "json"] + extra + [str(p) for p in paths])
     if done.returncode != 0:
         raise SystemExit("torchlint failed (exit %d): %s" % (done.returncode, done.stderr[-2000:]))
     notes = [line for line in done.stderr.splitlines() if line.startswith("torchlint: note")]
