@@ -18,6 +18,11 @@ _OWN_LOADING = frozenset(["_load_from_state_dict", "load_state_dict", "_register
                           "register_load_state_dict_pre_hook", "register_load_state_dict_post_hook",
                           "initialize_parameters"])  # (nn.modules.lazy.LazyModuleMixin's)
 
+# Methods torch runs when the module is installed, before it can be saved: a parametrization's
+# right_inverse() (register_parametrization calls it on the original tensor). What they register is
+# in every instance built that way.
+_RUN_AT_INSTALL = frozenset(["right_inverse"])
+
 # A buffer registration construction makes: whether it holds None (a placeholder) and where it is.
 Registration = Tuple[bool, ast.Call]
 
@@ -46,7 +51,8 @@ class BufferRegisteredLate(Rule):
             seen: Set[int] = set()
             for info in ctx.class_chain(cls):
                 for method, scope in info.method_scopes.items():
-                    if id(scope) in constructing or id(scope) in seen or scope.self_name is None:
+                    if id(scope) in constructing or id(scope) in seen or scope.self_name is None \
+                            or method in _RUN_AT_INSTALL:
                         continue  # (a helper __init__ runs too: what it registers is there from the start)
                     seen.add(id(scope))
                     in_forward = id(scope) in forward_runs
