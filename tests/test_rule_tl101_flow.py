@@ -337,3 +337,26 @@ def test_a_method_other_code_calls_on_a_module_without_forward_is_its_forward():
     finding = only(HELPER_CLASS.format(body="self.student.interact(x)"), "TL101")
     assert finding.severity is Severity.WARNING and "`interact()`, which code outside the class calls" in finding.message
     assert only(HELPER_CLASS.format(body="x"), "TL101").severity is Severity.HINT  # nothing calls it
+
+
+ORDER = HEADER + """\
+class Pick(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.order = torch.arange(n).flip(0)
+        self.offset = 2
+
+    def forward(self, x, shift):
+        return {use}
+"""
+
+
+@pytest.mark.parametrize("use", ["x[:, self.order]", "x[self.order + self.offset]", "x[..., self.order + 1]"])
+def test_a_tensor_that_only_indexes_others_is_a_hint(use):
+    finding = only(ORDER.format(use=use), "TL101")
+    assert finding.severity is Severity.HINT and "only indexes other tensors" in finding.message
+
+
+@pytest.mark.parametrize("use", ["x[self.order + shift]", "x * self.order"])
+def test_an_index_combined_with_what_forward_is_given_is_a_warning(use):
+    assert only(ORDER.format(use=use), "TL101").severity is Severity.WARNING

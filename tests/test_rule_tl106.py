@@ -104,3 +104,23 @@ def test_tl106_a_parameter_free_container_filled_later_is_judged_as_a_container(
                                   "        self.pools.append(nn.Linear(dim, dim))\n")
     found = {f.range.start.line: f for f in findings(text, "TL106")}
     assert "Expected to have finished reduction" in found[12].message
+
+
+def test_a_container_registering_what_another_attribute_holds_is_not_unused():
+    # tianshou's multi-agent policy: a plain dict forward runs, registered by a ModuleList beside it.
+    text = """
+import torch.nn as nn
+
+
+class Team(nn.Module):
+    def __init__(self, members: dict):
+        super().__init__()
+        self.members = members
+        self._registered = nn.ModuleList(members.values())
+        self.head = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return sum(m(x) for m in self.members.values())
+"""
+    found = findings(text, "TL106")
+    assert [f.message.split("`")[1] for f in found] == ["self.head"], found

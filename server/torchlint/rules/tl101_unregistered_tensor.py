@@ -178,9 +178,10 @@ class Use(enum.IntEnum):
     NEUTRAL = 1  # its shape, dtype, a host copy, `is None`: not its values on a device
     PASSED = 2  # handed to code this rule does not follow
     WRITE = 3  # changed in place (recorded as such: below the uses that grade)
-    MOVED = 4  # moved (`.to(x.device)`) before any use
-    SCALAR = 5  # computed with as a number (a 0-dim tensor works from the CPU there)
-    COMPUTED = 6  # computed with on its device
+    INDEX = 4  # indexes another tensor (`x[:, self.order]`): a CUDA tensor takes CPU indices
+    MOVED = 5  # moved (`.to(x.device)`) before any use
+    SCALAR = 6  # computed with as a number (a 0-dim tensor works from the CPU there)
+    COMPUTED = 7  # computed with on its device
 
 
 class Uses:
@@ -192,6 +193,7 @@ class Uses:
         self.computed_elsewhere = 0  # the same in other methods (or forward is not in this file)
         self.passed_on = 0  # returned, stored, handed to another function: what happens there is unseen
         self.moved = 0  # `self.x.to(y.device)` and the like: the author moves it at each use
+        self.indexes = 0  # it indexes another tensor (`x[:, self.order + 1]`): copied to its device at each use
         self.written_in_place = False  # `self.x.add_(...)`, `self.x[i] = ...`, `self.x += ...`
         self.as_weight = False  # matmul-ed with the input or given as a weight or bias: a learnable factor
         self.multiplied = False  # `x * self.t`: a weight unless it is built as a 0/1 mask
@@ -335,6 +337,9 @@ class Uses:
             self.as_weight = True
         if isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
             return Use.NEUTRAL  # `self.x is not None`: the object, not its values
+        if _only_indexes(current, parent, parents):
+            self.indexes += 1
+            return Use.INDEX
         scalar = Use.SCALAR if as_is else Use.COMPUTED
         if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare)):
             elementwise = not (isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.MatMult))
@@ -416,6 +421,18 @@ _COMBINING_METHODS = frozenset("""
 masked_fill masked_fill_ masked_scatter masked_select index_select index_add index_copy gather scatter
 scatter_add where matmul mm bmm mul mul_ div div_ sub sub_ lerp addcmul addcdiv
 """.split())
+
+
+def _only_indexes(current: Optional[ast.AST], parent: Optional[ast.AST], parents: Dict[int, ast.AST]) -> bool:
+    """The read's value only indexes another tensor: ``x[self.order]``, ``x[:, self.order + k]``
+    (through arithmetic with numbers and the tuple of a multi-dimensional index). Indexing a CUDA
+    tensor with CPU indices works: the indices are copied over at each use."""
+    while isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Tuple)):
+        if isinstance(parent, ast.BinOp) and not isinstance(
+                parent.right if parent.left is current else parent.left, (ast.Constant, ast.Attribute)):
+            return False  # (combined with something computed: that is the use)
+        current, parent = parent, parents.get(id(parent))
+    return isinstance(parent, ast.Subscript) and parent.slice is current and not isinstance(parent.ctx, ast.Store)
 
 
 def _tensor_index(ctx: FileContext, index: ast.expr, scope: Scope, unknown_is_tensor: bool = False,
@@ -549,7 +566,7 @@ def _grade(value: Value, uses: Uses, zero_dim: bool = False) -> Optional[Severit
         return Severity.ERROR
     if uses.computed_in_forward and not (zero_dim and uses.scalar_in_forward == uses.computed_in_forward):
         return Severity.WARNING
-    if uses.computed_in_forward or uses.computed_elsewhere or uses.moved or uses.passed_on:
+    if uses.computed_in_forward or uses.computed_elsewhere or uses.moved or uses.passed_on or uses.indexes:
         return Severity.HINT
     if not uses.forward_seen and not uses.read_in_init:
         # forward is not in this file: a base elsewhere may use it (no evidence either way). With
@@ -603,6 +620,10 @@ def _finding(ctx: FileContext, binding: Binding, value: Value, branches: List[Tu
         message = ("`%s` holds a tensor the Module does not register%s, and forward computes with it: after "
                    ".to()/.cuda() it stays behind on its old device, and state_dict() does not save it"
                    % (target, path))
+    elif uses.indexes and not (uses.moved or uses.computed_elsewhere or uses.passed_on):
+        message = ("`%s` holds a tensor the Module does not register%s; it only indexes other tensors "
+                   "(`x[:, self.%s]`), which works from the CPU, copying it to their device at each use: a "
+                   "buffer moves once with the module" % (target, path, attr))
     elif uses.moved and not uses.computed_elsewhere:
         message = ("`%s` holds a tensor the Module does not register%s; each use moves it (`.to(...)`), so it "
                    "works, but copies it on every call: a buffer moves once with the module" % (target, path))
@@ -672,7 +693,7 @@ def _finding(ctx: FileContext, binding: Binding, value: Value, branches: List[Tu
                     "or the statement shares its line)")
     if prefers_parameter or not buffers:
         preferred = 0
-    elif uses.moved and not uses.computed_in_forward:
+    elif (uses.moved or uses.indexes) and not uses.computed_in_forward:
         preferred = len(fixes) - 1  # the non-persistent buffer: the same behaviour, without a copy per call
     else:
         preferred = len(fixes) - 2  # the buffer

@@ -8,7 +8,7 @@ from ..analysis import torch_names as tn
 from ..analysis.context import FileContext
 from ..analysis.findings import Finding, Severity
 from ..analysis.forward import DROPOUT_LAYERS, PARAMETER_FREE_LAYERS, bases_read, may_hold_parameters, spelled_names
-from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition
+from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition, Scope
 from ..analysis.values import Kind, Value
 from .base import Rule
 
@@ -61,10 +61,23 @@ class SubmoduleUnusedInForward(Rule):
                     if _built_without_parameters(binding.value, module_class) \
                             or _empty_and_never_filled(ctx, cls, binding.value, module_class, name):
                         continue
-                if _used_in_other_files(ctx, cls, name):
+                if _used_in_other_files(ctx, cls, name) or _registers_what_another_holds(cls, binding, init):
                     continue
                 reported.add(name)
                 yield _unapplied_finding(ctx, binding, value, free) if free else _finding(ctx, binding, value)
+
+
+def _registers_what_another_holds(cls: ClassInfo, binding: Binding, init: Scope) -> bool:
+    """`self._registered = nn.ModuleList(policies.values())` beside `self.policies = policies`: the
+    container registers layers that forward runs through the other attribute (a plain dict of
+    them), so it is not an unused layer but their registration."""
+    value = binding.value
+    if not isinstance(value, ast.Call):
+        return False
+    given = {node.id for argument in list(value.args) + [k.value for k in value.keywords]
+             for node in ast.walk(argument) if isinstance(node, ast.Name)}
+    return any(other is not binding and other.scope is init and isinstance(other.value, ast.Name)
+               and other.value.id in given for other in cls.attr_assignments)
 
 
 # Norm layers whose weights a flag turns off: class -> (keyword, its position, default).
