@@ -167,9 +167,17 @@ def test_answers_kept_under_another_project_root_are_not_reused(tmp_path):
                 return x * self.scale
     """))
     cache = str(tmp_path / "cache")
+    marker = '[project]\nname = "shapes"\nversion = "0"\n'
+    (package / "pyproject.toml").write_text(marker)  # (the package's own folder is the root)
     first = check_in_a_process(["--exit-zero", "shapes"], tmp_path, TORCHLINT_CACHE_DIR=cache)
     assert "class not checked" in first.stderr and "TL101" not in first.stdout
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "shapes"\nversion = "0"\n')
+    (package / "pyproject.toml").unlink()
+    (tmp_path / "pyproject.toml").write_text(marker)
     second = check_in_a_process(["--exit-zero", "shapes"], tmp_path, TORCHLINT_CACHE_DIR=cache)
     assert "not checked" not in second.stderr
     assert "shapes/model.py:9:9: TL101" in second.stdout
+    # With no marker at all, the root is the folder holding the package, not the package itself.
+    (tmp_path / "pyproject.toml").unlink()
+    for run_from, target in ((tmp_path, "shapes"), (package, ".")):
+        third = check_in_a_process(["--exit-zero", target], run_from, TORCHLINT_CACHE_DIR=cache)
+        assert "not checked" not in third.stderr and "model.py:9:9: TL101" in third.stdout, third

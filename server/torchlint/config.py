@@ -442,8 +442,12 @@ def _mentions_torchlint(path: Path) -> bool:
 
 
 def project_root(start: Path) -> Path:
-    """Without a config: the nearest directory that looks like a project, else ``start``."""
+    """Without a config: the nearest directory that looks like a project, else the folder that
+    holds the package ``start`` is in (a package's own folder as the root would leave its imports of
+    itself, ``from pkg.base import Base``, naming nothing on the analysed path), else ``start``."""
     for directory in (start, *start.parents):
         if (directory / ".git").exists() or (directory / "pyproject.toml").is_file():
             return directory
+    while (start / "__init__.py").is_file() and start.parent != start:
+        start = start.parent
     return start
