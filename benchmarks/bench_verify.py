@@ -4,7 +4,7 @@ of your own), per file and in total, the classes it built, those whose gradient 
 the findings (error and warning level; information left out), and the seconds.
 
     .venv/bin/python benchmarks/bench_verify.py [--package DIR] [--exclude TEXT] [--device cpu]
-                                                [--timeout 600] [--python PATH] [--json]
+                                                [--timeout 600] [--python PATH] [--root DIR] [--json]
 
 Each file is one `verify_file` run (one child process: the seconds include importing torch).
 Where the inputs came from is counted too: the project's own calls (`from <file>:<line>`), the
@@ -45,12 +45,12 @@ def origin(inputs: str) -> str:
     return "other"
 
 
-def run(files, python, device, timeout):
+def run(files, python, device, timeout, root=None):
     rows = []
     for path in files:
         started = time.monotonic()
         try:
-            report = verify_file(str(path), python=python, device=device, timeout=timeout)
+            report = verify_file(str(path), python=python, device=device, timeout=timeout, workspace_root=root)
         except VerifyError:
             continue  # a file without a class (a training script, a registry): nothing to verify
         seconds = time.monotonic() - started
@@ -79,11 +79,13 @@ def main(argv=None) -> int:
     parser.add_argument("--python", default=None, help="the interpreter with torch (default: torchlint's choice)")
     parser.add_argument("--exclude", action="append", default=[], metavar="TEXT",
                         help="leave out files whose path contains TEXT (repeatable)")
+    parser.add_argument("--root", default=None, help="the project whose calls build the classes (default: none, "
+                        "as verify_file without a workspace)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     files = sorted(p for p in args.package.rglob("*.py") if p.name not in SKIPPED_FILES and "__pycache__" not in p.parts
                    and not any(text in str(p) for text in args.exclude))
-    rows = run(files, args.python, args.device, args.timeout)
+    rows = run(files, args.python, args.device, args.timeout, args.root)
     total = {key: sum(row[key] for row in rows) for key in
              ("classes", "built", "gradient_checks", "skipped_no_inputs", "not_built", "findings", "seconds")}
     origins = {}

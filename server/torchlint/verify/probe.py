@@ -18,6 +18,7 @@ it), "owner_class"/"owner_attribute"/"owner_file"/"owner_line" (the class whose
 """
 from __future__ import annotations
 
+import copy
 import faulthandler
 import importlib
 import importlib.util
@@ -160,10 +161,12 @@ def module_classes(user_module: ModuleType, torch: ModuleType) -> List[type]:
 # -- constructing the class -----------------------------------------------------------------------
 
 class Built:
-    def __init__(self, model: nn.Module, origin: str, text: str, inputs: object = None) -> None:
+    def __init__(self, model: nn.Module, origin: str, text: str, inputs: object = None,
+                 fed: Optional[Call] = None) -> None:
         self.model = model
         self.constructed_with = {"origin": origin, "text": text}
         self.inputs = inputs  # example inputs a factory returned with the module
+        self.fed = fed  # the parent's call that gave the instance and its inputs (Seen)
 
 
 def construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType, seed: int = 0) -> Union[Built, str]:
@@ -405,6 +408,10 @@ def input_candidates(model: nn.Module, user_module: ModuleType, request: ProbeRe
     import torch
 
     class_name = type(model).__name__
+    fed = built.fed
+    if fed is not None and fed.kwargs is not None:
+        # What the parent's forward passed this very instance: before the user's inputs, meant for the top model.
+        return [(fed.args, fed.kwargs, "%s (from %s)" % (support.describe(fed.args, fed.kwargs), fed.where()), True)]
     shapes = request.input_shapes
     if shapes:
         args = tuple(torch.randint(0, 2, tuple(s.shape)) if s.dtype == "int64"
@@ -486,9 +493,11 @@ def skip_gradients(report: JsonObject, reason: str, short: str) -> None:
 
 def verify_class(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType, result: Result,
                  report: JsonObject, baseline: Set[str], device: torch.device, several_classes: bool,
-                 seen: Optional[Seen] = None, again: bool = False) -> None:
-    """``seen``: records the inputs other classes of the file get from this one's forward (Seen);
-    ``again``: the inputs it recorded for this class, from another class's forward, are tried first."""
+                 seen: Optional[Seen] = None, again: bool = False, fed: Optional[Call] = None) -> None:
+    """``seen``: records the instances and inputs other classes of the file get from this one's
+    forward (Seen); ``again``: the inputs it recorded for this class, from another class's
+    forward, are tried first; ``fed``: verify the instance that call recorded, on its inputs,
+    instead of building one."""
     import torch
 
     if TYPE_CHECKING:
@@ -510,8 +519,12 @@ def verify_class(cls: Type[nn.Module], request: ProbeRequest, user_module: Modul
         issues.extend(found)
         report["checks"].append(check_entry(code, checks.check_status(found), summary))
 
-    result.phase("construct", name)
-    built = construct(cls, request, user_module)
+    if fed is not None and fed.instance is not None:
+        built: Union[Built, str] = Built(fed.instance, "%s.forward" % fed.caller, fed.built_as(), fed=fed)
+        report["built_by"] = fed.caller
+    else:
+        result.phase("construct", name)
+        built = construct(cls, request, user_module)
     if not isinstance(built, Built):
         report["status"], report["skip_reason"] = "skipped", built
         return
@@ -566,10 +579,11 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
     forward = "%s.forward" % name
     result.phase("inputs", name)
     candidates = input_candidates(model, user_module, request, built, several_classes, run)
-    if again and seen is not None and cls in seen.inputs:
-        args, caller = seen.inputs[cls]
-        candidates.insert(0, (args, {}, "%s (seen when %s.forward called it)" % (support.describe(args, {}), caller),
-                              False))
+    call = seen.calls.get(cls) if again and seen is not None else None
+    if call is not None:
+        kwargs = call.kwargs or {}
+        candidates.insert(0, (call.args, kwargs, "%s (seen when %s.forward called it)" % (
+            support.describe(call.args, kwargs), call.caller), False))
     if not candidates:
         reason = "no example inputs: %s" % HOW_TO_GIVE_INPUTS
         skip_gradients(report, reason, "no example inputs")
@@ -580,7 +594,7 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
             inputs = (_to_device(args, device), _to_device(kwargs, device))
             gradients = checks.GradientRun(model, state_of, inputs, run, device)
             if seen is not None:
-                seen.attempt()
+                seen.attempt(gradients.model, built.constructed_with["text"])
             try:
                 gradients.go()
             except UserError as failure:
@@ -741,81 +755,215 @@ def main(request_path: str) -> Result:
                    for cls in classes]
     # A class whose gradient checks found no inputs, but that another class of the file called
     # while it was verified (a rotary table inside an attention layer): again, with those inputs.
-    for index, (cls, report) in enumerate(zip(classes, reports)):
-        if report["status"] == PARTLY and cls in seen.inputs:
-            again = verify_one(cls, request, user_module, result, baseline, device, len(classes) > 1, seen,
-                               replace=report)
-            if again["status"] != PARTLY or again["issues"]:
-                reports[index] = again
-            else:
-                result.data.classes[result.data.classes.index(again)] = report
+    # A class that could not be built, or whose own instance those inputs do not fit (U-Net's
+    # Down blocks): on the instance the parent built and the inputs its forward gave it. Each
+    # such run may record the calls of the classes it holds in turn: until nothing new comes.
+    tried: Set[type] = set()
+    while True:
+        waiting = [(index, cls) for index, cls in enumerate(classes) if cls not in tried and cls in seen.calls
+                   and reports[index]["status"] in (PARTLY, "skipped")]
+        if not waiting:
+            break
+        for index, cls in waiting:
+            tried.add(cls)
+            call = seen.calls[cls]
+            report = reports[index]
+            if report["status"] == PARTLY:
+                again = verify_one(cls, request, user_module, result, baseline, device, len(classes) > 1, seen,
+                                   replace=report)
+                if again["status"] != PARTLY or again["issues"]:
+                    report = reports[index] = again
+                else:
+                    result.data.classes[result.data.classes.index(again)] = report
+            if report["status"] in (PARTLY, "skipped") and call.instance is not None and call.kwargs is not None:
+                fed = verify_one(cls, request, user_module, result, baseline, device, len(classes) > 1, seen,
+                                 replace=report, fed=call)
+                if report["status"] == "skipped" or fed["status"] != PARTLY or fed["issues"]:
+                    reports[index] = fed
+                else:
+                    result.data.classes[result.data.classes.index(fed)] = report
     return result
 
 
 PARTLY = "partly verified"
 
 
-class Seen:
-    """The first positional inputs each class of the file received while another class of the
-    file was verified (a global forward pre-hook): example inputs the project's own models give it."""
+class Call:
+    """How the forward of a class being verified called an instance of another class of the
+    file: that instance (a copy made as the call began; None when it could not be copied), the
+    arguments it was given (copies; ``kwargs`` None when this torch cannot show them), the
+    calling class, the instance's path in it and the calling module's construction."""
 
-    MAX_NUMEL = 1 << 22
+    def __init__(self, instance: Optional[nn.Module], args: Tuple[Any, ...], caller: str, path: Optional[str],
+                 caller_built: str) -> None:
+        self.instance = instance
+        self.args = args
+        self.kwargs: Optional[Dict[str, Any]] = None
+        self.caller = caller
+        self.path = path
+        self.caller_built = caller_built
+
+    def built_as(self) -> str:
+        """``UNet(n_channels=3).down1``: the instance, as the user's code reaches it."""
+        if self.path:
+            return "%s.%s" % (self.caller_built or self.caller, self.path)
+        return "an instance %s.forward called (held outside its registered submodules)" % self.caller
+
+    def where(self) -> str:
+        return "%s.forward, its call of %s" % (self.caller, self.path or "an unregistered instance")
+
+
+class Seen:
+    """The first call of each class of the file while another class of the file was verified
+    (global forward hooks, removed at the end): the instance the project's own model built and
+    the inputs it gave it, to verify a class that cannot be built, or fed, on its own."""
+
+    MAX_NUMEL = 1 << 22  # elements of one input tensor copied
+    MAX_COPIED = 1 << 25  # elements of the parameters and buffers of the instances copied, all together
 
     def __init__(self, torch: ModuleType, classes: List[type]) -> None:
         self.torch = torch
         self.classes = set(classes)
-        # class -> (args, the class being verified when it was called)
-        self.inputs: Dict[type, Tuple[Tuple[object, ...], str]] = {}
+        self.calls: Dict[type, Call] = {}  # the first per class, from a forward that ran
         self.current: Optional[type] = None
-        self.pending: Optional[Dict[type, Tuple[Tuple[object, ...], str]]] = None  # None: not in a forward attempt
-        self._hook: Optional[RemovableHandle] = None
+        self.pending: Optional[Dict[type, Call]] = None  # None: not in a forward attempt
+        self.open: Dict[int, Tuple[type, Call]] = {}  # id(module) -> its call begun, its forward not yet returned
+        self.names: Dict[int, str] = {}  # id(submodule) -> its path in the module being run
+        self.caller_built = ""
+        self.copied = 0
+        self._hooks: List[RemovableHandle] = []
+        # (Copies made inside the gradient run's torch function mode must not count as reads by forward.)
+        self._quiet: Callable[[], Any] = getattr(torch._C, "DisableTorchFunction", None) or _no_context
 
     def __enter__(self) -> Seen:
+        hooks = self.torch.nn.modules.module
         try:
-            self._hook = self.torch.nn.modules.module.register_module_forward_pre_hook(self._record)
-        except Exception:  # noqa: BLE001 - an old torch: no inputs from callers
-            self._hook = None
+            self._hooks.append(hooks.register_module_forward_pre_hook(self._begin))
+        except Exception:  # noqa: BLE001 - an old torch: no calls recorded
+            return self
+        try:
+            self._hooks.append(hooks.register_module_forward_hook(self._end, with_kwargs=True))
+        except TypeError:  # a torch before 2.0: what was passed by keyword is unknown
+            self._hooks.append(hooks.register_module_forward_hook(
+                lambda module, args, output: self._end(module, args, None, output)))
         return self
 
     def __exit__(self, *exc: object) -> Literal[False]:
-        if self._hook is not None:
-            self._hook.remove()
+        for hook in self._hooks:
+            hook.remove()
+        self._hooks = []
         return False
 
-    def attempt(self) -> None:
-        """A forward with new inputs begins: what it records counts only if it runs (commit)."""
-        self.pending = {}
+    def attempt(self, model: nn.Module, built: str) -> None:
+        """A forward of ``model`` (built as ``built`` says) with new inputs begins: what it
+        records counts only if it runs (commit)."""
+        self.pending, self.open = {}, {}
+        self.names = {id(module): name for name, module in model.named_modules() if name}
+        self.caller_built = built
+        self.copied = sum(self._numel(call.instance) for call in self.calls.values())
 
     def commit(self) -> None:
-        for cls, value in (self.pending or {}).items():
-            self.inputs.setdefault(cls, value)
-        self.pending = None
+        for cls, call in (self.pending or {}).items():
+            self.calls.setdefault(cls, call)
+        self.end()
 
-    def _record(self, module: nn.Module, args: Tuple[Any, ...]) -> None:
+    def end(self) -> None:
+        """No forward attempt is under way: nothing is recorded (a construction, a move)."""
+        self.pending, self.open, self.names = None, {}, {}
+
+    def _begin(self, module: nn.Module, args: Tuple[Any, ...]) -> None:
         cls = type(module)
         pending = self.pending
-        if pending is None or cls not in self.classes or cls in self.inputs or cls in pending \
-                or self.current is None or cls is self.current:
+        if pending is None or cls not in self.classes or cls in self.calls or cls in pending \
+                or self.current is None or cls is self.current or id(module) in self.open \
+                or any(begun is cls for begun, _ in self.open.values()):
             return None
-        tensors = [a for a in args if isinstance(a, self.torch.Tensor)]
-        if not tensors or any(t.numel() > self.MAX_NUMEL for t in tensors):
+        with self._quiet():
+            copied = self._copy_value(args)
+            if copied is _TOO_BIG:
+                return None
+            instance = self._copy_module(module)
+        self.open[id(module)] = (cls, Call(instance, tuple(copied), self.current.__name__, self.names.get(id(module)),
+                                           self.caller_built))
+        return None
+
+    def _end(self, module: nn.Module, args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]], output: object) -> None:
+        begun = self.open.pop(id(module), None)
+        if begun is None or self.pending is None:
             return None
-        if not all(isinstance(a, (self.torch.Tensor, int, float, bool, type(None))) for a in args):
+        cls, call = begun
+        if kwargs is not None:
+            with self._quiet():
+                copied = self._copy_value(kwargs)
+            if copied is _TOO_BIG:
+                return None
+            call.kwargs = dict(copied)
+        self.pending[cls] = call
+        return None
+
+    def _copy_value(self, value: Any, depth: int = 0) -> Any:  # (any nesting of inputs)
+        """Tensors copied (detached, requires_grad kept), in tuples, lists and dicts; other
+        values as they are; _TOO_BIG for a tensor over MAX_NUMEL."""
+        torch = self.torch
+        if isinstance(value, torch.Tensor):
+            if value.numel() > self.MAX_NUMEL:
+                return _TOO_BIG
+            with torch.no_grad():
+                copied = value.detach().clone()
+            return copied.requires_grad_() if value.requires_grad and copied.is_floating_point() else copied
+        if depth < 4 and type(value) in (list, tuple, dict):
+            items = list(value.items()) if type(value) is dict else list(enumerate(value))
+            copies = [(key, self._copy_value(item, depth + 1)) for key, item in items]
+            if any(item is _TOO_BIG for _, item in copies):
+                return _TOO_BIG
+            return dict(copies) if type(value) is dict else type(value)(item for _, item in copies)
+        return value
+
+    def _numel(self, module: Optional[nn.Module]) -> int:
+        if module is None:
+            return 0
+        return sum(t.numel() for t in module.parameters()) + sum(t.numel() for t in module.buffers())
+
+    def _copy_module(self, module: nn.Module) -> Optional[nn.Module]:
+        """A deep copy as the call begins (the parent's run goes on to train and move its own);
+        None when it is too big or cannot be copied."""
+        torch = self.torch
+        try:
+            size = self._numel(module)
+            if self.copied + size > self.MAX_COPIED:
+                return None
+            # Non-leaf tensor attributes (what weight_norm computes) cannot be deep-copied: the copy
+            # shares them, as GradientRun's copy does; its forward recomputes them.
+            memo: Dict[int, Any] = {id(value): value for sub in module.modules() for value in vars(sub).values()
+                                    if isinstance(value, torch.Tensor) and not value.is_leaf}
+            with torch.no_grad():
+                instance = copy.deepcopy(module, memo)
+        except Exception:  # noqa: BLE001 - user objects may refuse to be copied: not fed, as before
             return None
-        with self.torch.no_grad():
-            copied = tuple(a.detach().clone().cpu() if isinstance(a, self.torch.Tensor) else a for a in args)
-        pending[cls] = (copied, self.current.__name__)
+        self.copied += size
+        return instance if isinstance(instance, torch.nn.Module) else None
+
+
+_TOO_BIG = object()
+
+
+class _no_context:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
         return None
 
 
 def verify_one(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType, result: Result,
                baseline: Set[str], device: torch.device, several_classes: bool, seen: Seen,
-               replace: Optional[JsonObject] = None) -> JsonObject:
-    """Verify one class into a new report (in place of ``replace`` in the result, if given)."""
+               replace: Optional[JsonObject] = None, fed: Optional[Call] = None) -> JsonObject:
+    """Verify one class into a new report (in place of ``replace`` in the result, if given);
+    ``fed``: on the instance and inputs a parent's call recorded (Seen)."""
     path = request.path
     sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))  # user code may have lowered it
     report: JsonObject = {"name": cls.__name__, "status": "verified", "skip_reason": None, "partial_reason": None,
-              "inputs": None, "constructed_with": None, "checks": [], "issues": []}
+              "inputs": None, "constructed_with": None, "built_by": None, "checks": [], "issues": []}
     classes = result.data.classes
     if replace is not None:
         classes[classes.index(replace)] = report
@@ -824,7 +972,7 @@ def verify_one(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleT
     seen.current = cls
     try:
         verify_class(cls, request, user_module, result, report, baseline, device, several_classes,
-                     seen, replace is not None)
+                     seen, replace is not None and fed is None, fed)
     except UserError as failure:
         report["status"] = "failed"
         report["issues"].append(failure.issue)
@@ -833,6 +981,7 @@ def verify_one(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleT
         report["issues"].append(failure_issue(exc, "verifying %s" % cls.__name__, cls.__name__, path))
     finally:
         seen.current = None
+        seen.end()
     for issue in report["issues"]:
         if issue.get("code") == "TL905" and not issue.get("line"):
             issue["line"] = support.class_line(cls, path)  # no frame in the file: the class it concerns

@@ -95,6 +95,9 @@ class ClassReport:
     checks: List[CheckStatus] = field(default_factory=list)
     issues: List[Issue] = field(default_factory=list)
     constructed_with: Optional[Dict[str, str]] = None  # {"origin", "text"}: where the constructor arguments came from
+    # The class of the file whose instance held it and whose forward fed it ("UNet"): verified on
+    # that instance and those inputs (constructed_with's text says where it sits: "UNet().down1").
+    built_by: Optional[str] = None
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "ClassReport":
@@ -109,7 +112,7 @@ class ClassReport:
                    skip_reason=_optional_text(data.get("skip_reason")),
                    partial_reason=_optional_text(data.get("partial_reason")), inputs=_optional_text(data.get("inputs")),
                    checks=[CheckStatus.from_dict(c) for c in _items(data.get("checks"))],
-                   issues=issues, constructed_with=built)
+                   issues=issues, constructed_with=built, built_by=_optional_text(data.get("built_by")))
 
 
 @dataclass
@@ -199,7 +202,10 @@ def render_text(report: VerifyReport, display_path: Optional[str] = None, lines:
         status = "%s (%s)" % (cls.status, cls.partial_reason) if cls.status == PARTLY and cls.partial_reason \
             else cls.status
         out.append("%s: %s%s" % (cls.name, status, " with inputs %s" % cls.inputs if cls.inputs else ""))
-        if cls.constructed_with and cls.constructed_with.get("origin"):
+        if cls.built_by:
+            out.append("  built by %s, fed from its forward (%s)" % (
+                cls.built_by, (cls.constructed_with or {}).get("text") or "an instance it holds"))
+        elif cls.constructed_with and cls.constructed_with.get("origin"):
             built = cls.constructed_with
             out.append("  built with %s (from %s)" % (built.get("text") or "its defaults", built["origin"]))
         for check in cls.checks:

@@ -1,0 +1,131 @@
+"""Nested classes built and fed from their parents (issue #44): a class of the file that cannot
+be built on its own (its arguments come from the parent's) or whose inputs cannot be guessed is
+verified on the instance a parent of the same file built, with the exact arguments the
+parent's forward called it with. A class nobody builds stays "needs arguments", never a
+finding. One child process for the file.
+"""
+from __future__ import annotations
+
+import pytest
+
+from torchlint.verify import verify_file
+from torchlint.verify.report import COMPLETED, render_text
+
+from verify_helpers import check, class_report, issues, line_of, torch_python, write_module
+
+# The children's arguments come from the parent's, through a list and a loop: no call site
+# gives them, and Merge's forward takes two tensors and a keyword nobody could guess.
+MODELS = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class TwoConvs(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.first = nn.Conv2d(cin, cout, 3, padding=1)
+        self.second = nn.Conv2d(cout, cout, 3, padding=1)
+
+    def forward(self, x):
+        return F.relu(self.second(F.relu(self.first(x))))
+
+
+class Descend(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.convs = TwoConvs(cin, cout)
+
+    def forward(self, x):
+        return self.convs(F.max_pool2d(x, 2))
+
+
+class Merge(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.lift = nn.ConvTranspose2d(cin, cout, 2, stride=2)
+        self.convs = TwoConvs(2 * cout, cout)
+        self.gain = torch.ones(1, cout, 1, 1)
+
+    def forward(self, low, skip, *, weight):
+        x = torch.cat([skip, self.lift(low)], dim=1)
+        return self.convs(x) * self.gain * weight
+
+
+class Lonely(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class LittleUNet(nn.Module):
+    def __init__(self, channels=3, classes=2, base=4, depth=2):
+        super().__init__()
+        widths = [base * 2 ** level for level in range(depth + 1)]
+        self.stem = TwoConvs(channels, widths[0])
+        self.downs = nn.ModuleList(Descend(a, b) for a, b in zip(widths, widths[1:]))
+        self.ups = nn.ModuleList(Merge(b, a) for a, b in reversed(list(zip(widths, widths[1:]))))
+        self.head = nn.Conv2d(widths[0], classes, 1)
+
+    def forward(self, image):
+        skips = [self.stem(image)]
+        for down in self.downs:
+            skips.append(down(skips[-1]))
+        x = skips.pop()
+        for up in self.ups:
+            x = up(x, skips.pop(), weight=0.5)
+        return self.head(x)
+'''
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    return write_module(tmp_path_factory.mktemp("nested"), "unet.py", MODELS)
+
+
+@pytest.fixture(scope="module")
+def report(models):
+    result = verify_file(str(models), python=torch_python(), timeout=300)
+    assert result.outcome == COMPLETED, (result.error, result.stderr_tail)
+    return result
+
+
+@pytest.mark.parametrize("name, path, inputs", [
+    ("TwoConvs", "stem", "(2, 3, 64, 64) float32 (from LittleUNet.forward, its call of stem)"),
+    ("Descend", "downs.0", "(2, 4, 64, 64) float32 (from LittleUNet.forward, its call of downs.0)"),
+    ("Merge", "ups.0", "(2, 16, 16, 16) float32, (2, 8, 32, 32) float32, weight=float "
+                       "(from LittleUNet.forward, its call of ups.0)"),
+])
+def test_children_that_need_arguments_are_built_and_fed_by_their_parent(report, name, path, inputs):
+    cls = class_report(report, name)
+    assert cls.built_by == "LittleUNet"
+    assert cls.constructed_with == {"origin": "LittleUNet.forward", "text": "LittleUNet().%s" % path}
+    assert cls.inputs == inputs
+    assert check(cls, "TL903").status == "passed" and check(cls, "TL904").status == "passed"
+    assert cls.status == "verified", cls
+
+
+def test_a_planted_bug_in_a_child_is_confirmed_on_its_line_through_the_parent(report, models):
+    line = line_of(models, "self.gain = torch.ones(1, cout, 1, 1)")
+    (tl901,) = issues(report, "TL901", "Merge")
+    (tl902,) = issues(report, "TL902", "Merge")
+    assert tl901.line == line and tl902.line == line
+    assert tl901.attribute == "gain" and tl902.attribute == "gain"
+    # Nothing else in the children: the clean ones have no finding at all.
+    assert issues(report, verified="TwoConvs") == [] and issues(report, verified="Descend") == []
+    assert sorted(i.code for i in issues(report, verified="Merge")) == ["TL901", "TL902"]
+
+
+def test_a_class_nobody_builds_still_needs_arguments_and_gets_no_finding(report):
+    cls = class_report(report, "Lonely")
+    assert cls.status == "skipped" and cls.issues == [] and cls.built_by is None
+    assert cls.skip_reason.startswith("needs arguments (width):"), cls.skip_reason
+
+
+def test_the_text_report_says_where_the_instance_came_from(report, models):
+    text = render_text(report, "unet.py")
+    assert "Descend: verified with inputs (2, 4, 64, 64) float32 (from LittleUNet.forward, its call of downs.0)\n" \
+           "  built by LittleUNet, fed from its forward (LittleUNet().downs.0)\n" in text
