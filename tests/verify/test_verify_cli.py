@@ -110,22 +110,79 @@ NEEDS = '''
 NOT_A_PYTHON = "/nonexistent/python-that-would-fail"  # never started: the checks come first
 
 
-def test_a_folder_names_the_files_to_verify(tmp_path, capsys):
-    write_module(tmp_path, "models.py", NEEDS)
-    write_module(tmp_path, "utils.py", "def helper():\n    return 1\n")
-    status = cli_command.run(parse([str(tmp_path), "--python", NOT_A_PYTHON]))
-    err = capsys.readouterr().err
-    assert status == cli_command.EXIT_ERROR
-    assert "is a folder: verify runs the nn.Module classes of one Python file" in err
-    assert "models.py (Encoder, Head)" in err and "utils.py" not in err
+CLEAN = '''
+    import torch.nn as nn
 
 
-def test_several_files_say_one_file_per_run(tmp_path, capsys):
-    first, second = write_module(tmp_path, "a.py", NEEDS), write_module(tmp_path, "b.py", NEEDS)
-    status = cli_command.run(parse([str(first), str(second), "--python", NOT_A_PYTHON]))
-    err = capsys.readouterr().err
+    class Clean(nn.Module):
+        def __init__(self, dim=6):
+            super().__init__()
+            self.fc = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            return self.fc(x)
+'''
+PLANTED = '''
+    import torch
+    import torch.nn as nn
+
+
+    class Scaled(nn.Module):
+        def __init__(self, dim=6):
+            super().__init__()
+            self.fc = nn.Linear(dim, dim)
+            self.scale = torch.ones(dim)
+
+        def forward(self, x):
+            return self.fc(x) * self.scale
+'''
+
+
+def test_a_folder_is_one_run_reported_per_file_and_class_with_a_total(tmp_path, capsys):
+    write_module(tmp_path, "clean.py", CLEAN)
+    (tmp_path / "blocks").mkdir()
+    planted = write_module(tmp_path / "blocks", "scaled.py", PLANTED)
+    write_module(tmp_path, "train.py", "import torch\nprint('training')\n")  # no class: counted, not run
+    write_module(tmp_path, "config.py", "class Config:\n    dim = 6\n")  # no nn.Module class
+    status = cli_command.run(parse([str(tmp_path), "--python", torch_python(), "--device", "cpu"]))
+    captured = capsys.readouterr()
+    out = captured.out
+    assert status == cli_command.EXIT_FINDINGS, captured.err
+    assert "Clean: verified with inputs" in out and "Scaled: verified with inputs" in out
+    line = line_of(planted, "self.scale = torch.ones(dim)")
+    assert "scaled.py:%d: TL901 scale" % line in out and "scaled.py:%d: TL902 scale" % line in out
+    assert out.count("torchlint verify ") == 2  # one report per file with a class, config.py none
+    assert out.rstrip().splitlines()[-1].startswith(
+        "Total: Found 2 problems in 2 classes in 2 files (2 more without an nn.Module class) in ")
+    assert "training" not in out and captured.err == ""
+
+
+def test_several_paths_in_json_and_the_exit_code_of_a_clean_run(tmp_path, capsys):
+    clean = write_module(tmp_path, "clean.py", CLEAN)
+    other = write_module(tmp_path, "other.py", CLEAN.replace("Clean", "Other"))
+    status = cli_command.run(parse([str(clean), str(other) + "::Other", "--python", torch_python(),
+                                    "--format", "json"]))
+    data = json.loads(capsys.readouterr().out)
+    assert status == cli_command.EXIT_CLEAN
+    assert [[c["name"] for c in report["classes"]] for report in data["files"]] == [["Clean"], ["Other"]]
+    total = data["total"]
+    assert (total["files_verified"], total["classes"], total["verified"], total["issues"]) == (2, 2, 2, 0)
+
+
+def test_a_named_file_without_a_class_among_several_is_an_error(tmp_path, capsys):
+    clean = write_module(tmp_path, "clean.py", CLEAN)
+    script = write_module(tmp_path, "script.py", "x = 1\n")
+    status = cli_command.run(parse([str(script), str(clean), "--python", torch_python()]))
+    captured = capsys.readouterr()
     assert status == cli_command.EXIT_ERROR
-    assert "verify takes one file per run (given 2:" in err and "torchlint verify %s" % first in err
+    assert "script.py defines no class" in captured.err and "Clean: verified" in captured.out
+
+
+def test_help_says_files_and_folders(capsys):
+    text = argparse.ArgumentParser(prog="torchlint verify")
+    cli_command.add_arguments(text)
+    shown = text.format_help()
+    assert "PATH[::Class]" in shown and "or a folder" in shown and "one file per run" not in shown
 
 
 def test_a_missing_class_is_named_before_torch_starts(tmp_path, capsys):

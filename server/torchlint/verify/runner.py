@@ -71,6 +71,10 @@ class VerifyError(ValueError):
     """Bad arguments to verify_file (shown to the user as a usage error)."""
 
 
+class NothingToVerify(VerifyError):
+    """The file defines no class at all (a script, a helper module): in a folder, not an error."""
+
+
 # -- arguments ---------------------------------------------------------------------------------------
 
 def parse_input_shapes(value: Union[None, str, Sequence[Union[str, Sequence[int]]]]) -> Optional[List[InputShape]]:
@@ -327,7 +331,7 @@ def preflight(path: str, class_name: Optional[str]) -> None:
             hint = "it defines no class"
         raise VerifyError("no class %s in %s: %s" % (class_name, shown, hint))
     if not classes:
-        raise VerifyError("%s defines no class, so there is nothing to verify: verify runs the nn.Module classes a "
+        raise NothingToVerify("%s defines no class, so there is nothing to verify: verify runs the nn.Module classes a "
                           "file defines; give the file that defines your model (torchlint verify FILE or "
                           "FILE::Class)" % shown)
 
