@@ -61,6 +61,27 @@ class Lonely(nn.Module):
         return self.fc(x)
 
 
+class Masked(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.fc(x) * self.mask
+
+
+class Gated(nn.Module):
+    """Hands its child a mask as an attribute before each call: the child's input, not its state."""
+
+    def __init__(self, width=6):
+        super().__init__()
+        self.inner = Masked(width)
+
+    def forward(self, x):
+        self.inner.mask = (x > 0).float()
+        return self.inner(x)
+
+
 class LittleUNet(nn.Module):
     def __init__(self, channels=3, classes=2, base=4, depth=2):
         super().__init__()
@@ -123,6 +144,13 @@ def test_a_class_nobody_builds_still_needs_arguments_and_gets_no_finding(report)
     cls = class_report(report, "Lonely")
     assert cls.status == "skipped" and cls.issues == [] and cls.built_by is None
     assert cls.skip_reason.startswith("needs arguments (width):"), cls.skip_reason
+
+
+def test_a_tensor_the_parent_stores_on_the_child_before_the_call_is_no_finding(report):
+    cls = class_report(report, "Masked")
+    assert cls.built_by == "Gated" and cls.status == "verified", cls
+    assert cls.issues == [] and check(cls, "TL903").status == "passed"
+    assert issues(report, verified="Gated") == []
 
 
 def test_the_text_report_says_where_the_instance_came_from(report, models):

@@ -516,6 +516,7 @@ def verify_class(cls: Type[nn.Module], request: ProbeRequest, user_module: Modul
         return checks.State(model, baseline, cls, user_path)
 
     def add(code: str, found: List[JsonObject], summary: str) -> None:
+        found = [issue for issue in found if not _injected(issue, fed)]
         issues.extend(found)
         report["checks"].append(check_entry(code, checks.check_status(found), summary))
 
@@ -533,7 +534,7 @@ def verify_class(cls: Type[nn.Module], request: ProbeRequest, user_module: Modul
 
     result.phase("registration", name)
     state = state_of(model)
-    found = checks.check_registration(state)
+    found = [issue for issue in checks.check_registration(state) if not _injected(issue, fed)]
     add("TL901", found, checks.registration_summary(found, state))
 
     dtype_standin = device.type == "cpu"
@@ -561,6 +562,12 @@ def verify_class(cls: Type[nn.Module], request: ProbeRequest, user_module: Modul
     finally:
         # What forward showed it rebuilds from registered parameters settles TL901 and TL902.
         checks.settle_rebuilt(report, state, rebuilt, forward_ran)
+
+
+def _injected(issue: JsonObject, fed: Optional[Call]) -> bool:
+    """Is the issue about a tensor the parent's forward stored on the instance before calling it
+    (``self.block.mask = mask``)? The parent's way of passing an input, not the class's state."""
+    return fed is not None and bool(issue.get("paths")) and all(path in fed.injected for path in issue["paths"])
 
 
 def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType, result: Result,
@@ -802,6 +809,9 @@ class Call:
         self.caller = caller
         self.path = path
         self.caller_built = caller_built
+        # Paths (from the instance) of the tensor attributes the caller's forward stored on it, or
+        # on its submodules, before the call: they were not there when the caller's run began.
+        self.injected: Set[str] = set()
 
     def built_as(self) -> str:
         """``UNet(n_channels=3).down1``: the instance, as the user's code reaches it."""
@@ -829,6 +839,7 @@ class Seen:
         self.pending: Optional[Dict[type, Call]] = None  # None: not in a forward attempt
         self.open: Dict[int, Tuple[type, Call]] = {}  # id(module) -> its call begun, its forward not yet returned
         self.names: Dict[int, str] = {}  # id(submodule) -> its path in the module being run
+        self.attributes: Dict[int, Set[str]] = {}  # id(submodule) -> its tensor attributes as the run began
         self.caller_built = ""
         self.copied = 0
         self._hooks: List[RemovableHandle] = []
@@ -859,6 +870,8 @@ class Seen:
         records counts only if it runs (commit)."""
         self.pending, self.open = {}, {}
         self.names = {id(module): name for name, module in model.named_modules() if name}
+        self.attributes = {id(module): {name for name, value in vars(module).items()
+                                        if isinstance(value, self.torch.Tensor)} for module in model.modules()}
         self.caller_built = built
         self.copied = sum(self._numel(call.instance) for call in self.calls.values())
 
@@ -869,7 +882,7 @@ class Seen:
 
     def end(self) -> None:
         """No forward attempt is under way: nothing is recorded (a construction, a move)."""
-        self.pending, self.open, self.names = None, {}, {}
+        self.pending, self.open, self.names, self.attributes = None, {}, {}, {}
 
     def _begin(self, module: nn.Module, args: Tuple[Any, ...]) -> None:
         cls = type(module)
@@ -878,13 +891,17 @@ class Seen:
                 or self.current is None or cls is self.current or id(module) in self.open \
                 or any(begun is cls for begun, _ in self.open.values()):
             return None
+        injected = {(prefix + "." if prefix else "") + name: value for prefix, sub in module.named_modules()
+                    if id(sub) in self.attributes for name, value in vars(sub).items()
+                    if isinstance(value, self.torch.Tensor) and name not in self.attributes[id(sub)]}
         with self._quiet():
             copied = self._copy_value(args)
             if copied is _TOO_BIG:
                 return None
-            instance = self._copy_module(module)
-        self.open[id(module)] = (cls, Call(instance, tuple(copied), self.current.__name__, self.names.get(id(module)),
-                                           self.caller_built))
+            instance = self._copy_module(module, {id(value) for value in injected.values()})
+        call = Call(instance, tuple(copied), self.current.__name__, self.names.get(id(module)), self.caller_built)
+        call.injected = set(injected)
+        self.open[id(module)] = (cls, call)
         return None
 
     def _end(self, module: nn.Module, args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]], output: object) -> None:
@@ -924,9 +941,10 @@ class Seen:
             return 0
         return sum(t.numel() for t in module.parameters()) + sum(t.numel() for t in module.buffers())
 
-    def _copy_module(self, module: nn.Module) -> Optional[nn.Module]:
+    def _copy_module(self, module: nn.Module, injected: Set[int]) -> Optional[nn.Module]:
         """A deep copy as the call begins (the parent's run goes on to train and move its own);
-        None when it is too big or cannot be copied."""
+        None when it is too big or cannot be copied. ``injected``: ids of tensors the caller's
+        forward stored on it, copied detached (their graph is the caller's, freed by its backward)."""
         torch = self.torch
         try:
             size = self._numel(module)
@@ -934,7 +952,8 @@ class Seen:
                 return None
             # Non-leaf tensor attributes (what weight_norm computes) cannot be deep-copied: the copy
             # shares them, as GradientRun's copy does; its forward recomputes them.
-            memo: Dict[int, Any] = {id(value): value for sub in module.modules() for value in vars(sub).values()
+            memo: Dict[int, Any] = {id(value): value.detach() if id(value) in injected else value
+                                    for sub in module.modules() for value in vars(sub).values()
                                     if isinstance(value, torch.Tensor) and not value.is_leaf}
             with torch.no_grad():
                 instance = copy.deepcopy(module, memo)
