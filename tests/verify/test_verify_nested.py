@@ -153,6 +153,93 @@ def test_a_tensor_the_parent_stores_on_the_child_before_the_call_is_no_finding(r
     assert issues(report, verified="Gated") == []
 
 
+# A seq2seq: the decoder is called once per step with a hidden state and a keyword argument,
+# the attention inside it with tensors only the encoder's outputs give.
+SEQ2SEQ = '''
+import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, vocab, hidden):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.rnn = nn.GRU(hidden, hidden, batch_first=True)
+
+    def forward(self, tokens):
+        return self.rnn(self.embed(tokens))
+
+
+class Attention(nn.Module):
+    def __init__(self, hidden):
+        super().__init__()
+        self.score = nn.Linear(2 * hidden, 1)
+
+    def forward(self, query, keys):
+        q = query.expand(-1, keys.shape[1], -1)
+        weights = torch.softmax(self.score(torch.cat([q, keys], -1)), dim=1)
+        return (weights * keys).sum(1, keepdim=True)
+
+
+class Decoder(nn.Module):
+    def __init__(self, vocab, hidden):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.attend = Attention(hidden)
+        self.rnn = nn.GRU(2 * hidden, hidden, batch_first=True)
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, token, state, memory):
+        x = self.embed(token)
+        context = self.attend(state.transpose(0, 1), memory)
+        y, state = self.rnn(torch.cat([x, context], -1), state)
+        return self.out(y), state
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self, vocab=50, hidden=16):
+        super().__init__()
+        self.encoder = Encoder(vocab, hidden)
+        self.decoder = Decoder(vocab, hidden)
+
+    def forward(self, source, target):
+        memory, state = self.encoder(source)
+        logits = []
+        for step in range(target.shape[1]):
+            out, state = self.decoder(target[:, step:step + 1], state, memory=memory)
+            logits.append(out)
+        return torch.cat(logits, 1)
+
+
+def example_inputs(module):
+    if isinstance(module, Seq2Seq):
+        return torch.randint(0, 50, (2, 7)), torch.randint(0, 50, (2, 5))
+    return None
+'''
+
+
+@pytest.fixture(scope="module")
+def seq2seq(tmp_path_factory):
+    path = write_module(tmp_path_factory.mktemp("seq2seq"), "seq.py", SEQ2SEQ)
+    result = verify_file(str(path), python=torch_python(), timeout=300)
+    assert result.outcome == COMPLETED, (result.error, result.stderr_tail)
+    return result
+
+
+def test_a_decoder_gets_the_keyword_arguments_its_parent_called_it_with(seq2seq):
+    cls = class_report(seq2seq, "Decoder")
+    assert cls.inputs == "(2, 1) int64, (1, 2, 16) float32, memory=(2, 7, 16) float32 (seen when Seq2Seq.forward called it)"
+    assert cls.status == "verified" and check(cls, "TL903").status == "passed", cls
+
+
+def test_a_grandchild_is_fed_through_its_grandparent(seq2seq):
+    cls = class_report(seq2seq, "Attention")
+    assert cls.built_by == "Seq2Seq" and cls.constructed_with["text"] == "Seq2Seq().decoder.attend"
+    assert cls.inputs == "(2, 1, 16) float32, (2, 7, 16) float32 (from Seq2Seq.forward, its call of decoder.attend)"
+    assert cls.status == "verified" and cls.issues == [] and check(cls, "TL904").status == "passed"
+    assert seq2seq.issues == []
+
+
 def test_the_text_report_says_where_the_instance_came_from(report, models):
     text = render_text(report, "unet.py")
     assert "Descend: verified with inputs (2, 4, 64, 64) float32 (from LittleUNet.forward, its call of downs.0)\n" \

@@ -757,38 +757,38 @@ def main(request_path: str) -> Result:
             return result
     baseline = set(vars(torch.nn.Module()))
     seen = Seen(torch, classes)
-    with seen:
+    with seen:  # (the runs below may record calls in turn)
         reports = [verify_one(cls, request, user_module, result, baseline, device, len(classes) > 1, seen)
                    for cls in classes]
-    # A class whose gradient checks found no inputs, but that another class of the file called
-    # while it was verified (a rotary table inside an attention layer): again, with those inputs.
-    # A class that could not be built, or whose own instance those inputs do not fit (U-Net's
-    # Down blocks): on the instance the parent built and the inputs its forward gave it. Each
-    # such run may record the calls of the classes it holds in turn: until nothing new comes.
-    tried: Set[type] = set()
-    while True:
-        waiting = [(index, cls) for index, cls in enumerate(classes) if cls not in tried and cls in seen.calls
-                   and reports[index]["status"] in (PARTLY, "skipped")]
-        if not waiting:
-            break
-        for index, cls in waiting:
-            tried.add(cls)
-            call = seen.calls[cls]
-            report = reports[index]
-            if report["status"] == PARTLY:
-                again = verify_one(cls, request, user_module, result, baseline, device, len(classes) > 1, seen,
-                                   replace=report)
-                if again["status"] != PARTLY or again["issues"]:
-                    report = reports[index] = again
-                else:
-                    result.data.classes[result.data.classes.index(again)] = report
-            if report["status"] in (PARTLY, "skipped") and call.instance is not None and call.kwargs is not None:
-                fed = verify_one(cls, request, user_module, result, baseline, device, len(classes) > 1, seen,
-                                 replace=report, fed=call)
-                if report["status"] == "skipped" or fed["status"] != PARTLY or fed["issues"]:
-                    reports[index] = fed
-                else:
-                    result.data.classes[result.data.classes.index(fed)] = report
+        # A class whose gradient checks found no inputs, but that another class of the file called
+        # while it was verified (a rotary table inside an attention layer): again, with those inputs.
+        # A class that could not be built, or whose own instance those inputs do not fit (U-Net's
+        # Down blocks): on the instance the parent built and the inputs its forward gave it. Each
+        # such run may record the calls of the classes it holds in turn: until nothing new comes.
+        tried: Set[type] = set()
+        while True:
+            waiting = [(index, cls) for index, cls in enumerate(classes) if cls not in tried and cls in seen.calls
+                       and reports[index]["status"] in (PARTLY, "skipped")]
+            if not waiting:
+                break
+            for index, cls in waiting:
+                tried.add(cls)
+                call = seen.calls[cls]
+                report = reports[index]
+                if report["status"] == PARTLY:
+                    again = verify_one(cls, request, user_module, result, baseline, device, len(classes) > 1, seen,
+                                       replace=report)
+                    if again["status"] != PARTLY or again["issues"]:
+                        report = reports[index] = again
+                    else:
+                        result.data.classes[result.data.classes.index(again)] = report
+                if report["status"] in (PARTLY, "skipped") and call.instance is not None and call.kwargs is not None:
+                    fed = verify_one(cls, request, user_module, result, baseline, device, len(classes) > 1, seen,
+                                     replace=report, fed=call)
+                    if report["status"] == "skipped" or fed["status"] != PARTLY or fed["issues"]:
+                        reports[index] = fed
+                    else:
+                        result.data.classes[result.data.classes.index(fed)] = report
     return result
 
 
