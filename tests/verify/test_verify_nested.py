@@ -153,6 +153,23 @@ def test_a_tensor_the_parent_stores_on_the_child_before_the_call_is_no_finding(r
     assert issues(report, verified="Gated") == []
 
 
+def test_one_class_asked_for_is_fed_by_a_parent_the_run_does_not_report(models):
+    # FILE::Class (the editor's lens): the other classes are built and run only to feed it.
+    result = verify_file(str(models), class_name="Merge", python=torch_python(), timeout=300)
+    assert result.outcome == COMPLETED, (result.error, result.stderr_tail)
+    assert [cls.name for cls in result.classes] == ["Merge"]
+    cls = result.classes[0]
+    assert cls.built_by == "LittleUNet" and check(cls, "TL903").status == "passed"
+    line = line_of(models, "self.gain = torch.ones(1, cout, 1, 1)")
+    assert sorted((i.code, i.line) for i in result.issues) == [("TL901", line), ("TL902", line)]
+
+
+def test_one_class_nobody_holds_still_needs_arguments(models):
+    result = verify_file(str(models), class_name="Lonely", python=torch_python(), timeout=300)
+    (cls,) = result.classes
+    assert cls.status == "skipped" and cls.skip_reason.startswith("needs arguments (width):") and not result.issues
+
+
 # A seq2seq: the decoder is called once per step with a hidden state and a keyword argument,
 # the attention inside it with tensors only the encoder's outputs give.
 SEQ2SEQ = '''

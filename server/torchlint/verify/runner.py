@@ -260,16 +260,17 @@ def _child_env() -> Dict[str, str]:
 
 
 def _class_names(path: str, class_name: Optional[str]) -> List[str]:
-    """The classes whose constructor arguments to look for: the one asked, else the file's Modules."""
-    if class_name:
-        return [class_name]
+    """The classes whose constructor arguments to look for: the file's Modules, the one asked
+    first (the others may build and feed it: probe.feed)."""
+    names: List[str] = []
     try:
         with open(path, "rb") as handle:
             text = handle.read().decode("utf-8", "replace")
+        tree, _ = parse(text, path)
+        names = [info.name for info in FileContext(text, path, tree).module_classes] if tree is not None else []
     except OSError:
-        return []
-    tree, _ = parse(text, path)
-    return [info.name for info in FileContext(text, path, tree).module_classes] if tree is not None else []
+        pass
+    return [class_name] + [name for name in names if name != class_name] if class_name else names
 
 
 def _from_the_code(path: str, class_name: Optional[str], plan: ImportPlan, workspace_root: Optional[str],
