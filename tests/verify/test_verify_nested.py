@@ -16,6 +16,8 @@ from verify_helpers import check, class_report, issues, line_of, torch_python, w
 # The children's arguments come from the parent's, through a list and a loop: no call site
 # gives them, and Merge's forward takes two tensors and a keyword nobody could guess.
 MODELS = '''
+import threading
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -79,6 +81,27 @@ class Gated(nn.Module):
 
     def forward(self, x):
         self.inner.mask = (x > 0).float()
+        return self.inner(x)
+
+
+class Locked(nn.Module):
+    """Cannot be deep-copied (a lock): never fed, and its parent's run is not disturbed."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+        self.lock = threading.Lock()
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class HoldsLocked(nn.Module):
+    def __init__(self, width=6):
+        super().__init__()
+        self.inner = [Locked(size) for size in (width,)][0]
+
+    def forward(self, x):
         return self.inner(x)
 
 
@@ -255,6 +278,13 @@ def test_a_grandchild_is_fed_through_its_grandparent(seq2seq):
     assert cls.inputs == "(2, 1, 16) float32, (2, 7, 16) float32 (from Seq2Seq.forward, its call of decoder.attend)"
     assert cls.status == "verified" and cls.issues == [] and check(cls, "TL904").status == "passed"
     assert seq2seq.issues == []
+
+
+def test_a_child_that_cannot_be_copied_is_not_fed_and_its_parent_runs_as_before(report):
+    cls = class_report(report, "Locked")
+    assert cls.status == "skipped" and cls.skip_reason.startswith("needs arguments (width):") and not cls.issues
+    parent = class_report(report, "HoldsLocked")
+    assert parent.status == "verified" and parent.issues == [] and check(parent, "TL903").status == "passed"
 
 
 def test_the_text_report_says_where_the_instance_came_from(report, models):

@@ -929,6 +929,20 @@ class Seen:
         self.pending, self.open, self.names, self.attributes = None, {}, {}, {}
 
     def _begin(self, module: nn.Module, args: Tuple[Any, ...]) -> None:
+        try:
+            self._note_begin(module, args)
+        except Exception:  # noqa: BLE001 - an odd module or input: not recorded, and the forward goes on
+            self.open.pop(id(module), None)
+        return None
+
+    def _end(self, module: nn.Module, args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]], output: object) -> None:
+        try:
+            self._note_end(module, kwargs)
+        except Exception:  # noqa: BLE001
+            pass
+        return None
+
+    def _note_begin(self, module: nn.Module, args: Tuple[Any, ...]) -> None:
         cls = type(module)
         pending = self.pending
         if pending is None or cls not in self.classes or cls in self.calls or cls in pending \
@@ -948,7 +962,7 @@ class Seen:
         self.open[id(module)] = (cls, call)
         return None
 
-    def _end(self, module: nn.Module, args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]], output: object) -> None:
+    def _note_end(self, module: nn.Module, kwargs: Optional[Dict[str, Any]]) -> None:
         begun = self.open.pop(id(module), None)
         if begun is None or self.pending is None:
             return None
@@ -1001,7 +1015,7 @@ class Seen:
                                     if isinstance(value, torch.Tensor) and not value.is_leaf}
             with torch.no_grad():
                 instance = copy.deepcopy(module, memo)
-        except Exception:  # noqa: BLE001 - user objects may refuse to be copied: not fed, as before
+        except BaseException:  # noqa: B902 - user objects may refuse to be copied (or raise anything): not fed
             return None
         self.copied += size
         return instance if isinstance(instance, torch.nn.Module) else None
