@@ -291,3 +291,46 @@ def test_the_text_report_says_where_the_instance_came_from(report, models):
     text = render_text(report, "unet.py")
     assert "Descend: verified with inputs (2, 4, 64, 64) float32 (from LittleUNet.forward, its call of downs.0)\n" \
            "  built by LittleUNet, fed from its forward (LittleUNet().downs.0)\n" in text
+
+
+def test_a_class_whose_nn_comes_through_a_star_import_is_built_from_a_call_site(tmp_path):
+    # A U-Net's layout: model.py takes nn from `from .parts import *`, so the file alone cannot
+    # show UNet is a Module; a test's literal call builds it all the same.
+    package = tmp_path / "seg"
+    package.mkdir()
+    write_module(package, "__init__.py", "")
+    write_module(package, "parts.py", '''
+        import torch.nn as nn
+
+
+        class Stage(nn.Module):
+            def __init__(self, cin, cout):
+                super().__init__()
+                self.conv = nn.Conv2d(cin, cout, 3, padding=1)
+
+            def forward(self, x):
+                return self.conv(x)
+    ''')
+    model = write_module(package, "model.py", '''
+        from .parts import *
+
+
+        class Segmenter(nn.Module):
+            def __init__(self, channels, classes):
+                super().__init__()
+                self.stage = Stage(channels, 8)
+                self.head = nn.Conv2d(8, classes, 1)
+
+            def forward(self, x):
+                return self.head(self.stage(x))
+    ''')
+    (tmp_path / "tests").mkdir()
+    write_module(tmp_path / "tests", "test_model.py", '''
+        from seg.model import Segmenter
+
+        net = Segmenter(3, 2)
+    ''')
+    result = verify_file(str(model), python=torch_python(), timeout=300, workspace_root=str(tmp_path))
+    cls = class_report(result, "Segmenter")
+    assert cls.status == "verified" and cls.constructed_with["text"] == "Segmenter(3, 2)", cls
+    assert check(cls, "TL903").status == "passed" and not result.issues

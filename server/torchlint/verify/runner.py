@@ -261,13 +261,17 @@ def _child_env() -> Dict[str, str]:
 
 def _class_names(path: str, class_name: Optional[str]) -> List[str]:
     """The classes whose constructor arguments to look for: the file's Modules, the one asked
-    first (the others may build and feed it: probe.feed)."""
+    first (the others may build and feed it: probe.feed). A class whose base the file cannot
+    show to be an nn.Module (`from .parts import *` brings `nn`) is looked for too: the child
+    knows which classes are Modules."""
     names: List[str] = []
     try:
         with open(path, "rb") as handle:
             text = handle.read().decode("utf-8", "replace")
         tree, _ = parse(text, path)
-        names = [info.name for info in FileContext(text, path, tree).module_classes] if tree is not None else []
+        if tree is not None:
+            names = [info.name for info in FileContext(text, path, tree).module_classes]
+            names += [node.name for node in tree.body if isinstance(node, ast.ClassDef) and node.name not in names]
     except OSError:
         pass
     return [class_name] + [name for name in names if name != class_name] if class_name else names
