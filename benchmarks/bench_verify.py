@@ -8,7 +8,9 @@ the findings (error and warning level; information left out), and the seconds.
 
 Each file is one `verify_file` run (one child process: the seconds include importing torch).
 Where the inputs came from is counted too: the project's own calls (`from <file>:<line>`), the
-first layer forward applies, or a candidate. Nothing here passes or fails: it prints figures.
+first layer forward applies, a candidate, another class's forward that called it ("caller"), or
+a parent's instance and the call its forward made ("parent"). ``--root`` passes the project
+(its tests' calls build classes) as the editor and the CLI do. Nothing here passes or fails: it prints figures.
 The target of #22: gradient checks on at least 95 % of the classes built.
 """
 from __future__ import annotations
@@ -32,6 +34,8 @@ def origin(inputs: str) -> str:
     """Where a class's inputs came from, in one word."""
     if not inputs:
         return "none"
+    if ".forward, its call of " in inputs:
+        return "parent"  # the instance a parent of the file holds, fed from its forward
     if "the first layer forward applies" in inputs:
         return "data flow"
     if "a candidate)" in inputs:
