@@ -114,7 +114,11 @@ def run_project(args: argparse.Namespace, targets: List[str], root: Path, exclud
             return EXIT_ERROR
         else:
             files.append((os.path.abspath(path), class_name, True))
-    unique = list(dict.fromkeys((os.path.abspath(path), name, named) for path, name, named in files))
+    chosen: Dict[Tuple[str, Optional[str]], bool] = {}  # (path, class) -> named; a file walked and named runs once
+    for path, name, named in files:
+        key = (os.path.abspath(path), name)
+        chosen[key] = chosen.get(key, False) or named
+    unique = [(path, name, named) for (path, name), named in chosen.items()]
     reports: List[VerifyReport] = []
     failed: List[str] = []  # files whose verification could not run (said on stderr)
     no_module = 0  # walked files that define no nn.Module class
