@@ -770,6 +770,9 @@ def main(request_path: str) -> Result:
         # such run may record the calls of the classes it holds in turn: until nothing new comes.
         tried: Set[type] = set()
         while True:
+            for index, cls in enumerate(classes):  # copies nobody needs: their memory back
+                if cls in seen.calls and (cls in tried or reports[index]["status"] not in (PARTLY, "skipped")):
+                    seen.calls[cls].instance = None
             waiting = [(index, cls) for index, cls in enumerate(classes) if cls not in tried and cls in seen.calls
                        and reports[index]["status"] in (PARTLY, "skipped")]
             if not waiting:
