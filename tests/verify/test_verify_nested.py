@@ -105,6 +105,27 @@ class HoldsLocked(nn.Module):
         return self.inner(x)
 
 
+class Refine(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, flow):
+        return flow + self.conv(flow)
+
+
+class FlowEstimator(nn.Module):
+    """RAFT-like: the flow starts at zero, so the first call its child gets is all zeros."""
+
+    def __init__(self, channels=2):
+        super().__init__()
+        self.refine = [Refine(size) for size in (channels,)][0]
+
+    def forward(self, image):
+        flow = self.refine(torch.zeros(image.shape[0], 2, image.shape[2], image.shape[3]))
+        return self.refine(flow + image[:, :2])
+
+
 class LittleUNet(nn.Module):
     def __init__(self, channels=3, classes=2, base=4, depth=2):
         super().__init__()
@@ -285,6 +306,13 @@ def test_a_child_that_cannot_be_copied_is_not_fed_and_its_parent_runs_as_before(
     assert cls.status == "skipped" and cls.skip_reason.startswith("needs arguments (width):") and not cls.issues
     parent = class_report(report, "HoldsLocked")
     assert parent.status == "verified" and parent.issues == [] and check(parent, "TL903").status == "passed"
+
+
+def test_constant_inputs_a_parent_gives_are_replaced_by_random_values_of_their_shape(report):
+    cls = class_report(report, "Refine")
+    assert cls.built_by == "FlowEstimator" and cls.issues == [], cls.issues
+    assert cls.inputs.endswith("(from FlowEstimator.forward, its call of refine; constant float inputs given "
+                               "random values)"), cls.inputs
 
 
 def test_the_text_report_says_where_the_instance_came_from(report, models):

@@ -407,11 +407,18 @@ def input_candidates(model: nn.Module, user_module: ModuleType, request: ProbeRe
     module's bug (TL905); guessed inputs that do not fit only skip the gradient checks."""
     import torch
 
+    if TYPE_CHECKING:
+        from . import probe_inputs as inputs
+    else:
+        inputs = sys.modules.get("torchlint_probe_inputs") or _load_sibling("probe_inputs")
     class_name = type(model).__name__
     fed = built.fed
     if fed is not None and fed.kwargs is not None:
         # What the parent's forward passed this very instance: before the user's inputs, meant for the top model.
-        return [(fed.args, fed.kwargs, "%s (from %s)" % (support.describe(fed.args, fed.kwargs), fed.where()), True)]
+        torch.manual_seed(0)
+        args, kwargs, replaced = inputs.varied(fed.args, fed.kwargs)
+        note = "; constant float inputs given random values" if replaced else ""
+        return [(args, kwargs, "%s (from %s%s)" % (support.describe(args, kwargs), fed.where(), note), True)]
     shapes = request.input_shapes
     if shapes:
         args = tuple(torch.randint(0, 2, tuple(s.shape)) if s.dtype == "int64"
@@ -453,10 +460,6 @@ def input_candidates(model: nn.Module, user_module: ModuleType, request: ProbeRe
             # A factory without a parameter cannot know which class it serves.
             trusted = takes_module or not several_classes
             return [(args, kwargs, "%s (from %s())" % (support.describe(args, kwargs), name), trusted)]
-    if TYPE_CHECKING:
-        from . import probe_inputs as inputs
-    else:
-        inputs = sys.modules.get("torchlint_probe_inputs") or _load_sibling("probe_inputs")
     found = [(args, kwargs, description, matches) for args, kwargs, description, matches in inputs.code_inputs(
         request.input_calls.get(class_name), built.constructed_with["text"])]
     # Both read forward's source and the built layers (no user code runs); what they cannot

@@ -683,21 +683,27 @@ def code_inputs(entries: Optional[List[JsonObject]],
                       for key, text in (entry.get("kwargs") or {}).items()}
         except Exception:  # noqa: BLE001 - an expression the child cannot make: not an input
             continue
-        replaced = [False]
-
-        def varied(value: Any) -> Any:  # (an input as it came, or in place of one)
-            """A float tensor of one repeated value (torch.zeros(1, 3, 224, 224) in a demo) makes
-            gradients that are zero for reasons of its own: random values of its shape instead."""
-            if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel() > 1 \
-                    and not value.requires_grad and bool(value.min() == value.max()):
-                replaced[0] = True
-                return torch.randn(value.shape, dtype=value.dtype)
-            return value
-
-        args = tuple(varied(a) for a in args)
-        kwargs = {key: varied(value) for key, value in kwargs.items()}
+        args, kwargs, replaced = varied(args, kwargs)
         matches = bool(entry.get("built_with")) and entry.get("built_with") == built_text
-        note = "; constant float inputs given random values" if replaced[0] else ""
+        note = "; constant float inputs given random values" if replaced else ""
         described = "%s (from %s%s)" % (support.describe(args, kwargs), entry.get("origin"), note)
         results.append((args, kwargs, described, matches))
     return results
+
+
+def varied(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Tuple[Any, ...], Dict[str, Any], bool]:
+    """The inputs, each float tensor of one repeated value (torch.zeros(1, 3, 224, 224) in a demo,
+    a flow that starts at zero) in random values of its shape: constant inputs make gradients
+    that are zero for reasons of their own. (args, kwargs, whether one was replaced)."""
+    import torch
+
+    replaced = [False]
+
+    def one(value: Any) -> Any:  # (an input as it came, or in place of one)
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel() > 1 \
+                and not value.requires_grad and bool(value.min() == value.max()):
+            replaced[0] = True
+            return torch.randn(value.shape, dtype=value.dtype, device=value.device)
+        return value
+
+    return tuple(one(a) for a in args), {key: one(value) for key, value in kwargs.items()}, replaced[0]
