@@ -378,8 +378,13 @@ async function trustedSession(ctx, page, port) {
   await page.keyboard.type('FixedLayerScaleBlock');
   await page.keyboard.press('Enter');
   step(`notification: ${await verificationSummary(page, 'no problems in FixedLayerScaleBlock')}`);
-  await waitUntil('the TL90x rows of the earlier run to go (the new run replaced them)',
-    async () => (await problemRows(page, 'TL90').count()) === 0, TIMEOUT);
+  // A run of one class replaces that class's findings only: LayerScaleBlock's stay (its bug is still there).
+  await page.waitForTimeout(3000);
+  const kept = await problemRows(page, 'TL90').count();
+  if (kept === 0) {
+    fail('after verifying FixedLayerScaleBlock, LayerScaleBlock\'s TL90x rows went');
+  }
+  step(`LayerScaleBlock's ${kept} verification rows stay`);
 
   step('command "torchlint: Verify module" on line 25, inside LayerScaleBlock: no question asked');
   await runCommand(page, 'Notifications: Clear All Notifications');
