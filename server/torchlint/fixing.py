@@ -1,7 +1,6 @@
 """Applying fixes: to a text (pass after pass, like ruff) and to a file (in place, safely)."""
 from __future__ import annotations
 
-import ast
 import contextlib
 import errno
 import os
@@ -11,7 +10,7 @@ import stat
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .analysis.findings import CheckResult, Edit, Finding, Position
 from .analysis.inference_seam import Inference

@@ -16,7 +16,7 @@ import ast
 from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
-from .scopes import Binding, ClassInfo, Index, NodeTable, Scope, block_chain
+from .scopes import Binding, Index, NodeTable, Scope, block_chain
 from .values import Kind, Value
 
 if TYPE_CHECKING:  # (context imports this module)

@@ -177,10 +177,7 @@ class ProjectFiles:
             return None
         node, full = imported
         if isinstance(node, ast.ImportFrom) and node.level:
-            folder = os.path.dirname(path)
-            for _ in range(node.level - 1):
-                folder = os.path.dirname(folder)
-            return self._dotted_is_module(full, (folder,), depth, read)
+            return self._dotted_is_module(full, self._import_folders(path, node), depth, read)
         folders = self._search_path(path)
         if full.startswith(_NEVER_MODULE_PACKAGES) and self._from_environment(full, folders):
             return False  # stubs and compiled classes, typing's: jedi reads no Module there
@@ -218,6 +215,16 @@ class ProjectFiles:
                 os.path.isfile(folder) or _holds(folder, top, (".py", ".pyi", "-stubs") + _COMPILED_SUFFIXES)
                 for folder in folders)
         return self._importable_tops[key]
+
+    def _import_folders(self, path: str, node: ImportNode) -> Tuple[str, ...]:
+        """Where an import of the file at ``path`` is looked up: a relative one in the package
+        folder its dots name, any other on the project's and the environment's path."""
+        if isinstance(node, ast.ImportFrom) and node.level:
+            folder = os.path.dirname(path)
+            for _ in range(node.level - 1):
+                folder = os.path.dirname(folder)
+            return (folder,)
+        return self._search_path(path)
 
     def _search_path(self, path: str) -> Tuple[str, ...]:
         """Where absolute imports of a file are found, in jedi's order: the project root, the
@@ -369,13 +376,7 @@ class ProjectFiles:
         when that cannot be told."""
         if not star.module and not star.level:
             return None
-        if star.level:
-            folder = os.path.dirname(module)
-            for _ in range(star.level - 1):
-                folder = os.path.dirname(folder)
-            folders: Tuple[str, ...] = (folder,)
-        else:
-            folders = self._search_path(module)
+        folders = self._import_folders(module, star)
         target = self._module_file(star.module.split(".") if star.module else ["__init__"], folders)
         if target is None:
             return None
@@ -458,13 +459,7 @@ class ProjectFiles:
         if imported is None:
             return None
         node, full = imported
-        if isinstance(node, ast.ImportFrom) and node.level:
-            folder = os.path.dirname(path)
-            for _ in range(node.level - 1):
-                folder = os.path.dirname(folder)
-            folders: Tuple[str, ...] = (folder,)
-        else:
-            folders = self._search_path(path)
+        folders = self._import_folders(path, node)
         parts = full.split(".")
         if len(parts) < 2:
             return None

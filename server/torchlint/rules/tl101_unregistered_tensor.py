@@ -384,7 +384,7 @@ class Uses:
                 self.returned += 1
                 return Use.SCALAR  # (as a number when it is a 0-dim tensor: see _grade)
             cls = scope.cls
-            nexts = [(call, caller) for call, caller in (ctx.method_calls(cls, scope.name) if cls is not None else [])]
+            nexts = list(ctx.method_calls(cls, scope.name)) if cls is not None else []
         elif isinstance(holder, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
             targets = holder.targets if isinstance(holder, ast.Assign) else [holder.target]
             target = targets[0] if len(targets) == 1 else None

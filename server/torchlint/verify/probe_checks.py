@@ -1013,13 +1013,13 @@ def check_round_trip(trained: nn.Module, fresh: Optional[nn.Module], inputs: Tup
         known = set(checkpoint) | set(fresh.state_dict())
         keys = [key for key in _KEYS.findall(text) if key in known]  # (the keys torch's message quotes)
         entries = [(_split(key), key, "") for key in dict.fromkeys(keys)] or [(("", ""), "", "")]
-        said = " ".join(line.strip() for line in text.splitlines()) if text else type(exc).__name__
-        return state.issues(
-            "TL907", entries[:8], SEVERITY_ERROR,
-            lambda paths, details: "loading the trained module's own state_dict() into a new instance raises "
-                                   "%s: %s; a checkpoint of this module cannot be loaded back (a buffer or "
-                                   "parameter made outside __init__, or registered as None then filled?)" % (
-                                       type(exc).__name__, said[:300])), "load_state_dict raised", False
+        kind = type(exc).__name__  # (the name `exc` is unbound once the handler ends)
+        said = " ".join(line.strip() for line in text.splitlines()) if text else kind
+        message = ("loading the trained module's own state_dict() into a new instance raises %s: %s; a "
+                   "checkpoint of this module cannot be loaded back (a buffer or parameter made outside __init__, "
+                   "or registered as None then filled?)" % (kind, said[:300]))
+        return state.issues("TL907", entries[:8], SEVERITY_ERROR, lambda paths, details: message), \
+            "load_state_dict raised", False
     modes = trained.training, fresh.training
     trained.eval()
     fresh.eval()
