@@ -54,6 +54,7 @@ from .inference_cache import CacheEvents, InferenceCache, fingerprint
 from .project_answers import QUESTION_FILE, ProjectAnswers
 from . import project_files
 from .project_files import BaseAsker, ProjectFiles
+from ..analysis.imports import TORCH_STUBS
 from ..analysis.scopes import NodeTable
 from ..analysis.source import SourceText
 from ..analysis.values import Value
@@ -72,9 +73,6 @@ SHARED_STATES = 4  # shared states kept at once, one per jedi sys.path (folders 
 # Read a user-chosen virtual environment's files rather than run its interpreter: the same
 # findings on the fixtures either way (benchmarks/README.md), and no interpreter to wait for.
 READ_TRUSTED_VENVS = True
-
-
-TORCH_STUBS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "stubs", "torch-stubs")
 
 
 def _stubs_version() -> str:
