@@ -225,10 +225,11 @@ def test_the_index_reads_a_saved_file_again_and_leaves_out_the_asking_file(tmp_p
     index.changed(a)
     assert index.used_elsewhere(b, "tail", "B")
     assert not index.used_elsewhere(b, "head", "B")
-    assert not index.subclassed_elsewhere(a, "B")
+    assert not index.subclassed_elsewhere(b, "B")
     (tmp_path / "d.py").write_text("from b import B\n\n\nclass D(\n    B,\n):\n    pass\n")
     index.changed(str(tmp_path / "d.py"))
-    assert index.subclassed_elsewhere(a, "B")
+    assert index.subclassed_elsewhere(b, "B")
+    assert not index.subclassed_elsewhere(a, "B")  # d.py's B is b's (a.py's own would be another class)
 
 
 def test_what_imports_bind_plain_values_and_files_not_naming_the_class_are_no_uses(tmp_path):
@@ -254,3 +255,86 @@ def test_what_imports_bind_plain_values_and_files_not_naming_the_class_are_no_us
     (tmp_path / "c.py").write_text("from b import Block\n" + (tmp_path / "c.py").read_text())
     index.changed(str(tmp_path / "c.py"))
     assert index.used_elsewhere(other, "proj", "Block")  # through `self.inner`, whatever it holds
+
+
+def test_a_class_of_the_same_name_in_another_module_subclassed_there_is_not_this_one(tmp_path):
+    # other.py subclasses its own module's Backbone (`from .model import Backbone`), not backbone.py's.
+    write_package(tmp_path, {"backbone.py": BACKBONE, "model.py": BACKBONE, "other.py": """\
+        from .model import Backbone
+
+
+        class Classifier(Backbone):
+            def forward(self, x):
+                return self.head(super().forward(x))
+        """})
+    assert [f.message.split("`")[1] for f in check(tmp_path, "backbone.py", "TL106")] == ["self.head"]
+
+
+POSITIONS = """\
+import torch
+import torch.nn as nn
+
+
+class Positions(nn.Module):
+    def __init__(self, n, dim):
+        super().__init__()
+        self.table = nn.Embedding(n, dim)
+
+    def forward(self, x):
+        return self.table(x)
+
+
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.factor = 2.0
+
+    def forward(self, x):
+        return x * self.factor
+
+
+class Gain(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.gain = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * self.gain
+"""
+
+PROMPT_DECODER = """\
+import torch.nn as nn
+
+from .positions import Gain, Positions, Scale
+
+
+class Decoder(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+        self.head = nn.Linear(dim, dim)
+        self.prompt_positions = Positions(24, dim)
+        self.prompt_gain = Gain(dim)
+        self.scale = Scale()
+
+    def forward(self, x):
+        return self.head(x)
+"""
+
+
+def test_an_unused_layer_of_a_class_from_another_file_is_reported_when_that_class_holds_parameters(tmp_path):
+    write_package(tmp_path, {"positions.py": POSITIONS, "decoder.py": PROMPT_DECODER})
+    found = check(tmp_path, "decoder.py", "TL106")
+    assert [f.message.split("`")[1] for f in found] == ["self.prompt_positions", "self.prompt_gain"]
+    assert "(Positions)" in found[0].message
+    # The parameter-free one, and names alone (they cannot read positions.py), say nothing.
+    assert check(tmp_path, "decoder.py", "TL106", infer=False) == []
+
+
+def test_a_layer_given_a_size_another_attribute_keeps_is_not_a_registration_of_it(tmp_path):
+    # `self.dim = dim` beside `nn.Embedding(n, dim)`: the embedding is unused all the same.
+    write_package(tmp_path, {"decoder.py": PROMPT_DECODER.replace("from .positions import Gain, Positions, Scale\n", "")
+                             .replace("        self.prompt_positions = Positions(24, dim)\n",
+                                      "        self.prompt_positions = nn.Embedding(24, dim)\n")})
+    found = check(tmp_path, "decoder.py", "TL106", infer=False)
+    assert [f.message.split("`")[1] for f in found] == ["self.prompt_positions"]

@@ -232,6 +232,12 @@ class FileContext:
             self._bases_elsewhere[key] = self._read_bases(cls)
         return self._bases_elsewhere[key]
 
+    def project_class(self, named: ast.expr) -> Optional[Sequence[BaseClass]]:
+        """The class ``named`` (an expression of this file, through its imports) and its bases,
+        read from the project file that defines it; None without an inference layer or when it
+        is not a project class."""
+        return None if self.inference is None else self.inference.base_class(named)
+
     def _read_bases(self, cls: ClassInfo) -> Optional[List[BaseClass]]:
         if self.inference is None:
             return None

@@ -12,6 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, cast
 
+from .imports import ImportMap
 from .scopes import ClassInfo, NodeTable, Scope
 from .values import Kind
 
@@ -76,10 +77,14 @@ class BaseClass:
     assigned: FrozenSet[str]  # self.<name> assigned by its methods
     spelled: FrozenSet[str]  # names in its strings (spelled_names)
     registers_hooks: bool  # it registers forward or backward hooks: code forward does not show runs
+    # It makes parameters itself (`nn.Parameter`, a torch layer that has them, `register_parameter`),
+    # read by names through its file's imports; False where names cannot tell (a layer of its own).
+    holds_parameters: bool = False
 
 
-def read_class(nodes: NodeTable, info: ClassInfo, path: str) -> BaseClass:
-    """What another file's class says of its instances, from that file's index."""
+def read_class(nodes: NodeTable, info: ClassInfo, path: str, imports: Optional[ImportMap] = None) -> BaseClass:
+    """What another file's class says of its instances, from that file's index (``imports``: that
+    file's, to read which torch classes it builds)."""
     methods: Dict[str, Tuple[SelfUse, ...]] = {}
     for name, scope in info.method_scopes.items():
         uses = tuple(_self_uses(nodes, scope))
@@ -89,7 +94,20 @@ def read_class(nodes: NodeTable, info: ClassInfo, path: str) -> BaseClass:
     hooks = any(node.attr.startswith("register_") and "hook" in node.attr
                 for node in nodes.under(info.node, ast.Attribute))
     return BaseClass(info.name, path, methods, frozenset(b.name for b in info.attr_assignments),
-                     frozenset(spelled_names(nodes, info.node)), hooks)
+                     frozenset(spelled_names(nodes, info.node)), hooks,
+                     imports is not None and _makes_parameters(nodes, info, imports))
+
+
+def _makes_parameters(nodes: NodeTable, info: ClassInfo, imports: ImportMap) -> bool:
+    if any(imports.qualify(base) in PARAMETER_LAYERS for base in info.node.bases):
+        return True
+    for binding in info.attr_assignments:
+        if isinstance(binding.value, ast.Call):
+            built = imports.qualify(binding.value.func)
+            if built == "torch.nn.Parameter" or built in PARAMETER_LAYERS:
+                return True
+    return any(isinstance(call.func, ast.Attribute) and call.func.attr == "register_parameter"
+               for call in nodes.under(info.node, ast.Call))
 
 
 def spelled_names(nodes: NodeTable, node: ast.AST) -> Set[str]:
@@ -243,14 +261,18 @@ def _is_name(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
 
 
-def may_hold_parameters(ctx: FileContext, module_class: Optional[str], seen: Optional[Set[str]] = None) -> bool:
+def may_hold_parameters(ctx: FileContext, module_class: Optional[str], seen: Optional[Set[str]] = None,
+                        built: Optional[ast.expr] = None) -> bool:
     """Whether a Module of this class can hold parameters: torch layers by name, classes of this
-    file by what their methods assign. False when it cannot tell (an imported class)."""
+    file by what their methods assign, a class of another project file (``built``: the call that
+    builds it) by what that file's class builds. False when it cannot tell (a library's class)."""
     if not module_class:
         return False
     if module_class.startswith("torch.nn."):
         return module_class in PARAMETER_LAYERS
     info = ctx.classes.get(module_class)
+    if info is None and isinstance(built, ast.Call):
+        return any(base.holds_parameters for base in ctx.project_class(built.func) or ())
     if info is None or not info.is_module:
         return False
     seen = set() if seen is None else seen
@@ -268,7 +290,7 @@ def may_hold_parameters(ctx: FileContext, module_class: Optional[str], seen: Opt
             value = ctx.classifier.classify(binding.value, binding.scope)
             if value.kind in (Kind.PARAMETER, Kind.PARAMETER_LIST, Kind.PARAMETER_DICT):
                 return True
-            if value.kind is Kind.MODULE and may_hold_parameters(ctx, value.module_class, seen):
+            if value.kind is Kind.MODULE and may_hold_parameters(ctx, value.module_class, seen, binding.value):
                 return True
             if value.kind in (Kind.MODULE_LIST, Kind.MODULE_DICT):
                 return True

@@ -519,7 +519,7 @@ class ProjectFiles:
                 index = build_index(read_file.tree, NodeTable(read_file.tree))
                 assert index.nodes is not None
                 for info in index.classes:
-                    table[info.node.lineno] = read_class(index.nodes, info, module)
+                    table[info.node.lineno] = read_class(index.nodes, info, module, read_file.imports)
                 release(index)
             read_file.classes_read = table
         return read_file.classes_read

@@ -85,9 +85,18 @@ class ProjectIndex:
 
     def subclassed_elsewhere(self, path: str, name: str) -> bool:
         """Whether a project file other than ``path`` may define a class with ``name`` among the
-        words of its bases."""
+        words of its bases, in a file that may import it from ``path``: one that names the module
+        (``from .gpt import GPT``) or its package (a re-export), or has a star import. Another
+        module's class of the same name (``from .model import GPT``) is not this one."""
         with self._lock:
-            return self._others(path, name.encode("utf-8", "replace"), _BASES) != []
+            others = self._others(path, name.encode("utf-8", "replace"), _BASES)
+            if not others:
+                return others is None
+            folder, stem = os.path.split(os.path.splitext(os.path.abspath(path))[0])
+            words = [stem, os.path.basename(folder)] if stem != "__init__" else [os.path.basename(folder)]
+            naming = re.compile(rb"\b(?:%s)\b|import[ \t]+\*" % b"|".join(
+                re.escape(word.encode("utf-8", "replace")) for word in words))
+            return any(_names(other, naming) for other in others)
 
     def changed(self, path: str) -> None:
         """``path`` was saved, created or deleted: read again before the next answer. Any thread."""

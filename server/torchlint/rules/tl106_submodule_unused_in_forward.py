@@ -56,23 +56,24 @@ class SubmoduleUnusedInForward(Rule):
                     continue
                 free = _parameter_free_layers(ctx, cls, binding.value, module_class, name)
                 if not free:
-                    if not may_hold_parameters(ctx, module_class):
+                    if not may_hold_parameters(ctx, module_class, built=binding.value):
                         continue  # (no class: may_hold_parameters cannot tell)
                     if _built_without_parameters(binding.value, module_class) \
                             or _empty_and_never_filled(ctx, cls, binding.value, module_class, name):
                         continue
-                if _used_in_other_files(ctx, cls, name) or _registers_what_another_holds(cls, binding, init):
+                if _used_in_other_files(ctx, cls, name) or _registers_what_another_holds(cls, binding, init, module_class):
                     continue
                 reported.add(name)
                 yield _unapplied_finding(ctx, binding, value, free) if free else _finding(ctx, binding, value)
 
 
-def _registers_what_another_holds(cls: ClassInfo, binding: Binding, init: Scope) -> bool:
+def _registers_what_another_holds(cls: ClassInfo, binding: Binding, init: Scope, module_class: str) -> bool:
     """`self._registered = nn.ModuleList(policies.values())` beside `self.policies = policies`: the
     container registers layers that forward runs through the other attribute (a plain dict of
-    them), so it is not an unused layer but their registration."""
+    them), so it is not an unused layer but their registration. (A layer given a size another
+    attribute keeps, `nn.Embedding(n, model_dim)` beside `self.model_dim = model_dim`, is not.)"""
     value = binding.value
-    if not isinstance(value, ast.Call):
+    if not isinstance(value, ast.Call) or module_class not in _CONTAINERS:
         return False
     given = {node.id for argument in list(value.args) + [k.value for k in value.keywords]
              for node in ast.walk(argument) if isinstance(node, ast.Name)}
@@ -253,4 +254,4 @@ def _target_node(binding: Binding) -> Union[ast.expr, ast.stmt]:
 def _short_class(module_class: Optional[str]) -> str:
     if module_class and module_class.startswith("torch.nn."):
         return "nn." + module_class[len("torch.nn."):]
-    return module_class or "a Module"
+    return module_class.rsplit(".", 1)[-1] if module_class else "a Module"  # the name the code spells
