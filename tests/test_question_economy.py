@@ -177,7 +177,8 @@ def test_skipping_those_questions_changes_no_finding(tmp_path, monkeypatch):
 # -- memory ----------------------------------------------------------------------------------------
 def test_a_worker_past_its_memory_limit_drops_jedi_state_and_finds_the_same(tmp_path, monkeypatch):
     from torchlint.inference import layer as inference_module
-    text = "import torch\nimport torch.nn as nn\n\n\ndef make():\n    return torch.zeros(3)\n\n\n" \
+    # (What make() returns is for jedi to say: names alone do not read a lambda.)
+    text = "import torch\nimport torch.nn as nn\n\n\nmake = lambda: torch.zeros(3)\n\n\n" \
            "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.w = make()\n\n" \
            "    def forward(self, x):\n        return x * self.w\n"
     paths = []
@@ -213,7 +214,8 @@ def test_a_worker_past_its_memory_limit_drops_many_read_files_first_and_keeps_je
     mib, limit, growth = 2 ** 20, 400 * 2 ** 20, inference_module.TRIM_GROWTH
     resident = [100 * mib]
     monkeypatch.setattr(inference_module, "resident_memory", lambda: resident[0])
-    text = "import torch\nimport torch.nn as nn\n\n\ndef make():\n    return torch.zeros(3)\n\n\n" \
+    # (What make() returns is for jedi to say: names alone do not read a lambda.)
+    text = "import torch\nimport torch.nn as nn\n\n\nmake = lambda: torch.zeros(3)\n\n\n" \
            "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.w = make()\n\n" \
            "    def forward(self, x):\n        return x * self.w\n"
     (tmp_path / "m.py").write_text(text)

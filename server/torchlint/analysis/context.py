@@ -52,7 +52,7 @@ class FileContext:
             if self.inference is not None else []
         self.classifier = Classifier(self.imports, self.classes,
                                      self.inference.classify if self.inference is not None else None,
-                                     self.calls_of_name)
+                                     self.calls_of_name, self.index.scopes)
 
     def release(self) -> None:
         """The check is over: drop what it built, cycles included (see scopes.release)."""

@@ -15,6 +15,7 @@ hann_window hamming_window blackman_window bartlett_window kaiser_window
 cat concat concatenate stack hstack vstack outer ger kron cartesian_prod cdist
 matmul mm bmm einsum exp log sin cos sqrt rsqrt sigmoid tanh softmax log_softmax where clamp
 abs neg pow flip roll cumsum cumprod polar complex view_as_real view_as_complex
+sparse_coo_tensor sparse_csr_tensor sparse_csc_tensor sparse_bsr_tensor sparse_bsc_tensor sparse_compressed_tensor
 """.split())
 
 # Factories whose result is usually a constant (mask, table, index): a buffer.
@@ -22,6 +23,7 @@ CONSTANT_FACTORIES = frozenset("""
 tensor as_tensor asarray from_numpy frombuffer scalar_tensor ones zeros full arange range
 linspace logspace eye tril triu tril_indices triu_indices diag diagflat ones_like zeros_like
 full_like hann_window hamming_window blackman_window bartlett_window kaiser_window cartesian_prod
+sparse_coo_tensor sparse_csr_tensor sparse_csc_tensor sparse_bsr_tensor sparse_bsc_tensor sparse_compressed_tensor
 """.split())
 
 # Legacy typed constructors (TL301): name -> dtype of the modern spelling.
@@ -61,7 +63,7 @@ masked_fill gather sum mean std var prod max min amax amin norm exp log sqrt rsq
 sigmoid tanh softmax log_softmax relu clamp clip pow matmul mm bmm add sub mul div
 float_power cumsum cumprod flip roll tril triu diag outer masked_select sign reciprocal
 requires_grad_ fill_ zero_ normal_ uniform_ copy_ clamp_ mul_ add_ div_ sub_ pin_memory
-new_tensor new_zeros new_ones new_empty new_full square sin cos
+new_tensor new_zeros new_ones new_empty new_full square sin cos to_sparse to_sparse_coo to_sparse_csr to_dense coalesce
 """.split())
 TENSOR_PROPERTIES = frozenset(["T", "mT", "H", "mH", "data", "grad", "real", "imag"])
 
@@ -141,8 +143,13 @@ def is_optimizer_class(qualified: str) -> bool:
     return name[:1].isupper() and name != "Optimizer"
 
 
+# torch.sparse.FloatTensor(indices, values, size) and its kin: old spellings of sparse_coo_tensor
+# (not TL301's: torch.tensor is no replacement).
+SPARSE_CONSTRUCTORS = frozenset("torch.sparse." + n for n in TYPED_CONSTRUCTORS)
+
+
 def is_tensor_factory(qualified: str) -> bool:
-    if qualified in LEGACY_CONSTRUCTORS:
+    if qualified in LEGACY_CONSTRUCTORS or qualified in SPARSE_CONSTRUCTORS:
         return True
     if qualified.startswith("torch.") and qualified.count(".") == 1:
         return qualified[6:] in TENSOR_FACTORIES

@@ -10,7 +10,7 @@ import ast
 import enum
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import torch_names as tn
 from .imports import ImportMap
@@ -61,23 +61,48 @@ def keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
     return None
 
 
+def _returned_values(function: ast.AST) -> List[Optional[ast.expr]]:
+    """What the function's own `return` statements give (None for a bare `return`), those of
+    functions and classes nested in it left out; a generator's are not values it returns."""
+    found: List[Optional[ast.expr]] = []
+    pending = list(ast.iter_child_nodes(function))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return []
+        if isinstance(node, ast.Return):
+            found.append(node.value)
+        pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
 class Classifier:
     """Classifies expressions of one file. ``local_classes`` maps class names to ClassInfo."""
 
     def __init__(self, imports: ImportMap, local_classes: Dict[str, ClassInfo],
                  extra: Optional[Callable[[ast.expr, Optional[Scope]], Optional[Value]]] = None,
-                 constructions: Optional[Callable[[str], Sequence[Tuple[ast.Call, Scope]]]] = None) -> None:
+                 constructions: Optional[Callable[[str], Sequence[Tuple[ast.Call, Scope]]]] = None,
+                 scopes: Sequence[Scope] = ()) -> None:
         self.imports = imports
         self.local_classes = local_classes
         self.extra = extra  # the jedi layer's hook for what names cannot tell
         # The calls `Name(...)` of the file by the name called, with their scopes: what a local
         # class's __init__ is given (a parameter every construction passes a tensor holds one).
         self.constructions = constructions
+        # id(function node) -> its scope: what a helper of the file returns (_helper_result).
+        self._module_functions: Dict[str, Optional[Scope]] = {}  # name -> its scope (None: defined twice)
+        for scope in scopes:
+            if isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and scope.cls is None \
+                    and scope.parent is not None and scope.parent.parent is None and not scope.node.decorator_list:
+                self._module_functions[scope.name] = None if scope.name in self._module_functions else scope
         self._depth = 0
         self._binding_cache: Dict[int, Value] = {}  # id(binding) -> value; UNKNOWN while in progress
         self._attribute_cache: Dict[Tuple[int, str], Value] = {}  # (id(class), attr) -> value
-        # The same, for answers given without the hook.
-        self._names_only_caches: Tuple[Dict[int, Value], Dict[Tuple[int, str], Value]] = ({}, {})
+        self._returned: Dict[int, Value] = {}  # id(function scope) -> what it returns; UNKNOWN while in progress
+        # The same three, for answers given without the hook.
+        self._names_only_caches: Tuple[Dict[int, Value], Dict[Tuple[int, str], Value], Dict[int, Value]] = ({}, {}, {})
         # id(node) -> (node, its qualified name): every rule qualifies the same calls. The node is
         # kept so that its id is never another node's (rules build a few nodes of their own).
         self._qualified: Dict[int, Tuple[ast.AST, Optional[str]]] = {}
@@ -85,13 +110,13 @@ class Classifier:
     @contextmanager
     def names_only(self) -> Iterator[Classifier]:
         """Answer from names alone for a while (a cheap first look before asking the slow layer)."""
-        saved = self.extra, self._binding_cache, self._attribute_cache
+        saved = self.extra, self._binding_cache, self._attribute_cache, self._returned
         self.extra = None
-        self._binding_cache, self._attribute_cache = self._names_only_caches
+        self._binding_cache, self._attribute_cache, self._returned = self._names_only_caches
         try:
             yield self
         finally:
-            self.extra, self._binding_cache, self._attribute_cache = saved
+            self.extra, self._binding_cache, self._attribute_cache, self._returned = saved
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         entry = self._qualified.get(id(node))
@@ -205,6 +230,9 @@ class Classifier:
         callee = self._callee_module(func, scope)
         if callee is not None:
             return self._forward_result(callee)
+        helper = self._helper(func, scope)
+        if helper is not None:
+            return self._helper_result(helper)
         if isinstance(func, ast.Name):
             info = self.local_classes.get(func.id)
             if info is not None and func.id not in (scope.locals if scope else {}):
@@ -245,6 +273,39 @@ class Classifier:
         else:
             return None
         return value if value.kind is Kind.MODULE else None
+
+    def _helper(self, func: ast.expr, scope: Optional[Scope]) -> Optional[Scope]:
+        """The scope of the file's function `func` names (`make_weight`, defined once at the top
+        level, undecorated) or of the method `self.<name>` of the class or a base in the file."""
+        if scope is None:
+            return None
+        if isinstance(func, ast.Attribute) and scope.is_self(func.value) and scope.cls is not None:
+            pending, seen = [scope.cls], set()
+            while pending:
+                info = pending.pop(0)
+                if id(info) in seen:
+                    continue
+                seen.add(id(info))
+                if func.attr in info.method_scopes:
+                    return info.method_scopes[func.attr]
+                pending += [self.local_classes[b] for b in info.bases if b in self.local_classes]
+            return None
+        if not isinstance(func, ast.Name) or self._is_local(func.id, scope) or func.id in self.imports.names:
+            return None
+        return self._module_functions.get(func.id)
+
+    def _helper_result(self, function: Scope) -> Value:
+        """A tensor (or a Parameter) when every `return` of the function gives one, by names alone
+        (the slow layer is asked of the call, as it was, where names cannot tell); else unknown.
+        Once per function."""
+        key = id(function)
+        if key not in self._returned:
+            self._returned[key] = UNKNOWN  # (a helper that calls itself)
+            with self.names_only():
+                kinds = {self.classify(value, function).kind for value in _returned_values(function.node)}
+            if len(kinds) == 1 and kinds <= {Kind.TENSOR, Kind.PARAMETER}:
+                self._returned[key] = Value(kinds.pop())
+        return self._returned[key]
 
     @staticmethod
     def _is_local(name: str, scope: Optional[Scope]) -> bool:
