@@ -13,7 +13,7 @@ user runs it. Parts are switched off by a few lines run before the CLI (BOOT), n
   rules' questions to jedi.
 - default.
 - default, unbounded: every file read for answers kept parsed, and no worker memory limit: what
-  keeping the largest process under 600 MB costs (READ_FILES_KEPT, cli.WORKER_MEMORY_LIMIT).
+  keeping the largest process under 600 MB costs (READ_FILES_KEPT, cli.process_state.WORKER_MEMORY_LIMIT).
 - jedi asked only what makes torch values: the rules' questions that jedi answered with a torch
   value (a tensor, a Parameter, a buffer, a Module, a list of them...) in the default row
   (recorded there) are asked, every other one answers "unknown" at once: what a question gate
@@ -50,6 +50,7 @@ from bench_cli import (PYTHON, Outcome, best_of, cold_cache, corpus_files, findi
 BOOT = """
 import sys
 from torchlint import cli
+from torchlint.cli import process_state
 from torchlint.inference import file_inference, project_files
 part, record = sys.argv[1], sys.argv[2]
 if part in ("default", "torch-answers"):
@@ -74,7 +75,7 @@ elif part == "bases-only":
     file_inference.FileInference._classify = lambda self, node, question=None: None
 elif part == "unbounded":
     project_files.READ_FILES_KEPT = 1 << 30
-    cli.WORKER_MEMORY_LIMIT = 1 << 62
+    process_state.WORKER_MEMORY_LIMIT = 1 << 62
 elif part not in ("default", "torch-answers"):
     sys.exit("unknown part %r" % part)
 sys.exit(cli.main(sys.argv[3:]))

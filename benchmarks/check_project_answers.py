@@ -22,6 +22,7 @@ import random
 import sys
 
 from torchlint import cli
+from torchlint.cli import workers
 from torchlint.inference import file_inference
 from torchlint.inference.layer import JediInference
 from torchlint.inference.project_answers import ASK
@@ -108,7 +109,7 @@ def main() -> int:
     FileInference._question_key = checked_key
     FileInference._question_text = checked_text
     FileInference._classify = checked_classify
-    cli.PARALLEL_MIN_FILES = 10 ** 9  # one process: the patches above apply
+    workers.PARALLEL_MIN_FILES = 10 ** 9  # one process: the patches above apply
     try:
         cli.main(["check", "--no-cache", "-q", "--exit-zero", "--output-file", "/dev/null"] + files)
     except SystemExit:

@@ -14,6 +14,8 @@ import pytest
 
 from testkit.support import run_cli as run
 from torchlint import cli, fixing
+from torchlint.cli import workers
+from torchlint.engine import CheckOptions
 from torchlint.rules import RULES_BY_CODE
 
 # One TL101 finding whose preferred fix (register_buffer) is unsafe and whose
@@ -547,31 +549,31 @@ def test_pre_commit_hooks_file():
 
 
 def test_many_files_in_parallel_give_sorted_complete_results(tmp_path, capsys):
-    for i in range(cli.PARALLEL_MIN_FILES + 4):
+    for i in range(workers.PARALLEL_MIN_FILES + 4):
         write(tmp_path / ("m%02d.py" % i), MASK if i % 2 else CLEAN)
     write(tmp_path / "m99_broken.py", "def f(:\n")
     code, out, _ = run(["check", "--select", "TL101", "."], capsys, cwd=tmp_path)
     assert code == 1
     lines = [line for line in out.splitlines() if line.startswith("m")]
     assert lines == sorted(lines)
-    assert len([line for line in lines if "TL101" in line]) == (cli.PARALLEL_MIN_FILES + 4) // 2
+    assert len([line for line in lines if "TL101" in line]) == (workers.PARALLEL_MIN_FILES + 4) // 2
     assert "m99_broken.py:1:7: SyntaxError" in out
 
 
 def test_workers_get_the_files_of_one_folder_together_the_largest_batches_first(tmp_path):
     # Files of one folder import the same modules: a worker given them together reads those once.
-    sizes = {"a": [100] * (cli.BATCH_FILES + 2), "b": [5000] * 3, "c": [10]}
+    sizes = {"a": [100] * (workers.BATCH_FILES + 2), "b": [5000] * 3, "c": [10]}
     jobs = []
     for folder, lengths in sizes.items():
         for number, length in enumerate(lengths):
             path = tmp_path / folder / ("m%02d.py" % number)
             write(path, "x = 1\n" + "#" * length + "\n")
-            jobs.append(cli.Job(str(path), str(path), cli.CheckOptions()))
-    batches = cli._batches(jobs)
+            jobs.append(cli.Job(path=str(path), display=str(path), options=CheckOptions()))
+    batches = workers._batches(jobs)
     assert sorted(index for batch in batches for index in batch) == list(range(len(jobs)))
     folders = [{os.path.dirname(jobs[index].path) for index in batch} for batch in batches]
     assert all(len(one) == 1 for one in folders) and len(batches) == 4
-    assert all(len(batch) <= cli.BATCH_FILES and batch == sorted(batch) for batch in batches)
+    assert all(len(batch) <= workers.BATCH_FILES and batch == sorted(batch) for batch in batches)
     assert folders[0] == {str(tmp_path / "b")} and folders[-1] == {str(tmp_path / "c")}
 
 
@@ -713,7 +715,7 @@ def test_diff_ends_with_a_newline_before_the_summary(tmp_path):
     # A file with old Mac line endings: its last diff line ends with "\r" alone.
     write(tmp_path / "model.py", MASK, newline="\r")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout block-buffered
-    env["PYTHONPATH"] = str(Path(cli.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = str(Path(cli.__file__).resolve().parents[2])
     done = subprocess.run([sys.executable, "-m", "torchlint", "check", "--no-infer", "--diff", "model.py"],
                           cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
     output = done.stdout.decode()

@@ -21,7 +21,8 @@ import pytest
 
 from testkit.support import default_sigint
 from testkit.support import run_cli as run
-from torchlint import cli, files, fixing
+from torchlint import files, fixing
+from torchlint.cli import checking
 from torchlint.fixing import fix_text
 from torchlint.settings import DEFAULT_SETTINGS
 
@@ -319,7 +320,7 @@ def test_fix_does_not_overwrite_a_file_changed_meanwhile(tmp_path, capsys, monke
         path.write_text(edited, encoding="utf-8")
         return fix_text(*args, **kwargs)
 
-    monkeypatch.setattr(cli, "fix_text", fix_while_someone_edits)
+    monkeypatch.setattr(checking, "fix_text", fix_while_someone_edits)
     code, _, err = run(["check", "--fix", "--no-infer", "--select", "TL101", path], capsys)
     assert code == 2
     assert "model.py: changed on disk while it was being fixed; not fixed (run again)" in err

@@ -85,7 +85,7 @@ def test_the_wheel_carries_every_file_the_package_reads(dist, checkout):
 def test_the_sdist_builds_the_same_package(dist):
     with tarfile.open(dist / SDIST) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
-    for needed in ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "server/torchlint/cli.py",
+    for needed in ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "server/torchlint/cli/__init__.py",
                    "server/torchlint/docs/TL101.md"):
         assert needed in names, needed
 

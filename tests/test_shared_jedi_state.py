@@ -1,6 +1,6 @@
 """What makes a CLI run's jedi layer cheaper (JediInference(share_states=True)): files share
 jedi's inference state, jedi reads a reduced text of each file, builtins are looked into in the
-worker's own process; and a CLI worker runs with the garbage collector off (cli._collect_now).
+worker's own process; and a CLI worker runs with the garbage collector off (ProcessState.collect_now).
 None may change an answer or a dependency recorded in the cache, import what jedi's interpreter
 would not, or let memory grow without bound."""
 from __future__ import annotations
@@ -8,13 +8,15 @@ from __future__ import annotations
 import ast
 import gc
 import json
-import os
 import weakref
 from pathlib import Path
 
 import pytest
 
-from torchlint import cli
+from torchlint.cli import checking, process_state, workers
+from torchlint.cli.checking import Job
+from torchlint.engine import CheckOptions
+from torchlint.cli.process_state import ProcessState
 from torchlint.inference import layer as inference_module
 from torchlint.inference.layer import JediInference
 from torchlint.inference.jedi_access import BudgetSpent
@@ -125,17 +127,13 @@ class Cycle:
 
 @pytest.fixture
 def worker_collector(monkeypatch):
-    """This process as a CLI worker sees it: the collector off, cli._collect_now after each file."""
+    """This process as a CLI worker sees it: the collector off, ProcessState.collect_now after
+    each file. Its layers: none (a worker of the --no-infer mode), unless a test adds one."""
     was_enabled = gc.isenabled()
-    monkeypatch.setitem(cli._COLLECTED, "worker", True)
-    monkeypatch.setitem(cli._COLLECTED, "files", 0)
-    monkeypatch.setitem(cli._COLLECTED, "peak", cli._peak_memory() or 0)
-    # (this test process may be past a worker's limit: jedi layers that earlier tests left would
-    # trim, and a worker collects after a trim)
-    monkeypatch.setattr(cli, "WORKER_MEMORY_LIMIT", 2 ** 62)
-    monkeypatch.setattr(cli, "_INFERENCE", {})  # a worker of the --no-infer mode, unless a test adds a layer
+    # (this test process may be past a worker's limit: a worker collects after a trim)
+    monkeypatch.setattr(process_state, "WORKER_MEMORY_LIMIT", 2 ** 62)
     gc.disable()
-    yield
+    yield ProcessState(as_a_worker=True)
     gc.unfreeze()
     gc.collect()
     if was_enabled:
@@ -143,23 +141,23 @@ def worker_collector(monkeypatch):
 
 
 def test_a_worker_leaves_what_a_file_left_out_of_later_collections(worker_collector, monkeypatch):
-    monkeypatch.setattr(cli, "COLLECT_AFTER_GROWTH", 2 ** 40)
+    monkeypatch.setattr(process_state, "COLLECT_AFTER_GROWTH", 2 ** 40)
     gc.unfreeze()
     garbage = weakref.ref(Cycle())  # a cycle a file left behind
-    cli._collect_now()
+    worker_collector.collect_now()
     assert gc.get_freeze_count() > 0 and not gc.isenabled()
     assert garbage() is not None  # not collected yet: memory has not grown enough
 
 
 def test_a_worker_collects_once_its_memory_has_grown(worker_collector, monkeypatch):
-    monkeypatch.setattr(cli, "COLLECT_AFTER_GROWTH", 0)
+    monkeypatch.setattr(process_state, "COLLECT_AFTER_GROWTH", 0)
     garbage = weakref.ref(Cycle())
-    cli._collect_now()
+    worker_collector.collect_now()
     assert garbage() is None and not gc.isenabled()
 
 
 class TrimmingLayer:
-    """What _collect_now asks of a jedi layer: whether it dropped what it kept."""
+    """What ProcessState.collect_now asks of a jedi layer: whether it dropped what it kept."""
 
     def __init__(self):
         self.trims = []
@@ -172,58 +170,58 @@ def test_a_worker_with_a_jedi_layer_collects_after_its_trims_only(worker_collect
     # A collection walks jedi's model of torch (2-3 s on a large run): growth alone does not start
     # one in a worker whose layer trims, and collects what it dropped.
     layer = TrimmingLayer()
-    monkeypatch.setitem(cli._INFERENCE, (os.getpid(), "root", None), layer)
-    monkeypatch.setattr(cli, "COLLECT_AFTER_GROWTH", 0)
+    worker_collector.layers[("root", None, None, None)] = layer
+    monkeypatch.setattr(process_state, "COLLECT_AFTER_GROWTH", 0)
     garbage = weakref.ref(Cycle())
-    cli._collect_now()
+    worker_collector.collect_now()
     assert garbage() is not None
     layer.trims.append(True)
-    cli._collect_now()
+    worker_collector.collect_now()
     assert garbage() is None and not gc.isenabled()
 
 
 def test_a_worker_collects_every_so_many_files_where_memory_cannot_be_read(worker_collector, monkeypatch):
-    monkeypatch.setattr(cli, "_peak_memory", lambda: None)
-    monkeypatch.setattr(cli, "COLLECT_EVERY", 3)
+    monkeypatch.setattr(process_state, "peak_memory", lambda: None)
+    monkeypatch.setattr(process_state, "COLLECT_EVERY", 3)
     garbage = weakref.ref(Cycle())
-    cli._collect_now()
-    cli._collect_now()
+    worker_collector.collect_now()
+    worker_collector.collect_now()
     assert garbage() is not None
-    cli._collect_now()
+    worker_collector.collect_now()
     assert garbage() is None
 
 
-@pytest.mark.parametrize("files, as_a_worker", [(cli.PARALLEL_MIN_FILES, True), (cli.PARALLEL_MIN_FILES - 1, False)])
+@pytest.mark.parametrize("files, as_a_worker", [(workers.PARALLEL_MIN_FILES, True), (workers.PARALLEL_MIN_FILES - 1, False)])
 def test_many_files_checked_in_the_main_process_are_collected_as_a_worker_does(files, as_a_worker, monkeypatch):
     # One CPU: no workers. Python's own schedule walked jedi's model of torch at every collection
     # (52 CPU s against 39 on transformers' models) and nothing trimmed the process.
     layer = TrimmingLayer()
     limits = []
     monkeypatch.setattr(layer, "trim_memory", lambda limit: limits.append(limit) or False)
-    monkeypatch.setattr(cli, "_INFERENCE", {(os.getpid(), "root", None): layer})
-    for key, value in (("worker", False), ("files", 0), ("peak", 0)):
-        monkeypatch.setitem(cli._COLLECTED, key, value)
-    monkeypatch.setattr(cli.os, "cpu_count", lambda: 1)
+    state = ProcessState()
+    state.layers[("root", None, None, None)] = layer
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 1)
     collector_on = []
-    monkeypatch.setattr(cli, "_check_file", lambda job: collector_on.append(gc.isenabled()) or job)
+
+    monkeypatch.setattr(checking, "read_text", lambda job, checked: collector_on.append(gc.isenabled()))
+    jobs = [Job(path=str(number), display=str(number), options=CheckOptions()) for number in range(files)]
     was_enabled = gc.isenabled()
     gc.enable()
     try:
-        assert list(cli.run_jobs(list(range(files)))) == list(range(files))
-        assert gc.isenabled() and not cli._COLLECTED["worker"]  # as it was before the run
+        assert [checked.report.path for checked in workers.run_jobs(jobs, state)] == [job.path for job in jobs]
+        assert gc.isenabled() and not state.as_a_worker  # as it was before the run
     finally:
         gc.unfreeze()  # (what each file left was frozen, as in a worker)
         if not was_enabled:
             gc.disable()
     assert collector_on == [not as_a_worker] * files
-    assert limits == ([cli.WORKER_MEMORY_LIMIT] * files if as_a_worker else [])
+    assert limits == ([process_state.WORKER_MEMORY_LIMIT] * files if as_a_worker else [])
 
 
 def test_the_main_process_keeps_pythons_own_schedule(monkeypatch):
-    monkeypatch.setitem(cli._COLLECTED, "worker", False)
     frozen = gc.get_freeze_count()
     enabled = gc.isenabled()
-    cli._collect_now()
+    ProcessState().collect_now()
     assert gc.get_freeze_count() == frozen and gc.isenabled() == enabled
 
 

@@ -160,15 +160,16 @@ def test_the_budget_applies_in_a_thread_that_is_not_the_main_one(tmp_path, layer
 STOPPED_WITH_A_THREAD_LEFT = '''
 import sys, threading
 from torchlint import cli
+from torchlint.cli import check, signals
 
 threading.Thread(target=threading.Event().wait, name="never-ends").start()
 
 
-def stopped(args):
-    raise cli.Terminated()
+def stopped(args, stop_signals, process):
+    raise signals.Terminated()
 
 
-cli._check = stopped
+check.run_check = stopped
 sys.argv = ["torchlint", "check", "."]
 cli.console_main()
 '''

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from torchlint import cli
+from torchlint.cli import workers
+from torchlint.cli.process_state import ProcessState
 from torchlint.inference.file_inference import answer_key
 from torchlint.inference.layer import JediInference
 from torchlint.inference.inference_cache import Entry, InferenceCache
@@ -192,14 +194,15 @@ def test_a_second_run_is_answered_from_the_cache(tmp_path):
 SLOW_CHECK = """
 import os, sys, time
 import torchlint.cli as cli
-cli.PROGRESS_AFTER = 0.0  # the real threshold is 2 s; these files take a second each
-check_file = cli.check_file
-def slow(job):
+from torchlint.cli import check, progress, workers
+progress.PROGRESS_AFTER = 0.0  # the real threshold is 2 s; these files take a second each
+check_file = workers.check_file
+def slow(job, state):
     time.sleep(1.0)
-    return check_file(job)
-cli.check_file = slow
+    return check_file(job, state)
+workers.check_file = slow
 if os.environ.get("FAIL_WRITES"):  # each file reports a problem while the line is drawn
-    cli.write_fixes = lambda checked, display, *mode: display + ": could not be written (test)"
+    check.write_fixes = lambda checked, display, *mode: display + ": could not be written (test)"
 sys.exit(cli.main(sys.argv[1:]))
 """
 
@@ -296,29 +299,33 @@ def children() -> set:
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc (Linux)")
 def test_no_jedi_interpreter_in_the_parent_when_the_workers_fork(tmp_path, monkeypatch, capsys):
     root = project(tmp_path)
-    for number in range(cli.PARALLEL_MIN_FILES + 2):
+    for number in range(workers.PARALLEL_MIN_FILES + 2):
         (root / ("net%d.py" % number)).write_text(MODEL)
     before = children()
     at_fork = []
-    real_pool = cli.ProcessPoolExecutor
+    real_pool = workers.ProcessPoolExecutor
+    closed = []  # the parent's live layers each time it ended them
+    real_close = ProcessState.close_layers
 
     def pool(*args, **kwargs):
         at_fork.append(children() - before)
         return real_pool(*args, **kwargs)
 
-    monkeypatch.setattr(cli, "ProcessPoolExecutor", pool)
+    def close_layers(state):
+        closed.append(sum(layer is not None for layer in state.layers.values()))
+        real_close(state)
+
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", pool)
+    monkeypatch.setattr(ProcessState, "close_layers", close_layers)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.chdir(root)
-    try:
-        # -v starts a jedi layer in this process to describe it, before the workers start.
-        status = cli.main(["check", "-v", "--no-cache", "."])
-    finally:
-        cli.close_layers()
+    # -v starts a jedi layer in this process to describe it, before the workers start.
+    status = cli.main(["check", "-v", "--no-cache", "."])
     err = capsys.readouterr().err
     assert status in (0, 1), err
     assert "jedi inference with" in err and "checked %d files" % len(list(root.glob("*.py"))) in err
-    assert any(key[0] == os.getpid() for key in cli._INFERENCE)  # the parent did start one
-    assert at_fork == [set()]  # and ended it before forking
+    assert closed[0] == 1  # the parent did start one, and ended it before forking
+    assert at_fork == [set()]
 
 
 def test_a_question_cut_short_leaves_no_answer_behind(tmp_path, layers, monkeypatch):

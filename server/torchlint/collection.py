@@ -6,7 +6,7 @@
 - jedi's first trip into torch done: what is alive is left out of later collections
   (:func:`freeze_long_lived`);
 - a CLI worker: no automatic collection (:func:`stop_automatic`); between files, when
-  ``cli._collect_now`` says, everything (:func:`collect_everything`), and what is left frozen
+  ``cli.process_state.ProcessState.collect_now`` says, everything (:func:`collect_everything`), and what is left frozen
   (:func:`freeze`);
 - the language server: the C library's allocator where glibc's gives memory back
   (:func:`restart_on_system_allocator`), the young generations after each jedi wave (:func:`collect_young`),
@@ -87,7 +87,7 @@ def freeze_long_lived() -> None:
 
 
 def stop_automatic() -> None:
-    """No collection but those asked for (a CLI worker: ``cli._collect_now``)."""
+    """No collection but those asked for (a CLI worker: ``ProcessState.collect_now``)."""
     gc.disable()
 
 

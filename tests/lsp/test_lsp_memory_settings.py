@@ -153,12 +153,13 @@ def test_the_server_trims_the_cache_folder_as_it_writes(monkeypatch, tmp_path):
 
 
 def test_the_command_line_takes_its_budget_default_from_the_settings():
-    from torchlint.cli import CheckOptions, Job, build_parser
+    from torchlint.cli import Job, build_parser
+    from torchlint.engine import CheckOptions
     from torchlint.settings import given_flags, merged
     check = next(a for a in build_parser()._actions if a.dest == "command").choices["check"]
     given = merged([given_flags(check.parse_args([]), "check")])
     assert given.infer_budget == DEFAULT_SETTINGS.infer_budget
-    assert Job("", "", CheckOptions()).infer_budget == DEFAULT_SETTINGS.infer_budget
+    assert Job(path="", display="", options=CheckOptions()).infer_budget == DEFAULT_SETTINGS.infer_budget
     assert merged([given_flags(check.parse_args(["--no-cache"]), "check")]).inference_cache is False
 
 

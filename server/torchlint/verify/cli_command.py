@@ -1,6 +1,6 @@
 """``torchlint verify PATH[::Class]...``: the command-line side of runtime verification.
 
-cli.py hooks it in as a subcommand::
+cli/commands.py hooks it in as a subcommand::
 
     verify = commands.add_parser("verify", ...)
     cli_command.add_arguments(verify)
