@@ -109,3 +109,53 @@ def test_the_check_reads_late_imports_too(tmp_path):
     names = [target for _, target in imported_modules(source, "torchlint.analysis.m")]
     assert "torchlint.rules" in names
     assert layer_of("torchlint.rules") > layer_of("torchlint.analysis.m")
+
+
+# -- function length ----------------------------------------------------------------------------
+
+LONGEST_FUNCTION = 80  # lines, decorators left out: ast's end_lineno - lineno + 1
+
+# The functions allowed longer, by "path::qualified name". Each entry must still be over the
+# limit (a function split below it leaves the list).
+LONG_FUNCTIONS = {
+    # hot loops, one function on purpose (their locals bound once, no call per node or token)
+    "analysis/scopes.py::NodeTable.__init__",  # the file index's one walk over the tree
+    "inference/parso_parser.py::install",  # the parser loop put in parso's place
+    # being split (issue #46)
+    "inference/layer.py::JediInference.__init__",
+    "lsp/verification.py::verify_module",
+    "rules/tl101_unregistered_tensor.py::Uses._read",
+    "rules/tl101_unregistered_tensor.py::_finding",
+    "verify/probe.py::main",
+    "verify/runner.py::verify_file",
+}
+
+
+def function_lengths(path: Path):
+    """(qualified name, lines) of every function and method in the file, nested ones too."""
+    def walk(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield prefix + child.name, child.end_lineno - child.lineno + 1
+                yield from walk(child, prefix + child.name + ".")
+            elif isinstance(child, ast.ClassDef):
+                yield from walk(child, prefix + child.name + ".")
+            else:
+                yield from walk(child, prefix)
+    yield from walk(ast.parse(path.read_text(encoding="utf-8"), str(path)), "")
+
+
+def test_no_function_is_longer_than_the_limit():
+    lengths = {"%s::%s" % (path.relative_to(PACKAGE).as_posix(), name): lines
+               for path in SOURCES for name, lines in function_lengths(path)}
+    too_long = ["%s: %d lines" % (name, lines) for name, lines in sorted(lengths.items())
+                if lines > LONGEST_FUNCTION and name not in LONG_FUNCTIONS]
+    assert not too_long, "over %d lines (split them): %s" % (LONGEST_FUNCTION, ", ".join(too_long))
+    stale = sorted(name for name in LONG_FUNCTIONS if lengths.get(name, 0) <= LONGEST_FUNCTION)
+    assert not stale, "allowed to be long but no longer are (or are gone): take them off LONG_FUNCTIONS: %s" % stale
+
+
+def test_the_length_check_reads_nested_functions_and_methods(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("class C:\n    def f(self):\n        def g():\n            pass\n        return g\n")
+    assert dict(function_lengths(source)) == {"C.f": 4, "C.f.g": 2}
