@@ -159,3 +159,44 @@ def test_the_length_check_reads_nested_functions_and_methods(tmp_path):
     source = tmp_path / "m.py"
     source.write_text("class C:\n    def f(self):\n        def g():\n            pass\n        return g\n")
     assert dict(function_lengths(source)) == {"C.f": 4, "C.f.g": 2}
+
+
+# -- the command line keeps no state at module level ---------------------------------------------
+
+CLI_SOURCES = [p for p in SOURCES if module_name(p) == "torchlint.cli" or module_name(p).startswith("torchlint.cli.")]
+# A pool worker's ProcessState: set once by the pool's initializer, the only way its tasks reach it.
+CLI_GLOBALS_ALLOWED = {("torchlint.cli.workers", "start_worker", "_worker")}
+MUTABLE = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+
+
+def module_state(path: Path):
+    """(function, name) of each ``global`` statement, and (None, name) of each module-level
+    name bound to a list, dict or set."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in tree.body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, MUTABLE) or isinstance(value, ast.Call) and getattr(value.func, "id", "") in (
+                "dict", "list", "set", "defaultdict"):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            yield from ((None, ast.unparse(target)) for target in targets)
+    for function in ast.walk(tree):
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(function):
+                if isinstance(node, ast.Global):
+                    yield from ((function.name, name) for name in node.names)
+
+
+def test_the_command_line_keeps_its_state_in_objects_not_modules():
+    # A run's state is its RunState; a process's (jedi layers, warnings said, collections) its
+    # ProcessState; the signals received, StopSignals.
+    found = ["%s: %s%s" % (module_name(path), "global %s in %s()" % (name, where) if where else name,
+                           "" if where else " (a mutable value at module level)")
+             for path in CLI_SOURCES for where, name in module_state(path)
+             if (module_name(path), where, name) not in CLI_GLOBALS_ALLOWED]
+    assert not found, "\n".join(found)
+
+
+def test_the_state_check_sees_globals_and_mutable_values(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("SEEN = {}\nLIMIT = 3\nNAMES: list = []\n\n\ndef f():\n    global LIMIT\n    LIMIT = 4\n")
+    assert sorted(module_state(source), key=str) == sorted([(None, "SEEN"), (None, "NAMES"), ("f", "LIMIT")], key=str)

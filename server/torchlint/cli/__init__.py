@@ -12,4 +12,4 @@ from .check import load_settings
 from .checking import Job
 from .commands import build_parser, console_main, main
 
-__all__ = ["Job", "build_parser", "console_main", "load_settings", "main"]
+__all__ = ("Job", "build_parser", "console_main", "load_settings", "main")
