@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import errno
 import json
+import logging
 import os
 import stat
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 from testkit.support import run_cli as run
 from torchlint import cli, fixing
 from torchlint.cli import workers
+from torchlint.cli.process_state import ProcessState
 from torchlint.engine import CheckOptions
 from torchlint.rules import RULES_BY_CODE
 
@@ -558,6 +560,23 @@ def test_many_files_in_parallel_give_sorted_complete_results(tmp_path, capsys):
     assert lines == sorted(lines)
     assert len([line for line in lines if "TL101" in line]) == (workers.PARALLEL_MIN_FILES + 4) // 2
     assert "m99_broken.py:1:7: SyntaxError" in out
+
+
+def test_a_worker_forked_after_the_run_showed_its_log_logs_once():
+    # A forked worker inherits the main process's handler on the "torchlint" logger; with -v
+    # both would print each message.
+    logger = logging.getLogger("torchlint")
+    parent = ProcessState()
+    parent.show_log(True)
+    inherited = parent.log_handler
+    worker = ProcessState(as_a_worker=True)  # as start_worker makes it, after the fork
+    try:
+        worker.show_log(True)
+        assert [h for h in logger.handlers if isinstance(h, logging.StreamHandler)] == [worker.log_handler]
+    finally:
+        worker.close()
+        parent.close()
+    assert inherited not in logger.handlers and worker.log_handler is None
 
 
 def test_workers_get_the_files_of_one_folder_together_the_largest_batches_first(tmp_path):

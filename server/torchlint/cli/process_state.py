@@ -37,6 +37,8 @@ COLLECT_EVERY = 500
 # benchmarks/README.md#tuned-constants.
 WORKER_MEMORY_LIMIT = 512 * 2 ** 20
 
+_LOG_HANDLER = "torchlint-cli"  # the name of the handler show_log adds
+
 # (root, interpreter, cache folder, budget): what a jedi layer is made for
 LayerKey = Tuple[str, Optional[Interpreter], Optional[str], Optional[float]]
 
@@ -75,9 +77,10 @@ class ProcessState:
         """The core logs rule crashes; the CLI reports them itself, so show the log only with
         --verbose (a handler, even a null one, keeps Python's last-resort handler from printing it)."""
         logger = logging.getLogger("torchlint")
-        if self.log_handler is not None:
-            logger.removeHandler(self.log_handler)
+        for handler in [h for h in logger.handlers if h.get_name() == _LOG_HANDLER]:
+            logger.removeHandler(handler)  # this state's, or (a forked worker) the parent's
         self.log_handler = logging.StreamHandler() if verbose else logging.NullHandler()
+        self.log_handler.set_name(_LOG_HANDLER)
         logger.addHandler(self.log_handler)
 
     def close(self) -> None:
