@@ -124,8 +124,6 @@ LONG_FUNCTIONS = {
     # being split (issue #46)
     "inference/layer.py::JediInference.__init__",
     "lsp/verification.py::verify_module",
-    "rules/tl101_unregistered_tensor.py::Uses._read",
-    "rules/tl101_unregistered_tensor.py::_finding",
     "verify/probe.py::main",
     "verify/runner.py::verify_file",
 }

@@ -11,7 +11,7 @@ from ..analysis.construction import Construction, always_after, always_before, e
 from ..analysis.context import FileContext
 from ..analysis.dtypes import INTEGRAL, dtype_family, is_zero_dim
 from ..analysis.forward import bases_read, forward_elsewhere
-from ..analysis.findings import Edit, Finding, Position, Range, Severity
+from ..analysis.findings import Edit, Finding, Fix, Position, Range, Severity
 from ..analysis.flow import argument_values, calls_a_module, callee_parameter, enclosing_statement, loads_of, loads_seeing
 from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition, Scope
 from ..analysis.source import apply_edits, last_line, statement_start
@@ -268,7 +268,16 @@ class Uses:
             return Use.WRITE
         if _given_to_optimizer(ctx, node, parents):
             self.trained = True
-        # Climb through views and indexing: `self.x[:t].view(...).to(dev)` is still a moved read.
+        climbed = self._climb(ctx, scope, in_init, node, parents, unknown_index_is_tensor)
+        if isinstance(climbed, Use):
+            return climbed
+        return self._use(ctx, scope, in_init, *climbed, parents, unknown_index_is_tensor, depth)
+
+    def _climb(self, ctx: FileContext, scope: Scope, in_init: bool, node: ast.expr, parents: Dict[int, ast.AST],
+               unknown_index_is_tensor: bool) -> Union[Use, Tuple[ast.AST, Optional[ast.AST], bool, bool]]:
+        """Climb from the read through views and indexing: `self.x[:t].view(...).to(dev)` is still a
+        moved read. The use, when the climb decides it; else (the node reached, its parent, whether no
+        view, index or attribute is between them and the read, whether a part of it is used)."""
         current: Optional[ast.AST] = node
         parent = parents.get(id(node))
         as_is = True  # no view, index or attribute between the read and its use
@@ -313,9 +322,15 @@ class Uses:
                     current, parent, as_is = parent, parents.get(id(parent)), False
                     continue
                 return Use.COMPUTED if is_call else Use.NEUTRAL
-            break
+            assert current is not None  # (the climb stops at a node with a parent)
+            return current, parent, as_is, indexed
+
+    def _use(self, ctx: FileContext, scope: Scope, in_init: bool, current: ast.AST, parent: Optional[ast.AST],
+             as_is: bool, indexed: bool, parents: Dict[int, ast.AST], unknown_index_is_tensor: bool,
+             depth: int) -> Use:
+        """What the read's use is, where the climb from it ended (``current``, under ``parent``)."""
         keyword = isinstance(parent, ast.keyword)
-        if keyword:  # f(x, weight=self.w): the call decides
+        if isinstance(parent, ast.keyword):  # f(x, weight=self.w): the call decides
             current, parent = parent, parents.get(id(parent))
         if isinstance(parent, ast.AugAssign) and parent.target is current:
             self.written_in_place = True
@@ -362,7 +377,6 @@ class Uses:
             if isinstance(holder, ast.Call) and held is not holder.func and (
                     (ctx.qualify(holder.func) or "").startswith("torch.") or calls_a_module(ctx, scope, holder)):
                 return Use.COMPUTED  # torch.cat([x, self.t]), self.lstm(x, (h, self.c0))
-        assert current is not None and held is not None  # (the climb stops at a node with a parent)
         followed = self._follow(ctx, scope, current, held, holder, parents, unknown_index_is_tensor, depth)
         if followed is not None:
             return scalar if followed is Use.SCALAR else followed
@@ -598,7 +612,21 @@ def _used_like_a_weight(ctx: FileContext, binding: Binding, value: Value, uses: 
 def _finding(ctx: FileContext, binding: Binding, value: Value, branches: List[Tuple[ast.expr, Value]], uses: Uses,
              severity: Severity, built: Construction, other: Optional[Kind], zero_dim: bool) -> Finding:
     stmt, attr, self_name = binding.stmt, binding.name, binding.scope.self_name
-    target = "%s.%s" % (self_name, attr)
+    made, why_none = _fixes(ctx, binding, value, branches, uses, built, other)
+    message = _message(binding, value, branches, uses, severity, other)
+    single_target = isinstance(stmt, ast.AnnAssign) or (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1)
+    where = ctx.range(stmt)
+    if not single_target:
+        # `self.h0 = self.c0 = <value>`: one finding per target, each starting at its own target.
+        where = Range(ctx.range(_target(stmt, self_name, attr) or stmt).start, where.end)
+    return ctx.finding(message + why_none, where, made, severity=severity)
+
+
+def _message(binding: Binding, value: Value, branches: List[Tuple[ast.expr, Value]], uses: Uses,
+             severity: Severity, other: Optional[Kind]) -> str:
+    """What goes wrong, by what the uses show."""
+    attr = binding.name
+    target = "%s.%s" % (binding.scope.self_name, attr)
     path = _path(binding, branches, other)
     if value.requires_grad:
         message = ("`%s` requires grad but is a plain tensor attribute%s: it is not in parameters(), so the "
@@ -630,7 +658,13 @@ def _finding(ctx: FileContext, binding: Binding, value: Value, branches: List[Tu
     else:
         message = ("`%s` holds a tensor the Module does not register%s: it is not in parameters() or "
                    "state_dict(), and .to()/.cuda() leave it behind" % (target, path))
+    return message
 
+
+def _fixes(ctx: FileContext, binding: Binding, value: Value, branches: List[Tuple[ast.expr, Value]], uses: Uses,
+           built: Construction, other: Optional[Kind]) -> Tuple[List[Fix], str]:
+    """The fixes offered (the preferred one marked) and, when there is none, why."""
+    stmt, attr, self_name = binding.stmt, binding.name, binding.scope.self_name
     scope = binding.scope
     tensors = [node for node, v in branches if v.kind is Kind.TENSOR]
     # nn.Parameter refuses integer and boolean tensors ("Only Tensors of floating point and complex
@@ -697,13 +731,8 @@ def _finding(ctx: FileContext, binding: Binding, value: Value, branches: List[Tu
         preferred = len(fixes) - 1  # the non-persistent buffer: the same behaviour, without a copy per call
     else:
         preferred = len(fixes) - 2  # the buffer
-    made = [ctx.fix(title, list(edits) + [import_edit], safe, preferred=(i == preferred))
-            for i, (title, edits, import_edit, safe) in enumerate(fixes)]
-    where = ctx.range(stmt)
-    if not single_target:
-        # `self.h0 = self.c0 = <value>`: one finding per target, each starting at its own target.
-        where = Range(ctx.range(_target(stmt, self_name, attr) or stmt).start, where.end)
-    return ctx.finding(message + why_none, where, made, severity=severity)
+    return [ctx.fix(title, list(edits) + [import_edit], safe, preferred=(i == preferred))
+            for i, (title, edits, import_edit, safe) in enumerate(fixes)], why_none
 
 
 def _path(binding: Binding, branches: List[Tuple[ast.expr, Value]], other: Optional[Kind]) -> str:
