@@ -284,3 +284,63 @@ def test_every_editor_setting_arrives(spec, tmp_path):
     resolver.update(settings)
     assert getattr(resolver.config_for(str(tmp_path / "m.py")).settings, spec.name) == expected
     assert errors == []
+
+
+# -- one check per setting, run once ---------------------------------------------------------------
+
+def counting_checks(monkeypatch):
+    """Spec.check, counting its calls per setting."""
+    from torchlint import settings as settings_module
+
+    calls = {}
+    check = settings_module.Spec.check
+
+    def counted(self, value):
+        calls[self.name] = calls.get(self.name, 0) + 1
+        return check(self, value)
+
+    monkeypatch.setattr(settings_module.Spec, "check", counted)
+    return calls
+
+
+def test_an_editor_value_is_checked_once(monkeypatch, tmp_path):
+    calls = counting_checks(monkeypatch)
+    settings, errors = parse_settings({"select": ["TL1"], "severity": {"TL101": "hint"}, "verify": {"device": "cpu"}})
+    resolver = OptionsResolver(errors.append)
+    resolver.update(settings)
+    resolver.options_for(str(tmp_path / "m.py"))
+    assert errors == [] and calls == {"select": 1, "severity": 1, "verify_device": 1}
+
+
+def test_a_flag_and_a_pyproject_value_are_checked_once(monkeypatch, tmp_path):
+    calls = counting_checks(monkeypatch)
+    (tmp_path / "pyproject.toml").write_text("[tool.torchlint]\nignore = ['TL2']\n", encoding="utf-8")
+    config = load_settings(check_command().parse_args(["--select", "TL1", str(tmp_path)]))
+    config.options_for(str(tmp_path / "m.py"))
+    assert calls == {"select": 1, "ignore": 1}
+
+
+@pytest.mark.parametrize("raw, held", [
+    ({"select": ["tl1"]}, {"select": ("TL1",)}),
+    ({"severity": {"tl1": "ERROR", "TL101": "hint"}}, {"severity": (("TL1", "error"), ("TL101", "hint"))}),
+])
+def test_the_editor_and_pyproject_accept_the_same_values(raw, held, tmp_path):
+    # One check per setting: the editor no longer refuses what [tool.torchlint] takes.
+    settings, errors = parse_settings(raw)
+    config = parse_table(raw, tmp_path / "pyproject.toml")
+    for name, value in held.items():
+        assert errors == [] and getattr(settings, name) == value == getattr(config.settings, name)
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"select": 42}, "torchlint.select: expected a list of rule codes, got 42; using the default"),
+    ({"select": ["TL9"]}, "torchlint.select: unknown rule code or prefix 'TL9'"),
+    ({"select": []}, "torchlint.select: an empty list selects no rule at all"),
+    ({"severity": {"TL1": "loud"}}, "torchlint.severity.TL1: expected one of \"error\", "),
+    ({"verify": {"device": "tpu"}}, "torchlint.verify.device: expected one of auto, cuda, cpu, mps (or cuda:N), "
+                                    "got 'tpu'; using the default"),
+    ({"verify": {"timeout": 0}}, "torchlint.verify.timeout: expected at least 1, got 0; using the default"),
+])
+def test_an_editor_error_names_the_setting_and_what_was_expected(raw, message):
+    _settings, errors = parse_settings(raw)
+    assert len(errors) == 1 and errors[0].startswith(message), errors

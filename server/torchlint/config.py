@@ -9,21 +9,19 @@ Rule selectors are codes or code prefixes: ``"TL101"``, ``"TL1"`` (every TL1xx r
 from __future__ import annotations
 
 import difflib
-import json
 import os
-import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from functools import cached_property
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
 
 from .engine import CheckOptions
 from .analysis.findings import Severity
 from .files import GlobPattern, display_path, relative_to_root
 from .rules import RULES_BY_CODE
-from .settings import (SEVERITIES, Partial, SettingError, Settings, Spec, check_value, flag_name, lookup, merged,
-                       pyproject_keys, specs)
+from .settings import (SEVERITIES, ClassRecipe, Partial, SettingError, Settings, Spec, checked, flag_name, lookup,
+                       matches, merged, pyproject_keys, specificity, specs, unknown_key)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -35,7 +33,6 @@ KEYS = pyproject_keys()  # declared in torchlint.settings
 SUB_TABLES = tuple(sorted({spec.where.pyproject.split(".")[0] for spec in specs()
                           if spec.where.pyproject and "." in spec.where.pyproject}))
 SEVERITY_NAMES = SEVERITIES
-_SELECTOR = re.compile(r"^(ALL|TL\d{0,3})$")
 
 
 class ConfigError(Exception):
@@ -166,28 +163,24 @@ class Config:
                 enabled = enabled - codes
         return CheckOptions(enabled=enabled, severities=self.severity_overrides(), show_all=self.show_all)
 
-    def over(self, given: Partial, name: Callable[[Spec], str] = flag_name) -> "Config":
-        """These settings with a higher source on top (the command line's, the editor's): its
-        values as it gave them, checked here; ``name`` says what errors call a setting."""
-        return replace(self, sources=self.sources + (checked(given, name),))
+    def over(self, given: Partial) -> "Config":
+        """These settings with a higher source on top (the command line's, the editor's): a
+        Partial its reader checked (``given_flags``, ``parse_editor``)."""
+        return replace(self, sources=self.sources + (given,))
 
     def with_overrides(self, name: Callable[[Spec], str] = flag_name, **given: object) -> "Config":
-        """:meth:`over` with the settings as keywords: ``with_overrides(select=["TL1"])``."""
-        return self.over(Partial.of(given), name)
+        """:meth:`over` with the settings as keywords, checked here: ``with_overrides(select=["TL1"])``;
+        ``name`` says what an error calls a setting."""
+        try:
+            return self.over(checked(given, name))
+        except SettingError as err:
+            raise ConfigError(str(err)) from None
 
 
 _SELECTION = ("select", "extend_select", "ignore")
 
 
 # -- selectors ---------------------------------------------------------------------------------
-
-def matches(selector: str, code: str) -> bool:
-    return selector == "ALL" or code.startswith(selector)
-
-
-def specificity(selector: str) -> int:
-    return 0 if selector == "ALL" else len(selector)
-
 
 def at_least(severity: Severity, threshold: Severity) -> bool:
     """Whether ``severity`` is ``threshold`` or more severe (error > warning > info > hint: the
@@ -198,69 +191,6 @@ def at_least(severity: Severity, threshold: Severity) -> bool:
 def expand(selectors: Iterable[str]) -> FrozenSet[str]:
     """The rule codes a list of (already validated) selectors covers."""
     return frozenset(code for code in RULES_BY_CODE for s in selectors if matches(s, code))
-
-
-_NO_RULE = "an empty list selects no rule at all (leave it out to run every rule)"
-
-
-def _selectors(values: object, where: str, empty: Optional[str] = None) -> List[str]:
-    """Validated selectors; ``empty``: why an empty list is an error here (None: it is fine)."""
-    if isinstance(values, str) or not isinstance(values, (list, tuple)):
-        raise ConfigError("%s: expected a list of rule codes, got %r" % (where, values))
-    if not values and empty:
-        raise ConfigError("%s: %s" % (where, empty))
-    result = []
-    for value in values:
-        if not isinstance(value, str):
-            raise ConfigError("%s: expected a rule code, got %r" % (where, value))
-        if not value.strip():
-            raise ConfigError("%s: empty rule code %r" % (where, value))
-        selector = value.strip().upper()
-        if not _SELECTOR.match(selector) or not any(matches(selector, c) for c in RULES_BY_CODE):
-            raise ConfigError("%s: unknown rule code or prefix %r (known: %s)"
-                              % (where, value, ", ".join(RULES_BY_CODE) or "none"))
-        result.append(selector)
-    return result
-
-
-def _severities(table: object, where: str) -> List[Tuple[str, Severity]]:
-    if not isinstance(table, dict):
-        raise ConfigError("%s: expected a table of rule code = severity, got %r" % (where, table))
-    result = []
-    for key, value in sorted(table.items(), key=lambda kv: specificity(str(kv[0]).upper())):
-        (selector,) = _selectors([key], where)
-        if not isinstance(value, str) or value.lower() not in SEVERITY_NAMES:
-            raise ConfigError("%s.%s: expected one of %s, got %r"
-                              % (where, key, ", ".join('"%s"' % s for s in SEVERITY_NAMES), value))
-        result.append((selector, Severity(value.lower())))
-    return result
-
-
-def _declared(spec: Spec, value: object, where: str) -> Any:
-    """``value`` checked against the setting's declaration (torchlint.settings)."""
-    try:
-        return check_value(spec, value)
-    except SettingError as err:
-        raise ConfigError("%s: %s" % (where, err)) from None
-
-
-def _severity_table(table: object, where: str) -> Tuple[Tuple[str, str], ...]:
-    """(selector, severity) pairs, least specific first; an editor's table comes as pairs already."""
-    return tuple((selector, severity.value)
-                 for selector, severity in _severities(dict(table) if isinstance(table, tuple) else table, where))
-
-
-def _per_file_ignores(table: object, where: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
-    if not isinstance(table, dict):
-        raise ConfigError("%s: expected a table of glob = [codes], got %r" % (where, table))
-    return tuple((glob, tuple(_selectors(codes, '%s."%s"' % (where, glob), empty="give the codes these files ignore")))
-                 for glob, codes in table.items())
-
-
-def _interpreter_path(value: object, where: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError("%s: expected the path of a Python interpreter, got %r" % (where, value))
-    return value
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -297,13 +227,16 @@ def parse_table(table: Dict[str, Any], path: Path, root: Optional[Path] = None) 
             raise ConfigError("%s: expected a table, got %r" % (at, value))
         for key in value:
             if key not in pyproject_keys(sub_table):
-                raise _unknown_key(key, pyproject_keys(sub_table), at)
+                raise ConfigError("%s: %s" % (at, unknown_key(key, pyproject_keys(sub_table))))
     given = {}
     for spec in specs():
         found, value = lookup(table, spec.where.pyproject) if spec.where.pyproject else (False, None)
         if found:
             given[spec.name] = value
-    values = dict(checked(Partial.of(given), lambda spec: "%s %s" % (where, spec.where.pyproject)).values)
+    try:
+        values = dict(checked(given, lambda spec: "%s %s" % (where, spec.where.pyproject)).values)
+    except SettingError as err:
+        raise ConfigError(str(err)) from None
     for spec in specs():
         if spec.where.relative_paths and spec.name in values:
             values[spec.name] = tuple(os.path.normpath(os.path.join(str(path.parent), folder))
@@ -313,22 +246,6 @@ def parse_table(table: Dict[str, Any], path: Path, root: Optional[Path] = None) 
 
 # -- [tool.torchlint.verify] -------------------------------------------------------------------
 
-VERIFY_CLASS_KEYS = ("kwargs", "factory")
-_FACTORY = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
-
-
-@dataclass(frozen=True)
-class ClassRecipe:
-    """How ``torchlint verify`` builds one class: keyword arguments, or a factory "pkg.mod:function"."""
-
-    kwargs_json: Optional[str] = None  # JSON text: keeps the frozen config hashable
-    factory: Optional[str] = None
-
-    @property
-    def kwargs(self) -> Optional[Dict[str, Any]]:
-        return None if self.kwargs_json is None else json.loads(self.kwargs_json)
-
-
 @dataclass(frozen=True)
 class VerifyConfig:
     import_roots: Tuple[str, ...] = ()  # absolute folders to import files from as package modules
@@ -337,74 +254,6 @@ class VerifyConfig:
 
     def recipe(self, class_name: str) -> Optional[ClassRecipe]:
         return dict(self.classes).get(class_name)
-
-
-def _unknown_key(key: str, known: Sequence[str], where: str) -> ConfigError:
-    close = difflib.get_close_matches(key, known, n=1)
-    return ConfigError("%s: unknown key %r%s (known: %s)" % (
-        where, key, " (did you mean %r?)" % close[0] if close else "", ", ".join(known)))
-
-
-def _class_recipes(classes: object, where: str) -> Tuple[Tuple[str, ClassRecipe], ...]:
-    """``[tool.torchlint.verify.classes]``: how each named class is built."""
-    if not isinstance(classes, dict):
-        raise ConfigError("%s: expected a table of class name = {kwargs = {...}} or {factory = "
-                          "\"pkg.mod:function\"}, got %r" % (where, classes))
-    recipes = []
-    for class_name, entry in classes.items():
-        at = "%s.%s" % (where, class_name)
-        if not class_name.isidentifier():
-            raise ConfigError("%s: %r is not a class name" % (at, class_name))
-        if not isinstance(entry, dict):
-            raise ConfigError("%s: expected a table with kwargs = {...} or factory = \"pkg.mod:function\", got %r"
-                              % (at, entry))
-        for name in entry:
-            if name not in VERIFY_CLASS_KEYS:
-                raise _unknown_key(name, VERIFY_CLASS_KEYS, at)
-        if ("kwargs" in entry) == ("factory" in entry):
-            raise ConfigError("%s: give either kwargs = {...} or factory = \"pkg.mod:function\", not %s"
-                              % (at, "both" if entry else "neither"))
-        if "factory" in entry:
-            factory = entry["factory"]
-            if not isinstance(factory, str) or not _FACTORY.match(factory.strip()):
-                raise ConfigError("%s.factory: expected \"package.module:function\", got %r" % (at, factory))
-            recipes.append((class_name, ClassRecipe(factory=factory.strip())))
-        else:
-            kwargs = entry["kwargs"]
-            if not isinstance(kwargs, dict) or not all(k.isidentifier() for k in kwargs):
-                raise ConfigError("%s.kwargs: expected a table of argument name = value, got %r" % (at, kwargs))
-            try:
-                text = json.dumps(kwargs)
-            except (TypeError, ValueError) as err:
-                raise ConfigError("%s.kwargs: values must be numbers, strings, booleans, arrays or tables (%s)"
-                                  % (at, err)) from None
-            recipes.append((class_name, ClassRecipe(kwargs_json=text)))
-    return tuple(recipes)
-
-
-# What a setting's declared type cannot say: that its rule codes exist, and so on. Every other
-# setting is checked against its declaration alone.
-_CHECKS: Dict[str, Callable[[object, str], object]] = {
-    "select": lambda value, where: tuple(_selectors(value, where, empty=_NO_RULE)),
-    "extend_select": lambda value, where: tuple(_selectors(value, where)),
-    "ignore": lambda value, where: tuple(_selectors(value, where)),
-    "severity": _severity_table,
-    "per_file_ignores": _per_file_ignores,
-    "python": _interpreter_path,
-    "verify_classes": _class_recipes,
-}
-
-
-def checked(given: Partial, name: Callable[[Spec], str]) -> Partial:
-    """The values of ``given`` (as its source gave them) checked and made the settings' types;
-    a bad one raises ConfigError naming the setting as ``name(spec)`` does."""
-    declared = {spec.name: spec for spec in specs()}
-    values = {}
-    for setting, value in given.values:
-        spec = declared[setting]
-        check = _CHECKS.get(setting)
-        values[setting] = check(value, name(spec)) if check else _declared(spec, value, name(spec))
-    return Partial.of(values)
 
 
 def load_config(path: Union[str, os.PathLike[str]]) -> Config:

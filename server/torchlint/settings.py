@@ -7,7 +7,10 @@ command line (``flag``, on the subcommands its ``cli`` entries name, with their 
 
 Each source is read from this declaration into a :class:`Partial` (only what that source gave):
 the editor's JSON by :func:`parse_editor`, the flags by :func:`given_flags` (which
-:func:`add_flags` made), ``[tool.torchlint]`` by ``config.parse_table``. ``config.Config`` puts
+:func:`add_flags` made), ``[tool.torchlint]`` by ``config.parse_table``. Each reader checks each
+value once, by its setting's :meth:`Spec.check`: the check the field declares (``check=``: rule
+codes that exist, a severity table, a device...) or else its type, allowed values and minimum; a
+Partial holds checked values only. ``config.Config`` puts
 them over the defaults in one place, lowest first: pyproject.toml, then the command line or the
 editor. ``tests/test_settings.py`` checks package.json's ``contributes.configuration`` against
 :func:`vscode_schema`, that every allowed value is accepted by the code that reads it, and that
@@ -21,14 +24,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import functools
+import json
+import re
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 import cattrs
 
 from .analysis.findings import Severity
+from .rules import RULES_BY_CODE
 
 DEVICES = ("auto", "cuda", "cpu", "mps")  # and cuda:N (see is_device)
 SEVERITIES = tuple(s.value for s in Severity)
@@ -37,6 +44,164 @@ TRACE_LEVELS = ("off", "messages", "verbose")
 
 Codes = Tuple[str, ...]  # rule codes or prefixes, in the order given
 SeverityTable = Tuple[Tuple[str, str], ...]  # (code or prefix, severity), sorted: a JSON object
+
+
+class SettingError(ValueError):
+    """A value its setting's check refuses; the message says what was expected. ``at``: where
+    inside the value (a table's key: ``.TL1``, ``."tests/**"``), written after the setting's name."""
+
+    def __init__(self, message: str, at: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.at = at
+
+    def naming(self, name: str) -> "SettingError":
+        """The same error with the setting named as its source names it: ``--select: ...``."""
+        return SettingError("%s%s: %s" % (name, self.at, self.message))
+
+
+# -- what a setting's type cannot say: each is the whole check of the settings that declare it ----
+
+_SELECTOR = re.compile(r"^(ALL|TL\d{0,3})$")
+NO_RULE = "an empty list selects no rule at all (leave it out to run every rule)"
+
+
+def matches(selector: str, code: str) -> bool:
+    """Whether a (checked) rule selector covers ``code``: ``ALL``, a code, or a code prefix."""
+    return selector == "ALL" or code.startswith(selector)
+
+
+def specificity(selector: str) -> int:
+    return 0 if selector == "ALL" else len(selector)
+
+
+def rule_codes(values: object, empty: Optional[str] = None, at: str = "") -> Tuple[str, ...]:
+    """Rule codes or prefixes that exist, upper-cased; ``empty``: why an empty list is an error
+    here (None: it is fine)."""
+    if isinstance(values, str) or not isinstance(values, (list, tuple)):
+        raise SettingError("expected a list of rule codes, got %r" % (values,), at)
+    if not values and empty:
+        raise SettingError(empty, at)
+    result = []
+    for value in values:
+        if not isinstance(value, str):
+            raise SettingError("expected a rule code, got %r" % (value,), at)
+        if not value.strip():
+            raise SettingError("empty rule code %r" % (value,), at)
+        selector = value.strip().upper()
+        if not _SELECTOR.match(selector) or not any(matches(selector, c) for c in RULES_BY_CODE):
+            raise SettingError("unknown rule code or prefix %r (known: %s)"
+                               % (value, ", ".join(RULES_BY_CODE) or "none"), at)
+        result.append(selector)
+    return tuple(result)
+
+
+def selected_codes(values: object) -> Tuple[str, ...]:
+    """``select``: rule codes, at least one."""
+    return rule_codes(values, empty=NO_RULE)
+
+
+def severity_table(table: object) -> Tuple[Tuple[str, str], ...]:
+    """(selector, severity) pairs, least specific first (a later pair wins); pairs are taken
+    as the table they stand for (the value a Settings holds)."""
+    if isinstance(table, tuple):
+        table = dict(table)
+    if not isinstance(table, dict):
+        raise SettingError("expected a table of rule code = severity, got %r" % (table,))
+    result = []
+    for key, value in sorted(table.items(), key=lambda kv: specificity(str(kv[0]).upper())):
+        (selector,) = rule_codes([key])
+        if not isinstance(value, str) or value.lower() not in SEVERITIES:
+            raise SettingError("expected one of %s, got %r" % (", ".join('"%s"' % s for s in SEVERITIES), value),
+                               ".%s" % key)
+        result.append((selector, value.lower()))
+    return tuple(result)
+
+
+def file_ignores(table: object) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    """``per-file-ignores``: glob = the codes its files do not report (at least one)."""
+    if not isinstance(table, dict):
+        raise SettingError("expected a table of glob = [codes], got %r" % (table,))
+    return tuple((glob, rule_codes(codes, empty="give the codes these files ignore", at='."%s"' % glob))
+                 for glob, codes in table.items())
+
+
+def interpreter_path(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SettingError("expected the path of a Python interpreter, got %r" % (value,))
+    return value
+
+
+def is_device(value: str) -> bool:
+    """A device verification runs on: one of DEVICES, or cuda:N."""
+    return value in DEVICES or (value.startswith("cuda:") and value[5:].isdigit())
+
+
+def device(value: object) -> str:
+    if not isinstance(value, str):
+        raise SettingError("expected a string, got %r" % (value,))
+    if not is_device(value):
+        raise SettingError("expected one of %s (or cuda:N), got %r" % (", ".join(DEVICES), value))
+    return value
+
+
+VERIFY_CLASS_KEYS = ("kwargs", "factory")
+_FACTORY = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
+
+
+@dataclass(frozen=True)
+class ClassRecipe:
+    """How ``torchlint verify`` builds one class: keyword arguments, or a factory "pkg.mod:function"."""
+
+    kwargs_json: Optional[str] = None  # JSON text: keeps the frozen config hashable
+    factory: Optional[str] = None
+
+    @property
+    def kwargs(self) -> Optional[Dict[str, Any]]:
+        return None if self.kwargs_json is None else json.loads(self.kwargs_json)
+
+
+def unknown_key(key: str, known: Sequence[str]) -> str:
+    """What an error says of a key no declaration knows, with the closest known one."""
+    close = difflib.get_close_matches(key, known, n=1)
+    return "unknown key %r%s (known: %s)" % (key, " (did you mean %r?)" % close[0] if close else "", ", ".join(known))
+
+
+def class_recipes(classes: object) -> Tuple[Tuple[str, ClassRecipe], ...]:
+    """``[tool.torchlint.verify.classes]``: how each named class is built."""
+    if not isinstance(classes, dict):
+        raise SettingError("expected a table of class name = {kwargs = {...}} or {factory = "
+                           "\"pkg.mod:function\"}, got %r" % (classes,))
+    recipes = []
+    for class_name, entry in classes.items():
+        at = ".%s" % class_name
+        if not class_name.isidentifier():
+            raise SettingError("%r is not a class name" % (class_name,), at)
+        if not isinstance(entry, dict):
+            raise SettingError("expected a table with kwargs = {...} or factory = \"pkg.mod:function\", got %r"
+                               % (entry,), at)
+        for name in entry:
+            if name not in VERIFY_CLASS_KEYS:
+                raise SettingError(unknown_key(name, VERIFY_CLASS_KEYS), at)
+        if ("kwargs" in entry) == ("factory" in entry):
+            raise SettingError("give either kwargs = {...} or factory = \"pkg.mod:function\", not %s"
+                               % ("both" if entry else "neither"), at)
+        if "factory" in entry:
+            factory = entry["factory"]
+            if not isinstance(factory, str) or not _FACTORY.match(factory.strip()):
+                raise SettingError("expected \"package.module:function\", got %r" % (factory,), at + ".factory")
+            recipes.append((class_name, ClassRecipe(factory=factory.strip())))
+        else:
+            kwargs = entry["kwargs"]
+            if not isinstance(kwargs, dict) or not all(k.isidentifier() for k in kwargs):
+                raise SettingError("expected a table of argument name = value, got %r" % (kwargs,), at + ".kwargs")
+            try:
+                text = json.dumps(kwargs)
+            except (TypeError, ValueError) as err:
+                raise SettingError("values must be numbers, strings, booleans, arrays or tables (%s)" % err,
+                                   at + ".kwargs") from None
+            recipes.append((class_name, ClassRecipe(kwargs_json=text)))
+    return tuple(recipes)
 
 
 def seconds(text: str) -> float:
@@ -77,6 +242,9 @@ class Where:
     scope: Optional[str] = None  # VS Code's configuration scope, when not the default
     server: bool = True  # False: only the VS Code extension reads it
     vscode: bool = True  # False: not offered in package.json (other editors send it)
+    # The setting's whole check, for what its type cannot say (rule codes that exist...): the
+    # value as given -> the value held, or SettingError. None: its type, enum and minimum.
+    check: Optional[Callable[[Any], Any]] = None
 
 
 def setting(default: Any, description: str, **where: Any) -> Any:
@@ -101,17 +269,18 @@ class Settings:
     select: Optional[Codes] = setting(
         None, "Rule codes or prefixes to enable (for example `[\"TL1\", \"TL301\"]`). Null: what "
         "`[tool.torchlint]` in pyproject.toml selects, else every rule.",
-        editor="select", pyproject="select", flag="--select",
+        editor="select", pyproject="select", flag="--select", check=selected_codes,
         cli=(Flag("check", "rules to run: codes or prefixes, comma-separated", "CODES"),))
     extend_select: Codes = setting(
         (), "Rule codes or prefixes to enable on top of `select`.",
-        pyproject="extend-select", flag="--extend-select", cli=(Flag("check", "rules to run in addition", "CODES"),))
+        pyproject="extend-select", flag="--extend-select", check=rule_codes, cli=(Flag("check", "rules to run in addition", "CODES"),))
     ignore: Codes = setting(
         (), "Rule codes or prefixes to turn off, on top of pyproject.toml's `ignore`.",
-        editor="ignore", pyproject="ignore", flag="--ignore", cli=(Flag("check", "rules not to run", "CODES"),))
+        editor="ignore", pyproject="ignore", flag="--ignore", check=rule_codes, cli=(Flag("check", "rules not to run", "CODES"),))
     per_file_ignores: Tuple[Tuple[str, Codes], ...] = setting(
         (), "Pattern (a .gitignore line) = rule codes that files matching it do not report; a "
-        "pattern starting with `!` applies to the files it does not match.", pyproject="per-file-ignores")
+        "pattern starting with `!` applies to the files it does not match.", pyproject="per-file-ignores",
+        check=file_ignores)
     exclude: Codes = setting(
         (), "Files and folders not to check, as .gitignore lines (the last matching one decides; `!` "
         "re-includes), added to the defaults (virtual environments, build folders, what .gitignore ignores).",
@@ -120,7 +289,7 @@ class Settings:
         (), "More .gitignore lines of files and folders not to check.", pyproject="extend-exclude")
     severity: SeverityTable = setting(
         (), "Severity per rule code or prefix, for example `{\"TL301\": \"hint\", \"TL1\": \"error\"}`.",
-        editor="severity", pyproject="severity", enum=SEVERITIES)
+        editor="severity", pyproject="severity", enum=SEVERITIES, check=severity_table)
     inference_cache: bool = setting(
         True, "Keep the type-inference (jedi) answers on disk, in `$TORCHLINT_CACHE_DIR` (else "
         "`$XDG_CACHE_HOME/torchlint`, else `~/.cache/torchlint`), so that a restart or a second run "
@@ -158,7 +327,7 @@ class Settings:
         "(parameter, buffer, submodule, container, plain tensor...) as an inlay hint.", editor="inlayHints")
     verify_device: str = setting(
         "auto", "Device the runtime verification runs the module on.",
-        editor="verify.device", flag="--device", enum=DEVICES,
+        editor="verify.device", flag="--device", enum=DEVICES, check=device,
         enum_descriptions=("CUDA when the interpreter's torch sees a GPU, else the CPU",
                            "The first CUDA device (fails when there is none)",
                            "The CPU",
@@ -177,7 +346,8 @@ class Settings:
         (), "Folders appended to sys.path in the verification child.", pyproject="verify.extra-paths",
         relative_paths=True)
     verify_classes: Tuple[Tuple[str, Any], ...] = setting(
-        (), "Per class: `kwargs = {...}` or `factory = \"pkg.mod:function\"`.", pyproject="verify.classes")
+        (), "Per class: `kwargs = {...}` or `factory = \"pkg.mod:function\"`.", pyproject="verify.classes",
+        check=class_recipes)
     interpreter: str = setting(
         "", "Path of the Python interpreter that runs the torchlint server and the runtime verification "
         "(give the one that has torch). Empty: the Python extension's active environment when that "
@@ -203,7 +373,7 @@ class Settings:
     python: Optional[str] = setting(
         None, "The interpreter whose packages the jedi layer analyses, relative to the pyproject.toml: "
         "a virtual environment is read, and never run unless the user trusts the workspace.",
-        pyproject="python")
+        pyproject="python", check=interpreter_path)
     max_file_size: int = setting(
         1_000_000, "Documents with more characters than this are not analysed (parsing them would hold up "
         "every answer); torchlint says so once per document. `torchlint check` skips such a file as it "
@@ -226,6 +396,14 @@ class Spec:
     type: Any
     default: Any
     where: Where
+
+    def check(self, value: Any) -> Any:
+        """The value as the setting holds it, or SettingError saying why not: the setting's own
+        check where it declares one, else its type, allowed values and minimum. Every source's
+        value (pyproject.toml, a flag, the editor) is checked here, once."""
+        if self.where.check is not None:
+            return self.where.check(value)
+        return check_value(self, value)
 
 
 @functools.lru_cache(maxsize=None)
@@ -255,11 +433,6 @@ def pyproject_keys(table: str = "") -> Tuple[str, ...]:
             if key not in keys:
                 keys.append(key)
     return tuple(keys)
-
-
-def is_device(value: str) -> bool:
-    """A device verification runs on: one of DEVICES, or cuda:N."""
-    return value in DEVICES or (value.startswith("cuda:") and value[5:].isdigit())
 
 
 def is_codes(kind: object) -> bool:
@@ -331,8 +504,9 @@ def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
 
 
 def given_flags(args: argparse.Namespace, command: str) -> Partial:
-    """The settings the command line gave. A switch gives the opposite of the default
-    (``--no-cache``: inference_cache off); rule codes come comma-separated, the flag repeated or not."""
+    """The settings the command line gave, checked (SettingError names the flag). A switch gives
+    the opposite of the default (``--no-cache``: inference_cache off); rule codes come
+    comma-separated, the flag repeated or not."""
     values: Dict[str, Any] = {}
     for spec, _flag in command_flags(command):
         name = cast(str, spec.where.flag)  # (command_flags gives the specs that have a flag)
@@ -344,7 +518,7 @@ def given_flags(args: argparse.Namespace, command: str) -> Partial:
         elif is_codes(spec.type):
             value = _comma_codes(value, name)
         values[spec.name] = value
-    return Partial.of(values)
+    return checked(values, flag_name)
 
 
 def _comma_codes(values: List[str], flag: str) -> Codes:
@@ -373,11 +547,20 @@ def editor_name(spec: Spec) -> str:
     return "%s.%s" % (EDITOR_SECTION, spec.where.editor or spec.name)
 
 
+def checked(values: Mapping[str, Any], name: Callable[[Spec], str] = flag_name) -> Partial:
+    """The values (as a source gave them) checked, each by its setting (:meth:`Spec.check`); the
+    first bad one raises SettingError naming the setting as ``name(spec)`` does."""
+    result = {}
+    for spec in specs():
+        if spec.name in values:
+            try:
+                result[spec.name] = spec.check(values[spec.name])
+            except SettingError as err:
+                raise err.naming(name(spec)) from None
+    return Partial.of({**values, **result})
+
+
 # -- the editor's JSON -------------------------------------------------------------------------
-
-class SettingError(ValueError):
-    """A value the schema rejects; the message says what was expected."""
-
 
 def _strict_converter() -> cattrs.Converter:
     """cattrs, but refusing what JSON clients get wrong: "true" for true, 1 for true, a string for a list."""
@@ -400,13 +583,7 @@ def _strict_converter() -> cattrs.Converter:
             raise SettingError("expected a list of strings, got %r" % (value,))
         return tuple(converter.structure(item, str) for item in value)
 
-    def table(value: Any, _type: object) -> SeverityTable:
-        if not isinstance(value, dict):
-            raise SettingError("expected an object of rule code = severity, got %r" % (value,))
-        return tuple(sorted((str(k), converter.structure(v, str)) for k, v in value.items()))
-
     converter.register_structure_hook_func(lambda kind: kind == Codes, codes)
-    converter.register_structure_hook_func(lambda kind: kind == SeverityTable, table)
     return converter
 
 
@@ -414,7 +591,9 @@ CONVERTER = _strict_converter()
 
 
 def check_value(spec: Spec, value: Any) -> Any:
-    """The value as the field's type, or SettingError saying why not (type, allowed values, minimum)."""
+    """The value as the field's type, or SettingError saying why not (type, allowed values, minimum):
+    the check of a setting that declares none of its own (see :meth:`Spec.check`)."""
+    given = value  # what an error quotes: 0, not the 0.0 it became
     try:
         value = CONVERTER.structure(value, spec.type)
     except SettingError:
@@ -422,14 +601,10 @@ def check_value(spec: Spec, value: Any) -> Any:
     except Exception as err:  # cattrs' own errors (a type it cannot build from this value)
         raise SettingError("expected %s, got %r (%s)" % (json_type(spec.type), value, err)) from None
     where = spec.where
-    if where.enum:
-        given = [v for _, v in value] if spec.type is SeverityTable else [value]
-        for item in given:
-            if item not in where.enum and not (spec.name == "verify_device" and is_device(item)):
-                raise SettingError("expected one of %s%s, got %r" % (
-                    ", ".join(where.enum), " (or cuda:N)" if spec.name == "verify_device" else "", item))
+    if where.enum and value not in where.enum:
+        raise SettingError("expected one of %s, got %r" % (", ".join(where.enum), value))
     if where.minimum is not None and value < where.minimum:
-        raise SettingError("expected at least %g, got %r" % (where.minimum, value))
+        raise SettingError("expected at least %g, got %r" % (where.minimum, given))
     return value
 
 
@@ -459,9 +634,9 @@ def parse_editor(raw: Mapping[str, Any]) -> Tuple[Partial, List[str]]:
         if not found or value is None:
             continue
         try:
-            values[spec.name] = check_value(spec, value)
+            values[spec.name] = spec.check(value)
         except SettingError as err:
-            errors.append("%s: %s; using the default" % (editor_name(spec), err))
+            errors.append("%s; using the default" % (err.naming(editor_name(spec)),))
     return Partial.of(values), errors
 
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from ..engine import CheckOptions
 from ..config import Config, ConfigError, find_config
-from ..settings import (DEFAULT_SETTINGS, EDITOR_SECTION, Partial, Settings, editor_given, editor_name, merged,
+from ..settings import (DEFAULT_SETTINGS, EDITOR_SECTION, Settings, editor_given, merged,
                         parse_editor)
 
 SECTION = EDITOR_SECTION  # what workspace/configuration asks for
@@ -29,23 +29,15 @@ def unwrap(raw: Any) -> Any:
 
 
 def parse_settings(raw: Any) -> Tuple[Settings, List[str]]:
-    """Settings from the client's JSON, and one message per value that was rejected: by the
-    schema (torchlint.settings), or by what the type cannot say (a rule code that does not exist)."""
+    """Settings from the client's JSON, and one message per value that its setting's check
+    (torchlint.settings) rejected: a wrong type, a rule code that does not exist..."""
     raw = unwrap(raw)
     if raw is None:
         return DEFAULT_SETTINGS, []
     if not isinstance(raw, dict):
         return DEFAULT_SETTINGS, ["torchlint settings: expected an object, got %r" % (raw,)]
-    given, errors = parse_editor(raw)
-    accepted = {}
-    for name, value in given.values:
-        try:
-            Config().over(Partial.of({name: value}), editor_name)
-        except ConfigError as err:  # already names the key
-            errors.append("%s; using the default" % (err,))
-        else:
-            accepted[name] = value
-    return merged([Partial.of(accepted)]), errors
+    given, errors = parse_editor(raw)  # each value checked once, by its setting's declared check
+    return merged([given]), errors
 
 
 class OptionsResolver:
@@ -82,11 +74,7 @@ class OptionsResolver:
         return config
 
     def _with_editor_settings(self, config: Config) -> Config:
-        try:
-            return config.over(editor_given(self.settings), editor_name)
-        except ConfigError as err:  # already validated one by one; kept as a last guard
-            self._report_error("%s; ignoring the editor's settings" % (err,))
-            return config
+        return config.over(editor_given(self.settings))  # (checked when parse_settings read them)
 
     def options_for(self, path: str) -> CheckOptions:
         try:

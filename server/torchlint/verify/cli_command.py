@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..config import ConfigError, find_config
 from ..exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from ..files import discover, display_path
-from ..settings import add_flags, given_flags
+from ..settings import SettingError, add_flags, given_flags
 from .report import COMPLETED, ERROR, VerifyReport, render_json, render_text
 from .runner import NothingToVerify, VerifyError, split_target, verify_file
 
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = find_config(os.path.abspath(first))
         settings = config.over(given_flags(args, "verify")).settings  # the flags, checked as declared
-    except ConfigError as err:
+    except (ConfigError, SettingError) as err:
         print("torchlint: error: %s" % err, file=sys.stderr)
         return EXIT_ERROR
 

@@ -29,7 +29,8 @@ from typing import (Callable, Container, Dict, Iterable, Iterator, List, Literal
 from ..analysis.context import FileContext
 from ..analysis.parsing import parse
 from ..analysis.scopes import Binding, ClassInfo, FunctionDefinition, Index, Scope, build_index, dotted_name
-from ..config import ClassRecipe, VerifyConfig
+from ..config import VerifyConfig
+from ..settings import ClassRecipe
 from ..files import display_path, read_regular_file
 from .protocol import Constructor, JsonObject
 
