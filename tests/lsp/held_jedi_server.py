@@ -9,19 +9,19 @@ import sys
 import time
 
 from torchlint.lsp import server
-from torchlint.lsp.inference_layers import JEDI_WAVE
+from torchlint.lsp.scheduler import Wave
 
 GATE = os.environ["TORCHLINT_TEST_JEDI_GATE"]
 HOLD_BOUND = 300  # seconds: a test that forgets its gate still ends
 
 
 def held(analyse):
-    def analyse_when_let_go(self, snap, inference):
-        if inference == JEDI_WAVE:
+    def analyse_when_let_go(self, snap, wave):
+        if wave is Wave.JEDI:
             deadline = time.monotonic() + HOLD_BOUND
             while not os.path.exists(GATE) and time.monotonic() < deadline:
                 time.sleep(0.02)
-        return analyse(self, snap, inference)
+        return analyse(self, snap, wave)
     return analyse_when_let_go
 
 

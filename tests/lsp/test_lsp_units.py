@@ -95,7 +95,7 @@ def test_a_failing_handler_logs_and_answers_empty():
 
 
 def test_a_crashing_rule_costs_only_its_own_findings(monkeypatch):
-    from torchlint.lsp.scheduler import Snapshot
+    from torchlint.lsp.scheduler import Snapshot, Wave
     from torchlint.lsp.server import TorchlintServer
     from torchlint.rules import RULES_BY_CODE
 
@@ -110,7 +110,7 @@ def test_a_crashing_rule_costs_only_its_own_findings(monkeypatch):
     text = "import torch\nfrom torch import nn\nclass M(nn.Module):\n" \
            "    def __init__(self):\n        super().__init__()\n        self.g = torch.cuda.FloatTensor([1.0])\n" \
            "    def forward(self, x):\n        return x * self.g\n"
-    result = server.analyse(Snapshot("file:///m.py", 1, text, "/tmp/m.py", 0), None)
+    result = server.analyse(Snapshot("file:///m.py", 1, text, "/tmp/m.py", 0), Wave.NAMES)
     assert [f.code for f in result.findings] == ["TL101"]
     assert logged and "TL301" in logged[0]
 
@@ -242,6 +242,43 @@ def test_work_queued_for_an_old_version_is_skipped():
         executor.shutdown(wait=True)
     assert published == [2]
     assert analysed == [2]  # version 1 never ran: superseded while it waited
+
+
+def test_the_waves_run_in_order_each_named_and_on_its_own_executor():
+    import asyncio
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from torchlint.analysis.findings import CheckResult
+    from torchlint.lsp.scheduler import Scheduler, Wave
+
+    documents = {"file:///m.py": (1, "x = 1\n", "/m.py")}
+    analysed, published = [], []
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="names")
+    jedi_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jedi")
+
+    def analyse(snap, wave):
+        analysed.append((wave, threading.current_thread().name.split("_")[0]))
+        return CheckResult([], None)
+
+    async def scenario():
+        scheduler = Scheduler(documents.get, analyse, lambda snap, result: published.append(
+            scheduler.is_later_wave(snap.uri)), executor, waves=(Wave.JEDI, Wave.NAMES),
+            wave_executors={Wave.JEDI: jedi_executor})
+        scheduler.schedule("file:///m.py", delay=0)
+        for _ in range(500):  # bounded: 10 s at most
+            if len(published) == 2:
+                break
+            await asyncio.sleep(0.02)
+        return scheduler.newest_wave("file:///m.py")
+
+    try:
+        newest = asyncio.run(scenario())
+    finally:
+        executor.shutdown(wait=True)
+        jedi_executor.shutdown(wait=True)
+    assert analysed == [(Wave.NAMES, "names"), (Wave.JEDI, "jedi")]
+    assert published == [False, True] and newest is Wave.JEDI
 
 
 def test_typing_waits_for_a_pause_only_when_the_first_wave_is_costly():

@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # imported when a layer is made: the server runs without jedi
 
 log = logging.getLogger("torchlint.lsp")
 
-JEDI_WAVE = "jedi"  # the scheduler's name for the second wave
 INTERPRETER_SETTING = "the torchlint interpreter setting"
 _MISSING: Any = object()  # (Any: compared with layers, never used as one)
 TRIM_EVERY = 500  # entries written between two trims of the cache folder (the server runs for days)

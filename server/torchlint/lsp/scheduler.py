@@ -6,9 +6,9 @@ When it finishes, the result is kept only if the document is still at that versi
 the settings have not changed meanwhile; otherwise it is dropped, unseen. A newer edit
 cancels the pending (debounced) analysis of the same document.
 
-Analyses run in waves, one per entry of ``waves``: the syntactic layer (``None``) first,
-then each inference layer refines the findings of the same snapshot (the server's second
-wave is the jedi layer, ``lsp.inference_layers.JEDI_WAVE``, on its own executor).
+Analyses run in waves (:class:`Wave`), those of ``waves`` in order: names alone first, then the
+jedi layer refines the findings of the same snapshot (the server's second wave, on its own
+executor).
 
 One snapshot's wave is computed once: a pull, a hover or a code action that needs it while
 it runs waits for the same computation, and work queued for a version that is no longer
@@ -17,12 +17,13 @@ current is skipped when its turn comes.
 from __future__ import annotations
 
 import asyncio
+import enum
 import time
 import traceback
 from concurrent.futures import Executor
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Deque, Dict, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Awaitable, Callable, Deque, Dict, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from ..analysis.findings import CheckResult
 
@@ -38,6 +39,14 @@ CHEAP_SECONDS = 0.05
 # a text that does not parse) between cheap incremental ones does not make the next edits wait;
 # as many costly ones in a row (typing in an import line) do.
 RECENT_FIRST_WAVES = 3
+
+
+class Wave(enum.IntEnum):
+    """One analysis of a snapshot; later waves refine earlier ones (ordered: a later wave's
+    result stands for an earlier one's)."""
+
+    NAMES = 0  # the syntactic layer: names alone, at once
+    JEDI = 1  # the jedi layer (type inference), on its own executor
 
 
 @dataclass(frozen=True)
@@ -66,7 +75,7 @@ class Runs:
     last_scheduled: float = float("-inf")  # loop time of its last edit
     # CPU seconds of its last first waves (RECENT_FIRST_WAVES at most)
     first_wave_costs: Deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_FIRST_WAVES))
-    newest: Optional[Tuple[Snapshot, int, CheckResult]] = None  # the newest wave's result: (snapshot, wave, result)
+    newest: Optional[Tuple[Snapshot, Wave, CheckResult]] = None  # the newest wave's result: (snapshot, wave, result)
 
     @property
     def first_wave_cost(self) -> float:
@@ -82,27 +91,27 @@ class Runs:
 
 class Scheduler:
     def __init__(self, snapshot: Callable[[str], Optional[Tuple[Optional[int], str, str]]],
-                 analyse: Callable[[Snapshot, Any], CheckResult],
+                 analyse: Callable[[Snapshot, Wave], CheckResult],
                  publish: Callable[[Snapshot, CheckResult], None],
-                 executor: Executor, waves: Sequence[Any] = (None,),
-                 wave_executors: Optional[Dict[int, Executor]] = None,
+                 executor: Executor, waves: Sequence[Wave] = (Wave.NAMES,),
+                 wave_executors: Optional[Mapping[Wave, Executor]] = None,
                  report: Callable[[str], None] = lambda message: None,
                  runs: Optional[Callable[[str], Optional[Runs]]] = None):
         self._document = snapshot  # uri -> (version, text, path), or None when not open
-        self._analyse = analyse  # runs in the executor: must not touch the event loop
+        self._analyse = analyse  # (snapshot, wave) -> result; runs in the executor: must not touch the event loop
         self._publish = publish  # called on the event loop with current results only
         self._executor = executor
         self._report = report  # logs a failed analysis to the client
         # A slow wave gets its own threads, so it never holds up the fast wave of another edit.
         self._wave_executors = dict(wave_executors or {})
-        self.waves = tuple(waves)
+        self.waves = tuple(sorted(waves))  # the first one is what a pull waits for
         self.generation = 0
         # uri -> its Runs, kept in the document's record (None: not open). Without records (a
         # scheduler on its own) it keeps them itself, one per uri it is asked about.
         self._runs = runs or self._own_runs
         self._own: Dict[str, Runs] = {}
         # (snapshot, wave) -> its computation
-        self._running: Dict[Tuple[Snapshot, int], asyncio.Future[CheckResult]] = {}
+        self._running: Dict[Tuple[Snapshot, Wave], asyncio.Future[CheckResult]] = {}
 
     def _own_runs(self, uri: str) -> Runs:
         return self._own.setdefault(uri, Runs())
@@ -126,7 +135,7 @@ class Scheduler:
         its snapshot, which names the generation it was computed under: it no longer matches)."""
         self.generation += 1
 
-    def _newest(self, uri: str) -> Optional[Tuple[Snapshot, int, CheckResult]]:
+    def _newest(self, uri: str) -> Optional[Tuple[Snapshot, Wave, CheckResult]]:
         runs = self._runs(uri)
         newest = runs.newest if runs is not None else None
         return newest if newest is not None and newest[0].generation == self.generation else None
@@ -159,7 +168,7 @@ class Scheduler:
             snap = self.snapshot(uri)
             if snap is None:
                 return
-            for wave in range(len(self.waves)):
+            for wave in self.waves:
                 result = await self._wave(snap, wave)
                 if not self.is_current(snap):
                     return  # a newer edit has its own task
@@ -184,7 +193,7 @@ class Scheduler:
             if snap is None:
                 raise KeyError(uri)
             try:
-                result = await self._wave(snap, 0)
+                result = await self._wave(snap, self.waves[0])
             except Stale:
                 continue
             if not self.is_current(snap):
@@ -195,15 +204,20 @@ class Scheduler:
             return snap, result
         raise Stale(uri)
 
-    def newest_wave(self, uri: str) -> Optional[int]:
+    def newest_wave(self, uri: str) -> Optional[Wave]:
         cached = self._newest(uri)
         return cached[1] if cached is not None else None
+
+    def is_later_wave(self, uri: str) -> bool:
+        """Whether the document's newest result is a later wave's than the first."""
+        newest = self.newest_wave(uri)
+        return newest is not None and newest > self.waves[0]
 
     async def run(self, function: Callable[..., Result], *args: Any, executor: Optional[Executor] = None) -> Result:
         """Run ``function`` off the event loop."""
         return await asyncio.get_running_loop().run_in_executor(executor or self._executor, function, *args)
 
-    async def _wave(self, snap: Snapshot, wave: int) -> CheckResult:
+    async def _wave(self, snap: Snapshot, wave: Wave) -> CheckResult:
         """Wave ``wave`` of ``snap`` (or a later one already cached), computed once."""
         cached = self._newest(snap.uri)
         if cached is not None and cached[0] == snap and cached[1] >= wave:
@@ -225,19 +239,19 @@ class Scheduler:
                 runs.newest = (snap, wave, result)
         return result
 
-    def _finished(self, key: Tuple[Snapshot, int], future: asyncio.Future[CheckResult]) -> None:
+    def _finished(self, key: Tuple[Snapshot, Wave], future: asyncio.Future[CheckResult]) -> None:
         self._running.pop(key, None)
         if not future.cancelled():
             future.exception()  # retrieved: its awaiters report it, or nobody needed it any more
 
-    def _analyse_if_current(self, snap: Snapshot, wave: int) -> CheckResult:
+    def _analyse_if_current(self, snap: Snapshot, wave: Wave) -> CheckResult:
         """In the executor: skip a version that was superseded while it waited for a thread."""
         if not self.is_current(snap):
             raise Stale(snap.uri)
-        if wave:
-            return self._analyse(snap, self.waves[wave])
-        started = time.thread_time()
-        result = self._analyse(snap, self.waves[wave])
+        if wave != self.waves[0]:
+            return self._analyse(snap, wave)
+        started = time.thread_time()  # the first wave's cost decides the debounce
+        result = self._analyse(snap, wave)
         runs = self._runs(snap.uri)
         if runs is not None:
             runs.first_wave_costs.append(time.thread_time() - started)

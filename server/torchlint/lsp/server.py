@@ -50,13 +50,13 @@ from .convert import Converter
 from .documents import use_protocol_lines
 from .framing import ResyncingReader, request_id
 from .hover import hover as hover_card_at
-from .inference_layers import JEDI_WAVE, InferenceLayers
+from .inference_layers import InferenceLayers
 from .inlay_hints import inlay_hints
 from .messages import Messages
 from .notebooks import SYNC_OPTIONS as NOTEBOOK_SYNC, JoinedNotebook, Notebooks, cell_diagnostics, cell_view, join, notebook_path
 from .publishing import (Diagnostics, PullReport, changed_while_analysed, file_diagnostics, ask_to_pull, publish_cells,
                          publish_file, pull_report)
-from .scheduler import Scheduler, Snapshot, Stale
+from .scheduler import Scheduler, Snapshot, Stale, Wave
 from .state import ClientSupport, DocumentState, OpenDocuments, Verification
 from .verification import (VERIFY_COMMAND, ProjectScans, VerifyRuns, VerifyServices, code_lenses, still_wanting,
                            verify_module)
@@ -134,7 +134,7 @@ class TorchlintServer(LanguageServer):
         # Two waves: names at once, then jedi refines the same snapshot.
         self.inference_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-jedi")
         self.scheduler = Scheduler(self.document_state, self.analyse, self.publish, self.executor,
-                                   waves=(None, JEDI_WAVE), wave_executors={1: self.inference_executor},
+                                   waves=(Wave.NAMES, Wave.JEDI), wave_executors={Wave.JEDI: self.inference_executor},
                                    report=self.log_error, runs=self.documents.runs)
         # What closed documents held goes once the server is quiet (a full collection: seconds).
         self.closed_paths: Set[str] = set()  # closed since the last collection (release_closed)
@@ -262,17 +262,18 @@ class TorchlintServer(LanguageServer):
         return DocumentView(uri, snap, result, self.converter(snap.text))
 
     # -- analysis (runs in the executor) ----------------------------------------------------
-    def analyse(self, snap: Snapshot, inference: Any) -> CheckResult:
+    def analyse(self, snap: Snapshot, wave: Wave) -> CheckResult:
+        """One wave of the snapshot's analysis (the scheduler calls this, in an executor)."""
         if self.too_large(snap.text):  # parsing alone would hold the GIL (and every answer) for seconds
             return CheckResult([], ParseError("too large to analyse", Position(1, 0)))
         options = self.resolver.options_for(snap.path)
         path = snap.path or "untitled.py"
-        layer = self.inference_layer(snap.path) if inference == JEDI_WAVE else None
+        layer = self.inference_layer(snap.path) if wave is Wave.JEDI else None
         if layer is None:  # the first wave (or no jedi layer: the first wave's result again)
-            result = self.checker(snap.uri, path, None).check(snap.text, options)
+            result = self.checker(snap.uri, path, Wave.NAMES).check(snap.text, options)
         else:
             with self.inference.lock:
-                result = self.checker(snap.uri, path, JEDI_WAVE).check(snap.text, options, layer)
+                result = self.checker(snap.uri, path, Wave.JEDI).check(snap.text, options, layer)
             # jedi leaves tens of thousands of cyclic objects per edit: collected here, in the wave
             # that has time to spare, rather than whenever the count runs over, often in the
             # middle of the next edit's first wave.
@@ -281,7 +282,7 @@ class TorchlintServer(LanguageServer):
             self.log_error("internal error (a torchlint bug), other rules still ran: %s" % error)
         return result
 
-    def checker(self, uri: str, path: str, wave: Any) -> IncrementalChecker:
+    def checker(self, uri: str, path: str, wave: Wave) -> IncrementalChecker:
         """The document's checker of one wave (kept in its record between versions); a document
         closed meanwhile gets one of its own, dropped with this check."""
         record = self.documents.get(uri)
@@ -352,7 +353,7 @@ class TorchlintServer(LanguageServer):
     def publish(self, snap: Snapshot, result: CheckResult) -> None:
         """A wave is in for the current text (the scheduler calls this): push it, or have a pull
         client pull it."""
-        later_wave = bool(self.scheduler.newest_wave(snap.uri))
+        later_wave = self.scheduler.is_later_wave(snap.uri)
         if self.notebooks.notebook(snap.uri) is None:
             publish_file(snap, self.client, later_wave, self.pulled(snap.uri),
                          lambda: self.shown_in_file(snap, result), self)
@@ -644,7 +645,7 @@ def did_save(server: TorchlintServer, params: types.DidSaveTextDocumentParams) -
     saved_path = to_fs_path(saved) if saved.endswith(".py") else None
     dependents = server.inference.checks_reading(saved_path) if saved_path else set()
     for record in server.documents:
-        record.checkers.pop(JEDI_WAVE, None)
+        record.checkers.pop(Wave.JEDI, None)
         if record.uri != saved and to_fs_path(record.uri) in dependents:
             record.runs.newest = None
             server.scheduler.schedule(record.uri, delay=0)

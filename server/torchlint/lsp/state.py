@@ -12,7 +12,7 @@ of a closed document stays behind. Feature modules never see a record: the handl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Hashable, Iterator, List, Optional
+from typing import TYPE_CHECKING, Dict, FrozenSet, Hashable, Iterator, List, Optional
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -20,7 +20,7 @@ from pygls.capabilities import get_capability
 
 from ..analysis.findings import Finding
 from ..incremental import IncrementalChecker
-from .scheduler import Runs
+from .scheduler import Runs, Wave
 
 if TYPE_CHECKING:  # notebooks.py imports this module (through publishing.py)
     from .notebooks import JoinedNotebook
@@ -90,7 +90,7 @@ class DocumentState:
 
     uri: str
     runs: Runs = field(default_factory=Runs)  # the scheduler's: pending analysis, timing, newest result
-    checkers: Dict[Any, IncrementalChecker] = field(default_factory=dict)  # wave -> its checker
+    checkers: Dict[Wave, IncrementalChecker] = field(default_factory=dict)  # wave -> its checker
     last_good: List[types.Diagnostic] = field(default_factory=list)  # of the last text that parsed
     pulled: Optional[str] = None  # the result id the client pulled last
     verification: Optional[Verification] = None
@@ -103,7 +103,7 @@ class DocumentState:
     joined: Optional["JoinedNotebook"] = None
     sent: Dict[str, List[types.Diagnostic]] = field(default_factory=dict)
 
-    def checker(self, wave: Any, path: str) -> IncrementalChecker:
+    def checker(self, wave: Wave, path: str) -> IncrementalChecker:
         """The checker of one wave, which keeps what it found between versions."""
         checker = self.checkers.get(wave)
         if checker is None or checker.path != path:
