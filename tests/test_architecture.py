@@ -198,3 +198,60 @@ def test_the_state_check_sees_globals_and_mutable_values(tmp_path):
     source = tmp_path / "m.py"
     source.write_text("SEEN = {}\nLIMIT = 3\nNAMES: list = []\n\n\ndef f():\n    global LIMIT\n    LIMIT = 4\n")
     assert sorted(module_state(source), key=str) == sorted([(None, "SEEN"), (None, "NAMES"), ("f", "LIMIT")], key=str)
+
+
+# -- a module's private names are its own ------------------------------------------------------
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_uses(path: Path, module: str = ""):
+    """(line, what) of every private name the file takes from another torchlint module: ``from
+    torchlint.x import _y`` (relative or not), and ``x._y`` on a torchlint module it imported."""
+    module = module or module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    modules = {}  # local name -> the torchlint module it is
+    uses = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target != "torchlint" and not target.startswith("torchlint."):
+                continue
+            for alias in node.names:
+                if is_module("%s.%s" % (target, alias.name)):
+                    modules[alias.asname or alias.name] = "%s.%s" % (target, alias.name)
+                elif is_private(alias.name) and target != module:
+                    uses.append((node.lineno, "from %s import %s" % (target, alias.name)))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("torchlint.") and alias.asname:
+                    modules[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and is_private(node.attr) and isinstance(node.value, ast.Name) \
+                and modules.get(node.value.id, module) != module:
+            uses.append((node.lineno, "%s.%s (%s)" % (node.value.id, node.attr, modules[node.value.id])))
+    return sorted(uses)
+
+
+OWN_CODE = [p for p in SOURCES if "stubs" not in p.relative_to(PACKAGE).parts]
+
+
+@pytest.mark.parametrize("path", OWN_CODE, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_uses_another_modules_private_names(path):
+    """A name another module needs is public (no leading underscore), or lives in that module."""
+    uses = ["line %d: %s" % use for use in private_uses(path)]
+    assert not uses, "\n".join(uses)
+
+
+def test_the_private_name_check_sees_imports_and_module_attributes(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("from .files import _hidden, shown\nfrom . import files\nfrom .m import _own\n"
+                      "def f():\n    return files._helper(), files.public()\n")
+    uses = [what for _, what in private_uses(source, "torchlint.m")]
+    assert uses == ["from torchlint.files import _hidden", "files._helper (torchlint.files)"]

@@ -123,7 +123,7 @@ def test_what_the_layer_reads_from_the_checks_node_table_is_what_a_walk_finds(tm
     import ast
     import importlib.util
 
-    from torchlint.inference.project_files import _bindings, _statement_walk
+    from torchlint.inference.project_files import name_bindings, statement_walk
     from torchlint.analysis.scopes import NodeTable
     torch_nn = Path(importlib.util.find_spec("torch").submodule_search_locations[0]) / "nn"
     paths = sorted(PROJECT.rglob("*.py")) + sorted((torch_nn / "modules").glob("*.py"))[:20] + [
@@ -143,9 +143,9 @@ def test_what_the_layer_reads_from_the_checks_node_table_is_what_a_walk_finds(tm
     for path in paths:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         table = NodeTable(tree)
-        statements = list(_statement_walk(tree))
+        statements = list(statement_walk(tree))
         assert statements == [tree] + [n for n in ast.walk(tree) if isinstance(n, statement_levels)]
         walked = [n for n in statements if isinstance(n, (ast.Import, ast.ImportFrom))]
         assert table.in_walk_order(table.positions_of(ast.Import) + table.positions_of(ast.ImportFrom)) == walked
-        by_walk, by_table = _bindings(tree), _bindings(tree, table)
+        by_walk, by_table = name_bindings(tree), name_bindings(tree, table)
         assert by_walk and {k: sorted(v) for k, v in by_walk.items()} == {k: sorted(v) for k, v in by_table.items()}

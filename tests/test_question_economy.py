@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from torchlint.inference import file_inference, project_answers
+from torchlint.inference import project_answers
 from torchlint.inference.layer import JediInference
 from torchlint.engine import check_source
 
@@ -21,7 +21,7 @@ def _no_jedi(layer, monkeypatch):
     """Fail if the layer asks jedi about a base class (what files tell must be enough)."""
     def asked(*args, **kwargs):
         raise AssertionError("jedi was asked")
-    monkeypatch.setattr(layer, "_base_is_module", asked)
+    monkeypatch.setattr(layer, "base_is_module", asked)
 
 
 def test_a_class_attribute_assigned_after_the_class_leaves_the_name_bound_to_it(tmp_path, monkeypatch):
@@ -223,18 +223,18 @@ def test_a_worker_past_its_memory_limit_drops_many_read_files_first_and_keeps_je
     check_source(text, str(tmp_path / "m.py"), inference=layer)
     for name in "abc":
         (tmp_path / (name + ".py")).write_text("class %s:\n    pass\n" % name.upper())
-        layer._read_file(str(tmp_path / (name + ".py")))
+        layer.read_file(str(tmp_path / (name + ".py")))
     assert layer._states and len(layer._file_cache) == 3
     resident[0] = 500 * mib
     assert not layer.trim_memory(limit)  # nothing for the caller to collect
     assert not layer._file_cache and layer._states and layer._warmed.is_set()
     for name in "abc":  # many again, but what grew since the files were dropped is jedi's
-        layer._read_file(str(tmp_path / (name + ".py")))
+        layer.read_file(str(tmp_path / (name + ".py")))
     resident[0] = 500 * mib + growth + 1
     assert layer.trim_memory(limit)
     assert not layer._states and not layer._file_cache and not layer._warmed.is_set()
     check_source(text, str(tmp_path / "m.py"), inference=layer)
-    layer._read_file(str(tmp_path / "a.py"))  # one file: under a quarter of READ_FILES_KEPT
+    layer.read_file(str(tmp_path / "a.py"))  # one file: under a quarter of READ_FILES_KEPT
     resident[0] = 500 * mib + 2 * growth + 2
     assert layer.trim_memory(limit)  # few read files: the states go
     assert not layer._states
@@ -271,7 +271,7 @@ def test_a_run_keeps_more_read_files_than_the_language_server_whose_memory_nothi
     for shared in (True, False):
         layer = JediInference(str(tmp_path), share_states=shared)
         for name in "abc":
-            layer._read_file(str(tmp_path / (name + ".py")))
+            layer.read_file(str(tmp_path / (name + ".py")))
         kept.append(len(layer._file_cache))
     assert kept == [3, 2]
 
@@ -282,10 +282,10 @@ def test_read_files_are_kept_least_recently_used_first(tmp_path, monkeypatch):
     layer = JediInference(str(tmp_path), share_states=True)
     for name in "abc":
         (tmp_path / (name + ".py")).write_text("class %s:\n    pass\n" % name.upper())
-    layer._read_file(str(tmp_path / "a.py"))
-    layer._read_file(str(tmp_path / "b.py"))
-    layer._read_file(str(tmp_path / "a.py"))
-    layer._read_file(str(tmp_path / "c.py"))
+    layer.read_file(str(tmp_path / "a.py"))
+    layer.read_file(str(tmp_path / "b.py"))
+    layer.read_file(str(tmp_path / "a.py"))
+    layer.read_file(str(tmp_path / "c.py"))
     assert list(layer._file_cache) == [str(tmp_path / "a.py"), str(tmp_path / "c.py")]
 
 
@@ -296,9 +296,9 @@ def test_a_file_a_check_parsed_lately_is_read_from_that_tree(tmp_path):
     (tmp_path / "blocks.py").write_text(text)
     checked, _ = parsing.parse(text, "blocks.py")  # as a check of it did (the CLI's path, relative)
     layer = JediInference(str(tmp_path), share_states=True)
-    assert layer._read_file(str(tmp_path / "blocks.py")).tree is checked
+    assert layer.read_file(str(tmp_path / "blocks.py")).tree is checked
     (tmp_path / "other.py").write_text(text + "\n")
-    assert layer._read_file(str(tmp_path / "other.py")).tree is not checked  # another text: parsed
+    assert layer.read_file(str(tmp_path / "other.py")).tree is not checked  # another text: parsed
 
 
 def _codes_written(layer, path, text):
@@ -319,14 +319,14 @@ def test_a_name_a_module_gave_is_not_parsed_again_once_its_tree_was_dropped(tmp_
                                          "    class Maybe(nn.Module):\n        pass\n")
     layer = JediInference(str(tmp_path), share_states=True)
     parsed = []  # (file, tree) each time a tree was read
-    read_file = layer._read_file
+    read_file = layer.read_file
 
     def reading(path):
         read = read_file(path)
         if (os.path.basename(path), read.tree) not in parsed:
             parsed.append((os.path.basename(path), read.tree))
         return read
-    monkeypatch.setattr(layer, "_read_file", reading)
+    monkeypatch.setattr(layer, "read_file", reading)
     findings = []
     for index in range(3):
         (tmp_path / ("other%d.py" % index)).write_text("x = 1\n")
@@ -336,7 +336,7 @@ def test_a_name_a_module_gave_is_not_parsed_again_once_its_tree_was_dropped(tmp_
                 "class Wrapped(Maybe):\n    def __init__(self):\n"
                 "        super().__init__()\n        self.layers = [nn.Linear(2, 2)]\n") % index
         findings.append(_codes_written(layer, tmp_path / ("model%d.py" % index), text))
-        layer._read_file(str(tmp_path / ("other%d.py" % index)))  # outputs.py's tree is dropped
+        layer.read_file(str(tmp_path / ("other%d.py" % index)))  # outputs.py's tree is dropped
     assert findings == [["TL102", "TL102"]] * 3  # Block and Wrapped (jedi's answer) are Modules; Result is not
     assert [name for name, _ in parsed].count("outputs.py") == 1
 

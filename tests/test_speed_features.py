@@ -98,7 +98,7 @@ def test_a_corrupt_or_foreign_entry_is_ignored_and_replaced(tmp_path, layers):
                     b"{\"answers\": {\"%s\": \"tensor\"}, \"dependencies\": []}" % key.encode(),
                     b"{\"answers\": {}, \"dependencies\": [[\"x\"]]}"):
         entry.write_bytes(garbage)
-        layer._return_cache.clear()
+        layer.return_cache.clear()
         value, inference = ask(layer, root / "model.py")
         assert value.kind is Kind.TENSOR and inference._script is not None, garbage  # asked again
         assert json.loads(entry.read_text())["answers"][key][0] == "tensor"  # and rewritten
@@ -398,7 +398,7 @@ def test_bases_names_decide_are_not_asked_and_are_what_jedi_would_say(tmp_path, 
     bases = class_bases(BASES_NAMES_DECIDE)
     assert [inference.is_module_base(None, base) for _, base in bases] == [False] * 4
     assert inference._script is None  # no jedi Script: nothing was asked
-    assert [layer._base_is_module(inference.script, base, BASES_NAMES_DECIDE, 1, set())
+    assert [layer.base_is_module(inference.script, base, BASES_NAMES_DECIDE, 1, set())
             for _, base in bases] == [False] * 4  # jedi's own answers
 
     # A builtin's name that the file binds is the file's: here a Module.
@@ -437,7 +437,7 @@ def test_a_base_imported_under_a_condition_is_settled_by_the_files_only_when_no_
     assert [inference._base_from_files(bases[name]) for name in "ABCD"] == [False, False, None, None]
     assert [inference.is_module_base(None, bases[name]) for name in "AB"] == [False, False]
     assert inference._script is None  # no jedi Script: nothing was asked
-    jedi = [layer._base_is_module(inference.script, bases[name], USES_LAZY, 1, set()) for name in "ABCD"]
+    jedi = [layer.base_is_module(inference.script, bases[name], USES_LAZY, 1, set()) for name in "ABCD"]
     assert jedi[:2] == [False, False]  # jedi's own answers, where the files gave theirs
     assert [inference.is_module_base(None, bases[name]) for name in "CD"] == jedi[2:]
 
@@ -492,7 +492,7 @@ def test_a_base_from_a_package_found_nowhere_is_no_module_as_jedi_says_without_a
     assert [inference._base_from_files(bases[name]) for name in "AB"] == [False, None]
     assert inference._script is None
     # jedi's own: no definition at all (None: whether it is a Module is not known; no Module either way)
-    assert layer._base_is_module(inference.script, bases["A"], NOT_INSTALLED, 1, set()) is None
+    assert layer.base_is_module(inference.script, bases["A"], NOT_INSTALLED, 1, set()) is None
 
 
 BLOCKS = "import torch.nn as nn\n\n\nclass Block(nn.Module):\n    pass\n"

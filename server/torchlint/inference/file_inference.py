@@ -18,7 +18,7 @@ from . import jedi_access
 from .jedi_access import BudgetSpent, JediName, JediScript, with_frame_room, within_deadline
 from .project_answers import (ASK, PLAIN_TYPES, QUESTION_FILE, Ask, CheckedFile, FilesAnswer, body_line,
                               parameter_default, rebinds, typed_in_words)
-from .project_files import ImportNode, _bindings, _builtin_class, _statement_walk
+from .project_files import ImportNode, is_builtin_class, name_bindings, statement_walk
 from .reduced_text import TopLevel
 from ..analysis.findings import UncheckedClass
 from ..analysis.forward import BaseClass
@@ -68,7 +68,7 @@ class FileInference:
         self._stopped_here = False  # this check's budget ran out (not an earlier run's, from the cache)
         self._cache_key: Optional[str] = None
         self._import_nodes: Optional[List[ImportNode]] = None  # of this text, found on the first base asked about
-        self._bindings: Optional[Dict[str, List[str]]] = None  # see _bindings, found on first use
+        self.name_bindings: Optional[Dict[str, List[str]]] = None  # see name_bindings, found on first use
         self._units: Optional[TopLevel] = None  # see _script_for
         self._kept: Optional[Set[int]] = None  # top-level statements the script's text holds (None: all)
         self._unknowable: Dict[Tuple[int, str], str] = {}  # see _of_an_unknowable_parameter
@@ -126,7 +126,7 @@ class FileInference:
             return stored
         if self.project.failure is not None or self.note is not None:
             return False
-        found = False if _builtin_class(base, self._file_bindings) else self._base_from_files(base)
+        found = False if is_builtin_class(base, self._file_bindings) else self._base_from_files(base)
         if found is not None:
             self._remember(key, found)  # with the files it was read from: a warm run reads none
             if found is False and self._import_nodes is not None:
@@ -135,7 +135,7 @@ class FileInference:
                     self._remember(_UNREADABLE % (base.lineno, base.col_offset), _not_found_why(self.path, missing))
             return found
         try:
-            answer = self._ask(lambda: self.project._base_is_module(self._script_for(base), base, self.text, 1,
+            answer = self._ask(lambda: self.project.base_is_module(self._script_for(base), base, self.text, 1,
                                                                     self._read),
                                into_torch=False)
         except BudgetSpent:
@@ -201,7 +201,7 @@ class FileInference:
                 self._import_nodes = cast(List[ImportNode], nodes.in_walk_order(nodes.positions_of(ast.Import) +
                                                                                 nodes.positions_of(ast.ImportFrom)))
             else:
-                self._import_nodes = [n for n in _statement_walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+                self._import_nodes = [n for n in statement_walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
         return self._import_nodes
 
     def base_class(self, base: ast.expr) -> Optional[Sequence[BaseClass]]:
@@ -319,10 +319,10 @@ class FileInference:
         return self.project.answers.question_key(checked, node) if checked is not None else None
 
     def _file_bindings(self) -> Dict[str, List[str]]:
-        if self._bindings is None:
+        if self.name_bindings is None:
             tree = self._checked_tree()
-            self._bindings = _bindings(tree, self._nodes) if tree is not None else {"*": ["*"]}
-        return self._bindings
+            self.name_bindings = name_bindings(tree, self._nodes) if tree is not None else {"*": ["*"]}
+        return self.name_bindings
 
     def _own_class_line(self, name: str) -> Optional[int]:
         """The line of the class statement of this file's top-level class ``name`` (None: none)."""
@@ -494,7 +494,7 @@ class FileInference:
                 self._read |= self.project.loaded_files(script) or set()
                 jedi_access.forget_parsed(script.path)
         target = node.func if isinstance(node, ast.Call) else node
-        line, column = _last_token(target, self.text, self.source)
+        line, column = last_token(target, self.text, self.source)
         if line is None:
             return None
         script = self._script_for(node)
@@ -538,7 +538,7 @@ class FileInference:
         if not module_path or os.path.abspath(module_path) == self.path or not function.line \
                 or os.path.basename(module_path) == QUESTION_FILE:  # (a question's own lines: not kept by place)
             return self._values(function.execute(), constructed=True)
-        if key not in self.project._return_cache:
+        if key not in self.project.return_cache:
             read: Set[str] = {module_path}
             outer, self._read = self._read, read
             try:
@@ -554,8 +554,8 @@ class FileInference:
             # which only makes a later change elsewhere re-ask more often.
             read |= self.project.loaded_files(script) or set()
             read.discard(self.path)  # the file that asked first: not what the helper depends on
-            self.project._return_cache[key] = (value, frozenset(read))
-        value, read_from = self.project._return_cache[key]
+            self.project.return_cache[key] = (value, frozenset(read))
+        value, read_from = self.project.return_cache[key]
         self._read.update(read_from)
         return value
 
@@ -670,7 +670,7 @@ def answer_key(node: ast.expr) -> str:
                                  type(node).__name__)
 
 
-def _last_token(node: ast.expr, text: str, source: Optional[SourceText] = None) -> Tuple[Optional[int], int]:
+def last_token(node: ast.expr, text: str, source: Optional[SourceText] = None) -> Tuple[Optional[int], int]:
     """jedi's (line, column) of the last name in ``a.b.c`` / ``name``: where inference looks."""
     if isinstance(node, ast.Name):
         line, byte_col = node.lineno, node.col_offset

@@ -49,7 +49,7 @@ from .jedi_access import (JEDI_MAIN, AnalysedEnvironment, InferenceState, Interp
                           JediProject, JediScript, LoadedModule, SameProcessEnvironment,
                           WatchedEnvironment, own_sys_path, timeout_message)
 from ..environments import Interpreter, choose_interpreter, interpreter_timeout, own_interpreter
-from .file_inference import FileInference, _last_token
+from .file_inference import FileInference, last_token
 from .inference_cache import CacheEvents, InferenceCache, fingerprint
 from .project_answers import QUESTION_FILE, ProjectAnswers
 from . import project_files
@@ -186,8 +186,8 @@ class JediInference(ProjectFiles):
                               else project_files.READ_FILES_KEPT_UNTRIMMED)
         self._environment_id: Optional[str] = None
         self.notes: Dict[str, str] = {}  # path -> why inference stopped early there (take_notes)
-        self._return_cache: Dict[Tuple[str, int, int], Tuple[Optional[Value], FrozenSet[str]]] = {}
-        self.answers = ProjectAnswers(self, self._return_cache)  # what files tell without jedi
+        self.return_cache: Dict[Tuple[str, int, int], Tuple[Optional[Value], FrozenSet[str]]] = {}
+        self.answers = ProjectAnswers(self, self.return_cache)  # what files tell without jedi
         # jedi's answers by what was asked about, the same in any file (ProjectAnswers.question_key)
         self.asked: Dict[Tuple[object, ...], Tuple[Optional[Value], FrozenSet[str]]] = {}
         self._warmed = threading.Event()
@@ -378,7 +378,7 @@ class JediInference(ProjectFiles):
 
     def is_project_file(self, path: str) -> bool:
         """A file the answers may depend on that the environment's identity does not cover."""
-        return path.endswith((".py", ".pyi")) and not os.path.abspath(path).startswith(self._environment_dirs)
+        return path.endswith((".py", ".pyi")) and not os.path.abspath(path).startswith(self.environment_dirs)
 
     def loaded_files(self, script: JediScript) -> Optional[Set[str]]:
         """The modules jedi read to answer a script's questions (None: jedi did not say)."""
@@ -396,16 +396,16 @@ class JediInference(ProjectFiles):
 
         def ask(base: ast.expr, depth: int, read: Set[str]) -> bool:
             try:
-                return bool(self._base_is_module(script, base, text, depth, read))
+                return bool(self.base_is_module(script, base, text, depth, read))
             finally:
                 read.update(self.loaded_files(script) or ())
         return ask
 
-    def _base_is_module(self, script: JediScript, base: ast.expr, text: str, depth: int,
+    def base_is_module(self, script: JediScript, base: ast.expr, text: str, depth: int,
                         read: Set[str]) -> Optional[bool]:
         """Whether jedi finds ``base`` to be a Module class; None when it finds no definition of
         it at all (a name from a package that is not installed: whether it is a Module is not known)."""
-        line, column = _last_token(base, text)
+        line, column = last_token(base, text)
         if line is None:
             return False
         try:

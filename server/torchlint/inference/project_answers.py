@@ -36,7 +36,7 @@ import threading
 import weakref
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Protocol, Set, Tuple, Union
 
-from .project_files import ProjectFiles, TextLines, TopLevelNames, _bindings, _binds
+from .project_files import ProjectFiles, TextLines, TopLevelNames, name_bindings, statement_binds
 from ..analysis.values import OTHER, Value
 
 
@@ -113,7 +113,7 @@ _MAX_DEPTH = 12  # imports and bases followed for one answer
 
 class CheckedFile(TextLines):
     """What the answers need of the file being checked: its tree, its nodes' parents and how it
-    binds each name (project_files._bindings)."""
+    binds each name (project_files.name_bindings)."""
 
     def __init__(self, path: str, tree: ast.Module, parents: Dict[int, ast.AST],
                  bindings: Dict[str, List[str]], text: Optional[str] = None) -> None:
@@ -182,7 +182,7 @@ class ProjectAnswers:
             return False
         how, _, dotted = checked.bindings[root][0].partition(" ")  # ("import", "timm"), ("from", "a.b.name")
         return how in ("import", "from") and bool(dotted) \
-            and not self.files.importable(dotted.split(".", 1)[0], self.files._search_path(checked.path))
+            and not self.files.importable(dotted.split(".", 1)[0], self.files.search_path(checked.path))
 
     def _answer_of(self, values: Union[Values, Ask], read: Set[str]) -> FilesAnswer:
         if isinstance(values, Ask):
@@ -677,7 +677,7 @@ class ProjectAnswers:
             elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
                     and stmt.targets[0].id == name:
                 found = stmt
-            elif _binds(stmt, name):
+            elif statement_binds(stmt, name):
                 return None
         if isinstance(found, ast.ClassDef):
             return _Class(path, source, found)
@@ -690,7 +690,7 @@ class ProjectAnswers:
         if module is None:
             return None
         read.add(module)
-        return self._definition(module, self.files._read_file(module), alias.name, depth + 1, read)
+        return self._definition(module, self.files.read_file(module), alias.name, depth + 1, read)
 
     def _module_of(self, path: str, node: ast.ImportFrom, project_only: bool = True) -> Optional[str]:
         """The project file a ``from`` import reads (None: a package's submodule, one of the
@@ -703,10 +703,10 @@ class ProjectAnswers:
                 folder = os.path.dirname(folder)
             folders: Tuple[str, ...] = (folder,)
         else:
-            folders = self.files._search_path(path)
-        module = self.files._module_file(node.module.split("."), folders)
+            folders = self.files.search_path(path)
+        module = self.files.module_file(node.module.split("."), folders)
         if module is None or project_only and (not module.endswith(".py")
-                                               or module.startswith(self.files._environment_dirs)):
+                                               or module.startswith(self.files.environment_dirs)):
             return None
         return module
 
@@ -1298,5 +1298,5 @@ def _function_bindings(function: ast.AST) -> Dict[str, int]:
     """How many times each name is bound in a function (its parameters too), found once per function."""
     counted = _BINDINGS_IN.get(function)
     if counted is None:
-        counted = _BINDINGS_IN[function] = {name: len(kinds) for name, kinds in _bindings(function).items()}
+        counted = _BINDINGS_IN[function] = {name: len(kinds) for name, kinds in name_bindings(function).items()}
     return counted

@@ -30,7 +30,7 @@ from ..analysis.parsing import shared_tree
 from ..analysis.forward import BaseClass, read_class
 from ..analysis.scopes import NodeT, NodeTable, build_index, dotted_name, nodes_by_type, release
 
-# Other modules' files kept parsed for base resolution and the files' answers (ProjectFiles._read_file)
+# Other modules' files kept parsed for base resolution and the files' answers (ProjectFiles.read_file)
 # in a CLI run. A file read again costs several times its parse (the tables built from its tree
 # again, freeing the tree). A worker past its memory limit drops them first
 # (JediInference.trim_memory). Measured: benchmarks/README.md#tuned-constants.
@@ -66,7 +66,7 @@ class ProjectFiles:
         self.root = root
         self.files_kept = files_kept
         self.sys_path = sys_path
-        self._environment_dirs = environment_dirs
+        self.environment_dirs = environment_dirs
         self.torch_stubs = torch_stubs
         self.reads_stubs = reads_stubs
         self._class_cache: Dict[Tuple[str, int], Tuple[bool, FrozenSet[str]]] = {}
@@ -131,7 +131,7 @@ class ProjectFiles:
         if depth > _MAX_BASE_DEPTH:
             self._cut_short = True
             return False
-        read_file = self._read_file(path)
+        read_file = self.read_file(path)
         if read_file.tree is None:
             return False
         text, classes, import_nodes = read_file.text, read_file.classes, read_file.import_nodes
@@ -150,7 +150,7 @@ class ProjectFiles:
                 if self.class_is_module(path, by_name[base.id].lineno, depth + 1, read):
                     return True
                 continue
-            if _builtin_class(base, lambda: read_file.bindings):
+            if is_builtin_class(base, lambda: read_file.bindings):
                 continue  # str, object, Exception...: never a Module
             found = self.base_from_files(path, import_nodes, base, depth + 1, read)
             if found is not None:
@@ -178,7 +178,7 @@ class ProjectFiles:
         node, full = imported
         if isinstance(node, ast.ImportFrom) and node.level:
             return self._dotted_is_module(full, self._import_folders(path, node), depth, read)
-        folders = self._search_path(path)
+        folders = self.search_path(path)
         if full.startswith(_NEVER_MODULE_PACKAGES) and self._from_environment(full, folders):
             return False  # stubs and compiled classes, typing's: jedi reads no Module there
         if not self.importable(full.split(".", 1)[0], folders):
@@ -192,7 +192,7 @@ class ProjectFiles:
         if imported is None or isinstance(imported[0], ast.ImportFrom) and imported[0].level:
             return None
         full = imported[1]
-        return full if not self.importable(full.split(".", 1)[0], self._search_path(path)) else None
+        return full if not self.importable(full.split(".", 1)[0], self.search_path(path)) else None
 
     def _from_environment(self, dotted: str, folders: Tuple[str, ...]) -> bool:
         """Whether the top-level package of ``dotted`` is the environment's (not a project folder
@@ -200,7 +200,7 @@ class ProjectFiles:
         top = dotted.split(".", 1)[0]
         for folder in folders:
             if _holds(folder, top, (".py", ".pyi")):
-                return os.path.join(os.path.abspath(folder), "").startswith(self._environment_dirs)
+                return os.path.join(os.path.abspath(folder), "").startswith(self.environment_dirs)
         return False
 
     def importable(self, top: str, folders: Tuple[str, ...]) -> bool:
@@ -224,9 +224,9 @@ class ProjectFiles:
             for _ in range(node.level - 1):
                 folder = os.path.dirname(folder)
             return (folder,)
-        return self._search_path(path)
+        return self.search_path(path)
 
-    def _search_path(self, path: str) -> Tuple[str, ...]:
+    def search_path(self, path: str) -> Tuple[str, ...]:
         """Where absolute imports of a file are found, in jedi's order: the project root, the
         environment's sys.path, then the file's folders below the root that are not packages."""
         parents = []
@@ -242,13 +242,13 @@ class ProjectFiles:
         parts = dotted.split(".")
         if len(parts) < 2:
             return None
-        module = self._module_file(parts[:-1], folders)
+        module = self.module_file(parts[:-1], folders)
         if module is None:
             return None
         answer = self._name_is_module(module, parts[-1], depth, read)
         return None if answer is _ABSENT else answer
 
-    def _module_file(self, parts: List[str], folders: Tuple[str, ...]) -> Optional[str]:
+    def module_file(self, parts: List[str], folders: Tuple[str, ...]) -> Optional[str]:
         key = (tuple(parts), folders)
         if key not in self._module_files:
             found = None
@@ -302,7 +302,7 @@ class ProjectFiles:
         if depth > _MAX_BASE_DEPTH:
             self._cut_short = True  # the depth limit's "cannot tell", not the file's
             return None
-        read_file = self._read_file(module)
+        read_file = self.read_file(module)
         read.add(module)  # (an unparsable file too: its "cannot tell" is kept while it is unchanged)
         if read_file.tree is None:
             return None
@@ -377,10 +377,10 @@ class ProjectFiles:
         if not star.module and not star.level:
             return None
         folders = self._import_folders(module, star)
-        target = self._module_file(star.module.split(".") if star.module else ["__init__"], folders)
+        target = self.module_file(star.module.split(".") if star.module else ["__init__"], folders)
         if target is None:
             return None
-        tree = self._read_file(target).tree
+        tree = self.read_file(target).tree
         if tree is None:
             return None
         read.add(target)
@@ -412,7 +412,7 @@ class ProjectFiles:
             seen.add((module, node.lineno))
             if len(seen) > _MAX_BASE_DEPTH or node.keywords:
                 return None
-            read_file = self._read_file(module)
+            read_file = self.read_file(module)
             summary = self._classes_read(module, read_file).get(node.lineno)
             if summary is None:
                 return None
@@ -426,7 +426,7 @@ class ProjectFiles:
                     following.append((module, read_file.classes_by_name[parent.id]))
                     continue
                 if isinstance(parent, ast.Name) and parent.id == "object" \
-                        and _builtin_class(parent, lambda: read_file.bindings):
+                        and is_builtin_class(parent, lambda: read_file.bindings):
                     continue
                 definition = self._definition(module, read_file.import_nodes, parent, 1, read)
                 if definition is None:
@@ -446,7 +446,7 @@ class ProjectFiles:
         """A Python file of the project: under its root, not in the environment (a virtual
         environment inside the project)."""
         return path.endswith(".py") and path.startswith(os.path.join(self.root, "")) \
-            and not path.startswith(self._environment_dirs)
+            and not path.startswith(self.environment_dirs)
 
     def _definition(self, path: str, import_nodes: Sequence[ImportNode], base: ast.expr, depth: int,
                     read: Set[str]) -> Optional[Tuple[str, ast.ClassDef]]:
@@ -463,7 +463,7 @@ class ProjectFiles:
         parts = full.split(".")
         if len(parts) < 2:
             return None
-        module = self._module_file(parts[:-1], folders)
+        module = self.module_file(parts[:-1], folders)
         if module is None:
             return None
         return self._named_definition(module, parts[-1], depth, read)
@@ -473,7 +473,7 @@ class ProjectFiles:
         """The class statement ``name`` at the top level of ``module`` stands for (see _definition)."""
         if depth > _MAX_BASE_DEPTH or not self.in_project(module):
             return None  # (a library's file is never read here: its classes are not the project's)
-        read_file = self._read_file(module)
+        read_file = self.read_file(module)
         read.add(module)
         if read_file.tree is None:
             return None
@@ -539,7 +539,7 @@ class ProjectFiles:
             parts = parts[:-1]
         return ".".join(parts)
 
-    def _read_file(self, path: str) -> _ReadFile:
+    def read_file(self, path: str) -> _ReadFile:
         """Another module's file, parsed once per process while it is unchanged."""
         try:
             mtime = os.path.getmtime(path)
@@ -589,7 +589,7 @@ class _ReadFile(TextLines):
         self._import_nodes: Optional[List[ImportNode]] = None
         self._imports: Optional[ImportMap] = None
         self._by_name: Optional[Dict[str, ast.ClassDef]] = None
-        self._bindings: Optional[Dict[str, List[str]]] = None
+        self.name_bindings: Optional[Dict[str, List[str]]] = None
         self._top_level: Optional[TopLevelNames] = None
         self.classes_read: Optional[Dict[int, BaseClass]] = None  # see ProjectFiles._classes_read
 
@@ -601,15 +601,15 @@ class _ReadFile(TextLines):
 
     @property
     def bindings(self) -> Dict[str, List[str]]:
-        """See :func:`_bindings`."""
-        if self._bindings is None:
-            self._bindings = _bindings(self.tree) if self.tree is not None else {"*": ["*"]}
-        return self._bindings
+        """See :func:`name_bindings`."""
+        if self.name_bindings is None:
+            self.name_bindings = name_bindings(self.tree) if self.tree is not None else {"*": ["*"]}
+        return self.name_bindings
 
     def _walk(self) -> Tuple[List[ast.ClassDef], List[ImportNode]]:
         classes: List[ast.ClassDef] = []
         import_nodes: List[ImportNode] = []
-        for node in _statement_walk(self.tree) if self.tree is not None else ():
+        for node in statement_walk(self.tree) if self.tree is not None else ():
             if isinstance(node, ast.ClassDef):
                 classes.append(node)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -670,7 +670,7 @@ _STATEMENT_LISTS = ("body", "handlers", "orelse", "finalbody", "cases")  # the f
 _statement_fields: Dict[type, Tuple[str, ...]] = {}  # per node class: those of its fields, in ast.walk's order
 
 
-def _statement_walk(tree: ast.AST) -> Iterator[ast.AST]:
+def statement_walk(tree: ast.AST) -> Iterator[ast.AST]:
     """The statements of a tree (classes, imports...) in ast.walk's order, read from the fields
     that hold statements (a body, the handlers...), never going into expressions, which hold
     none: a fraction of the nodes."""
@@ -693,9 +693,9 @@ def _statement_walk(tree: ast.AST) -> Iterator[ast.AST]:
 _NEVER_MODULE_PACKAGES = ("torch._C.", "typing_extensions.")
 
 
-def _builtin_class(base: ast.expr, bindings: Callable[[], Dict[str, List[str]]]) -> bool:
+def is_builtin_class(base: ast.expr, bindings: Callable[[], Dict[str, List[str]]]) -> bool:
     """A base that is a builtin class (``str``, ``Exception``) by its name, nothing in the file
-    binding that name. ``bindings``: the file's (:func:`_bindings`), found only for a builtin's
+    binding that name. ``bindings``: the file's (:func:`name_bindings`), found only for a builtin's
     name (a walk of the whole tree, which most bases, imported, never need)."""
     if not isinstance(base, ast.Name) or not isinstance(getattr(builtins, base.id, None), type):
         return False
@@ -723,7 +723,7 @@ def _imported_as(import_nodes: Sequence[ImportNode], base: ast.expr) -> Optional
     return None
 
 
-def _bindings(tree: ast.AST, nodes: Optional[NodeTable] = None) -> Dict[str, List[str]]:
+def name_bindings(tree: ast.AST, nodes: Optional[NodeTable] = None) -> Dict[str, List[str]]:
     """How each name is bound anywhere in a file: ``"import torch.nn"`` (``import torch.nn as x``:
     a module), ``"from collections.deque"`` (an absolute ``from`` import), or ``"other"`` (an
     assignment, a definition, a parameter, a relative import...). Key ``"*"``: a star import.
@@ -773,7 +773,7 @@ _MATCH_BINDINGS: Tuple[Tuple[Type[ast.AST], str], ...] = tuple((getattr(ast, cls
     ("MatchAs", "name"), ("MatchStar", "name"), ("MatchMapping", "rest")) if hasattr(ast, cls))
 
 
-def _binds(stmt: ast.stmt, name: str) -> bool:
+def statement_binds(stmt: ast.stmt, name: str) -> bool:
     """Whether a top-level statement other than a class or an import may bind ``name``."""
     return name in _bound_names(stmt)
 
@@ -801,7 +801,7 @@ def _bound_names(stmt: ast.stmt) -> FrozenSet[str]:
 
 class TopLevelNames:
     """Which top-level statements of a module may bind each name (a class, an import, anything
-    :func:`_binds` says), and its star imports: found in one pass, so that looking a name up reads
+    :func:`statement_binds` says), and its star imports: found in one pass, so that looking a name up reads
     those statements only, not the whole module each time."""
 
     def __init__(self, tree: ast.Module) -> None:

@@ -27,8 +27,8 @@ from typing import Callable, Dict, List, Literal, Optional, Sequence, Set, Tuple
 from ..analysis.scopes import Scope
 from ..files import display_path
 from .protocol import JsonObject
-from .targets import (ImportPlan, _absolute, _File, _Finder, _holds, _in_main_block, bound_value,
-                      candidate_files, every_one, import_plan, scan_sites)
+from .targets import (CandidateFinder, ImportPlan, ParsedFile, absolute_module, bound_value, candidate_files, every_one,
+                      import_plan, in_main_block, may_reexport, scan_sites)
 
 MAX_INPUT_CALLS = 6  # per class
 MAX_DEPTH = 8  # names followed to their values
@@ -70,7 +70,7 @@ class _Converter:
     """Rewrites a call's argument into an expression that means the same with only ``torch``
     bound, or gives up (None)."""
 
-    def __init__(self, site: _File, torch: _Torch) -> None:
+    def __init__(self, site: ParsedFile, torch: _Torch) -> None:
         self.site = site
         self.torch = torch
 
@@ -231,15 +231,15 @@ def _unwrap_model(node: ast.expr) -> ast.expr:
 class _ClassCalls:
     """Finds the calls of one class's built objects in the files it is given."""
 
-    def __init__(self, target: _File, class_name: str, target_factories: Set[str]) -> None:
-        self.finder = _Finder(target, class_name)
+    def __init__(self, target: ParsedFile, class_name: str, target_factories: Set[str]) -> None:
+        self.finder = CandidateFinder(target, class_name)
         self.target = target
         self.class_name = class_name
         self.target_factories = target_factories  # module-level functions of the target file that return it
         self.found: List[JsonObject] = []
         self._seen: Set[str] = set()
 
-    def builders(self, site: _File) -> Tuple[Set[str], Set[str], Set[str]]:
+    def builders(self, site: ParsedFile) -> Tuple[Set[str], Set[str], Set[str]]:
         """(names of the class, modules holding it, names of factories returning it) in ``site``."""
         names, modules = self.finder.callee_names(site)
         factories = {function.name for function, _ in self.finder.factories(site, names, modules)}
@@ -247,12 +247,12 @@ class _ClassCalls:
             target_module = self.target.module or ""
             for stmt in ast.walk(site.tree):
                 if isinstance(stmt, ast.ImportFrom):
-                    source = _absolute(stmt, site.module, site.path.endswith("__init__.py"))
-                    if source and target_module and _holds(source, target_module):
+                    source = absolute_module(stmt, site.module, site.path.endswith("__init__.py"))
+                    if source and target_module and may_reexport(source, target_module):
                         factories.update(a.asname or a.name for a in stmt.names if a.name in self.target_factories)
         return names, modules, factories
 
-    def scan(self, site: _File, where: str) -> None:
+    def scan(self, site: ParsedFile, where: str) -> None:
         if len(self.found) >= MAX_INPUT_CALLS:
             return
         names, modules, factories = self.builders(site)
@@ -277,7 +277,7 @@ class _ClassCalls:
             return None
 
         converter = _Converter(site, torch)
-        calls = sorted(site.index.calls, key=lambda c: (not _in_main_block(site.tree, c), c.lineno, c.col_offset))
+        calls = sorted(site.index.calls, key=lambda c: (not in_main_block(site.tree, c), c.lineno, c.col_offset))
         for call in calls:
             receiver = call.func
             if isinstance(receiver, ast.Attribute) and receiver.attr == "forward":
@@ -328,13 +328,13 @@ class _ClassCalls:
                 return None  # `model = model.to(device)` keeps it; anything else may not
         return construction
 
-    def _add(self, site: _File, call: ast.Call, where: str, args: List[str], kwargs: Dict[str, str],
+    def _add(self, site: ParsedFile, call: ast.Call, where: str, args: List[str], kwargs: Dict[str, str],
              built: Union[ast.Call, Literal[True]]) -> None:
         key = repr((args, sorted(kwargs.items())))
         if key in self._seen or len(self.found) >= MAX_INPUT_CALLS:
             return
         self._seen.add(key)
-        if _in_main_block(site.tree, call):
+        if in_main_block(site.tree, call):
             what = "the `__main__` block"
         else:
             scope = site.scope_of(call)
@@ -361,13 +361,13 @@ def find_input_calls(path: str, class_names: Sequence[str], plan: Optional[Impor
 
     path = os.path.abspath(path)
     plan = plan or import_plan(path, workspace_root)
-    target = _File.load(path, plan.module)
+    target = ParsedFile.load(path, plan.module)
     if target is None or not class_names:
         return {}
     base = workspace_root or plan.root or os.path.dirname(path)
     finders: Dict[str, _ClassCalls] = {}
     for name in class_names:
-        factories = {function.name for function, _ in _Finder(target, name).factories(target, {name}, set())}
+        factories = {function.name for function, _ in CandidateFinder(target, name).factories(target, {name}, set())}
         finders[name] = _ClassCalls(target, name, factories)
         finders[name].scan(target, display_path(path, base))
     names = "|".join(re.escape(n) for n in list(finders) + [f for c in finders.values() for f in c.target_factories])

@@ -134,7 +134,7 @@ def import_plan(path: str, workspace_root: Optional[str] = None, import_roots: S
 # -- constructor arguments --------------------------------------------------------------------
 
 @dataclass
-class _File:
+class ParsedFile:
     """One parsed file that may mention the class."""
 
     path: str
@@ -145,7 +145,7 @@ class _File:
     functions: Dict[str, ast.FunctionDef] = field(default_factory=dict)  # module-level defs
 
     @classmethod
-    def load(cls, path: str, module: Optional[str]) -> Optional["_File"]:
+    def load(cls, path: str, module: Optional[str]) -> Optional["ParsedFile"]:
         try:
             data = read_regular_file(path, MAX_FILE_BYTES)  # never a FIFO's read, which would block
         except OSError:
@@ -197,7 +197,7 @@ class _Portable:
     locals and module constants with a single literal-made assignment (inlined); a
     factory's parameters with a default (the default, inlined)."""
 
-    def __init__(self, site: _File, target: _File, scope: Scope) -> None:
+    def __init__(self, site: ParsedFile, target: ParsedFile, scope: Scope) -> None:
         self.site, self.target, self.scope = site, target, scope
 
     def __call__(self, node: ast.expr, scope: Optional[Scope] = None, depth: int = 0) -> Optional[ast.expr]:
@@ -324,8 +324,8 @@ def _required_parameters(function: ast.FunctionDef) -> List[str]:
     return required
 
 
-class _Finder:
-    def __init__(self, target: _File, class_name: str) -> None:
+class CandidateFinder:
+    def __init__(self, target: ParsedFile, class_name: str) -> None:
         self.target = target
         self.class_name = class_name
         self.candidates: List[Constructor] = []
@@ -338,7 +338,7 @@ class _Finder:
             self.candidates.append(candidate)
 
     # -- which calls build the class -------------------------------------------------------
-    def callee_names(self, site: _File) -> Tuple[Set[str], Set[str]]:
+    def callee_names(self, site: ParsedFile) -> Tuple[Set[str], Set[str]]:
         """(names that mean the class in ``site``, names of modules that hold it there)."""
         if site is self.target:
             return {self.class_name}, set()
@@ -346,11 +346,11 @@ class _Finder:
         target_module = self.target.module or os.path.splitext(os.path.basename(self.target.path))[0]
         for stmt in ast.walk(site.tree):
             if isinstance(stmt, ast.ImportFrom):
-                source = _absolute(stmt, site.module, os.path.basename(site.path) == "__init__.py")
+                source = absolute_module(stmt, site.module, os.path.basename(site.path) == "__init__.py")
                 if source is None:
                     continue
                 for alias in stmt.names:
-                    if alias.name == self.class_name and _holds(source, target_module):
+                    if alias.name == self.class_name and may_reexport(source, target_module):
                         names.add(alias.asname or alias.name)
                     elif source + "." + alias.name == target_module:
                         modules.add(alias.asname or alias.name)
@@ -374,7 +374,7 @@ class _Finder:
                                                             or target_module.endswith("." + dotted))
         return False
 
-    def portable_call(self, site: _File, call: ast.Call) -> Optional[str]:
+    def portable_call(self, site: ParsedFile, call: ast.Call) -> Optional[str]:
         scope = site.scope_of(call)
         portable = _Portable(site, self.target, scope)
         var_keyword = getattr(getattr(scope.node, "args", None), "kwarg", None)
@@ -402,7 +402,7 @@ class _Finder:
         return text if len(text) <= MAX_EXPRESSION else None
 
     # -- what a file says ------------------------------------------------------------------
-    def scan(self, site: _File, where: str) -> None:
+    def scan(self, site: ParsedFile, where: str) -> None:
         names, modules = self.callee_names(site)
         if not names and not modules:
             return
@@ -410,7 +410,7 @@ class _Finder:
         builders = [call for call in site.index.calls if self.builds_class(call, names, modules)]
         factories = self.factories(site, names, modules)
         factory_calls = {id(call) for function, call in factories}
-        main_calls = [c for c in builders if _in_main_block(site.tree, c)]
+        main_calls = [c for c in builders if in_main_block(site.tree, c)]
         other_calls = [c for c in builders if c not in main_calls and id(c) not in factory_calls]
         for call in main_calls:  # the author's own demo first
             self._call_site(site, call, display, "the `__main__` block")
@@ -419,12 +419,12 @@ class _Finder:
         for call in other_calls:
             self._call_site(site, call, display, "a call site")
 
-    def _call_site(self, site: _File, call: ast.Call, where: str, what: str) -> None:
+    def _call_site(self, site: ParsedFile, call: ast.Call, where: str, what: str) -> None:
         text = self.portable_call(site, call)
         if text is not None:
             self.add(Constructor("%s:%d, %s" % (where, call.lineno, what), expression=text))
 
-    def _factory(self, site: _File, function: ast.FunctionDef, call: Optional[ast.Call], where: str) -> None:
+    def _factory(self, site: ParsedFile, function: ast.FunctionDef, call: Optional[ast.Call], where: str) -> None:
         origin = "%s:%d, factory %s()" % (where, function.lineno, function.name)
         if not _required_parameters(function):
             if site is self.target:
@@ -439,7 +439,7 @@ class _Finder:
                 self.add(Constructor("%s:%d, the call in factory %s()" % (where, call.lineno, function.name),
                                      expression=text))
 
-    def factories(self, site: _File, names: Set[str], modules: Set[str]
+    def factories(self, site: ParsedFile, names: Set[str], modules: Set[str]
                  ) -> List[Tuple[ast.FunctionDef, Optional[ast.Call]]]:
         """Module-level functions that return the class: `return C(...)`, `m = C(...); return m`,
         `-> C`, or `return other_factory(...)` of one of those (the call of C, when seen)."""
@@ -485,7 +485,7 @@ class _Finder:
         return False
 
 
-def _in_main_block(tree: ast.Module, call: ast.Call) -> bool:
+def in_main_block(tree: ast.Module, call: ast.Call) -> bool:
     for stmt in tree.body:
         if isinstance(stmt, ast.If) and _is_main_test(stmt.test) \
                 and stmt.lineno <= call.lineno <= (stmt.end_lineno or stmt.lineno):
@@ -498,7 +498,7 @@ def _is_main_test(test: ast.expr) -> bool:
             and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
 
 
-def _absolute(stmt: ast.ImportFrom, module: Optional[str], is_package: bool) -> Optional[str]:
+def absolute_module(stmt: ast.ImportFrom, module: Optional[str], is_package: bool) -> Optional[str]:
     """The absolute module an ``from X import ...`` reads (relative ones need the file's own name)."""
     if not stmt.level:
         return stmt.module
@@ -511,7 +511,7 @@ def _absolute(stmt: ast.ImportFrom, module: Optional[str], is_package: bool) -> 
     return ".".join(parts[:len(parts) - up] + ([stmt.module] if stmt.module else []))
 
 
-def _holds(source: str, target_module: str) -> bool:
+def may_reexport(source: str, target_module: str) -> bool:
     """``from source import C`` can mean the C of ``target_module``: the module itself or a
     package above it that re-exports it."""
     return source == target_module or target_module.startswith(source + ".")
@@ -590,12 +590,12 @@ def find_constructors(path: str, class_names: Sequence[str], plan: Optional[Impo
     (time.monotonic()): the files not reached by then are left unread."""
     path = os.path.abspath(path)
     plan = plan or import_plan(path, workspace_root)
-    target = _File.load(path, plan.module)
+    target = ParsedFile.load(path, plan.module)
     result: Dict[str, List[JsonObject]] = {}
-    finders: Dict[str, _Finder] = {}
+    finders: Dict[str, CandidateFinder] = {}
     base = workspace_root or plan.root or os.path.dirname(path)
     for name in class_names:
-        finder = _Finder(target, name) if target is not None else None
+        finder = CandidateFinder(target, name) if target is not None else None
         recipe = recipes.recipe(name) if recipes is not None else None
         configured = _configured(name, recipe)
         if configured is not None:
@@ -652,9 +652,9 @@ def required_arguments(ctx: FileContext, info: ClassInfo) -> Optional[List[str]]
 
 
 class Scanner(Protocol):
-    """What reads the project's files for scan_sites (a _Finder, inputs' class calls)."""
+    """What reads the project's files for scan_sites (a CandidateFinder, inputs' class calls)."""
 
-    def scan(self, site: _File, where: str) -> None: ...
+    def scan(self, site: ParsedFile, where: str) -> None: ...
 
 
 def scan_sites(sites: Iterable[Tuple[str, Optional[str]]], pattern: "re.Pattern[str]", base: str,
@@ -673,7 +673,7 @@ def scan_sites(sites: Iterable[Tuple[str, Optional[str]]], pattern: "re.Pattern[
         text = head.decode("utf-8", "replace")
         if len(head) > MAX_FILE_BYTES or needs not in text or not pattern.search(text):
             continue
-        site = _File.load(site_path, site_module)
+        site = ParsedFile.load(site_path, site_module)
         if site is None:
             continue
         where = display_path(site_path, base)
