@@ -113,9 +113,9 @@ class JediInference(ProjectFiles):
                  cache: Optional[InferenceCache] = None, budget: Optional[float] = None,
                  freeze_after_warm: bool = False, share_states: bool = False) -> None:
         jedi.settings.dynamic_params = False  # searching call sites for parameter types is slow and rarely right
-        # Nor does it search the module for what is added to a list or set (`x.append(t)`): a quarter
-        # of the questions' time on the benchmark corpus, and no answer there, in the fixtures or in
-        # the real-bug set changes without it.
+        # Nor does it search the module for what is added to a list or set (`x.append(t)`): costly,
+        # and no answer in the benchmark corpus, the fixtures or the real-bug set changes without it
+        # (figures: benchmarks/README.md, "Incremental checks in the server").
         jedi.settings.dynamic_array_additions = False
         self._jedi = jedi
         if not isinstance(interpreter, Interpreter):

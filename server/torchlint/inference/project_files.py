@@ -275,9 +275,7 @@ class ProjectFiles:
         file cannot tell, _ABSENT when the file does not define it. The answer is kept while
         the files it was read from are unchanged (inference_cache.dependency), and so is None: a
         module whose tree was dropped since (``files_kept``) is not parsed again for a name it
-        already gave (ModelOutput, ProcessorMixin: a third of the files parsed on transformers'
-        models were parsed before; PreTrainedTokenizer, which the files cannot tell, 20 times in
-        1,300 files)."""
+        already gave, "cannot tell" included (figures: benchmarks/README.md, round ten)."""
         kept = self._names.get((module, name))
         if kept is not None and all(dependency(stamp[0]) == stamp for stamp in kept[1]):
             read.update(stamp[0] for stamp in kept[1])
