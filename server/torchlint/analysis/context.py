@@ -56,6 +56,9 @@ class FileContext:
 
     def release(self) -> None:
         """The check is over: drop what it built, cycles included (see scopes.release)."""
+        for other in list(self.__dict__.get("_other_files", {}).values()):
+            other.__dict__["_other_files"] = {}  # (shared with this one: each is released once)
+            other.release()
         release(self.index)
         self.__dict__.clear()
 
@@ -267,6 +270,39 @@ class FileContext:
         """Whether another file of the project may define a subclass of ``cls`` (names alone:
         False; the inference layer reads the project's files)."""
         return self.inference is not None and self.inference.subclassed_elsewhere(cls.name)
+
+    def function_in_project(self, func: ast.expr, method: Optional[str] = None
+                            ) -> Optional[Tuple["FileContext", Scope]]:
+        """The function of another file of the project that ``func`` (a name this file imports)
+        stands for, or with ``method`` the method of the class ``func`` names: a FileContext of
+        its file (by names alone, made once per check and file) and the function's scope. None
+        without an inference layer (names alone read no other file), or when it is not a plain
+        function of the project (inference_seam.FileAnswers.function_in_project)."""
+        answers = self._project_answers
+        if answers is None:
+            return None
+        found = answers.function_in_project(func, method, self._within)
+        if found is None:
+            return None
+        other = self._other_files.get(found.path)
+        if other is None:
+            other = FileContext(found.text, found.path, found.tree)
+            other._project_answers, other._within, other._other_files = answers, found.path, self._other_files
+            self._other_files[found.path] = other
+        scope = next((s for s in other.index.scopes if s.node is found.node), None)
+        return (other, scope) if scope is not None else None
+
+    # Who answers function_in_project: this file's inference layer; for a context of another file
+    # (made by function_in_project), the checked file's, asked about that file (``_within``).
+    @cached_property
+    def _project_answers(self) -> Optional[FileAnswers]:
+        return self.inference
+
+    _within: Optional[str] = None
+
+    @cached_property
+    def _other_files(self) -> Dict[str, "FileContext"]:
+        return {}
 
     def attribute_read_outside(self, node: ast.AST, attr: str) -> bool:
         """Whether ``<expr>.attr`` (other than ``self.attr``) appears in the file outside ``node``.

@@ -5,13 +5,25 @@ import that layer. A check without one decides by names alone.
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Protocol, Sequence
+from dataclasses import dataclass
+from typing import List, Optional, Protocol, Sequence, Union
 
 from .findings import UncheckedClass
 from .forward import BaseClass
 from .scopes import ClassInfo, NodeTable, Scope
 from .source import SourceText
 from .values import Value
+
+
+@dataclass(frozen=True)
+class ProjectFunction:
+    """A function (or method) of another file of the project, as the inference layer read it:
+    that file's path, text and tree, and the function's statement in that tree."""
+
+    path: str
+    text: str
+    tree: ast.Module
+    node: Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 
 class FileAnswers(Protocol):
@@ -38,6 +50,14 @@ class FileAnswers(Protocol):
     def subclassed_elsewhere(self, name: str) -> bool:
         """Whether another file of the project may define a class with a base called ``name``
         (True when unsure)."""
+
+    def function_in_project(self, func: ast.expr, method: Optional[str] = None,
+                            within: Optional[str] = None) -> Optional[ProjectFunction]:
+        """The function of another file of the project that ``func`` (a name or dotted name this
+        text imports) stands for; with ``method``, ``func`` names a class and the answer is that
+        class's own method. ``within``: the path of a file an earlier answer gave, whose tree
+        ``func`` is of (a helper calling another). None when it is not a plain function of the
+        project's files (a library's, a decorated one, one not found for certain)."""
 
     def finish(self) -> None:
         """The check is over: keep what was learnt (the disk cache), say why it stopped early."""

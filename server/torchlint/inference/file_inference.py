@@ -22,6 +22,7 @@ from .project_files import ImportNode, is_builtin_class, name_bindings, statemen
 from .reduced_text import TopLevel
 from ..analysis.findings import UncheckedClass
 from ..analysis.forward import BaseClass
+from ..analysis.inference_seam import ProjectFunction
 from ..analysis.scopes import ClassInfo, NodeTable, Scope, dotted_name
 from ..analysis.source import SourceText
 from ..analysis.values import OTHER, Kind, Value
@@ -212,6 +213,23 @@ class FileInference:
             return None
         try:
             return self.project.bases_in_project(self.path, import_nodes, base, self._bases_read)
+        except (OSError, ValueError, RecursionError):
+            return None
+
+    def function_in_project(self, func: ast.expr, method: Optional[str] = None,
+                            within: Optional[str] = None) -> Optional[ProjectFunction]:
+        """Read from the project's files, without jedi, like base_class (the files read make this
+        check one to run again when they are saved: ProjectFiles.read_for)."""
+        if within is None:
+            path, import_nodes = self.path, self._imports()
+        elif self.project.in_project(within):
+            path, import_nodes = within, self.project.read_imports(within)
+        else:
+            return None
+        if import_nodes is None:
+            return None
+        try:
+            return self.project.function_in_project(path, import_nodes, func, method, self._bases_read)
         except (OSError, ValueError, RecursionError):
             return None
 

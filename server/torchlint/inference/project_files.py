@@ -28,6 +28,7 @@ from .project_index import ProjectIndex
 from .jedi_access import STDLIB, typeshed_stdlib
 from ..analysis.parsing import shared_tree
 from ..analysis.forward import BaseClass, read_class
+from ..analysis.inference_seam import ProjectFunction
 from ..analysis.scopes import NodeT, NodeTable, build_index, dotted_name, nodes_by_type, release
 
 # Other modules' files kept parsed for base resolution and the files' answers (ProjectFiles.read_file)
@@ -40,6 +41,9 @@ READ_FILES_KEPT_UNTRIMMED = 64
 _MAX_BASE_DEPTH = 12  # classes and re-exports followed from one base (torch's reach 8)
 
 ImportNode = Union[ast.Import, ast.ImportFrom]
+_Defined = Union[ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef]  # what _defined finds
+_DEFINED = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Whether a base of a class in another file is a Module, where the files cannot tell: (the base,
 # the depth reached, the files the answer is read from, added to).
 BaseAsker = Callable[[ast.expr, int, Set[str]], bool]
@@ -451,6 +455,44 @@ class ProjectFiles:
         """The class statement of a project file that an imported ``base`` of the file at ``path``
         names, through imports, relative imports, re-exports and star imports (as base_from_files
         follows them); None when it is not found there or not for certain."""
+        found = self._defined(path, import_nodes, base, depth, read, (ast.ClassDef,))
+        return (found[0], found[1]) if found is not None and isinstance(found[1], ast.ClassDef) else None
+
+    def function_in_project(self, path: str, import_nodes: Sequence[ImportNode], func: ast.expr,
+                            method: Optional[str], read: Set[str]) -> Optional[ProjectFunction]:
+        """The function (or, with ``method``, the method of the class) that the imported name
+        ``func`` of the file at ``path`` stands for, read from the project file defining it, as
+        _definition follows names; None when it is not a plain function of the project's files (a
+        library's, one bound under a condition, a decorated one: what it runs is not its body)."""
+        if method is None:
+            found = self._defined(path, import_nodes, func, 1, read, _FUNCTIONS)
+            if found is None or isinstance(found[1], ast.ClassDef):
+                return None
+            module, node = found[0], found[1]
+        else:
+            owner = self._definition(path, import_nodes, func, 1, read)
+            if owner is None:
+                return None
+            module, cls = owner
+            bound = [stmt for stmt in cls.body if _class_binds(stmt, method)]
+            if len(bound) != 1 or not isinstance(bound[0], _FUNCTIONS):
+                return None  # not defined by the class itself (a base's), or bound more than once
+            node = bound[0]
+        if node.decorator_list:
+            return None
+        read_file = self._read_file(module)
+        if read_file.tree is None:
+            return None
+        return ProjectFunction(module, read_file.text, read_file.tree, node)
+
+    def read_imports(self, path: str) -> Optional[List[ImportNode]]:
+        """The imports of a project file as read (None: it does not parse)."""
+        read_file = self._read_file(path)
+        return read_file.import_nodes if read_file.tree is not None else None
+
+    def _defined(self, path: str, import_nodes: Sequence[ImportNode], base: ast.expr, depth: int,
+                 read: Set[str], kinds: Tuple[type, ...]) -> Optional[Tuple[str, _Defined]]:
+        """See _definition: the statement of one of ``kinds`` that ``base`` names."""
         if depth > _MAX_BASE_DEPTH:
             return None
         imported = _imported_as(import_nodes, base)
@@ -464,21 +506,22 @@ class ProjectFiles:
         module = self.module_file(parts[:-1], folders)
         if module is None:
             return None
-        return self._named_definition(module, parts[-1], depth, read)
+        return self._named_definition(module, parts[-1], depth, read, kinds)
 
-    def _named_definition(self, module: str, name: str, depth: int,
-                          read: Set[str]) -> Optional[Tuple[str, ast.ClassDef]]:
-        """The class statement ``name`` at the top level of ``module`` stands for (see _definition)."""
+    def _named_definition(self, module: str, name: str, depth: int, read: Set[str],
+                          kinds: Tuple[type, ...]) -> Optional[Tuple[str, _Defined]]:
+        """The statement (one of ``kinds``) ``name`` at the top level of ``module`` stands for (see
+        _definition)."""
         if depth > _MAX_BASE_DEPTH or not self.in_project(module):
             return None  # (a library's file is never read here: its classes are not the project's)
         read_file = self.read_file(module)
         read.add(module)
         if read_file.tree is None:
             return None
-        found: Union[ast.ClassDef, ImportNode, ast.Assign, None] = None
+        found: Union[_Defined, ImportNode, ast.Assign, None] = None
         stars: List[ast.ImportFrom] = []
         for stmt in read_file.top_level.binding(name):
-            if isinstance(stmt, ast.ClassDef) and stmt.name == name \
+            if isinstance(stmt, _DEFINED) and isinstance(stmt, kinds) and stmt.name == name \
                     or isinstance(stmt, ast.Assign) and _an_alias(stmt, name, read_file.top_level):
                 found, stars = stmt, []
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -496,16 +539,16 @@ class ProjectFiles:
                 if target is None:
                     return None
                 if isinstance(target, str):
-                    return self._named_definition(target, name, depth + 1, read)
+                    return self._named_definition(target, name, depth + 1, read, kinds)
             return None
-        if isinstance(found, ast.ClassDef):
+        if isinstance(found, _DEFINED):
             return module, found
         if isinstance(found, ast.Assign):
             if isinstance(found.value, ast.Name):
-                return self._named_definition(module, found.value.id, depth + 1, read)
-            return self._definition(module, read_file.import_nodes, found.value, depth + 1, read)
+                return self._named_definition(module, found.value.id, depth + 1, read, kinds)
+            return self._defined(module, read_file.import_nodes, found.value, depth + 1, read, kinds)
         if found is not None:
-            return self._definition(module, [found], ast.Name(id=name), depth + 1, read)
+            return self._defined(module, [found], ast.Name(id=name), depth + 1, read, kinds)
         return None
 
     def _classes_read(self, module: str, read_file: "_ReadFile") -> Dict[int, BaseClass]:
@@ -699,6 +742,17 @@ def is_builtin_class(base: ast.expr, bindings: Callable[[], Dict[str, List[str]]
         return False
     found = bindings()
     return "*" not in found and base.id not in found
+
+
+def _class_binds(stmt: ast.stmt, name: str) -> bool:
+    """The statement of a class body binds ``name`` (a def, a nested class, an assignment; any
+    other compound statement may, as far as this reads)."""
+    if isinstance(stmt, _DEFINED):
+        return stmt.name == name
+    if isinstance(stmt, (ast.Expr, ast.Pass)):
+        return False
+    return any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+               for node in ast.walk(stmt))
 
 
 def _imported_as(import_nodes: Sequence[ImportNode], base: ast.expr) -> Optional[Tuple[ImportNode, str]]:

@@ -14,7 +14,7 @@ from ..analysis.scopes import Scope, block_chain, dotted_name, encloses
 from ..analysis.source import last_line
 from ..analysis.values import Kind
 from .base import Rule
-from .rebinding import can_move_below, line_after, mentioned_between, rebinding
+from .rebinding import Through, can_move_below, line_after, mentioned_between, rebinding, rebinding_through_call
 
 _PARAMETER_SOURCES = ("parameters", "named_parameters")
 
@@ -45,14 +45,21 @@ class StaleOptimizer(Rule):
                     stmt = statements[position]
                     if _assigns(stmt, build.target):
                         break  # a newer optimizer in the same variable: its own build is checked
+                    if id(stmt) in reported or not encloses(ctx.index, build.stmt, stmt):
+                        continue
                     rebound = rebinding(ctx, scope, stmt, build.roots)
-                    if rebound is None or id(stmt) in reported or not encloses(ctx.index, build.stmt, stmt):
+                    through = None if rebound is not None else \
+                        rebinding_through_call(ctx, scope, stmt, build.roots, build.target)
+                    if rebound is None and through is None:
                         continue
                     if _refreshed(ctx, statements[position + 1:], build) or not _used_later(ctx, scope, build,
                                                                                             stmt, position):
                         continue
                     reported.add(id(stmt))
-                    yield _finding(ctx, scope, build, stmt, *rebound)
+                    if through is not None:
+                        yield _finding_through(ctx, build, through)
+                    elif rebound is not None:
+                        yield _finding(ctx, scope, build, stmt, *rebound)
 
 
 # -- facts -------------------------------------------------------------------------------------
@@ -190,6 +197,20 @@ def _finding(ctx: FileContext, scope: Scope, build: _Build, stmt: ast.stmt, targ
         else [rebuild, add_group] if rebuild else [add_group]
     fixes = [ctx.fix(f.title, f.edits, f.is_safe, preferred=(i == 0)) for i, f in enumerate(fixes)]
     return ctx.finding(message, target, fixes, (related,))
+
+
+def _finding_through(ctx: FileContext, build: _Build, through: Through) -> Finding:
+    """A function called with the model re-binds its layer: reported on the call (no fix: what
+    the function does is not this file's to move), the re-binding related where it is in this file."""
+    new = "module's parameters" if through.kind is Kind.MODULE else "parameter"
+    message = ("`%s(...)` replaces `%s` (%s) after the optimizer on line %d took the parameters of the model it is "
+               "given: the optimizer still holds the old ones and never updates the new %s (no fix: build `%s` after "
+               "the call)" % (ctx.text(through.call.func), through.text, through.place(ctx), build.stmt.lineno, new,
+                              build.target))
+    related = (ctx.related(through.inner, "`%s` is replaced here" % through.text),) if through.path is None else ()
+    related += (ctx.related(build.stmt, "`%s` is built here; it keeps the parameters the model had at this point"
+                            % build.target),)
+    return ctx.finding(message, through.call, (), related)
 
 
 def _last_of_run(ctx: FileContext, scope: Scope, build: _Build, stmt: ast.stmt) -> ast.stmt:

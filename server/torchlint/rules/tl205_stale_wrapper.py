@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Set, Tuple
+from typing import Iterator, List, Optional, Set
 
 from ..analysis.context import FileContext
 from ..analysis.findings import Finding, Fix, Position, Range, Severity
@@ -14,7 +14,7 @@ from ..analysis.scopes import Scope, dotted_name, encloses
 from ..analysis.source import last_line
 from ..analysis.values import Kind
 from .base import Rule
-from .rebinding import can_move_below, line_after, mentioned_between, rebinding
+from .rebinding import Through, can_move_below, line_after, mentioned_between, rebinding, rebinding_through_call
 
 # What each wrapper is, by its qualified name.
 _WRAPPERS = {
@@ -67,12 +67,13 @@ class StaleWrapper(Rule):
                     if id(stmt) in reported or not encloses(ctx.index, wrap.stmt, stmt):
                         continue
                     rebound = rebinding(ctx, scope, stmt, wrap.roots)
-                    through = None if rebound is not None else _rebinding_in_a_callee(ctx, stmt, wrap)
+                    through = None if rebound is not None else \
+                        rebinding_through_call(ctx, scope, stmt, wrap.roots, wrap.target)
                     if rebound is None and through is None or not _used_after(ctx, scope, wrap, position):
                         continue
                     reported.add(id(stmt))
                     if through is not None:
-                        yield _finding_through(ctx, wrap, stmt, *through)
+                        yield _finding_through(ctx, wrap, through)
                     elif rebound is not None:
                         yield _finding(ctx, scope, wrap, stmt, *rebound)
             yield from _bypasses(ctx, scope, [w for w in wraps if w.kind == "ddp"])
@@ -144,41 +145,15 @@ def _used_after(ctx: FileContext, scope: Scope, wrap: _Wrap, position: int) -> b
     return "." in wrap.target
 
 
-def _rebinding_in_a_callee(ctx: FileContext, stmt: ast.stmt, wrap: _Wrap
-                           ) -> Optional[Tuple[ast.Call, Scope, ast.stmt, str, Kind]]:
-    """(the call, the callee, its re-binding, the re-bound text, its kind) when ``stmt`` calls a
-    function of this file with the wrapped model (`replace_head(model)`, one call deep) that
-    re-binds a layer or parameter of it: the fine-tuning helper is the common shape."""
-    calls = [stmt.value] if isinstance(stmt, ast.Expr) else \
-        [stmt.value] if isinstance(stmt, ast.Assign) else []
-    for call in calls:
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
-            continue
-        for callee in ctx.module_functions(call.func.id):
-            arguments = callee.node.args if isinstance(callee.node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
-            if arguments is None:
-                continue
-            names = [a.arg for a in arguments.posonlyargs + arguments.args]
-            roots = {names[i] for i, a in enumerate(call.args[:len(names)]) if dotted_name(a) in wrap.roots}
-            roots |= {k.arg for k in call.keywords if k.arg in names and dotted_name(k.value) in wrap.roots}
-            if not roots:
-                continue
-            for inner in callee.statements:
-                rebound = rebinding(ctx, callee, inner, roots)
-                if rebound is not None:
-                    _, text, _, kind = rebound
-                    return call, callee, inner, text, kind
-    return None
-
-
-def _finding_through(ctx: FileContext, wrap: _Wrap, stmt: ast.stmt, call: ast.Call, callee: Scope,
-                     inner: ast.stmt, text: str, kind: Kind) -> Finding:
-    """A callee re-binds the wrapped model's layer: reported on the call, the re-binding related."""
-    message = "`%s(...)` replaces `%s` of `%s` (line %d) after %s: %s" % (
-        ctx.text(call.func), text, wrap.root, inner.lineno, _took(wrap), _consequence(wrap, kind))
-    related = (ctx.related(inner, "`%s` is replaced here" % text),
-               ctx.related(wrap.stmt, "`%s` takes the parameters `%s` has at this point" % (wrap.target, wrap.root)))
-    return ctx.finding(message + " (no fix: call it before the wrapping)", call, (), related)
+def _finding_through(ctx: FileContext, wrap: _Wrap, through: Through) -> Finding:
+    """A function called with the wrapped model re-binds its layer: reported on the call, the
+    re-binding related where it is in this file."""
+    message = "`%s(...)` replaces `%s` of `%s` (%s) after %s: %s" % (
+        ctx.text(through.call.func), through.text, wrap.root, through.place(ctx), _took(wrap),
+        _consequence(wrap, through.kind))
+    related = (ctx.related(through.inner, "`%s` is replaced here" % through.text),) if through.path is None else ()
+    related += (ctx.related(wrap.stmt, "`%s` takes the parameters `%s` has at this point" % (wrap.target, wrap.root)),)
+    return ctx.finding(message + " (no fix: call it before the wrapping)", through.call, (), related)
 
 
 # What goes wrong with the new layer or parameter, by wrapper (%s: "layer" or "parameter"), and
