@@ -427,6 +427,9 @@ class _SaysEverything:
     def subclassed_elsewhere(self, name):
         return False
 
+    def function_in_project(self, func, method=None, within=None):
+        return None
+
     def finish(self):
         pass
 

@@ -75,7 +75,7 @@ class FileInference:
         self._unknowable: Dict[Tuple[int, str], str] = {}  # see _of_an_unknowable_parameter
         self._checked: Optional[CheckedFile] = None  # see _from_files
         self._question: Optional[JediScript] = None  # the last Script of a question's own text (_classify)
-        self._bases_read: Set[str] = set()  # files base_class read (ProjectFiles.read_for)
+        self._bases_read: Set[str] = set()  # files base_class, function_in_project read (ProjectFiles.read_for)
         self._asked_index = False  # the check asked the project index (ProjectFiles.index_askers)
         if project.cache is not None:
             self._cache_key = project.cache.key(project.environment_id, self.path, text)

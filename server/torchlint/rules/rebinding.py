@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Set, Tuple
+from typing import FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from ..analysis import torch_names as tn
 from ..analysis.context import FileContext
@@ -220,7 +220,7 @@ _Found = Tuple[Tuple[str, ...], FileContext, ast.stmt, str, Kind]
 
 
 def _through(ctx: FileContext, scope: Scope, call: ast.Call, roots: Set[str], depth: int, budget: List[int],
-             seen: Set[Tuple[str, int, frozenset]]) -> Optional[_Found]:
+             seen: Set[Tuple[str, int, FrozenSet[str]]]) -> Optional[_Found]:
     for other, callee, label, inner_roots in _callees(ctx, scope, call, roots):
         key = (other.path, id(callee.node), frozenset(inner_roots))
         if key in seen:
@@ -304,7 +304,7 @@ def _method_of_model(ctx: FileContext, scope: Scope, model: ast.Name, name: str
                      ) -> Optional[Tuple[FileContext, Scope, str]]:
     """The method ``name`` of the class every assignment of ``model`` in the scope builds
     (`model = Net(...)`), its file's context and the class's name; None when that is not plain."""
-    bindings = scope.locals.get(model.id, ())
+    bindings = scope.locals.get(model.id, [])
     classes = {ctx.text(b.value.func) if isinstance(b.value, ast.Call) else None for b in bindings}
     if len(classes) != 1 or None in classes:
         return None
@@ -331,10 +331,10 @@ def _parameter_roots(callee: Scope, call: ast.Call, roots: Set[str], method: boo
         positional = positional[1:]
     named = {a.arg for a in positional + node.args.kwonlyargs if a not in node.args.posonlyargs}
     given: List[Tuple[str, ast.expr]] = []
-    for parameter, argument in zip(positional, call.args):
+    for slot, argument in zip(positional, call.args):
         if isinstance(argument, ast.Starred):
             break  # where the rest go is not plain
-        given.append((parameter.arg, argument))
+        given.append((slot.arg, argument))
     given += [(k.arg, k.value) for k in call.keywords if k.arg is not None and k.arg in named]
     found: Set[str] = set()
     for parameter, argument in given:

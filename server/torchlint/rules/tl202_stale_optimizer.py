@@ -9,7 +9,7 @@ from typing import Iterator, List, Optional, Set, Tuple, cast
 from ..analysis import torch_names as tn
 from ..analysis.construction import block_of
 from ..analysis.context import FileContext
-from ..analysis.findings import Edit, Finding, Fix, Position, Range, Severity
+from ..analysis.findings import Edit, Finding, Fix, Position, Range, Related, Severity
 from ..analysis.scopes import Scope, block_chain, dotted_name, encloses
 from ..analysis.source import last_line
 from ..analysis.values import Kind
@@ -207,7 +207,8 @@ def _finding_through(ctx: FileContext, build: _Build, through: Through) -> Findi
                "given: the optimizer still holds the old ones and never updates the new %s (no fix: build `%s` after "
                "the call)" % (ctx.text(through.call.func), through.text, through.place(ctx), build.stmt.lineno, new,
                               build.target))
-    related = (ctx.related(through.inner, "`%s` is replaced here" % through.text),) if through.path is None else ()
+    related: Tuple[Related, ...] = (ctx.related(through.inner, "`%s` is replaced here" % through.text),) \
+        if through.path is None else ()
     related += (ctx.related(build.stmt, "`%s` is built here; it keeps the parameters the model had at this point"
                             % build.target),)
     return ctx.finding(message, through.call, (), related)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Set
+from typing import Iterator, List, Optional, Set, Tuple
 
 from ..analysis.context import FileContext
-from ..analysis.findings import Finding, Fix, Position, Range, Severity
+from ..analysis.findings import Finding, Fix, Position, Range, Related, Severity
 from ..analysis.scopes import Scope, dotted_name, encloses
 from ..analysis.source import last_line
 from ..analysis.values import Kind
@@ -151,7 +151,8 @@ def _finding_through(ctx: FileContext, wrap: _Wrap, through: Through) -> Finding
     message = "`%s(...)` replaces `%s` of `%s` (%s) after %s: %s" % (
         ctx.text(through.call.func), through.text, wrap.root, through.place(ctx), _took(wrap),
         _consequence(wrap, through.kind))
-    related = (ctx.related(through.inner, "`%s` is replaced here" % through.text),) if through.path is None else ()
+    related: Tuple[Related, ...] = (ctx.related(through.inner, "`%s` is replaced here" % through.text),) \
+        if through.path is None else ()
     related += (ctx.related(wrap.stmt, "`%s` takes the parameters `%s` has at this point" % (wrap.target, wrap.root)),)
     return ctx.finding(message + " (no fix: call it before the wrapping)", through.call, (), related)
 
