@@ -249,6 +249,9 @@ def _callees(ctx: FileContext, scope: Scope, call: ast.Call, roots: Set[str]
     """The functions ``call`` may run that are given the model, each with its file's context, its
     name, and the names its parameters give the model (or parts of it)."""
     func = call.func
+    receiver = dotted_name(func.value) if isinstance(func, ast.Attribute) else None
+    if receiver not in roots and not any(_holds(dotted_name(a), roots) for a in _arguments(call)):
+        return  # not given the model: nothing to look up
     if isinstance(func, ast.Name):
         if func.id in scope.locals:
             return  # a local (a parameter, a function passed in): not the module's function
@@ -263,7 +266,6 @@ def _callees(ctx: FileContext, scope: Scope, call: ast.Call, roots: Set[str]
         return
     if not isinstance(func, ast.Attribute):
         return
-    receiver = dotted_name(func.value)
     if isinstance(func.value, ast.Name) and receiver in roots:
         method = _own_method(ctx, scope, func.attr) if scope.is_self(func.value) \
             else _method_of_model(ctx, scope, func.value, func.attr)
@@ -281,6 +283,15 @@ def _callees(ctx: FileContext, scope: Scope, call: ast.Call, roots: Set[str]
             inner = _parameter_roots(elsewhere[1], call, roots, method=False)
             if inner:
                 yield elsewhere[0], elsewhere[1], "%s.%s" % (receiver, func.attr), inner
+
+
+def _arguments(call: ast.Call) -> List[ast.expr]:
+    return [a.value if isinstance(a, ast.Starred) else a for a in call.args] + [k.value for k in call.keywords]
+
+
+def _holds(text: Optional[str], roots: Set[str]) -> bool:
+    """``text`` is the model, a part of it, or holds it (`ddp` for `ddp.module`)."""
+    return text is not None and any(text == r or text.startswith(r + ".") or r.startswith(text + ".") for r in roots)
 
 
 def _own_method(ctx: FileContext, scope: Scope, name: str) -> Optional[Tuple[FileContext, Scope, str]]:
