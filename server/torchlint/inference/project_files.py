@@ -480,14 +480,14 @@ class ProjectFiles:
             node = bound[0]
         if node.decorator_list:
             return None
-        read_file = self._read_file(module)
+        read_file = self.read_file(module)
         if read_file.tree is None:
             return None
         return ProjectFunction(module, read_file.text, read_file.tree, node)
 
     def read_imports(self, path: str) -> Optional[List[ImportNode]]:
         """The imports of a project file as read (None: it does not parse)."""
-        read_file = self._read_file(path)
+        read_file = self.read_file(path)
         return read_file.import_nodes if read_file.tree is not None else None
 
     def _defined(self, path: str, import_nodes: Sequence[ImportNode], base: ast.expr, depth: int,
