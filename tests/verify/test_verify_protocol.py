@@ -21,7 +21,8 @@ FULL_REQUEST = ProbeRequest(
     import_target=ImportTarget("pkg.model", "/p"), extra_paths=["/p/scripts"],
     constructors={"Net": [Constructor("a.py:3, a call site", expression="Net(16)"),
                           Constructor("pyproject.toml", factory="pkg.build:net", before_defaults=True)]},
-    input_calls={"Net": [{"args": ["torch.randn(2, 16)"], "kwargs": {}, "origin": "demo.py:9", "built_with": None}]})
+    input_calls={"Net": [{"args": ["torch.randn(2, 16)"], "kwargs": {}, "origin": "demo.py:9", "built_with": None}]},
+    ddp=True)
 
 
 def test_a_request_reads_back_as_it_was_written():
@@ -33,7 +34,8 @@ def test_a_request_reads_back_as_it_was_written():
 def test_the_wire_names():
     data = json.loads(FULL_REQUEST.to_json())
     assert set(data) == {"path", "result_path", "stack_path", "deadline", "class_name", "device", "init_kwargs",
-                         "input_shapes", "input_exprs", "import", "extra_paths", "constructors", "input_calls"}
+                         "input_shapes", "input_exprs", "import", "extra_paths", "constructors", "input_calls",
+                         "ddp"}
     assert data["import"] == {"root": "/p", "module": "pkg.model"}
     assert data["input_shapes"][1] == {"shape": [2, 8], "dtype": "int64"}
     assert data["constructors"]["Net"] == [{"origin": "a.py:3, a call site", "expression": "Net(16)"},

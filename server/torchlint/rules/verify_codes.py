@@ -61,4 +61,8 @@ VERIFY_CODES: Dict[str, VerifyCode] = {entry.code: entry for entry in (
                "the trained module's state_dict(), loaded into a new instance, does not load or does not compute "
                "what the module computed: the tensors and numbers a checkpoint does not carry",
                grading="error; information when nothing the module holds explains the difference"),
+    VerifyCode("TL908", "gradient-not-reduced-by-ddp", Severity.ERROR,
+               "with --ddp, two steps under DistributedDataParallel (2 gloo processes on the CPU): a gradient "
+               "DDP does not average across processes, or a parameter without a gradient that DDP waits for",
+               grading="error; warning when DDP training fails otherwise, or waits without raising"),
 )}

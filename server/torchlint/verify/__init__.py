@@ -1,5 +1,5 @@
 """Runtime verification: run a file's nn.Module in a child process and confirm what
-the static rules suspect (TL901-TL907).
+the static rules suspect (TL901-TL908; TL908 with --ddp).
 
 The API for adapters (CLI, language server)::
 

@@ -7,7 +7,7 @@ cli/commands.py hooks it in as a subcommand::
     verify.set_defaults(handler=cli_command.run)
 
 Exit codes: 0 nothing found (every class verified or partly verified), 1 problems found
-(TL901-TL907), 2 verification could not run (bad arguments, no such file or class, no class
+(TL901-TL908), 2 verification could not run (bad arguments, no such file or class, no class
 in the file, no torch, no CUDA, no class could be built).
 
 Several paths, or a folder (its .py files as ``torchlint check`` finds them: the project's
@@ -39,8 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "real in a child process (the workspace's Python, which must have torch) and confirm what the static rules suspect: "
                           "unregistered tensors (TL901), state left behind by .to() (TL902), gradients the "
                           "optimizer never sees (TL903), tensors an optimizer step does not change (TL904), "
-                          "failures (TL905), parameters created during forward (TL906) and what a checkpoint "
-                          "of the trained module loses (TL907). It executes the "
+                          "failures (TL905), parameters created during forward (TL906), what a checkpoint "
+                          "of the trained module loses (TL907) and, with --ddp, gradients "
+                          "DistributedDataParallel does not reduce (TL908). It executes the "
                           "file's code.")
     parser.add_argument("target", metavar="PATH[::Class]", nargs="+",
                         help="a Python file, optionally ::ClassName (default: every nn.Module subclass it "
@@ -57,6 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", action="append", metavar="EXPR", dest="input_exprs",
                         help="a forward() input as a Python expression, evaluated in the file's module with torch "
                              "bound, e.g. 'torch.randint(0, 100, (2, 16))'; repeat for several inputs")
+    parser.add_argument("--ddp", action="store_true",
+                        help="also train each class two steps under DistributedDataParallel, in a 2-process gloo "
+                             "group on the CPU, and report gradients it does not reduce and the parameters it "
+                             "waits for in vain (TL908)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
 
 
@@ -78,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
                            timeout=settings.verify_timeout, init_kwargs=args.init_kwargs, input_shapes=shapes,
                            python=settings.interpreter or None,
                            input_exprs=getattr(args, "input_exprs", None), workspace_root=str(config.root),
-                           verify_config=config.verify)
+                           verify_config=config.verify, ddp=bool(getattr(args, "ddp", False)))
 
     if len(targets) == 1 and not os.path.isdir(first):
         path, class_name = split_target(targets[0])

@@ -125,14 +125,14 @@ class Placer:
         if names and issue.owner_class and owner_file and not _FOREIGN.search(owner_file):
             source = self.source(owner_file) if os.path.isfile(owner_file) else None
             # TL906: a parameter forward made is placed where forward makes it.
-            created = issue.code == "TL906"
+            created = issue.code == "TL906" or issue.in_forward
             found = source.assignment(issue.owner_class, names, created) if source is not None else None
             if found is not None:
                 return owner_file, found
         # The holder is torch's or unknown: the verified class's own attribute on the way to it.
         if names:
             outer = [n for n in reversed(names) if n != issue.owner_attribute] or names
-            found = mine.assignment(issue.class_name, outer, issue.code == "TL906")
+            found = mine.assignment(issue.class_name, outer, issue.code == "TL906" or issue.in_forward)
             if found is not None:
                 return self.path, found
         if issue.line:

@@ -63,6 +63,7 @@ CHECK_NAMES = {
     "TL904": "optimizer step",
     "TL906": "parameters",
     "TL907": "checkpoint",
+    "TL908": "DDP",
 }
 FACTORY_NAMES = ("torchlint_example_inputs", "example_inputs")
 HOW_TO_GIVE_INPUTS = ("give --input-shape (e.g. 2,16) or --input expressions, or define torchlint_example_inputs() "
@@ -487,9 +488,11 @@ def check_entry(code: str, status: str, summary: str) -> JsonObject:
     return {"code": code, "name": CHECK_NAMES[code], "status": status, "summary": summary}
 
 
-def skip_gradients(report: JsonObject, reason: str, short: str) -> None:
-    """The checks that need forward did not run: the class is partly verified, never "verified"."""
-    report["checks"] += [check_entry(code, "skipped", reason) for code in ("TL903", "TL904", "TL906", "TL907")]
+def skip_gradients(report: JsonObject, reason: str, short: str, ddp: bool = False) -> None:
+    """The checks that need forward did not run: the class is partly verified, never "verified".
+    ``ddp``: --ddp was asked for, so TL908 is one of them."""
+    codes = ("TL903", "TL904", "TL906", "TL907") + (("TL908",) if ddp else ())
+    report["checks"] += [check_entry(code, "skipped", reason) for code in codes]
     report["status"] = "partly verified"
     report["partial_reason"] = "gradients skipped: %s" % short
 
@@ -596,7 +599,7 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
             support.describe(call.args, kwargs), call.caller), False))
     if not candidates:
         reason = "no example inputs: %s" % HOW_TO_GIVE_INPUTS
-        skip_gradients(report, reason, "no example inputs")
+        skip_gradients(report, reason, "no example inputs", request.ddp)
     else:
         result.phase("forward", name)
         misfits: List[str] = []
@@ -632,11 +635,40 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
                     report["checks"].append(check_entry("TL907", "skipped", summary))
                 else:
                     add("TL907", found, summary)
+            if request.ddp:
+                run_ddp(request, result, report, model, inputs, gradients, run, device, state_of, add)
             return gradients.rebuilt, True
         shown = "; ".join(misfits[:3]) + ("; and %d more" % (len(misfits) - 3) if len(misfits) > 3 else "")
         reason = "the guessed inputs did not fit (%d tried: %s); %s" % (len(misfits), shown, HOW_TO_GIVE_INPUTS)
-        skip_gradients(report, reason, "the guessed inputs did not fit")
+        skip_gradients(report, reason, "the guessed inputs did not fit", request.ddp)
     return set(), False
+
+
+def run_ddp(request: ProbeRequest, result: Result, report: JsonObject, model: nn.Module,
+            inputs: Tuple[Tuple[Any, ...], Dict[str, Any]], gradients: probe_checks.GradientRun, run: Run,
+            device: torch.device, state_of: Callable[[nn.Module], probe_checks.State],
+            add: Callable[[str, List[JsonObject], str], None]) -> None:
+    """--ddp: TL908, two steps of the module as built under DistributedDataParallel (probe_ddp)."""
+    if gradients.failure is not None or not gradients.steps:
+        why = "training failed" if gradients.failure is not None else "forward's output requires no grad"
+        report["checks"].append(check_entry("TL908", "skipped", "%s: no step to take under DDP" % why))
+        return
+    result.phase("ddp", type(model).__name__)
+    if TYPE_CHECKING:
+        from . import probe_ddp as ddp
+    else:
+        ddp = sys.modules.get("torchlint_probe_ddp") or _load_sibling("probe_ddp")
+    try:
+        found, summary, skipped = ddp.check_ddp(model, inputs, run, device, state_of, request.deadline,
+                                                os.path.dirname(request.result_path))
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the check could not run here: say so, never a finding
+        found, summary, skipped = [], "the check could not run: %s" % support.describe_exception(exc), True
+    if skipped:
+        report["checks"].append(check_entry("TL908", "skipped", summary))
+    else:
+        add("TL908", found, summary)
 
 
 def _built_again(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType) -> Optional[nn.Module]:

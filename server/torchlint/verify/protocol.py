@@ -126,6 +126,7 @@ class ProbeRequest:
     # Per class, the project's calls of it, as verify.inputs finds them and probe_inputs reads
     # them: {"args": [expr], "kwargs": {name: expr}, "origin", "built_with"}.
     input_calls: Dict[str, List[JsonObject]] = field(default_factory=dict)
+    ddp: bool = False  # --ddp: two training steps under DistributedDataParallel too (TL908)
 
     WIRE_NAMES = {"import_target": "import"}  # the JSON key where it differs from the field's name
 
@@ -149,7 +150,8 @@ class ProbeRequest:
             extra_paths=[p for p in data.get("extra_paths") or [] if isinstance(p, str)],
             constructors={name: [Constructor.from_dict(c) for c in _dicts(entries)]
                           for name, entries in (data.get("constructors") or {}).items()},
-            input_calls={name: _dicts(entries) for name, entries in (data.get("input_calls") or {}).items()})
+            input_calls={name: _dicts(entries) for name, entries in (data.get("input_calls") or {}).items()},
+            ddp=data.get("ddp") is True)
 
     @classmethod
     def from_json(cls, text: str) -> "ProbeRequest":

@@ -52,6 +52,9 @@ class Issue:
     owner_attribute: Optional[str] = None  # its `self.<owner_attribute> = ...` stored what the issue is about
     owner_file: Optional[str] = None  # where that class is defined (None: not known)
     file: Optional[str] = None  # the file ``line`` is in (the verified file unless said otherwise)
+    # About an attribute forward makes (TL906; TL908's parameters made after DDP wrapped the
+    # module): placed where forward makes it, not on the `self.<attr> = None` of __init__.
+    in_forward: bool = False
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "Issue":
@@ -67,7 +70,7 @@ class Issue:
                    line=line if isinstance(line, int) and not isinstance(line, bool) and line > 0 else None,
                    detail=_text(data.get("detail")), owner_class=_optional_text(owner),
                    owner_attribute=_optional_text(data.get("owner_attribute")),
-                   owner_file=_optional_text(data.get("owner_file")))
+                   owner_file=_optional_text(data.get("owner_file")), in_forward=data.get("in_forward") is True)
 
 
 @dataclass

@@ -61,6 +61,7 @@ PHASES = {
     "inputs": "making example inputs for %s",
     "forward": "running %s forward and backward",
     "step": "taking an optimizer step on %s",
+    "ddp": "training %s under DistributedDataParallel (--ddp)",
 }
 
 
@@ -375,13 +376,14 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = DEFAU
                 python: Optional[str] = None,
                 cancel_event: Optional[threading.Event] = None, cwd: Optional[str] = None,
                 input_exprs: Optional[Sequence[str]] = None, workspace_root: Optional[str] = None,
-                verify_config: Optional[VerifyConfig] = None) -> VerifyReport:
+                verify_config: Optional[VerifyConfig] = None, ddp: bool = False) -> VerifyReport:
     """Run the file's nn.Module(s) in a child process and report what happened.
 
     The file is imported as a module of its package when it is in one (``targets.import_plan``),
     and classes that need constructor arguments get the call sites and factories the project
     has (``targets.find_constructors``), after ``init_kwargs``. ``workspace_root``: the project
-    (default: ``cwd``); ``verify_config``: its ``[tool.torchlint.verify]``.
+    (default: ``cwd``); ``verify_config``: its ``[tool.torchlint.verify]``; ``ddp``: also two
+    training steps under DistributedDataParallel in a 2-process gloo group on the CPU (TL908).
 
     Raises VerifyError for bad arguments (bad JSON, bad shapes, bad device, a configured import
     root that does not exist, no interpreter) and for what the file says before torch starts
@@ -416,7 +418,7 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = DEFAU
             deadline=time.time() + max(timeout - (time.monotonic() - started), 0.1), class_name=class_name,
             device=device, init_kwargs=init_kwargs, input_shapes=shapes, input_exprs=input_exprs,
             import_target=ImportTarget(plan.module, plan.root) if plan.module else None,
-            extra_paths=list(plan.extra_paths), constructors=constructors, input_calls=input_calls)
+            extra_paths=list(plan.extra_paths), constructors=constructors, input_calls=input_calls, ddp=ddp)
         request_path = os.path.join(folder, "request.json")
         with open(request_path, "w", encoding="utf-8") as handle:
             handle.write(request.to_json())
