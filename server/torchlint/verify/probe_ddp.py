@@ -233,70 +233,66 @@ def _rank(rank: int, model: nn.Module, inputs: Tuple[Tuple[Any, ...], Dict[str, 
             set_level(level)  # torch's error names the parameters that got no gradient
     except Exception:  # noqa: BLE001 - an older torch: indices only
         pass
+    # The group is never destroyed: destroy_process_group() can hang when the other rank has gone
+    # first; the rank's process ends as soon as its file is written (_start), and with it the group.
     dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=WORLD_SIZE,
                             timeout=datetime.timedelta(seconds=timeout))
+    args, kwargs = inputs
+    state = state_of(model)
+    watched = {held.path: held.tensor for held in state.held
+               if held.derived is None and held.tensor.is_leaf and held.tensor.requires_grad}
+    if any(isinstance(p, nn.parameter.UninitializedParameter) for p in model.parameters()):
+        with torch.no_grad():  # lazy layers: the dry run DDP's documentation asks for
+            run("forward", model, *args, **kwargs)
+    ignored = set(getattr(model, "_ddp_params_and_buffers_to_ignore", None) or ())
+    registered = [(name, p) for name, p in model.named_parameters() if p.requires_grad and name not in ignored]
+    out["registered"] = [name for name, _ in registered]
     try:
-        args, kwargs = inputs
-        state = state_of(model)
-        watched = {held.path: held.tensor for held in state.held
-                   if held.derived is None and held.tensor.is_leaf and held.tensor.requires_grad}
-        if any(isinstance(p, nn.parameter.UninitializedParameter) for p in model.parameters()):
-            with torch.no_grad():  # lazy layers: the dry run DDP's documentation asks for
-                run("forward", model, *args, **kwargs)
-        ignored = set(getattr(model, "_ddp_params_and_buffers_to_ignore", None) or ())
-        registered = [(name, p) for name, p in model.named_parameters() if p.requires_grad and name not in ignored]
-        out["registered"] = [name for name, _ in registered]
-        try:
-            ddp = run("wrapping the module in DistributedDataParallel", DistributedDataParallel, model)
-        except support.UserError as failure:
-            out["error"] = {"stage": "wrap", "step": 0, "error": failure.error, "issue": failure.issue}
-            save()
-            return
-        optimizer = torch.optim.SGD([p for p in ddp.parameters() if p.requires_grad], lr=checks.LEARNING_RATE)
-        projections: Dict[Tuple[int, Tuple[int, ...]], torch.Tensor] = {}
-        for step in range(1, STEPS + 1):
-            torch.manual_seed(step)  # dropout: the same masks on both ranks
-            try:
-                with torch.enable_grad():
-                    output = run("forward", ddp, *args, **kwargs)
-                tensors = [t for t in checks._output_tensors(output)
-                           if t.requires_grad and (t.is_floating_point() or t.is_complex())]
-                if not tensors:
-                    break
-                loss = _rank_loss(tensors, projections, rank)
-                run("backward", loss.backward)
-            except support.UserError as failure:
-                if UNUSED_ERROR in failure.error:
-                    # torch's own list: "Parameter indices which did not receive grad for rank 0: 2 3"
-                    match = _INDICES.search(str(failure.exception))
-                    indices = [int(i) for i in match.group(1).split()] if match else []
-                    out["unused_error"] = {"step": step, "error": failure.error, "names": [
-                        registered[i][0] for i in indices if i < len(registered)]}
-                else:
-                    out["error"] = {"stage": failure.stage, "step": step, "error": failure.error,
-                                    "issue": failure.issue}
-                break
-            current = dict(ddp.module.named_parameters())
-            with torch.no_grad():
-                seen: Dict[str, Optional[torch.Tensor]] = {}
-                for name, p in list(current.items()) + list(watched.items()):
-                    if p.requires_grad and name not in seen and name not in ignored:
-                        seen[name] = None if p.grad is None else p.grad.detach().to_dense().clone()
-                grads.append(seen)
-            out["unused"].append([name for name, p in registered if p.grad is None])
-            out["replaced"] += [name for name, p in registered if name in current and current[name] is not p
-                                and name not in out["replaced"]]
-            out["steps"] = step
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            for tensor in watched.values():
-                tensor.grad = None
+        ddp = run("wrapping the module in DistributedDataParallel", DistributedDataParallel, model)
+    except support.UserError as failure:
+        out["error"] = {"stage": "wrap", "step": 0, "error": failure.error, "issue": failure.issue}
         save()
-    finally:
+        return
+    optimizer = torch.optim.SGD([p for p in ddp.parameters() if p.requires_grad], lr=checks.LEARNING_RATE)
+    projections: Dict[Tuple[int, Tuple[int, ...]], torch.Tensor] = {}
+    for step in range(1, STEPS + 1):
+        torch.manual_seed(step)  # dropout: the same masks on both ranks
         try:
-            dist.destroy_process_group()
-        except Exception:  # noqa: BLE001
-            pass
+            with torch.enable_grad():
+                output = run("forward", ddp, *args, **kwargs)
+            tensors = [t for t in checks._output_tensors(output)
+                       if t.requires_grad and (t.is_floating_point() or t.is_complex())]
+            if not tensors:
+                break
+            loss = _rank_loss(tensors, projections, rank)
+            run("backward", loss.backward)
+        except support.UserError as failure:
+            if UNUSED_ERROR in failure.error:
+                # torch's own list: "Parameter indices which did not receive grad for rank 0: 2 3"
+                match = _INDICES.search(str(failure.exception))
+                indices = [int(i) for i in match.group(1).split()] if match else []
+                out["unused_error"] = {"step": step, "error": failure.error, "names": [
+                    registered[i][0] for i in indices if i < len(registered)]}
+            else:
+                out["error"] = {"stage": failure.stage, "step": step, "error": failure.error,
+                                "issue": failure.issue}
+            break
+        current = dict(ddp.module.named_parameters())
+        with torch.no_grad():
+            seen: Dict[str, Optional[torch.Tensor]] = {}
+            for name, p in list(current.items()) + list(watched.items()):
+                if p.requires_grad and name not in seen and name not in ignored:
+                    seen[name] = None if p.grad is None else p.grad.detach().to_dense().clone()
+            grads.append(seen)
+        out["unused"].append([name for name, p in registered if p.grad is None])
+        out["replaced"] += [name for name, p in registered if name in current and current[name] is not p
+                            and name not in out["replaced"]]
+        out["steps"] = step
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        for tensor in watched.values():
+            tensor.grad = None
+    save()
 
 
 def _rank_loss(tensors: List[torch.Tensor], projections: Dict[Tuple[int, Tuple[int, ...]], torch.Tensor],
