@@ -117,7 +117,7 @@ def _on_cpu(model: nn.Module, inputs: Tuple[Tuple[Any, ...], Dict[str, Any]],
     memo = {id(held.tensor): held.tensor for held in state.held if not held.tensor.is_leaf}
     cpu = torch.device("cpu")
     moved = copy.deepcopy(model, memo).to(cpu)
-    checks.replace_held(moved, (), checks.mover(cpu))
+    checks.replace_held(moved, set(vars(nn.Module())), checks.mover(cpu))
     return moved, _to_cpu(inputs)
 
 
