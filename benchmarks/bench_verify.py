@@ -71,7 +71,10 @@ def run(files, python, device, timeout, root=None):
                      "gradient_checks": len(ran), "skipped_no_inputs": len(partly),
                      "not_built": len(report.classes) - len(built), "findings": len(findings),
                      "seconds": round(seconds, 2), "inputs_from": origins,
-                     "partly": [(c.name, c.partial_reason) for c in partly]})
+                     "partly": [(c.name, c.partial_reason) for c in partly],
+                     "unbuilt": [(c.name, c.skip_reason) for c in report.classes if c.status == "skipped"],
+                     "unchecked": [c.name for c in built if c not in ran],
+                     "issues": [(i.code, i.severity, i.line, i.message) for i in findings]})
     return rows
 
 
@@ -118,6 +121,12 @@ def main(argv=None) -> int:
     for row in rows:
         for name, reason in row["partly"]:
             print("  partly verified: %s %s (%s)" % (row["file"], name, reason))
+    for row in rows:
+        for name, reason in row["unbuilt"]:
+            print("  not built: %s %s (%s)" % (row["file"], name, (reason or "")[:300]))
+    for row in rows:
+        for code, severity, line, message in row["issues"]:
+            print("  finding: %s:%s %s %s %s" % (row["file"], line, code, severity, message[:300]))
     return 0
 
 

@@ -145,7 +145,7 @@ def device(value: object) -> str:
     return value
 
 
-VERIFY_CLASS_KEYS = ("kwargs", "factory")
+VERIFY_CLASS_KEYS = ("kwargs", "factory", "inputs", "input-shape")
 _FACTORY = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
 
 
@@ -155,6 +155,8 @@ class ClassRecipe:
 
     kwargs_json: Optional[str] = None  # JSON text: keeps the frozen config hashable
     factory: Optional[str] = None
+    inputs: Tuple[str, ...] = ()  # forward's inputs as Python expressions (the CLI's --input)
+    input_shapes: Tuple[str, ...] = ()  # forward's inputs as shapes, "2,16" or "2,16:long" (--input-shape)
 
     @property
     def kwargs(self) -> Optional[Dict[str, Any]]:
@@ -183,14 +185,20 @@ def class_recipes(classes: object) -> Tuple[Tuple[str, ClassRecipe], ...]:
         for name in entry:
             if name not in VERIFY_CLASS_KEYS:
                 raise SettingError(unknown_key(name, VERIFY_CLASS_KEYS), at)
-        if ("kwargs" in entry) == ("factory" in entry):
+        if ("kwargs" in entry and "factory" in entry) or not entry:
             raise SettingError("give either kwargs = {...} or factory = \"pkg.mod:function\", not %s"
                                % ("both" if entry else "neither"), at)
-        if "factory" in entry:
+        if "inputs" in entry and "input-shape" in entry:
+            raise SettingError("give either inputs = [...] or input-shape = [...], not both", at)
+        inputs = _class_inputs(entry.get("inputs"), at + ".inputs")
+        shapes = _class_input_shapes(entry.get("input-shape"), at + ".input-shape")
+        if "kwargs" not in entry and "factory" not in entry:
+            recipes.append((class_name, ClassRecipe(inputs=inputs, input_shapes=shapes)))
+        elif "factory" in entry:
             factory = entry["factory"]
             if not isinstance(factory, str) or not _FACTORY.match(factory.strip()):
                 raise SettingError("expected \"package.module:function\", got %r" % (factory,), at + ".factory")
-            recipes.append((class_name, ClassRecipe(factory=factory.strip())))
+            recipes.append((class_name, ClassRecipe(factory=factory.strip(), inputs=inputs, input_shapes=shapes)))
         else:
             kwargs = entry["kwargs"]
             if not isinstance(kwargs, dict) or not all(k.isidentifier() for k in kwargs):
@@ -200,8 +208,42 @@ def class_recipes(classes: object) -> Tuple[Tuple[str, ClassRecipe], ...]:
             except (TypeError, ValueError) as err:
                 raise SettingError("values must be numbers, strings, booleans, arrays or tables (%s)" % err,
                                    at + ".kwargs") from None
-            recipes.append((class_name, ClassRecipe(kwargs_json=text)))
+            recipes.append((class_name, ClassRecipe(kwargs_json=text, inputs=inputs, input_shapes=shapes)))
     return tuple(recipes)
+
+
+def _class_inputs(value: object, at: str) -> Tuple[str, ...]:
+    """``inputs = ["torch.randn(2, 16)", ...]``: forward's arguments as Python expressions."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+        raise SettingError("expected a list of Python expressions, like [\"torch.randn(2, 16)\"], got %r"
+                           % (value,), at)
+    return tuple(v.strip() for v in value)
+
+
+_SHAPE = re.compile(r"^\s*[\[(]?\s*\d+(\s*[,x\s]\s*\d+)*\s*[\])]?\s*(:\s*\w+)?\s*$")
+
+
+def _class_input_shapes(value: object, at: str) -> Tuple[str, ...]:
+    """``input-shape = [2, 16]``, ``[[2, 16], [2, 16]]``, ``"2,16"`` or ``["2,16", "2,8:long"]``:
+    one shape per forward argument, each as the CLI's --input-shape text."""
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) and value and not all(isinstance(v, int) for v in value) else [value]
+    shapes = []
+    for item in items:
+        if isinstance(item, list) and item and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                                   for v in item):
+            shapes.append(",".join(str(v) for v in item))
+        elif isinstance(item, str) and _SHAPE.match(item):
+            shapes.append(item.strip())
+        else:
+            raise SettingError("expected sizes like [2, 16], a list of them, or \"2,16\" (\"2,16:long\" for "
+                               "integers), got %r" % (value,), at)
+    return tuple(shapes)
 
 
 def seconds(text: str) -> float:

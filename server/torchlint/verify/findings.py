@@ -55,9 +55,11 @@ class _Source:
             return []
         return [info for info in self.ctx.index.classes if info.name == name]
 
-    def assignment(self, class_name: Optional[str], names: List[str], outside_init: bool = False) -> Optional[Range]:
+    def assignment(self, class_name: Optional[str], names: List[str], outside_init: bool = False,
+                   ran: Optional[int] = None) -> Optional[Range]:
         """The first `self.<name> = ...` of the class (``__init__`` first; with ``outside_init``,
-        another method first: where forward creates it), then of its bases."""
+        another method first: where forward creates it), then of its bases; the statement on line
+        ``ran`` (the one the probe saw store it) before any other."""
         ctx = self.ctx
         if ctx is None:
             return None
@@ -65,7 +67,8 @@ class _Source:
             for name in names:
                 for cls in ctx.class_chain(info):
                     bindings = [b for b in cls.attr_assignments if b.name == name]
-                    bindings.sort(key=lambda b: ((b.scope.name == "__init__") if outside_init
+                    bindings.sort(key=lambda b: (not _covers(b.stmt, ran),
+                                                 (b.scope.name == "__init__") if outside_init
                                                  else (b.scope.name != "__init__"), b.stmt.lineno))
                     for binding in bindings:
                         target = _target(binding.stmt, name)
@@ -126,7 +129,8 @@ class Placer:
             source = self.source(owner_file) if os.path.isfile(owner_file) else None
             # TL906: a parameter forward made is placed where forward makes it.
             created = issue.code == "TL906" or issue.in_forward
-            found = source.assignment(issue.owner_class, names, created) if source is not None else None
+            ran = issue.owner_line if names[0] == issue.owner_attribute else None
+            found = source.assignment(issue.owner_class, names, created, ran) if source is not None else None
             if found is not None:
                 return owner_file, found
         # The holder is torch's or unknown: the verified class's own attribute on the way to it.
@@ -142,6 +146,10 @@ class Placer:
             if found is not None:
                 return self.path, found
         return self.path, mine.line_range(1)
+
+
+def _covers(stmt: ast.stmt, line: Optional[int]) -> bool:
+    return line is not None and stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno)
 
 
 def _target(stmt: ast.AST, attribute: str) -> Optional[ast.Attribute]:

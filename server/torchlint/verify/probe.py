@@ -163,22 +163,45 @@ def module_classes(user_module: ModuleType, torch: ModuleType) -> List[type]:
 
 class Built:
     def __init__(self, model: nn.Module, origin: str, text: str, inputs: object = None,
-                 fed: Optional[Call] = None) -> None:
+                 fed: Optional[Call] = None, synthesized: Optional[Dict[str, Any]] = None) -> None:
         self.model = model
         self.constructed_with = {"origin": origin, "text": text}
         self.inputs = inputs  # example inputs a factory returned with the module
         self.fed = fed  # the parent's call that gave the instance and its inputs (Seen)
+        self.synthesized = synthesized  # the arguments made up from its signature (probe_arguments)
 
 
-def construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType, seed: int = 0) -> Union[Built, str]:
+SYNTHESIZED = "arguments made up from its signature"
+
+
+def construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType, seed: int = 0,
+              synthesized: Optional[Dict[str, Any]] = None) -> Union[Built, str]:
     """A Built, or a str (why the class was skipped). Failures of user code raise UserError.
-    ``seed``: torch's random seed while it is built (the checkpoint round trip builds another)."""
+    ``seed``: torch's random seed while it is built (the checkpoint round trip builds another).
+    ``synthesized``: build it with these made-up arguments (probe_arguments); a failure is a
+    str, never a finding: the arguments were a guess."""
+    import torch
+
+    with support.Assignments(torch.nn.Module):  # which statements stored each attribute
+        return _construct(cls, request, user_module, seed, synthesized)
+
+
+def _construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType, seed: int,
+               synthesized: Optional[Dict[str, Any]]) -> Union[Built, str]:
     import torch
 
     name = cls.__name__
     user_path = request.path
     init_kwargs = request.init_kwargs
     candidates = request.constructors.get(name) or []
+    if synthesized is not None:
+        text = "%s(%s)" % (name, _kwargs_text(synthesized))
+        torch.manual_seed(seed)
+        try:
+            model = run_user("constructing " + text, name, user_path, cls, **synthesized)
+        except UserError as failure:
+            return "%s failed: %s" % (text, failure.error)
+        return Built(model, SYNTHESIZED, text, synthesized=synthesized)
     if init_kwargs:
         try:
             inspect.signature(cls).bind(**init_kwargs)
@@ -343,9 +366,21 @@ def _passes_variable_arguments(code: CodeType, tb: TracebackType) -> bool:
     return any(re.search(name + r"\b", text) for name in names)
 
 
+_PROBE_MODULE = re.compile(r"\btorchlint_verify_\w+?_\d+\.")
+_OBJECT_REPR = re.compile(r"<(?:class|enum) '([\w.]+)'>|<(?:function|built-in function) ([\w.<>]+) at 0x[0-9a-f]+>")
+
+
+def user_text(text: str) -> str:
+    """Python's text for the user's objects as the user's code names them: no name of the module
+    the probe loaded the file as (``torchlint_verify_flows_31700.MLP`` is ``MLP``), a class or a
+    function by its name rather than ``<class '...'>``."""
+    text = _OBJECT_REPR.sub(lambda match: match.group(1) or match.group(2), text)
+    return _PROBE_MODULE.sub("", text)
+
+
 def _signature(cls: type) -> str:
     try:
-        return str(inspect.signature(cls))
+        return user_text(str(inspect.signature(cls)))
     except (TypeError, ValueError):
         return "(...)"
 
@@ -359,7 +394,7 @@ def _required(cls: type) -> List[str]:
 
 
 def _kwargs_text(kwargs: Mapping[str, object]) -> str:
-    text = ", ".join("%s=%s" % (key, support.safe_text(value, 40)) for key, value in kwargs.items())
+    text = ", ".join("%s=%s" % (key, user_text(support.safe_text(value, 40))) for key, value in kwargs.items())
     return text if len(text) < 80 else text[:77] + "..."
 
 
@@ -434,6 +469,23 @@ def input_candidates(model: nn.Module, user_module: ModuleType, request: ProbeRe
                          lambda text=text: eval(compile(text, "<--input>", "eval"), namespace))
                      for text in expressions)
         return [(args, {}, "%s (from --input)" % support.describe(args, {}), True)]
+    configured = request.class_inputs.get(class_name)
+    if configured:
+        where = "[tool.torchlint.verify.classes.%s]" % class_name
+        namespace = dict(vars(user_module))
+        namespace.setdefault("torch", torch)
+        torch.manual_seed(0)
+        shaped = [protocol.InputShape.from_dict(s) for s in configured.get("shapes") or [] if isinstance(s, dict)]
+        if shaped:
+            args = tuple(torch.randint(0, 2, tuple(s.shape)) if s.dtype == "int64"
+                         else torch.randn(*s.shape, dtype=getattr(torch, s.dtype)) for s in shaped)
+            return [(args, {}, "%s (from input-shape in %s)" % (support.describe(args, {}), where), True)]
+        texts = [text for text in configured.get("exprs") or [] if isinstance(text, str)]
+        if texts:
+            args = tuple(run("evaluating %s's input %s" % (where, text),
+                             lambda text=text: eval(compile(text, "<%s inputs>" % where, "eval"), namespace))
+                         for text in texts)
+            return [(args, {}, "%s (from inputs in %s)" % (support.describe(args, {}), where), True)]
     if built.inputs is not None:
         args, kwargs = _as_call_arguments(built.inputs)
         return [(args, kwargs, "%s (from %s)" % (support.describe(args, kwargs), built.constructed_with["text"]),
@@ -499,11 +551,12 @@ def skip_gradients(report: JsonObject, reason: str, short: str, ddp: bool = Fals
 
 def verify_class(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType, result: Result,
                  report: JsonObject, baseline: Set[str], device: torch.device, several_classes: bool,
-                 seen: Optional[Seen] = None, again: bool = False, fed: Optional[Call] = None) -> None:
+                 seen: Optional[Seen] = None, again: bool = False, fed: Optional[Call] = None,
+                 synthesized: Optional[Dict[str, Any]] = None) -> None:
     """``seen``: records the instances and inputs other classes of the file get from this one's
     forward (Seen); ``again``: the inputs it recorded for this class, from another class's
     forward, are tried first; ``fed``: verify the instance that call recorded, on its inputs,
-    instead of building one."""
+    instead of building one; ``synthesized``: build it with these made-up arguments."""
     import torch
 
     if TYPE_CHECKING:
@@ -531,9 +584,11 @@ def verify_class(cls: Type[nn.Module], request: ProbeRequest, user_module: Modul
         report["built_by"] = fed.caller
     else:
         result.phase("construct", name)
-        built = construct(cls, request, user_module)
+        built = construct(cls, request, user_module, synthesized=synthesized)
     if not isinstance(built, Built):
         report["status"], report["skip_reason"] = "skipped", built
+        if _needs_arguments(report):
+            report["table_entry"] = _table_entry(cls)
         return
     model = built.model
     report["constructed_with"] = built.constructed_with
@@ -598,11 +653,13 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
         candidates.insert(0, (call.args, kwargs, "%s (seen when %s.forward called it)" % (
             support.describe(call.args, kwargs), call.caller), False))
     if not candidates:
+        if _nothing_to_train(model, report):
+            return set(), False
         reason = "no example inputs: %s" % HOW_TO_GIVE_INPUTS
         skip_gradients(report, reason, "no example inputs", request.ddp)
     else:
         result.phase("forward", name)
-        misfits: List[str] = []
+        misfits: List[Tuple[str, str, str]] = []  # (the inputs' shapes, what rejected them, the error)
         for args, kwargs, description, trusted in candidates:
             inputs = (_to_device(args, device), _to_device(kwargs, device))
             gradients = checks.GradientRun(model, state_of, inputs, run, device)
@@ -615,7 +672,8 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
                 if trusted or failure.stage != forward or failure.always_a_bug or "same device" in failure.error:
                     report["inputs"] = description  # what forward failed with
                     raise
-                misfits.append("%s failed with %s" % (description, failure.error))  # guessed inputs that do not fit
+                # guessed inputs that do not fit
+                misfits.append((support.describe(*inputs), _rejected_by(gradients.model, cls, failure), failure.error))
                 continue
             if seen is not None:
                 seen.commit()  # the inputs submodules of the file got from a forward that ran
@@ -630,7 +688,8 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
             elif gradients.steps:
                 result.phase("checkpoint", name)
                 found, summary, skipped = checks.check_round_trip(
-                    gradients.model, _built_again(cls, request, user_module), inputs, run, device, state_of)
+                    gradients.model, _built_again(cls, request, user_module, built.synthesized), inputs, run, device,
+                    state_of)
                 if skipped:
                     report["checks"].append(check_entry("TL907", "skipped", summary))
                 else:
@@ -638,10 +697,79 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
             if request.ddp:
                 run_ddp(request, result, report, model, inputs, gradients, run, device, state_of, add)
             return gradients.rebuilt, True
-        shown = "; ".join(misfits[:3]) + ("; and %d more" % (len(misfits) - 3) if len(misfits) > 3 else "")
-        reason = "the guessed inputs did not fit (%d tried: %s); %s" % (len(misfits), shown, HOW_TO_GIVE_INPUTS)
-        skip_gradients(report, reason, "the guessed inputs did not fit", request.ddp)
+        if _nothing_to_train(model, report):
+            return set(), False
+        skip_gradients(report, "the guessed inputs did not fit (see why above)",
+                       "the guessed inputs did not fit: %s; %s" % (misfit_summary(misfits), HOW_TO_GIVE_INPUTS),
+                       request.ddp)
     return set(), False
+
+
+MAX_MISFIT_GROUPS = 3
+MAX_MISFIT_ERROR = 160
+
+
+def misfit_summary(misfits: List[Tuple[str, str, str]]) -> str:
+    """The guessed inputs that forward rejected, once, grouped by what rejected them:
+    ``conv (Conv2d) rejected (2, 3, 64, 64) float32 and (2, 3, 224, 224) float32: RuntimeError: ...``."""
+    groups: Dict[Tuple[str, str], List[Tuple[str, str]]] = {}
+    for shapes, where, error in misfits:
+        groups.setdefault((where, error.split(":", 1)[0]), []).append((shapes, error))
+    parts = []
+    for (where, _), tried in list(groups.items())[:MAX_MISFIT_GROUPS]:
+        shown = " and ".join(shapes for shapes, _ in tried[:2]) + (
+            " and %d more" % (len(tried) - 2) if len(tried) > 2 else "")
+        error = tried[0][1]
+        error = error if len(error) <= MAX_MISFIT_ERROR else error[:MAX_MISFIT_ERROR] + "..."
+        parts.append("%s rejected %s: %s" % (where, shown, error))
+    if len(groups) > MAX_MISFIT_GROUPS:
+        parts.append("and %d more" % sum(len(t) for t in list(groups.values())[MAX_MISFIT_GROUPS:]))
+    return "%d tried; %s" % (len(misfits), "; ".join(parts))
+
+
+def _rejected_by(model: nn.Module, cls: type, failure: support.UserError) -> str:
+    """The innermost submodule of ``model`` whose code raised (``conv (Conv2d)``), else the class's
+    own forward, with the line in the user's file when there is one."""
+    names = {}
+    try:
+        names = {id(module): (name, type(module).__name__) for name, module in model.named_modules()}
+    except Exception:  # noqa: BLE001
+        pass
+    found = None
+    tb = failure.exception.__traceback__ if failure.exception is not None else None
+    count = 0
+    while tb is not None and count < 1000:
+        count += 1
+        frame = tb.tb_frame
+        code = frame.f_code
+        owner = frame.f_locals.get("self") if code.co_argcount and code.co_varnames[0] == "self" else None
+        if owner is not None and id(owner) in names:
+            found = names[id(owner)]
+        tb = tb.tb_next
+    if found is None or not found[0]:
+        line = failure.issue.get("line")
+        return "%s.forward%s" % (cls.__name__, " (line %s)" % line if line else "")
+    return "%s (%s)" % found
+
+
+def _nothing_to_train(model: nn.Module, report: JsonObject) -> bool:
+    """A module with no parameter, no buffer and no tensor that asks for a gradient (an activation,
+    a reshaping block): the checks that need forward have nothing to look at, so they pass without
+    inputs, and the class is verified rather than "partly verified" (True: their entries added)."""
+    import torch
+
+    try:
+        if any(True for _ in model.parameters()) or any(True for _ in model.buffers()) or model.state_dict():
+            return False
+        if any(isinstance(value, torch.Tensor) and value.requires_grad
+               for module in model.modules() for value in vars(module).values()):
+            return False
+    except Exception:  # noqa: BLE001 - an odd module: the usual way
+        return False
+    summary = "no parameters, buffers or trainable tensors: nothing to train or save, so no inputs are needed"
+    report["checks"] += [check_entry(code, "passed", summary) for code in ("TL903", "TL904", "TL906", "TL907")]
+    report["inputs"] = "none needed (no parameters)"
+    return True
 
 
 def run_ddp(request: ProbeRequest, result: Result, report: JsonObject, model: nn.Module,
@@ -671,7 +799,8 @@ def run_ddp(request: ProbeRequest, result: Result, report: JsonObject, model: nn
         add("TL908", found, summary)
 
 
-def _built_again(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType) -> Optional[nn.Module]:
+def _built_again(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType,
+                 synthesized: Optional[Dict[str, Any]] = None) -> Optional[nn.Module]:
     """A second instance for the checkpoint round trip, built the same way under another seed
     (None when it cannot be: a constructor that worked once may not twice)."""
     if TYPE_CHECKING:
@@ -679,7 +808,7 @@ def _built_again(cls: Type[nn.Module], request: ProbeRequest, user_module: Modul
     else:
         checks = sys.modules["torchlint_probe_checks"]
     try:
-        built = construct(cls, request, user_module, checks.ROUND_TRIP_SEED)
+        built = construct(cls, request, user_module, checks.ROUND_TRIP_SEED, synthesized)
     except UserError:
         return None
     return built.model if isinstance(built, Built) else None
@@ -797,21 +926,42 @@ def main(request_path: str) -> Result:
                    for cls in classes]
         if class_name and reports[0]["status"] in (PARTLY, "skipped"):
             others = [other for other in module_classes(user_module, torch) if other is not classes[0]]
-            feed(classes[0], others[::-1], request, user_module, device, seen)  # (the top model is often last)
+            feed([classes[0]], others[::-1], request, user_module, device, seen)  # (the top model is often last)
         # A class whose gradient checks found no inputs, but that another class of the file called
         # while it was verified (a rotary table inside an attention layer): again, with those inputs.
         # A class that could not be built, or whose own instance those inputs do not fit (U-Net's
         # Down blocks): on the instance the parent built and the inputs its forward gave it. Each
         # such run may record the calls of the classes it holds in turn: until nothing new comes.
         tried: Set[type] = set()
+        made_up: Set[type] = set()
+        fed_across = False
         while True:
             for index, cls in enumerate(classes):  # copies nobody needs: their memory back
                 if cls in seen.calls and (cls in tried or reports[index]["status"] not in (PARTLY, "skipped")):
                     seen.calls[cls].instance = None
             waiting = [(index, cls) for index, cls in enumerate(classes) if cls not in tried and cls in seen.calls
                        and reports[index]["status"] in (PARTLY, "skipped")]
+            if not waiting and not fed_across:
+                # A parent in another file of the project (file A builds this file's class): its
+                # classes are built and run as feed does, recording what they call here.
+                fed_across = True
+                unfed = [cls for index, cls in enumerate(classes) if cls not in seen.calls
+                         and reports[index]["status"] in (PARTLY, "skipped")]
+                if unfed and request.feeders and request.import_target is not None:
+                    feed_from_other_files(unfed, request, device, seen)
+                    continue
             if not waiting:
-                break
+                # What nothing builds nor feeds: arguments made up from its signature. What these
+                # instances call may feed more classes in turn.
+                unbuilt = [(index, cls) for index, cls in enumerate(classes) if cls not in made_up
+                           and reports[index]["status"] == "skipped" and _needs_arguments(reports[index])]
+                if not unbuilt:
+                    break
+                for index, cls in unbuilt:
+                    made_up.add(cls)
+                    reports[index] = made_up_arguments(cls, request, user_module, result, baseline, device,
+                                                       len(classes) > 1, seen, reports[index])
+                continue
             for index, cls in waiting:
                 tried.add(cls)
                 call = seen.calls[cls]
@@ -837,15 +987,126 @@ PARTLY = "partly verified"
 MAX_FEEDING_INPUTS = 4  # the inputs tried per class that may feed the one asked for
 
 
-def feed(wanted: type, feeders: List[Type[nn.Module]], request: ProbeRequest, user_module: ModuleType,
+def _table_entry(cls: type) -> Optional[str]:
+    """What to paste into pyproject.toml for a class that needs arguments (probe_arguments.table_entry)."""
+    import torch
+
+    if TYPE_CHECKING:
+        from . import probe_arguments as arguments
+    else:
+        arguments = sys.modules.get("torchlint_probe_arguments") or _load_sibling("probe_arguments")
+    try:
+        return arguments.table_entry(cls, lambda value: issubclass(value, torch.nn.Module))
+    except Exception:  # noqa: BLE001 - an unreadable signature: the reason alone
+        return None
+
+
+def _needs_arguments(report: JsonObject) -> bool:
+    return str(report.get("skip_reason") or "").startswith("needs arguments")
+
+
+def made_up_arguments(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType, result: Result,
+                      baseline: Set[str], device: torch.device, several_classes: bool, seen: Seen,
+                      skipped: JsonObject) -> JsonObject:
+    """A class that needs arguments nothing gives: verified with arguments made up from its
+    signature (probe_arguments), the first candidate that builds and whose forward some inputs
+    fit winning. A made-up construction that fails, or a run that fails, says nothing about the
+    class (the arguments were a guess): the class stays skipped, its reason saying what was tried."""
+    import torch
+
+    if TYPE_CHECKING:
+        from . import probe_arguments as arguments
+    else:
+        arguments = sys.modules.get("torchlint_probe_arguments") or _load_sibling("probe_arguments")
+
+    def build(config: type, kwargs: Dict[str, Any]) -> Any:
+        return config(**kwargs)
+
+    def is_module(value: type) -> bool:
+        return issubclass(value, torch.nn.Module)
+
+    try:
+        candidates = arguments.synthesize(cls, build, is_module)
+    except BaseException:  # noqa: B902 - a config object's constructor may raise anything: no candidate
+        candidates = []
+    best: Optional[JsonObject] = None
+    current = skipped
+    failures: List[str] = []
+    for kwargs in candidates:
+        if time.time() > request.deadline:
+            break
+        report = verify_one(cls, request, user_module, result, baseline, device, several_classes, seen,
+                            replace=current, synthesized=kwargs)
+        current = report
+        if report["status"] == "skipped":
+            failures.append(str(report["skip_reason"]))
+        elif report["status"] == "failed":
+            failures.append("%s(%s) built, then %s" % (cls.__name__, _kwargs_text(kwargs), "; ".join(
+                str(issue.get("message", ""))[:200] for issue in report["issues"] if issue.get("code") == "TL905")))
+        elif best is None or (best["status"] == PARTLY and report["status"] != PARTLY):
+            best = report
+        if best is not None and best["status"] != PARTLY:
+            break
+    chosen = best
+    if chosen is None:
+        chosen = skipped
+        if failures:
+            skipped["skip_reason"] = "%s; %s tried: %s" % (skipped["skip_reason"], SYNTHESIZED, "; ".join(failures))
+        else:
+            missing = arguments.unfillable(cls, is_module)
+            if missing:
+                skipped["skip_reason"] = "%s; nothing says what to give %s" % (
+                    skipped["skip_reason"], ", ".join(missing))
+    if current is not chosen:
+        classes = result.data.classes
+        classes[classes.index(current)] = chosen
+    return chosen
+
+
+FEEDING_ACROSS_SHARE = 0.3  # of the time left: what building the parents of other files may take
+
+
+def feed_from_other_files(wanted: List[type], request: ProbeRequest, device: torch.device, seen: Seen) -> None:
+    """Classes of this file that nothing here built or fed: the project's other files that build
+    them (request.feeders, found by the runner: file A's parent holding file B's class) are
+    imported, and their classes built and run as ``feed`` does, until every one of ``wanted`` is
+    called. Nothing is reported about those files; what fails there only feeds nothing."""
+    import torch
+
+    deadline = time.time() + FEEDING_ACROSS_SHARE * max(request.deadline - time.time(), 0.0)
+    for entry in request.feeders:
+        if all(cls in seen.calls for cls in wanted) or time.time() > deadline:
+            return
+        module_name, path = entry.get("module"), entry.get("path")
+        if not isinstance(module_name, str) or not isinstance(path, str):
+            continue
+        constructors: Dict[str, Any] = entry.get("constructors") or {}
+        calls: Dict[str, Any] = entry.get("input_calls") or {}
+        if not isinstance(constructors, dict) or not isinstance(calls, dict):
+            continue
+        their = copy.copy(request)
+        their.path, their.deadline = path, deadline
+        their.init_kwargs, their.input_shapes, their.input_exprs = None, None, None
+        their.constructors = {name: [protocol.Constructor.from_dict(c) for c in found if isinstance(c, dict)]
+                              for name, found in constructors.items() if isinstance(found, list)}
+        their.input_calls = {name: [c for c in found if isinstance(c, dict)]
+                             for name, found in calls.items() if isinstance(found, list)}
+        try:
+            module = run_user("importing %s" % module_name, None, path, importlib.import_module, module_name)
+        except UserError:
+            continue
+        feed(wanted, module_classes(module, torch)[::-1], their, module, device, seen)
+
+
+def feed(wanted: List[type], feeders: List[Type[nn.Module]], request: ProbeRequest, user_module: ModuleType,
          device: torch.device, seen: Seen) -> None:
     """FILE::Class, for a class that could not be built or fed on its own: build the file's other
-    classes as their own verification would and run their forward, until one calls ``wanted``
-    (Seen records the call). Nothing is reported about them: what fails only feeds nothing."""
+    classes as their own verification would and run their forward, until one calls each of
+    ``wanted`` (Seen records the call). Nothing is reported about them: what fails only feeds nothing."""
     import torch
 
     for feeder in feeders:
-        if wanted in seen.calls or time.time() > request.deadline:
+        if all(cls in seen.calls for cls in wanted) or time.time() > request.deadline:
             return
         name = feeder.__name__
 
@@ -1072,13 +1333,16 @@ class _no_context:
 
 def verify_one(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType, result: Result,
                baseline: Set[str], device: torch.device, several_classes: bool, seen: Seen,
-               replace: Optional[JsonObject] = None, fed: Optional[Call] = None) -> JsonObject:
+               replace: Optional[JsonObject] = None, fed: Optional[Call] = None,
+               synthesized: Optional[Dict[str, Any]] = None) -> JsonObject:
     """Verify one class into a new report (in place of ``replace`` in the result, if given);
-    ``fed``: on the instance and inputs a parent's call recorded (Seen)."""
+    ``fed``: on the instance and inputs a parent's call recorded (Seen); ``synthesized``: built
+    with these made-up constructor arguments."""
     path = request.path
     sys.setrecursionlimit(max(sys.getrecursionlimit(), _RECURSION_LIMIT))  # user code may have lowered it
     report: JsonObject = {"name": cls.__name__, "status": "verified", "skip_reason": None, "partial_reason": None,
-              "inputs": None, "constructed_with": None, "built_by": None, "checks": [], "issues": []}
+              "inputs": None, "constructed_with": None, "built_by": None, "checks": [], "issues": [],
+              "table_entry": None}
     classes = result.data.classes
     if replace is not None:
         classes[classes.index(replace)] = report
@@ -1087,7 +1351,7 @@ def verify_one(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleT
     seen.current = cls
     try:
         verify_class(cls, request, user_module, result, report, baseline, device, several_classes,
-                     seen, replace is not None and fed is None, fed)
+                     seen, replace is not None and fed is None and synthesized is None, fed, synthesized)
     except UserError as failure:
         report["status"] = "failed"
         report["issues"].append(failure.issue)

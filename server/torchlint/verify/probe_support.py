@@ -9,8 +9,9 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import sys
 import traceback
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Set, Tuple
 
 if TYPE_CHECKING:  # annotations only: never evaluated, so Python 3.8 runs this file as it is
     from types import TracebackType
@@ -199,11 +200,63 @@ def _stores(node: ast.stmt, attribute: str) -> bool:
     return False
 
 
+# (class of the instance, attribute name) -> the (file, line) of the statements that stored it
+# while an instance was built (Assignments): the branch that ran, where the source has several.
+ASSIGNED: Dict[Tuple[type, str], Set[Tuple[str, int]]] = {}
+MAX_LINES_PER_ATTRIBUTE = 8
+
+
+class Assignments:
+    """While the user's class is built: every ``module.<name> = value`` an nn.Module's
+    ``__setattr__`` sees is noted in ASSIGNED with the statement that did it (the first frame
+    outside ``__setattr__`` methods). The patch is removed on exit; it never changes what is stored."""
+
+    def __init__(self, module_class: Any) -> None:
+        self.module_class = module_class
+        self.original: Any = None
+
+    def __enter__(self) -> "Assignments":
+        original = self.module_class.__setattr__
+        self.original = original
+
+        def __setattr__(module: Any, name: str, value: Any) -> None:
+            try:
+                frame: Any = sys._getframe(1)
+                while frame is not None and frame.f_code.co_name == "__setattr__":
+                    frame = frame.f_back
+                if frame is not None:
+                    lines = ASSIGNED.setdefault((type(module), name), set())
+                    if len(lines) < MAX_LINES_PER_ATTRIBUTE:
+                        lines.add((frame.f_code.co_filename, frame.f_lineno))
+            except Exception:  # noqa: BLE001 - noting never stops the assignment
+                pass
+            original(module, name, value)
+
+        self.module_class.__setattr__ = __setattr__
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.module_class.__setattr__ = self.original
+
+
+def _ran_at(cls: type, attribute: str, path: str) -> Optional[int]:
+    """The one line of ``path`` that stored the attribute on instances of ``cls`` while they were
+    built (None: not seen, or several lines did)."""
+    lines = {line for file, line in ASSIGNED.get((cls, attribute), ()) if same_file(file, path)}
+    return next(iter(lines)) if len(lines) == 1 else None
+
+
 def assignment_line(cls: type, attribute: Optional[str], path: str, outside_init: bool = False) -> Optional[int]:
     """The line of `self.<attribute> = ...` in cls or its bases defined in ``path`` (__init__ first;
-    with ``outside_init``, another method first: where forward creates it)."""
+    with ``outside_init``, another method first: where forward creates it). The statement that ran
+    while the instance was built wins over the first one in the source (``if learn: nn.Parameter
+    ... else: a plain tensor``)."""
     if not attribute:
         return None
+    if not outside_init:
+        ran = _ran_at(cls, attribute, path)
+        if ran is not None:
+            return ran
     try:
         mro: Tuple[type, ...] = inspect.getmro(cls)
     except BaseException:  # noqa: B902

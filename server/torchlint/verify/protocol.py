@@ -127,6 +127,12 @@ class ProbeRequest:
     # them: {"args": [expr], "kwargs": {name: expr}, "origin", "built_with"}.
     input_calls: Dict[str, List[JsonObject]] = field(default_factory=dict)
     ddp: bool = False  # --ddp: two training steps under DistributedDataParallel too (TL908)
+    # Per class, forward's inputs from [tool.torchlint.verify.classes.<Class>]: its input-shape
+    # (``shapes``, InputShape dicts) or its inputs (``exprs``); after --input-shape and --input.
+    class_inputs: Dict[str, JsonObject] = field(default_factory=dict)
+    # Other files of the project whose classes build this file's (a parent in file A of a class of
+    # file B): {"path", "module", "constructors": {class: [Constructor dicts]}, "input_calls": {...}}.
+    feeders: List[JsonObject] = field(default_factory=list)
 
     WIRE_NAMES = {"import_target": "import"}  # the JSON key where it differs from the field's name
 
@@ -151,7 +157,10 @@ class ProbeRequest:
             constructors={name: [Constructor.from_dict(c) for c in _dicts(entries)]
                           for name, entries in (data.get("constructors") or {}).items()},
             input_calls={name: _dicts(entries) for name, entries in (data.get("input_calls") or {}).items()},
-            ddp=data.get("ddp") is True)
+            ddp=data.get("ddp") is True,
+            class_inputs={name: entry for name, entry in (data.get("class_inputs") or {}).items()
+                          if isinstance(entry, dict)},
+            feeders=_dicts(data.get("feeders")))
 
     @classmethod
     def from_json(cls, text: str) -> "ProbeRequest":

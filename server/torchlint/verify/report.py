@@ -51,6 +51,7 @@ class Issue:
     owner_class: Optional[str] = None  # the class of the module that holds the attribute
     owner_attribute: Optional[str] = None  # its `self.<owner_attribute> = ...` stored what the issue is about
     owner_file: Optional[str] = None  # where that class is defined (None: not known)
+    owner_line: Optional[int] = None  # the line of owner_file whose statement stored it, as the probe saw it run
     file: Optional[str] = None  # the file ``line`` is in (the verified file unless said otherwise)
     # About an attribute forward makes (TL906; TL908's parameters made after DDP wrapped the
     # module): placed where forward makes it, not on the `self.<attr> = None` of __init__.
@@ -58,7 +59,7 @@ class Issue:
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "Issue":
-        line = data.get("line")
+        line = _line(data.get("line"))
         # The probe is this package's own (verify/probe.py): "class" is the verified class,
         # "owner_class" the class whose `self.<attr> = ...` stored it.
         class_name, owner = data.get("class"), data.get("owner_class")
@@ -67,10 +68,16 @@ class Issue:
                    attribute=_optional_text(data.get("attribute")),
                    paths=[_text(p) for p in data.get("paths") or [] if p is not None]
                    if isinstance(data.get("paths"), list) else [],
-                   line=line if isinstance(line, int) and not isinstance(line, bool) and line > 0 else None,
+                   line=line,
                    detail=_text(data.get("detail")), owner_class=_optional_text(owner),
                    owner_attribute=_optional_text(data.get("owner_attribute")),
-                   owner_file=_optional_text(data.get("owner_file")), in_forward=data.get("in_forward") is True)
+                   owner_file=_optional_text(data.get("owner_file")),
+                   owner_line=_line(data.get("owner_line")), in_forward=data.get("in_forward") is True)
+
+
+def _line(value: object) -> Optional[int]:
+    """A line number from the probe's JSON, or None for anything else."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 @dataclass
@@ -101,6 +108,8 @@ class ClassReport:
     # The class of the file whose instance held it and whose forward fed it ("UNet"): verified on
     # that instance and those inputs (constructed_with's text says where it sits: "UNet().down1").
     built_by: Optional[str] = None
+    # For a class that needs arguments: its [tool.torchlint.verify.classes.<Class>] entry to paste.
+    table_entry: Optional[str] = None
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "ClassReport":
@@ -115,7 +124,8 @@ class ClassReport:
                    skip_reason=_optional_text(data.get("skip_reason")),
                    partial_reason=_optional_text(data.get("partial_reason")), inputs=_optional_text(data.get("inputs")),
                    checks=[CheckStatus.from_dict(c) for c in _items(data.get("checks"))],
-                   issues=issues, constructed_with=built, built_by=_optional_text(data.get("built_by")))
+                   issues=issues, constructed_with=built, built_by=_optional_text(data.get("built_by")),
+                   table_entry=_optional_text(data.get("table_entry")))
 
 
 @dataclass
@@ -201,6 +211,9 @@ def render_text(report: VerifyReport, display_path: Optional[str] = None, lines:
     for cls in report.classes:
         if cls.status == "skipped":
             out.append("%s: skipped: %s" % (cls.name, cls.skip_reason))
+            if cls.table_entry:
+                out.append("  to build it, add to pyproject.toml (and edit the values):")
+                out.extend("    " + row for row in cls.table_entry.splitlines())
             continue
         status = "%s (%s)" % (cls.status, cls.partial_reason) if cls.status == PARTLY and cls.partial_reason \
             else cls.status

@@ -37,7 +37,7 @@ from .findings import place_issues
 from .inputs import find_input_calls
 from .protocol import Constructor, ImportTarget, InputShape, JsonObject, ProbeRequest, ProbeResult
 from .report import CANCELLED, COMPLETED, ClassReport, ENDED, ERROR, Issue, TIMEOUT, VerifyReport
-from .targets import ImportPlan, candidate_files, find_constructors, import_plan, top_level_names
+from .targets import ImportPlan, candidate_files, feeder_files, find_constructors, import_plan, top_level_names
 
 PROBE = Path(__file__).resolve().with_name("probe.py")
 TAIL_BYTES = 16 * 1024
@@ -166,6 +166,24 @@ def parse_input_exprs(values: Optional[Sequence[str]]) -> Optional[List[str]]:
     return exprs
 
 
+def configured_inputs(verify_config: VerifyConfig) -> Dict[str, JsonObject]:
+    """Per class, the inputs ``[tool.torchlint.verify.classes.<Class>]`` gives forward, as the
+    request carries them (probe.input_candidates): ``{"shapes": [...]}`` or ``{"exprs": [...]}``."""
+    found: Dict[str, JsonObject] = {}
+    for name, recipe in verify_config.classes:
+        where = "[tool.torchlint.verify.classes.%s]" % name
+        try:
+            shapes = parse_input_shapes(list(recipe.input_shapes)) if recipe.input_shapes else None
+            exprs = parse_input_exprs(list(recipe.inputs)) if recipe.inputs else None
+        except VerifyError as err:
+            raise VerifyError("%s: %s" % (where, err)) from None
+        if shapes:
+            found[name] = {"shapes": [shape.to_dict() for shape in shapes]}
+        elif exprs:
+            found[name] = {"exprs": exprs}
+    return found
+
+
 def split_target(target: str) -> Tuple[str, Optional[str]]:
     """``FILE::Class`` -> (FILE, Class); ``FILE`` -> (FILE, None)."""
     path, sep, name = target.rpartition("::")
@@ -280,13 +298,30 @@ def _class_names(path: str, class_name: Optional[str]) -> List[str]:
 
 def _from_the_code(path: str, class_name: Optional[str], plan: ImportPlan, workspace_root: Optional[str],
                    verify_config: Optional[VerifyConfig]
-                   ) -> Tuple[Dict[str, List[Constructor]], Dict[str, List[JsonObject]]]:
-    """(constructors, input calls) per class, read from the project's code: one scan for both."""
+                   ) -> Tuple[Dict[str, List[Constructor]], Dict[str, List[JsonObject]], List[JsonObject]]:
+    """(constructors, input calls) per class, read from the project's code: one scan for both;
+    and the other files whose classes build this file's (feeders, with their own constructors
+    and input calls)."""
     names = _class_names(path, class_name)
     try:
         sites = candidate_files(path, plan, workspace_root)
     except Exception:  # noqa: BLE001 - finding call sites is a help: never a reason not to verify
         sites = []
+    feeders: List[JsonObject] = []
+    try:
+        for feeder_path, feeder_module in feeder_files(path, names, plan, sites):
+            feeder_plan = import_plan(feeder_path, workspace_root, verify_config.import_roots if verify_config else (),
+                                      verify_config.extra_paths if verify_config else ())
+            feeder_names = _class_names(feeder_path, None)
+            if feeder_plan.module != feeder_module or not feeder_names:
+                continue
+            built = find_constructors(feeder_path, feeder_names, feeder_plan, workspace_root, verify_config,
+                                      sites=sites)
+            calls = find_input_calls(feeder_path, feeder_names, feeder_plan, workspace_root, sites=sites)
+            feeders.append({"path": os.path.abspath(feeder_path), "module": feeder_module, "classes": feeder_names,
+                            "constructors": built, "input_calls": calls})
+    except Exception:  # noqa: BLE001 - a parent elsewhere is a help: never a reason not to verify
+        pass
     try:
         constructors = find_constructors(path, names, plan, workspace_root, verify_config, sites=sites)
     except Exception:  # noqa: BLE001
@@ -295,7 +330,7 @@ def _from_the_code(path: str, class_name: Optional[str], plan: ImportPlan, works
         calls = find_input_calls(path, names, plan, workspace_root, sites=sites)
     except Exception:  # noqa: BLE001 - the child still works inputs out from the module
         calls = {}
-    return {name: [Constructor.from_dict(c) for c in found] for name, found in constructors.items()}, calls
+    return {name: [Constructor.from_dict(c) for c in found] for name, found in constructors.items()}, calls, feeders
 
 
 # -- what can be said before torch starts -------------------------------------------------------------
@@ -408,7 +443,8 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = DEFAU
     python = resolve_python(python)
     workspace_root = workspace_root or cwd
     plan = import_plan(path, workspace_root, verify_config.import_roots, verify_config.extra_paths)
-    constructors, input_calls = _from_the_code(path, class_name, plan, workspace_root, verify_config)
+    constructors, input_calls, feeders = _from_the_code(path, class_name, plan, workspace_root, verify_config)
+    class_inputs = configured_inputs(verify_config)
     report = VerifyReport(path=path, python=python)
     folder = tempfile.mkdtemp(prefix="torchlint-verify-")
     tag = processes.Tag(TOKEN_VARIABLE, uuid.uuid4().hex)  # inherited by everything the child starts
@@ -418,7 +454,8 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = DEFAU
             deadline=time.time() + max(timeout - (time.monotonic() - started), 0.1), class_name=class_name,
             device=device, init_kwargs=init_kwargs, input_shapes=shapes, input_exprs=input_exprs,
             import_target=ImportTarget(plan.module, plan.root) if plan.module else None,
-            extra_paths=list(plan.extra_paths), constructors=constructors, input_calls=input_calls, ddp=ddp)
+            extra_paths=list(plan.extra_paths), constructors=constructors, input_calls=input_calls,
+            class_inputs=class_inputs, feeders=feeders, ddp=ddp)
         request_path = os.path.join(folder, "request.json")
         with open(request_path, "w", encoding="utf-8") as handle:
             handle.write(request.to_json())

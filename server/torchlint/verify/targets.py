@@ -622,6 +622,8 @@ def _configured(name: str, recipe: Optional[ClassRecipe]) -> Optional[Constructo
     origin = "[tool.torchlint.verify.classes.%s] in pyproject.toml" % name
     if recipe.factory:
         return Constructor(origin, factory=recipe.factory, before_defaults=True)
+    if recipe.kwargs_json is None:
+        return None  # only inputs: the class is built as without a table
     kwargs = recipe.kwargs or {}
     call = ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[],
                     keywords=[ast.keyword(arg=k, value=_literal(v)) for k, v in kwargs.items()])
@@ -679,3 +681,45 @@ def scan_sites(sites: Iterable[Tuple[str, Optional[str]]], pattern: "re.Pattern[
         where = display_path(site_path, base)
         for finder in finders:
             finder.scan(site, where)
+
+
+# -- parents in other files ------------------------------------------------------------------------
+
+MAX_FEEDER_FILES = 3  # other files of the project whose classes may build and feed this file's
+
+
+def feeder_files(path: str, class_names: Sequence[str], plan: ImportPlan,
+                 sites: Iterable[Tuple[str, Optional[str]]], deadline: Optional[float] = None
+                 ) -> List[Tuple[str, str]]:
+    """(file, module) of the project's other importable files that import a class of ``path``
+    from its module and call it (a parent built in file A holds the class defined in file B),
+    nearest first, at most MAX_FEEDER_FILES. Only for a file imported as a module of its package:
+    a parent elsewhere must reach the very class object the child verifies."""
+    if not plan.module or not class_names:
+        return []
+    target = ParsedFile.load(os.path.abspath(path), plan.module)
+    if target is None:
+        return []
+    finders = [CandidateFinder(target, name) for name in class_names]
+    pattern = re.compile(r"\b(%s)\b" % "|".join(re.escape(n) for n in class_names))
+    found: List[Tuple[str, str]] = []
+    for site_path, site_module in sites:
+        if len(found) >= MAX_FEEDER_FILES or _past(deadline):
+            break
+        if not site_module or site_module == plan.module or os.path.basename(site_path) == "__init__.py":
+            continue
+        try:
+            head = read_regular_file(site_path, MAX_FILE_BYTES)
+        except OSError:
+            continue
+        if len(head) > MAX_FILE_BYTES or not pattern.search(head.decode("utf-8", "replace")):
+            continue
+        site = ParsedFile.load(site_path, site_module)
+        if site is None:
+            continue
+        for finder in finders:
+            names, modules = finder.callee_names(site)
+            if (names or modules) and any(finder.builds_class(call, names, modules) for call in site.index.calls):
+                found.append((site_path, site_module))
+                break
+    return found
