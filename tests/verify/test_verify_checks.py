@@ -145,7 +145,7 @@ class GuessedWrong(nn.Module):
 
 
 class NeedsArguments(nn.Module):
-    def __init__(self, dim, heads):
+    def __init__(self, dim, heads: "HeadCount"):  # (an annotation that says nothing: no argument made up)
         super().__init__()
         self.heads = [nn.Linear(dim, dim) for _ in range(heads)]
 
@@ -666,7 +666,8 @@ class BrokenConfiguredFactory(Net):
 
 
 class NothingFits(Net):
-    pass
+    def __init__(self, width, act):  # (a name that says nothing: no argument made up)
+        super().__init__(width)
 
 
 class DefaultsFirst(Net):
@@ -769,7 +770,7 @@ def test_when_nothing_builds_the_class_the_skip_says_both_ways(built):
     cls = classes["NothingFits"]
     assert cls["status"] == "skipped"
     reason = cls["skip_reason"]
-    assert '"Verify" lens' in reason and "--init-kwargs '{\"width\": ...}'" in reason
+    assert '"Verify" lens' in reason and "--init-kwargs '{\"width\": ..., \"act\": ...}'" in reason
     assert "[tool.torchlint.verify.classes.NothingFits]" in reason and "NothingFits(nope) (f.py:6, a call site) failed" in reason
 
 

@@ -91,7 +91,7 @@ NEEDS = '''
 
 
     class Encoder(nn.Module):
-        def __init__(self, dim, depth):
+        def __init__(self, dim, depth: "Depth"):  # (an annotation that says nothing: no argument made up)
             super().__init__()
             self.fc = nn.Linear(dim, dim)
 
@@ -100,7 +100,7 @@ NEEDS = '''
 
 
     class Head(nn.Module):
-        def __init__(self, width):
+        def __init__(self, width: "Width"):
             super().__init__()
             self.fc = nn.Linear(width, 2)
 
@@ -219,7 +219,7 @@ def test_classes_that_all_need_arguments_say_how_to_give_them(tmp_path, capsys):
     last = out.rstrip().splitlines()[-1]
     assert last.startswith("Nothing verified: classes Encoder, Head; all need constructor arguments: give them "
                            "with --init-kwargs"), last
-    assert "Encoder: skipped: needs arguments (dim, depth)" in out
+    assert "Encoder: skipped: needs arguments (dim, depth: 'Depth')" in out
 
 
 def test_input_expressions_and_python_kwargs(tmp_path, capsys):

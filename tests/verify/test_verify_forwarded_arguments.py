@@ -20,9 +20,9 @@ import torch.nn as nn
 
 
 class ChannelScale(nn.Module):
-    def __init__(self, channels, eps=1e-6):
+    def __init__(self, layout, eps=1e-6):  # (a name that says nothing: no argument is made up for it)
         super().__init__()
-        self.log_scale = nn.Parameter(torch.zeros(1, channels, 1))
+        self.log_scale = nn.Parameter(torch.zeros(1, layout["channels"], 1))
         self.eps = eps
 
     def forward(self, x):
@@ -77,7 +77,7 @@ class WrongInside(ChannelScale):
     """A real crash: a TypeError of another kind, after the base was built."""
 
     def __init__(self, *args, **kwargs):
-        super().__init__(4)
+        super().__init__({"channels": 4})
         self.width = len(4)
 
 
@@ -104,9 +104,9 @@ def report(models):
 
 
 @pytest.mark.parametrize("name, signature, base, example", [
-    ("ActNorm", "(*args, **kwargs)", "ChannelScale(channels, eps=1e-06)", '{"channels": ...}'),
-    ("StackedActNorm", "(*layers_args, **options)", "ChannelScale(channels, eps=1e-06)", '{"channels": ...}'),
-    ("KeywordsOnly", "(**options)", "ChannelScale(channels, eps=1e-06)", '{"channels": ...}'),
+    ("ActNorm", "(*args, **kwargs)", "ChannelScale(layout, eps=1e-06)", '{"layout": ...}'),
+    ("StackedActNorm", "(*layers_args, **options)", "ChannelScale(layout, eps=1e-06)", '{"layout": ...}'),
+    ("KeywordsOnly", "(**options)", "ChannelScale(layout, eps=1e-06)", '{"layout": ...}'),
 ])
 def test_arguments_passed_on_to_a_base_that_needs_them_skip_the_class(report, name, signature, base, example):
     cls = class_report(report, name)
@@ -117,7 +117,7 @@ def test_arguments_passed_on_to_a_base_that_needs_them_skip_the_class(report, na
 
 
 @pytest.mark.parametrize("name, needle, error", [
-    ("CallsSuperWithNothing", "super(CallsSuperWithNothing, self).__init__()", "missing 1 required positional argument: 'channels'"),
+    ("CallsSuperWithNothing", "super(CallsSuperWithNothing, self).__init__()", "missing 1 required positional argument: 'layout'"),
     ("HelperCrash", "self.table = make_table()", "missing 1 required positional argument: 'size'"),
     ("WrongInside", "self.width = len(4)", "TypeError: object of type 'int' has no len()"),
 ])
@@ -129,7 +129,7 @@ def test_a_constructor_that_crashes_is_still_tl905(report, models, name, needle,
 
 
 def test_given_the_arguments_the_class_is_verified(models):
-    result = verify_file(str(models), class_name="ActNorm", init_kwargs='{"channels": 3}', input_shapes="2,3,5",
+    result = verify_file(str(models), class_name="ActNorm", init_kwargs='{"layout": {"channels": 3}}', input_shapes="2,3,5",
                          python=torch_python(), timeout=300)
     cls = class_report(result, "ActNorm")
     assert cls.status == "verified" and cls.issues == [], cls.issues

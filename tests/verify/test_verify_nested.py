@@ -55,9 +55,9 @@ class Merge(nn.Module):
 
 
 class Lonely(nn.Module):
-    def __init__(self, width):
+    def __init__(self, spec):
         super().__init__()
-        self.fc = nn.Linear(width, width)
+        self.fc = nn.Linear(spec["width"], spec["width"])
 
     def forward(self, x):
         return self.fc(x)
@@ -87,9 +87,9 @@ class Gated(nn.Module):
 class Locked(nn.Module):
     """Cannot be deep-copied (a lock): never fed, and its parent's run is not disturbed."""
 
-    def __init__(self, width):
+    def __init__(self, spec):
         super().__init__()
-        self.fc = nn.Linear(width, width)
+        self.fc = nn.Linear(spec["width"], spec["width"])
         self.lock = threading.Lock()
 
     def forward(self, x):
@@ -99,7 +99,7 @@ class Locked(nn.Module):
 class HoldsLocked(nn.Module):
     def __init__(self, width=6):
         super().__init__()
-        self.inner = [Locked(size) for size in (width,)][0]
+        self.inner = [Locked({"width": size}) for size in (width,)][0]
 
     def forward(self, x):
         return self.inner(x)
@@ -187,7 +187,7 @@ def test_a_planted_bug_in_a_child_is_confirmed_on_its_line_through_the_parent(re
 def test_a_class_nobody_builds_still_needs_arguments_and_gets_no_finding(report):
     cls = class_report(report, "Lonely")
     assert cls.status == "skipped" and cls.issues == [] and cls.built_by is None
-    assert cls.skip_reason.startswith("needs arguments (width):"), cls.skip_reason
+    assert cls.skip_reason.startswith("needs arguments (spec):"), cls.skip_reason
 
 
 def test_a_tensor_the_parent_stores_on_the_child_before_the_call_is_no_finding(report):
@@ -211,7 +211,7 @@ def test_one_class_asked_for_is_fed_by_a_parent_the_run_does_not_report(models):
 def test_one_class_nobody_holds_still_needs_arguments(models):
     result = verify_file(str(models), class_name="Lonely", python=torch_python(), timeout=300)
     (cls,) = result.classes
-    assert cls.status == "skipped" and cls.skip_reason.startswith("needs arguments (width):") and not result.issues
+    assert cls.status == "skipped" and cls.skip_reason.startswith("needs arguments (spec):") and not result.issues
 
 
 # A seq2seq: the decoder is called once per step with a hidden state and a keyword argument,
@@ -303,7 +303,7 @@ def test_a_grandchild_is_fed_through_its_grandparent(seq2seq):
 
 def test_a_child_that_cannot_be_copied_is_not_fed_and_its_parent_runs_as_before(report):
     cls = class_report(report, "Locked")
-    assert cls.status == "skipped" and cls.skip_reason.startswith("needs arguments (width):") and not cls.issues
+    assert cls.status == "skipped" and cls.skip_reason.startswith("needs arguments (spec):") and not cls.issues
     parent = class_report(report, "HoldsLocked")
     assert parent.status == "verified" and parent.issues == [] and check(parent, "TL903").status == "passed"
 

@@ -934,13 +934,24 @@ def main(request_path: str) -> Result:
         # such run may record the calls of the classes it holds in turn: until nothing new comes.
         tried: Set[type] = set()
         made_up: Set[type] = set()
-        fed_across = False
+        fed_across = fed_other_ways = False
         while True:
             for index, cls in enumerate(classes):  # copies nobody needs: their memory back
                 if cls in seen.calls and (cls in tried or reports[index]["status"] not in (PARTLY, "skipped")):
                     seen.calls[cls].instance = None
             waiting = [(index, cls) for index, cls in enumerate(classes) if cls not in tried and cls in seen.calls
                        and reports[index]["status"] in (PARTLY, "skipped")]
+            if not waiting and not fed_other_ways:
+                # A parent of this file built in the other ways its code shows (each factory).
+                fed_other_ways = True
+                unfed = [cls for index, cls in enumerate(classes) if cls not in seen.calls
+                         and reports[index]["status"] in (PARTLY, "skipped")]
+                used = {cls: str((reports[index].get("constructed_with") or {}).get("text") or "")
+                        for index, cls in enumerate(classes) if reports[index]["status"] != "skipped"}
+                if unfed and used:
+                    feed(unfed, [cls for cls in classes[::-1] if cls in used], request, user_module, device, seen,
+                         other_ways=used)
+                    continue
             if not waiting and not fed_across:
                 # A parent in another file of the project (file A builds this file's class): its
                 # classes are built and run as feed does, recording what they call here.
@@ -1098,26 +1109,52 @@ def feed_from_other_files(wanted: List[type], request: ProbeRequest, device: tor
         feed(wanted, module_classes(module, torch)[::-1], their, module, device, seen)
 
 
+MAX_OTHER_WAYS = 4  # other constructions of a class tried to feed the classes nothing fed
+
+
 def feed(wanted: List[type], feeders: List[Type[nn.Module]], request: ProbeRequest, user_module: ModuleType,
-         device: torch.device, seen: Seen) -> None:
+         device: torch.device, seen: Seen, other_ways: Optional[Dict[type, str]] = None) -> None:
     """FILE::Class, for a class that could not be built or fed on its own: build the file's other
     classes as their own verification would and run their forward, until one calls each of
-    ``wanted`` (Seen records the call). Nothing is reported about them: what fails only feeds nothing."""
-    import torch
-
+    ``wanted`` (Seen records the call). Nothing is reported about them: what fails only feeds nothing.
+    ``other_ways``: {feeder: the construction its own verification used}: each feeder is built
+    instead in the other ways the code shows (``resnet50()`` holds the Bottleneck that
+    ``resnet18()`` does not)."""
     for feeder in feeders:
         if all(cls in seen.calls for cls in wanted) or time.time() > request.deadline:
             return
-        name = feeder.__name__
+        if other_ways is None:
+            _feed_once(feeder, lambda feeder=feeder: construct(feeder, request, user_module), request, user_module,
+                       device, seen)
+            continue
+        used = other_ways.get(feeder)
+        ways = [c for c in request.constructors.get(feeder.__name__) or []
+                if not c.before_defaults and (c.expression or c.factory) != used][:MAX_OTHER_WAYS]
+        for way in ways:
+            if all(cls in seen.calls for cls in wanted) or time.time() > request.deadline:
+                return
+            _feed_once(feeder, lambda feeder=feeder, way=way: build_candidate(way, feeder, user_module,
+                                                                              request.path)[0],
+                       request, user_module, device, seen)
 
-        def run(doing: str, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-            return run_user(doing, name, request.path, function, *args, **kwargs)
 
+def _feed_once(feeder: Type[nn.Module], make: Callable[[], Union[Built, str]], request: ProbeRequest,
+               user_module: ModuleType, device: torch.device, seen: Seen) -> None:
+    """Build ``feeder`` with ``make`` and run its forward with the first inputs that fit, recording calls."""
+    import torch
+
+    name = feeder.__name__
+
+    def run(doing: str, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        return run_user(doing, name, request.path, function, *args, **kwargs)
+
+    if True:  # (the body feed had)
         seen.current = feeder
         try:
-            built = construct(feeder, request, user_module)
+            with support.Assignments(torch.nn.Module):
+                built = make()
             if not isinstance(built, Built):
-                continue
+                return
             model = built.model
             if device.type != "cpu":
                 run("moving %s to %s" % (name, device), model.to, device)
@@ -1132,7 +1169,7 @@ def feed(wanted: List[type], feeders: List[Type[nn.Module]], request: ProbeReque
                 seen.commit()
                 break
         except Exception:  # noqa: BLE001 - UserError included: a class that cannot feed, nothing to say
-            continue
+            return
         finally:
             seen.current = None
             seen.end()

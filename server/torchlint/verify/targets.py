@@ -428,7 +428,9 @@ class CandidateFinder:
         origin = "%s:%d, factory %s()" % (where, function.lineno, function.name)
         if not _required_parameters(function):
             if site is self.target:
-                self.add(Constructor(origin, expression="%s()" % function.name))
+                offline = _without_downloads(function)
+                self.add(Constructor(origin, expression="%s(%s)" % (function.name, ", ".join(
+                    "%s=%s" % item for item in offline))))
                 return
             if site.module:
                 self.add(Constructor(origin, factory="%s:%s" % (site.module, function.name)))
@@ -483,6 +485,25 @@ class CandidateFinder:
             if spelled.rsplit(".", 1)[-1] == self.class_name:
                 return None
         return False
+
+
+_DOWNLOADS = re.compile(r"^(weights|pretrained)(_\w+)?$|_(weights|pretrained)$")
+
+
+def _without_downloads(function: ast.FunctionDef) -> List[Tuple[str, str]]:
+    """(parameter, value) for a factory's parameters that would fetch trained weights by default
+    (``weights_backbone=Weights.DEFAULT``, ``pretrained=True``): None / False, so that building the
+    model needs no network and gives its untrained layers, as the class's own defaults do."""
+    args = function.args
+    positional = args.posonlyargs + args.args
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(arg, default) for arg, default in zip(args.kwonlyargs, args.kw_defaults) if default is not None]
+    found = []
+    for arg, default in pairs:
+        if not _DOWNLOADS.search(arg.arg) or (isinstance(default, ast.Constant) and default.value in (None, False)):
+            continue
+        found.append((arg.arg, "False" if "pretrained" in arg.arg else "None"))
+    return found
 
 
 def in_main_block(tree: ast.Module, call: ast.Call) -> bool:
