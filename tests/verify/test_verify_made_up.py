@@ -317,3 +317,65 @@ def test_the_class_table_s_shapes_read_as_the_cli_s():
     assert _class_input_shapes([2, 16], "x") == ("2,16",)
     assert _class_input_shapes([[2, 16], [2, 8]], "x") == ("2,16", "2,8")
     assert _class_input_shapes(["2,16", "2,8:long"], "x") == ("2,16", "2,8:long")
+
+
+# -- a parent built in another way, a factory that would download weights --------------------------
+
+WAYS = '''
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, spec):
+        super().__init__()
+        self.fc = nn.Linear(spec["width"], spec["width"])
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Net(nn.Module):
+    def __init__(self, with_block=False):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.block = Block({"width": self.fc.out_features}) if with_block else nn.Identity()
+
+    def forward(self, x):
+        return self.block(self.fc(x))
+
+
+def small():
+    return Net()
+
+
+def big():
+    return Net(with_block=True)
+
+
+class Trained(nn.Module):
+    def __init__(self, spec):
+        super().__init__()
+        self.fc = nn.Linear(spec["width"], 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def trained(weights="DEFAULT", pretrained_backbone=True):
+    if weights is not None or pretrained_backbone:
+        raise OSError("no network here: cannot download the weights")
+    return Trained({"width": 3})
+'''
+
+
+def test_a_parent_built_another_way_feeds_and_factories_do_not_download(tmp_path):
+    path = write_module(tmp_path, "ways.py", WAYS)
+    result = verify_file(str(path), python=torch_python(), device="cpu", timeout=300)
+    assert result.outcome == COMPLETED, (result.error, result.stderr_tail)
+    block = class_report(result, "Block")
+    assert block.status == "verified" and block.built_by == "Net" and block.issues == [], block
+    assert block.constructed_with["text"] == "big().block"
+    trained = class_report(result, "Trained")
+    assert trained.status == "verified", trained
+    assert trained.constructed_with["text"] == "trained(weights=None, pretrained_backbone=False)"
+    assert result.issues == []
