@@ -322,6 +322,8 @@ def test_the_class_table_s_shapes_read_as_the_cli_s():
 # -- a parent built in another way, a factory that would download weights --------------------------
 
 WAYS = '''
+from collections import OrderedDict
+
 import torch.nn as nn
 
 
@@ -361,6 +363,29 @@ class Trained(nn.Module):
         return self.fc(x)
 
 
+class Head(nn.Module):
+    def __init__(self, spec):
+        super().__init__()
+        self.fc = nn.Linear(spec["width"], 2)
+
+    def forward(self, features):
+        return self.fc(features["low"]) + self.fc(features["high"])
+
+
+class Body(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.low = nn.Linear(4, 4)
+        self.high = nn.Linear(4, 4)
+        self.head = Head({"width": self.low.out_features})
+
+    def forward(self, x):
+        features = OrderedDict()
+        features["low"] = self.low(x)
+        features["high"] = self.high(features["low"])
+        return self.head(features)
+
+
 def trained(weights="DEFAULT", pretrained_backbone=True):
     if weights is not None or pretrained_backbone:
         raise OSError("no network here: cannot download the weights")
@@ -378,4 +403,9 @@ def test_a_parent_built_another_way_feeds_and_factories_do_not_download(tmp_path
     trained = class_report(result, "Trained")
     assert trained.status == "verified", trained
     assert trained.constructed_with["text"] == "trained(weights=None, pretrained_backbone=False)"
+    # An OrderedDict of features from the parent's graph: copied like a dict (it was not, and the
+    # child's second backward went through the parent's freed graph: a TL905 on clean code).
+    head = class_report(result, "Head")
+    assert head.status == "verified" and head.built_by == "Body", head
+    assert head.inputs.startswith("{low: (2, 4) float32, high: (2, 4) float32} (from Body.forward"), head.inputs
     assert result.issues == []

@@ -413,10 +413,9 @@ def _to_device(value: Any, device: torch.device, depth: int = 0) -> Any:  # (any
 
     if isinstance(value, torch.Tensor):
         return value.to(device)
-    if depth < 4 and type(value) in (list, tuple):  # not namedtuples: their constructors differ
-        return type(value)(_to_device(v, device, depth + 1) for v in value)
-    if depth < 4 and type(value) is dict:
-        return {k: _to_device(v, device, depth + 1) for k, v in value.items()}
+    if depth < 4 and isinstance(value, (list, tuple, dict)):  # (namedtuples, OrderedDicts: _rebuilt)
+        items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+        return _rebuilt(value, [(k, _to_device(v, device, depth + 1)) for k, v in items])
     return value
 
 
@@ -1322,12 +1321,14 @@ class Seen:
             with torch.no_grad():
                 copied = value.detach().clone()
             return copied.requires_grad_() if value.requires_grad and copied.is_floating_point() else copied
-        if depth < 4 and type(value) in (list, tuple, dict):
-            items = list(value.items()) if type(value) is dict else list(enumerate(value))
+        if depth < 4 and isinstance(value, (list, tuple, dict)):
+            # (an OrderedDict of features, a namedtuple: copied too, else their tensors stay in the
+            # parent's graph, which the parent's backward frees)
+            items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
             copies = [(key, self._copy_value(item, depth + 1)) for key, item in items]
             if any(item is _TOO_BIG for _, item in copies):
                 return _TOO_BIG
-            return dict(copies) if type(value) is dict else type(value)(item for _, item in copies)
+            return _rebuilt(value, copies)
         return value
 
     def _numel(self, module: Optional[nn.Module]) -> int:
@@ -1358,6 +1359,24 @@ class Seen:
 
 
 _TOO_BIG = object()
+
+
+def _rebuilt(value: Any, copies: List[Tuple[Any, Any]]) -> Any:
+    """A container of the same kind as ``value`` holding ``copies`` ((key, item) pairs); a plain
+    dict / list / tuple when its own type cannot be built that way."""
+    kind = type(value)
+    try:
+        if isinstance(value, dict):
+            made = kind()
+            made.update(copies)
+            return made
+        if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
+            return kind(*(item for _, item in copies))
+        return kind(item for _, item in copies)
+    except Exception:  # noqa: BLE001 - a container type of the user's with another constructor
+        if isinstance(value, dict):
+            return dict(copies)
+        return tuple(item for _, item in copies) if isinstance(value, tuple) else [item for _, item in copies]
 
 
 class _no_context:

@@ -56,9 +56,11 @@ def describe(args: Iterable[object], kwargs: Mapping[str, object]) -> str:
     """Example inputs as the report names them: ``(2, 16) float32, mask=(2, 16) bool``."""
     import torch
 
-    def one(value: object) -> str:
+    def one(value: object, depth: int = 0) -> str:
         if isinstance(value, torch.Tensor):
             return "%s %s" % (tuple(value.shape), str(value.dtype).replace("torch.", ""))
+        if isinstance(value, dict) and depth < 2 and 0 < len(value) <= 6 and all(isinstance(k, str) for k in value):
+            return "{%s}" % ", ".join("%s: %s" % (k, one(v, depth + 1)) for k, v in value.items())
         return type_name(value)
 
     parts = [one(a) for a in args] + ["%s=%s" % (k, one(v)) for k, v in kwargs.items()]
