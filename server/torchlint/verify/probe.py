@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import faulthandler
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -1123,7 +1124,7 @@ def feed(wanted: List[type], feeders: List[Type[nn.Module]], request: ProbeReque
         if all(cls in seen.calls for cls in wanted) or time.time() > request.deadline:
             return
         if other_ways is None:
-            _feed_once(feeder, lambda feeder=feeder: construct(feeder, request, user_module), request, user_module,
+            _feed_once(feeder, functools.partial(construct, feeder, request, user_module), request, user_module,
                        device, seen)
             continue
         used = other_ways.get(feeder)
@@ -1132,9 +1133,12 @@ def feed(wanted: List[type], feeders: List[Type[nn.Module]], request: ProbeReque
         for way in ways:
             if all(cls in seen.calls for cls in wanted) or time.time() > request.deadline:
                 return
-            _feed_once(feeder, lambda feeder=feeder, way=way: build_candidate(way, feeder, user_module,
-                                                                              request.path)[0],
+            _feed_once(feeder, functools.partial(_first, build_candidate, way, feeder, user_module, request.path),
                        request, user_module, device, seen)
+
+
+def _first(function: Callable[..., Tuple[Union[Built, str], str]], *args: Any) -> Union[Built, str]:
+    return function(*args)[0]
 
 
 def _feed_once(feeder: Type[nn.Module], make: Callable[[], Union[Built, str]], request: ProbeRequest,
