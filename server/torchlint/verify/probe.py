@@ -753,22 +753,20 @@ def _rejected_by(model: nn.Module, cls: type, failure: support.UserError) -> str
 
 
 def _nothing_to_train(model: nn.Module, report: JsonObject) -> bool:
-    """A module with no parameter, no buffer and no tensor that asks for a gradient (an activation,
-    a reshaping block): the checks that need forward have nothing to look at, so they pass without
-    inputs, and the class is verified rather than "partly verified" (True: their entries added)."""
+    """A module with no parameter, no buffer and no tensor attribute (an activation, a reshaping
+    block): the checks that need forward have nothing to look at, so they pass without inputs, and
+    the class is verified rather than "partly verified" (True: their entries added)."""
     import torch
 
     try:
         if any(True for _ in model.parameters()) or any(True for _ in model.buffers()) or model.state_dict():
             return False
-        if any(isinstance(value, torch.Tensor) and value.requires_grad
-               for module in model.modules() for value in vars(module).values()):
-            return False
+        if any(isinstance(value, torch.Tensor) for module in model.modules() for value in vars(module).values()):
+            return False  # a plain tensor attribute: state a round trip (TL907) or a gradient (TL903) may show
     except Exception:  # noqa: BLE001 - an odd module: the usual way
         return False
-    summary = "no parameters, buffers or trainable tensors: nothing to train or save, so no inputs are needed"
+    summary = "no parameters, buffers or tensor attributes: nothing to train or save, so no inputs are needed"
     report["checks"] += [check_entry(code, "passed", summary) for code in ("TL903", "TL904", "TL906", "TL907")]
-    report["inputs"] = "none needed (no parameters)"
     return True
 
 
