@@ -125,6 +125,9 @@ LONG_FUNCTIONS = {
     "inference/layer.py::JediInference.__init__",
     "lsp/verification.py::verify_module",
     "verify/probe.py::main",
+    "verify/probe.py::input_candidates",
+    "verify/probe_ddp.py::_judge",
+    "verify/probe_ddp.py::_rank",
     "verify/runner.py::verify_file",
 }
 

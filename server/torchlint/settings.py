@@ -190,8 +190,8 @@ def class_recipes(classes: object) -> Tuple[Tuple[str, ClassRecipe], ...]:
                                % ("both" if entry else "neither"), at)
         if "inputs" in entry and "input-shape" in entry:
             raise SettingError("give either inputs = [...] or input-shape = [...], not both", at)
-        inputs = _class_inputs(entry.get("inputs"), at + ".inputs")
-        shapes = _class_input_shapes(entry.get("input-shape"), at + ".input-shape")
+        inputs = class_inputs(entry.get("inputs"), at + ".inputs")
+        shapes = class_input_shapes(entry.get("input-shape"), at + ".input-shape")
         if "kwargs" not in entry and "factory" not in entry:
             recipes.append((class_name, ClassRecipe(inputs=inputs, input_shapes=shapes)))
         elif "factory" in entry:
@@ -212,7 +212,7 @@ def class_recipes(classes: object) -> Tuple[Tuple[str, ClassRecipe], ...]:
     return tuple(recipes)
 
 
-def _class_inputs(value: object, at: str) -> Tuple[str, ...]:
+def class_inputs(value: object, at: str) -> Tuple[str, ...]:
     """``inputs = ["torch.randn(2, 16)", ...]``: forward's arguments as Python expressions."""
     if value is None:
         return ()
@@ -227,7 +227,7 @@ def _class_inputs(value: object, at: str) -> Tuple[str, ...]:
 _SHAPE = re.compile(r"^\s*[\[(]?\s*\d+(\s*[,x\s]\s*\d+)*\s*[\])]?\s*(:\s*\w+)?\s*$")
 
 
-def _class_input_shapes(value: object, at: str) -> Tuple[str, ...]:
+def class_input_shapes(value: object, at: str) -> Tuple[str, ...]:
     """``input-shape = [2, 16]``, ``[[2, 16], [2, 16]]``, ``"2,16"`` or ``["2,16", "2,8:long"]``:
     one shape per forward argument, each as the CLI's --input-shape text."""
     if value is None:

@@ -312,11 +312,11 @@ def test_the_class_table_s_inputs_are_checked_when_read(tmp_path, entry, error):
 
 
 def test_the_class_table_s_shapes_read_as_the_cli_s():
-    from torchlint.config import _class_input_shapes
+    from torchlint.settings import class_input_shapes
 
-    assert _class_input_shapes([2, 16], "x") == ("2,16",)
-    assert _class_input_shapes([[2, 16], [2, 8]], "x") == ("2,16", "2,8")
-    assert _class_input_shapes(["2,16", "2,8:long"], "x") == ("2,16", "2,8:long")
+    assert class_input_shapes([2, 16], "x") == ("2,16",)
+    assert class_input_shapes([[2, 16], [2, 8]], "x") == ("2,16", "2,8")
+    assert class_input_shapes(["2,16", "2,8:long"], "x") == ("2,16", "2,8:long")
 
 
 # -- a parent built in another way, a factory that would download weights --------------------------

@@ -72,7 +72,8 @@ def _contents(value: object, path: str, depth: int = 0) -> Iterator[Tuple[str, I
             yield found
 
 
-def _split(path: str) -> Holder:
+def split_path(path: str) -> Holder:
+    """``a.b.weight`` -> ("a.b", "weight"): the holder of a dotted name and the name on it."""
     prefix, _, name = path.rpartition(".")
     return prefix, name
 
@@ -356,8 +357,8 @@ def settle_rebuilt(report: JsonObject, state: State, rebuilt: Container[str], fo
 def tensors_to_move(state: State) -> List[Tuple[Holder, str, torch.Tensor]]:
     """Every tensor of the tree: registered ones must follow a move, and the others show that they do not."""
     items: List[Tuple[Holder, str, torch.Tensor]] = [
-        (_split(path), path, tensor) for path, tensor in state.parameters.items()]
-    items += [(_split(path), path, tensor) for path, tensor in state.buffers.items()]
+        (split_path(path), path, tensor) for path, tensor in state.parameters.items()]
+    items += [(split_path(path), path, tensor) for path, tensor in state.buffers.items()]
     items += [(held.holder, held.path, held.tensor) for held in state.held if held.derived is None]
     return items
 
@@ -492,7 +493,7 @@ def _hidden_message(paths: List[str], details: List[Tuple[Held, torch.Tensor]]) 
 
 # -- TL903 / TL904: gradients over optimizer steps ------------------------------------------------
 
-def _output_tensors(value: object, depth: int = 0) -> Iterator[torch.Tensor]:
+def output_tensors(value: object, depth: int = 0) -> Iterator[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         yield value
     elif depth < 4:
@@ -502,7 +503,7 @@ def _output_tensors(value: object, depth: int = 0) -> Iterator[torch.Tensor]:
             value = [getattr(value, name, None) for name in value.__dataclass_fields__]
         if isinstance(value, (list, tuple)):
             for item in value:
-                for tensor in _output_tensors(item, depth + 1):
+                for tensor in output_tensors(item, depth + 1):
                     yield tensor
 
 
@@ -694,7 +695,7 @@ class GradientRun:
                 rebuilt = {path for path in rebuilt if self.watch.sees_reads and id(stored[path]) not in self.watch.read
                            and self._recomputed(stored[path], *attributes[path])}
                 self.rebuilt = rebuilt
-                differentiable = [t for t in _output_tensors(output) if t.requires_grad and
+                differentiable = [t for t in output_tensors(output) if t.requires_grad and
                                   (t.is_floating_point() or t.is_complex())]
                 self._note_born(parameters_before, step)
                 if not differentiable:
@@ -732,7 +733,7 @@ class GradientRun:
             # Another step helps only parameters of modules forward ran with grad that a zero
             # gate still shields, and only while each step opens new ones.
             waiting = [name for name, p in self.trainable if id(p) not in self.nonzero
-                       and any(r.with_grad for r in self._chain(_split(name)[0])[:1])]
+                       and any(r.with_grad for r in self._chain(split_path(name)[0])[:1])]
             if step >= MIN_STEPS and (not waiting or not new):
                 break
         with torch.no_grad():
@@ -825,7 +826,7 @@ class GradientRun:
         issues += state.issues("TL903", hidden, SEVERITY_ERROR, _hidden_message)
         self.unused, self.idle_experts = self._unused_modules()
         issues += state.issues(
-            "TL903", [(_split(path), path, module) for path, module in self.unused], SEVERITY_INFO,
+            "TL903", [(split_path(path), path, module) for path, module in self.unused], SEVERITY_INFO,
             lambda paths, details: "%s (%s) is never used in forward: its parameters get no gradient "
                                    "(DistributedDataParallel needs find_unused_parameters=True)" % (
                                        paths[0], type(details[0]).__name__))
@@ -841,7 +842,7 @@ class GradientRun:
 
     def tl906(self) -> Tuple[List[JsonObject], str]:
         """Parameters forward created or replaced: not the ones the optimizer was built from."""
-        entries = [(_split(name), name, (steps, how)) for name, (steps, how) in sorted(self.born.items())]
+        entries = [(split_path(name), name, (steps, how)) for name, (steps, how) in sorted(self.born.items())]
 
         def message(paths: List[str], details: List[Tuple[List[int], str]]) -> str:
             steps = sorted({step for made, _ in details for step in made})
@@ -888,7 +889,7 @@ class GradientRun:
         for name, p in self.trainable:
             if id(p) in self.nonzero or id(p) in silent:
                 continue
-            holder = _split(name)
+            holder = split_path(name)
             chain = self._chain(holder[0])
             if id(p) in experts or any(r.calls and r.empty == r.calls for r in chain):
                 expert = experts.get(id(p)) or self._expert_path(holder[0])
@@ -906,7 +907,7 @@ class GradientRun:
                 "multiplied by zero, or behind a gate that stays zero?" if all(details) else
                 "not used in forward, or cut from the graph by .detach() / .data?"))
         issues += state.issues(
-            "TL904", [(_split(expert), expert, names) for expert, names in idle.items()], SEVERITY_INFO,
+            "TL904", [(split_path(expert), expert, names) for expert, names in idle.items()], SEVERITY_INFO,
             lambda paths, details: "%s got no gradient with these inputs: routing sent %s no tokens "
                                    "(mixture of experts); %s when a batch reaches %s" % (
                                        listing(paths), "it" if len(paths) == 1 else "them",
@@ -970,7 +971,7 @@ class GradientRun:
             params = [p for p in module.parameters() if id(p) in trainable]
             if not params or any(id(p) in self.got_grad for p in params):
                 continue
-            parent_path, _ = _split(prefix)
+            parent_path, _ = split_path(prefix)
             idle = self._expert_path(parent_path, default="")  # inside an expert that got an empty batch
             if idle:
                 if idle not in [path for path, _ in experts]:
@@ -1012,7 +1013,7 @@ def check_round_trip(trained: nn.Module, fresh: Optional[nn.Module], inputs: Tup
         text = str(exc).strip()
         known = set(checkpoint) | set(fresh.state_dict())
         keys = [key for key in _KEYS.findall(text) if key in known]  # (the keys torch's message quotes)
-        entries = [(_split(key), key, "") for key in dict.fromkeys(keys)] or [(("", ""), "", "")]
+        entries = [(split_path(key), key, "") for key in dict.fromkeys(keys)] or [(("", ""), "", "")]
         kind = type(exc).__name__  # (the name `exc` is unbound once the handler ends)
         said = " ".join(line.strip() for line in text.splitlines()) if text else kind
         message = ("loading the trained module's own state_dict() into a new instance raises %s: %s; a "
@@ -1030,7 +1031,7 @@ def check_round_trip(trained: nn.Module, fresh: Optional[nn.Module], inputs: Tup
         for model in (trained, trained, fresh):
             torch.manual_seed(ROUND_TRIP_SEED)
             with torch.no_grad():
-                outputs.append(list(_output_tensors(run("forward", _copy_or_itself(model), *args, **kwargs))))
+                outputs.append(list(output_tensors(run("forward", _copy_or_itself(model), *args, **kwargs))))
     except support.UserError as failure:  # (eval mode takes other paths: not this check's to report)
         return [], "forward in eval mode failed: %s" % failure.error, True
     finally:

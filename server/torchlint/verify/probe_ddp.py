@@ -260,7 +260,7 @@ def _rank(rank: int, model: nn.Module, inputs: Tuple[Tuple[Any, ...], Dict[str, 
         try:
             with torch.enable_grad():
                 output = run("forward", ddp, *args, **kwargs)
-            tensors = [t for t in checks._output_tensors(output)
+            tensors = [t for t in checks.output_tensors(output)
                        if t.requires_grad and (t.is_floating_point() or t.is_complex())]
             if not tensors:
                 break
@@ -386,7 +386,7 @@ def _judge(results: List[Optional[Tuple[JsonObject, List[Dict[str, Optional[torc
             after = "; and DDP, waiting for the gradients of the parameters it wrapped, raised on step %s: \"%s\"" % (
                 raised.get("step"), _first_sentence(raised))
         issues += state.issues(
-            "TL908", [(checks._split(name), name, "") for name in created], SEVERITY_ERROR,
+            "TL908", [(checks.split_path(name), name, "") for name in created], SEVERITY_ERROR,
             lambda paths, details: "%s %s not among the parameters DistributedDataParallel wrapped (forward creates "
                                    "or replaces %s): DDP never reduces %s gradient, so each process trains its own "
                                    "copy and the replicas drift apart%s. Create the parameter once in __init__ "
@@ -409,7 +409,7 @@ def _judge(results: List[Optional[Tuple[JsonObject, List[Dict[str, Optional[torc
         issues += _unused_issues(state, unused, raised)
     if odd:
         issues += state.issues(
-            "TL908", [(checks._split(name), name, "") for name in odd], SEVERITY_ERROR,
+            "TL908", [(checks.split_path(name), name, "") for name in odd], SEVERITY_ERROR,
             lambda paths, details: "the gradient of %s differed between the two processes after backward() under "
                                    "DistributedDataParallel: it was not reduced" % listing(paths))
     if not issues:
@@ -449,7 +449,7 @@ def _unused_issues(state: checks.State, unused: List[str], raised: Optional[Json
                     listing(paths), consequence, "it" if len(paths) == 1 else "them",
                     "it" if len(paths) == 1 else "them"))
 
-    return state.issues("TL908", [(checks._split(name), name, "") for name in unused], severity, message)
+    return state.issues("TL908", [(checks.split_path(name), name, "") for name in unused], severity, message)
 
 
 def _end_with_parent(every: float = 0.5) -> None:
