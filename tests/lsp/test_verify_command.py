@@ -49,9 +49,10 @@ NEEDS = '''import torch.nn as nn
 
 
 class Needs(nn.Module):
-    def __init__(self, dim, depth, scale=1.0):
+    # (A `spec` table nothing can make up: the class needs arguments from the user.)
+    def __init__(self, spec, depth, scale=1.0):
         super().__init__()
-        self.layers = nn.Sequential(*[nn.Linear(dim, dim) for _ in range(depth)])
+        self.layers = nn.Sequential(*[nn.Linear(spec["dim"], spec["dim"]) for _ in range(depth)])
 
     def forward(self, x):
         return self.layers(x)
@@ -81,8 +82,8 @@ async def test_a_class_that_needs_arguments_asks_for_them(vscode: LanguageClient
     lenses = await client.text_document_code_lens_async(
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri)))
     by_class = {lens.command.arguments[0]["className"]: lens.command for lens in lenses}
-    assert by_class["Needs"].arguments[0]["needsArguments"] == ["dim", "depth"]
-    assert by_class["Needs"].title.endswith("(needs dim, depth)")
+    assert by_class["Needs"].arguments[0]["needsArguments"] == ["spec", "depth"]
+    assert by_class["Needs"].title.endswith("(needs spec, depth)")
     assert "needsArguments" not in by_class["Called"].arguments[0]  # its __main__ block says how
 
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
@@ -95,14 +96,14 @@ async def test_a_class_that_needs_arguments_asks_for_them(vscode: LanguageClient
 
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="torchlint.verifyModule",
-        arguments=[{"uri": uri, "className": "Needs", "device": "cpu", "initKwargs": "dim=4, depth=2"}]))
+        arguments=[{"uri": uri, "className": "Needs", "device": "cpu", "initKwargs": "spec={'dim': 4}, depth=2"}]))
     assert result["outcome"] == "completed", result
     (needs,) = result["classes"]
     assert needs["status"] == "verified" and needs["constructed_with"]["origin"] == "--init-kwargs"
 
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="torchlint.verifyModule",
-        arguments=[{"uri": uri, "className": "Needs", "initKwargs": "dim=__import__('os')"}]))
+        arguments=[{"uri": uri, "className": "Needs", "initKwargs": "spec=__import__('os')"}]))
     assert "not a Python literal" in result["error"]
 
 
