@@ -231,11 +231,12 @@ def test_timeout_setting():
 
 # -- the jedi layer: a call that hangs ----------------------------------------------------------
 
+# Decorated: names alone do not read make_weight, jedi does (through torch.no_grad()). Same lines.
 HELPER_MODEL = textwrap.dedent("""\
     import torch
     import torch.nn as nn
 
-
+    @torch.no_grad()
     def make_weight(n):
         return torch.randn(n, n)
 

@@ -78,8 +78,8 @@ built = {}
 construct = probe.construct
 
 
-def keep(cls, request, module):  # the module verify_class builds, to look at it afterwards
-    result = construct(cls, request, module)
+def keep(cls, request, module, **given):  # the module verify_class builds, to look at it afterwards
+    result = construct(cls, request, module, **given)
     built[cls.__name__] = (result, {name: id(value) for name, value in vars(result.model).items()})
     return result
 

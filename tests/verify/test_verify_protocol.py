@@ -35,7 +35,7 @@ def test_the_wire_names():
     data = json.loads(FULL_REQUEST.to_json())
     assert set(data) == {"path", "result_path", "stack_path", "deadline", "class_name", "device", "init_kwargs",
                          "input_shapes", "input_exprs", "import", "extra_paths", "constructors", "input_calls",
-                         "ddp"}
+                         "ddp", "class_inputs", "feeders"}
     assert data["import"] == {"root": "/p", "module": "pkg.model"}
     assert data["input_shapes"][1] == {"shape": [2, 8], "dtype": "int64"}
     assert data["constructors"]["Net"] == [{"origin": "a.py:3, a call site", "expression": "Net(16)"},
