@@ -59,8 +59,10 @@ VERIFY_CODES: Dict[str, VerifyCode] = {entry.code: entry for entry in (
                "never updates it"),
     VerifyCode("TL907", "lost-by-checkpoint", Severity.ERROR,
                "the trained module's state_dict(), loaded into a new instance, does not load or does not compute "
-               "what the module computed: the tensors and numbers a checkpoint does not carry",
-               grading="error; information when nothing the module holds explains the difference"),
+               "what the module computed: the tensors and numbers a checkpoint does not carry; under "
+               "`--device cuda`, a checkpoint saved on the GPU that does not run or compute the same on the CPU",
+               grading="error; warning for a device written into forward; information when nothing the "
+                       "module holds explains the difference"),
     VerifyCode("TL908", "gradient-not-reduced-by-ddp", Severity.ERROR,
                "with --ddp, two steps under DistributedDataParallel (2 gloo processes on the CPU): a gradient "
                "DDP does not average across processes, or a parameter without a gradient that DDP waits for",

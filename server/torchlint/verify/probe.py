@@ -687,13 +687,8 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
                 report["status"] = "failed"
             elif gradients.steps:
                 result.phase("checkpoint", name)
-                found, summary, skipped = checks.check_round_trip(
-                    gradients.model, _built_again(cls, request, user_module, built.synthesized), inputs, run, device,
-                    state_of)
-                if skipped:
-                    report["checks"].append(check_entry("TL907", "skipped", summary))
-                else:
-                    add("TL907", found, summary)
+                check_checkpoint(cls, request, user_module, built, gradients.model, inputs, run, device, state_of,
+                                 report, add)
             if request.ddp:
                 run_ddp(request, result, report, model, inputs, gradients, run, device, state_of, add)
             return gradients.rebuilt, True
@@ -795,6 +790,32 @@ def run_ddp(request: ProbeRequest, result: Result, report: JsonObject, model: nn
         report["checks"].append(check_entry("TL908", "skipped", summary))
     else:
         add("TL908", found, summary)
+
+
+def check_checkpoint(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType, built: Built,
+                     trained: nn.Module, inputs: Tuple[Tuple[Any, ...], Dict[str, Any]], run: Run,
+                     device: torch.device, state_of: Callable[[nn.Module], probe_checks.State], report: JsonObject,
+                     add: Callable[[str, List[JsonObject], str], None]) -> None:
+    """TL907: the trained module's checkpoint loaded into a new instance on the same device, and,
+    when the run is on another device than the CPU, read back on the CPU into a third one."""
+    if TYPE_CHECKING:
+        checks = probe_checks
+    else:
+        checks = sys.modules["torchlint_probe_checks"]
+    import torch
+
+    found, summary, skipped = checks.check_round_trip(
+        trained, _built_again(cls, request, user_module, built.synthesized), inputs, run, device, state_of)
+    if skipped:
+        report["checks"].append(check_entry("TL907", "skipped", summary))
+        return
+    cpu = torch.device("cpu")
+    if device.type != cpu.type and not found:  # (state the checkpoint lost differs on any device)
+        across, said, _ = checks.check_across_devices(
+            trained, _built_again(cls, request, user_module, built.synthesized), inputs,
+            (_to_device(inputs[0], cpu), _to_device(inputs[1], cpu)), run, device, cpu, state_of)
+        found, summary = found + across, "%s; %s" % (summary, said)
+    add("TL907", found, summary)
 
 
 def _built_again(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType,

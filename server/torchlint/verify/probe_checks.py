@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import io
 import math
 import re
 import sys
@@ -1057,6 +1058,110 @@ def check_round_trip(trained: nn.Module, fresh: Optional[nn.Module], inputs: Tup
                        "cannot hold (a Python object, a global, a file)", state.verified,
                        line=support.class_line(type(trained), state.locator.user_path))]
     return found, "outputs differ after loading; nothing the module holds explains it", False
+
+
+# Kernels of another device round differently (cuDNN convolutions use TF32 by default): outputs
+# across devices are compared by their relative size of difference, not element by element.
+ACROSS_DEVICES_TOLERANCE = 1e-2
+_DEVICE_WORDS = re.compile(r"\bdevices?\b|\bcuda\b|\bmps\b", re.IGNORECASE)
+
+
+def check_across_devices(trained: nn.Module, fresh: Optional[nn.Module],
+                         inputs: Tuple[Tuple[Any, ...], Dict[str, Any]],
+                         moved_inputs: Tuple[Tuple[Any, ...], Dict[str, Any]], run: Run, device: torch.device,
+                         target: torch.device, state_of: Callable[[nn.Module], State]) -> Tuple[List[JsonObject], str, bool]:
+    """(the issues, the check's summary, whether it was skipped). The round trip across devices, as
+    a model trained on the GPU and served on a CPU meets it: the trained module's state_dict(),
+    written by torch.save on ``device`` and read back with ``map_location=target``, is loaded into
+    a new instance built on ``target``; given the same inputs moved there, its forward must run
+    and compute what the trained module computes on ``device``. A forward that fails only there is
+    a device written into the module (``torch.ones(n, device="cuda")``, ``.cuda()`` in forward)."""
+    state = state_of(trained)
+    if fresh is None:
+        return [], "a second instance could not be built", True
+    where = "saved on %s, read back on %s" % (device, target)
+    try:
+        buffer = io.BytesIO()
+        torch.save(trained.state_dict(), buffer)
+        checkpoint = _read_back(buffer, target)
+        with torch.no_grad():
+            fresh.to(target)
+            fresh.load_state_dict(checkpoint)
+    except Exception as exc:  # noqa: B902 - the same-device round trip reports a load that raises
+        return [], "%s: the checkpoint could not be loaded (%s)" % (where, type(exc).__name__), True
+    modes = trained.training, fresh.training
+    trained.eval()
+    fresh.eval()
+    try:
+        torch.manual_seed(ROUND_TRIP_SEED)
+        with torch.no_grad():
+            expected = list(output_tensors(run("forward", _copy_or_itself(trained), *inputs[0], **inputs[1])))
+        torch.manual_seed(ROUND_TRIP_SEED)
+        try:
+            with torch.no_grad():
+                loaded = list(output_tensors(run("forward", _copy_or_itself(fresh), *moved_inputs[0],
+                                                 **moved_inputs[1])))
+        except support.UserError as failure:
+            return _failed_on_target(failure, state, where, type(trained)), "%s: forward failed" % where, False
+    except support.UserError as failure:  # forward on the first device: the same-device check's to report
+        return [], "forward in eval mode failed: %s" % failure.error, True
+    finally:
+        trained.train(modes[0])
+        fresh.train(modes[1])
+    if _close_across_devices(expected, loaded):
+        return [], "%s: the same outputs" % where, False
+    found = [new_issue("TL907", SEVERITY_INFO,
+                       "%s, the trained module's checkpoint computes other outputs than on %s (beyond the "
+                       "rounding of another device's kernels): forward depends on the device it runs on" % (
+                           where, device), state.verified,
+                       line=support.class_line(type(trained), state.locator.user_path))]
+    return found, "%s: other outputs" % where, False
+
+
+def _read_back(buffer: io.BytesIO, target: torch.device) -> Dict[str, Any]:
+    """A checkpoint read as a user reads one on another machine; extra state (get_extra_state)
+    may hold objects weights_only refuses, and these bytes are the probe's own."""
+    for weights_only in (True, False):
+        buffer.seek(0)
+        try:
+            loaded: Dict[str, Any] = torch.load(buffer, map_location=target, weights_only=weights_only)
+            return loaded
+        except Exception:  # noqa: B902 - weights_only's refusal: read it in full
+            if not weights_only:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _failed_on_target(failure: support.UserError, state: State, where: str, cls: type) -> List[JsonObject]:
+    """A forward that ran on the training device and fails on ``target``: a warning when the
+    error names a device, information otherwise (an operation the other device lacks)."""
+    named_device = bool(_DEVICE_WORDS.search(failure.error))
+    line = failure.issue.get("line") or support.class_line(cls, state.locator.user_path)
+    message = ("%s, the trained module's checkpoint does not run: forward raises %s%s" % (
+        where, failure.error[:300],
+        "; a device is written into the module (create tensors on the input's or a parameter's device)"
+        if named_device else ""))
+    return [new_issue("TL907", SEVERITY_WARNING if named_device else SEVERITY_INFO, message, state.verified,
+                      line=line)]
+
+
+def _close_across_devices(first: List[torch.Tensor], second: List[torch.Tensor]) -> bool:
+    if len(first) != len(second):
+        return False
+    for a, b in zip(first, second):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.is_meta or b.is_meta:
+            continue  # shapes only: a meta tensor has no values
+        b = b.to(a.device)
+        if a.is_floating_point() or a.is_complex():
+            scale = float(torch.linalg.vector_norm(a.double())) if a.numel() else 0.0
+            difference = float(torch.linalg.vector_norm((a - b).double())) if a.numel() else 0.0
+            if not difference <= ACROSS_DEVICES_TOLERANCE * scale + 1e-6 * math.sqrt(max(a.numel(), 1)):
+                return False  # (NaN fails too)
+        elif not torch.equal(a, b):
+            return False
+    return True
 
 
 def _copy_or_itself(model: nn.Module) -> nn.Module:
