@@ -19,7 +19,7 @@ import pytest
 from torchlint.verify import verify_file
 from torchlint.verify.runner import PROBE
 
-from verify_helpers import check, class_report, issues, line_of, torch_python, write_module
+from verify_helpers import check, class_report, cuda_available, issues, line_of, torch_python, write_module
 
 MODELS = '''
 import torch
@@ -160,17 +160,9 @@ class CudaWritten(nn.Module):
 '''
 
 
-def cuda_available():
-    done = subprocess.run([torch_python(), "-c", "import torch; print(torch.cuda.is_available())"],
-                          capture_output=True, text=True, timeout=120)
-    return done.stdout.strip() == "True"
-
-
-needs_cuda = pytest.mark.skipif(not cuda_available(), reason="the round trip across devices needs a CUDA device")
-
-
-@needs_cuda
 def test_under_cuda_a_written_device_fails_the_round_trip_to_the_cpu(tmp_path):
+    if not cuda_available():
+        pytest.skip("the round trip across devices needs a CUDA device")
     models = write_module(tmp_path, "models.py", CUDA_MODELS)
     report = verify_file(str(models), device="cuda", timeout=300, input_shapes=[(2, 4)])
     found = [i for i in issues(report, "TL907") if i.severity == "warning"]
