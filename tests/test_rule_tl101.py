@@ -121,6 +121,40 @@ def test_a_tensor_made_a_parameter_only_under_a_condition():
     quiet(LATER_PARAMETER.format(otherwise="        else:\n            raise ValueError(steps)\n"), "TL101")
 
 
+LOOKUP_TABLE = """\
+import torch
+import torch.nn as nn
+
+
+class CharLookup(nn.Module):
+    def __init__(self, words: int):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.table = torch.zeros(words, 3, dtype=torch.long)
+
+    def forward(self, words):
+        ids = torch.as_tensor(words)
+        chars = self.table[ids.{index_move}]{rows_move}
+        return self.emb(chars)
+"""
+
+
+@pytest.mark.parametrize("index_move", ["type_as(self.table)", "to(self.table.device)"])
+def test_a_table_indexed_where_it_is_then_moved_is_a_hint(index_move):
+    # The index goes to the table's device and the rows to the input's (fairseq's character
+    # embedder): it works after .to(), at a copy per call.
+    finding = only(LOOKUP_TABLE.format(index_move=index_move, rows_move=".type_as(ids)"), "TL101")
+    assert finding.severity is Severity.HINT and "each use moves it" in finding.message
+    # The rows left where the table is: the embedding on CUDA meets CPU indices.
+    finding = only(LOOKUP_TABLE.format(index_move=index_move, rows_move=""), "TL101")
+    assert finding.severity is Severity.WARNING
+
+
+def test_a_table_indexed_with_an_index_moved_elsewhere_is_a_warning():
+    text = LOOKUP_TABLE.format(index_move="to(self.emb.weight.device)", rows_move=".type_as(ids)")
+    assert only(text, "TL101").severity is Severity.WARNING
+
+
 def test_the_later_parameter_still_replaces_the_registered_buffer():
     text = LATER_PARAMETER.format(otherwise="")
     model_class = run(fixed(text, preferred(only(text, "TL101"))))["NoisePredictor"]

@@ -287,7 +287,8 @@ class Uses:
                 if isinstance(parent.ctx, (ast.Store, ast.Del)):
                     self.written_in_place = True
                     return Use.WRITE
-                if not in_init and _tensor_index(ctx, parent.slice, scope, unknown_index_is_tensor):
+                if not in_init and _tensor_index(ctx, parent.slice, scope, unknown_index_is_tensor) \
+                        and not _moved_to(parent.slice, node):
                     return Use.COMPUTED  # `self.table[t]` with a tensor `t`: indexed where `t` is, before any move
                 current, parent, as_is, indexed = parent, parents.get(id(parent)), False, True
                 continue
@@ -588,6 +589,18 @@ def _grade(value: Value, uses: Uses, zero_dim: bool = False) -> Optional[Severit
         # through those methods (a noise schedule): only a subclass could use it.
         return Severity.HINT if uses.other_methods and not uses.bases_elsewhere else Severity.WARNING
     return None
+
+
+def _moved_to(index: ast.expr, table: ast.expr) -> bool:
+    """`t.type_as(self.table)`, `t.to(self.table.device)`: an index moved to the indexed tensor's
+    device, so the lookup runs wherever the table is (the rows are then moved, or not, as a read)."""
+    if not (isinstance(index, ast.Call) and isinstance(index.func, ast.Attribute) and len(index.args) == 1
+            and index.func.attr in ("type_as", "to")):
+        return False
+    target = index.args[0]
+    if isinstance(target, ast.Attribute) and target.attr == "device" and index.func.attr == "to":
+        target = target.value
+    return ast.dump(target) == ast.dump(table)
 
 
 def _moves(node: ast.AST) -> bool:
