@@ -208,3 +208,24 @@ def test_layers_handed_in_through_star_args(init):
 ])
 def test_quiet_where_nothing_new_is_left_unregistered(init, signature):
     quiet(module(init, "return x", signature=signature), "TL102")
+
+
+def test_a_plain_list_of_dropouts_says_eval_does_not_reach_them():
+    # Parameter-free layers lose nothing to the optimizer: what goes wrong is .eval() (fairseq's
+    # wav2letter encoder keeps its dropouts in a list).
+    text = (
+        "import torch.nn as nn\n\n\n"
+        "class Encoder(nn.Module):\n"
+        "    def __init__(self, n):\n"
+        "        super().__init__()\n"
+        "        self.convs = nn.ModuleList()\n"
+        "        self.dropouts = []\n"
+        "        for _ in range(n):\n"
+        "            self.convs.append(nn.Conv1d(4, 4, 3))\n"
+        "            self.dropouts.append(nn.Dropout(0.1))\n\n"
+        "    def forward(self, x):\n"
+        "        for conv, drop in zip(self.convs, self.dropouts):\n"
+        "            x = drop(conv(x))\n"
+        "        return x\n")
+    finding = only(text, "TL102")
+    assert ".eval() does not reach them (a Dropout or BatchNorm among them stays in training mode)" in finding.message

@@ -331,3 +331,29 @@ def test_typing_waits_for_a_pause_only_when_the_first_wave_is_costly():
     assert sorted(published) == sorted(list(documents) * 2)
     assert cheap == 0
     assert costly == DEBOUNCE_SECONDS
+
+
+def test_a_message_logged_from_a_thread_after_the_loop_closed_is_not_an_error():
+    # The collection after closing runs on a timer thread; its report may come after the
+    # server's loop closed at exit: stderr has it, and the thread does not die of it.
+    import asyncio
+    import threading
+
+    from torchlint.lsp.messages import Messages
+
+    sent = []
+    messages = Messages(sent.append, sent.append)
+    messages.loop = asyncio.new_event_loop()
+    messages.loop.close()
+    raised = []
+
+    def log_from_a_thread():
+        try:
+            messages.log("torchlint: full collection after closing", types.MessageType.Log)
+        except BaseException as exc:  # noqa: B902 - what the test looks for
+            raised.append(exc)
+
+    thread = threading.Thread(target=log_from_a_thread)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive() and raised == [] and sent == []

@@ -40,7 +40,10 @@ class Messages:
         if self._on_loop():
             self._log(params)
         elif self.loop is not None:
-            self.loop.call_soon_threadsafe(self._log, params)
+            try:
+                self.loop.call_soon_threadsafe(self._log, params)
+            except RuntimeError:  # the loop closed (the server is exiting): stderr has it
+                pass
 
     def _log(self, params: types.LogMessageParams) -> None:
         try:

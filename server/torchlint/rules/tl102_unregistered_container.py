@@ -403,7 +403,8 @@ def _finding(ctx: FileContext, binding: Binding, found: _Found) -> Finding:
                                     "modules" if found.leaf is Kind.MODULE else "parameters")
     if found.leaf is Kind.MODULE:
         message = ("`%s` is a plain %s: their parameters are not in parameters() (the optimizer never sees "
-                   "them), not in state_dict(), and .to()/.cuda() do not move them" % (target, what))
+                   "them), not in state_dict(), .to()/.cuda() do not move them, and .eval() does not reach them "
+                   "(a Dropout or BatchNorm among them stays in training mode)" % (target, what))
     else:
         message = ("`%s` is a plain %s: they are not registered, so the optimizer never sees them and "
                    "state_dict() does not save them" % (target, what))
