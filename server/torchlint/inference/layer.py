@@ -124,48 +124,13 @@ class JediInference(ProjectFiles):
         self.root = str(Path(project_root).resolve())
         self.warnings: List[str] = []  # for the user, once: what was not usable and what is used instead
         self.interpreter, self.read_only = interpreter, False
-        if interpreter.venv is not None and not interpreter.is_own and (READ_TRUSTED_VENVS or not interpreter.trusted):
-            sys_path = list(interpreter.venv.sys_path)
-            self.environment: AnalysedEnvironment = SameProcessEnvironment(sys_path, self.timeout) if share_states \
-                else WatchedEnvironment(sys.executable, self.timeout)
-            self.project: JediProject = jedi.Project(self.root, sys_path=sys_path)
-            self.read_only = True
-        elif share_states and interpreter.is_own:
-            sys_path = own_sys_path()
-            self.environment = SameProcessEnvironment(sys_path, self.timeout)
-            self.project = jedi.Project(self.root)
-        else:
-            try:
-                self.environment = WatchedEnvironment(interpreter.path, self.timeout)
-                sys_path = self.environment.get_sys_path()
-            except (InterpreterTimeout, InvalidPythonEnvironment, OSError) as err:
-                if interpreter.is_own:
-                    raise
-                self.warnings.append("cannot use %s (%s) for type inference: %s; using torchlint's own Python (%s)"
-                                     % (interpreter.path, interpreter.source, err, sys.executable))
-                log.debug("%s", self.warnings[-1])
-                self.interpreter = own_interpreter()
-                self.environment = WatchedEnvironment(sys.executable, self.timeout)
-                sys_path = self.environment.get_sys_path()
-            self.project = jedi.Project(self.root)
+        sys_path = self._open_environment(interpreter, share_states)
         self.python = self.interpreter.path
         self.environment.watchdog.on_expire = on_timeout  # after start-up, which self.warnings reports
         # Not the folder of jedi's interpreter script, first on that interpreter's path: the same
         # path (and environment_id) whichever way jedi looks into the environment.
         self.sys_path = [p for p in sys_path if p and p != os.path.dirname(JEDI_MAIN)]
-        # Where jedi learns torch's API: the environment's own torch, else the stubs shipped with
-        # torchlint (generated from the pinned torch by tools/make_torch_stubs.py), so that the
-        # findings do not depend on torch being installed where torchlint runs.
-        self.torch_source: Optional[str] = None
-        self.reads_stubs = False
-        if any(os.path.exists(os.path.join(p, "torch", "__init__.py")) for p in self.sys_path):
-            self.torch_source = "the environment's torch"
-        elif os.path.isfile(os.path.join(TORCH_STUBS, "__init__.pyi")):
-            self.torch_source = "torchlint's stubs of torch %s" % _stubs_version()
-            self.reads_stubs = True
-            self.project.added_sys_path = [os.path.dirname(TORCH_STUBS)]
-            self.sys_path = self.sys_path + [os.path.dirname(TORCH_STUBS)]
-        self.torch_available = self.torch_source is not None
+        self._find_torch()
         self.cache = cache  # answers on disk (None: this process only)
         # parso's pickles of the modules jedi reads are on disk only while the answers are: with
         # no disk cache, a pickle planted in jedi's user-level folder is never loaded either.
@@ -195,6 +160,57 @@ class JediInference(ProjectFiles):
         # started: a worker forked from a large process does not drop it before it has grown.
         self._trimmed_at = resident_memory() or 0
         self._dropped_read_files = False  # the last trim dropped the files read only (trim_memory)
+
+    def _open_environment(self, interpreter: Interpreter, share_states: bool) -> List[str]:
+        """Sets :attr:`environment` and :attr:`project` (and :attr:`read_only` when the environment
+        is read, :attr:`interpreter` when torchlint's own takes its place); returns the
+        environment's ``sys.path``."""
+        if interpreter.venv is not None and not interpreter.is_own and (READ_TRUSTED_VENVS or not interpreter.trusted):
+            sys_path = list(interpreter.venv.sys_path)
+            self.environment: AnalysedEnvironment = SameProcessEnvironment(sys_path, self.timeout) if share_states \
+                else WatchedEnvironment(sys.executable, self.timeout)
+            self.project: JediProject = jedi.Project(self.root, sys_path=sys_path)
+            self.read_only = True
+        elif share_states and interpreter.is_own:
+            sys_path = own_sys_path()
+            self.environment = SameProcessEnvironment(sys_path, self.timeout)
+            self.project = jedi.Project(self.root)
+        else:
+            sys_path = self._run_interpreter(interpreter)
+            self.project = jedi.Project(self.root)
+        return sys_path
+
+    def _run_interpreter(self, interpreter: Interpreter) -> List[str]:
+        """Starts the environment that runs ``interpreter``, or, when it fails or times out at
+        start, torchlint's own (with a warning); its ``sys.path``."""
+        try:
+            self.environment = WatchedEnvironment(interpreter.path, self.timeout)
+            sys_path: List[str] = self.environment.get_sys_path()
+        except (InterpreterTimeout, InvalidPythonEnvironment, OSError) as err:
+            if interpreter.is_own:
+                raise
+            self.warnings.append("cannot use %s (%s) for type inference: %s; using torchlint's own Python (%s)"
+                                 % (interpreter.path, interpreter.source, err, sys.executable))
+            log.debug("%s", self.warnings[-1])
+            self.interpreter = own_interpreter()
+            self.environment = WatchedEnvironment(sys.executable, self.timeout)
+            sys_path = self.environment.get_sys_path()
+        return sys_path
+
+    def _find_torch(self) -> None:
+        """Where jedi learns torch's API: the environment's own torch, else the stubs shipped with
+        torchlint (generated from the pinned torch by tools/make_torch_stubs.py), so that the
+        findings do not depend on torch being installed where torchlint runs."""
+        self.torch_source: Optional[str] = None
+        self.reads_stubs = False
+        if any(os.path.exists(os.path.join(p, "torch", "__init__.py")) for p in self.sys_path):
+            self.torch_source = "the environment's torch"
+        elif os.path.isfile(os.path.join(TORCH_STUBS, "__init__.pyi")):
+            self.torch_source = "torchlint's stubs of torch %s" % _stubs_version()
+            self.reads_stubs = True
+            self.project.added_sys_path = [os.path.dirname(TORCH_STUBS)]
+            self.sys_path = self.sys_path + [os.path.dirname(TORCH_STUBS)]
+        self.torch_available = self.torch_source is not None
 
     @property
     def failure(self) -> Optional[str]:
