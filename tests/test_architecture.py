@@ -122,7 +122,6 @@ LONG_FUNCTIONS = {
     "analysis/scopes.py::NodeTable.__init__",  # the file index's one walk over the tree
     "inference/parso_parser.py::install",  # the parser loop put in parso's place
     # being split (issue #46)
-    "lsp/verification.py::verify_module",
     "verify/probe.py::main",
     "verify/probe.py::input_candidates",
     "verify/probe_ddp.py::_judge",

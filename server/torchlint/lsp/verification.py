@@ -43,7 +43,7 @@ import uuid
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
@@ -410,32 +410,16 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
         services.show("torchlint verify: %s" % err, types.MessageType.Error)
         return {"error": str(err)}
     uri = request["uri"]
-    path = path_of(uri)
-    if path is not None and not in_workspace(path, services.workspace_folders()):
-        # A run imports the file: only a file in the workspace the user opened (and, in VS Code,
-        # trusted: the extension disables the command in an untrusted one) is ever run.
-        message = ("%s refused: %s is not in the workspace's folders (%s); verification runs the file's code, "
-                   "so it runs only files in a folder open as the workspace" % (
-                       VERIFY_COMMAND, path, ", ".join(services.workspace_folders()) or "none is open"))
-        services.show(message, types.MessageType.Error)
-        return {"error": message}
-    opened = open_text(uri)
-    if path is None or not os.path.isfile(path):
-        message = "%s: %s is not a file on disk (save it first)" % (VERIFY_COMMAND, uri)
-        services.show(message, types.MessageType.Error)
-        return {"error": message}
-    if opened is not None:
-        text, version = opened
-    else:
-        with open(path, "rb") as handle:
-            text, version = handle.read().decode("utf-8", "replace"), None
+    document = _document(uri, open_text, services.workspace_folders)
+    if isinstance(document, str):
+        services.show(document, types.MessageType.Error)
+        return {"error": document}
+    path, text = document.path, document.text
     config = config_for(path)
     device = request["device"] or settings.verify_device
     target = request["class_name"] or os.path.basename(path)
 
-    token: Optional[str] = str(uuid.uuid4())
     cancel = threading.Event()
-    progress = services.progress
     try:  # a repository-named interpreter runs only with the user's trustWorkspaceInterpreter
         python = resolve_python(settings.interpreter, config.python, config.path,
                                 settings.trust_workspace_interpreter, SERVER_HINT,
@@ -443,6 +427,58 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
     except VerifyError as err:
         services.show("torchlint verify: %s" % err, types.MessageType.Error)
         return {"error": str(err)}
+    token = await _begin_progress(services.progress, target, python, cancel)
+    try:
+        report = await _run_tracked(services, token, cancel, lambda: verify_file(
+            path, request["class_name"], device, settings.verify_timeout, init_kwargs=request["init_kwargs"],
+            input_shapes=request["input_shapes"], input_exprs=request["input_exprs"], python=python,
+            cancel_event=cancel, cwd=str(config.root), workspace_root=str(config.root),
+            verify_config=config.verify))
+    except VerifyError as err:  # shown by _run_tracked
+        return {"error": str(err)}
+    services.deliver(uri, document.version, text, findings_by_class(report, text, path), request["class_name"] is None)
+    services.note_inputs(uri, inputs_wanted(report))
+    services.log("torchlint verify %s: %s" % (target, summary_line(report)), types.MessageType.Info)
+    _tell_what_to_do(services, report, target, python,
+                     given_inputs=bool(request["input_shapes"] or request["input_exprs"]))
+    answer: Dict[str, Any] = json.loads(render_json(report))
+    return answer
+
+
+@dataclass(frozen=True)
+class _Document:
+    """The file a run verifies, and the text (and version) its findings are shown for."""
+    path: str
+    text: str
+    version: Optional[int]  # None: the file on disk, not an open document
+
+
+def _document(uri: str, open_text: Callable[[str], Optional[Tuple[str, Optional[int]]]],
+              workspace_folders: Callable[[], List[str]]) -> Union[_Document, str]:
+    """The file ``uri`` names, with the open document's text (else the file's); or why it is not
+    run (a message for the user)."""
+    path = path_of(uri)
+    if path is not None and not in_workspace(path, workspace_folders()):
+        # A run imports the file: only a file in the workspace the user opened (and, in VS Code,
+        # trusted: the extension disables the command in an untrusted one) is ever run.
+        return ("%s refused: %s is not in the workspace's folders (%s); verification runs the file's code, "
+                "so it runs only files in a folder open as the workspace" % (
+                    VERIFY_COMMAND, path, ", ".join(workspace_folders()) or "none is open"))
+    opened = open_text(uri)
+    if path is None or not os.path.isfile(path):
+        return "%s: %s is not a file on disk (save it first)" % (VERIFY_COMMAND, uri)
+    if opened is not None:
+        text, version = opened
+    else:
+        with open(path, "rb") as handle:
+            text, version = handle.read().decode("utf-8", "replace"), None
+    return _Document(path, text, version)
+
+
+async def _begin_progress(progress: Any, target: str, python: str, cancel: threading.Event) -> Optional[str]:
+    """The run's work-done progress, begun; cancelling it sets ``cancel``. Its token, or None for a
+    client without work-done progress (the run goes without)."""
+    token = str(uuid.uuid4())
     try:
         await progress.create_async(token)
         progress.begin(token, types.WorkDoneProgressBegin(
@@ -452,37 +488,33 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
         if future is not None:
             future.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
     except Exception:  # a client without work-done progress: run without it
-        token = None
+        return None
+    return token
 
+
+async def _run_tracked(services: VerifyServices, token: Optional[str], cancel: threading.Event,
+                       run: Callable[[], VerifyReport]) -> VerifyReport:
+    """``run`` on an executor's thread, among the server's runs in flight (``cancel`` ends it);
+    its progress (``token``) ends with the report's summary line, or what stopped it. A
+    VerifyError is shown to the user before the progress ends, then raised."""
     loop = asyncio.get_running_loop()
     ended = "stopped"  # what the progress says at its end, whatever ends the run
     services.runs.track(cancel)
     try:
-        report = await loop.run_in_executor(None, lambda: verify_file(
-            path, request["class_name"], device, settings.verify_timeout, init_kwargs=request["init_kwargs"],
-            input_shapes=request["input_shapes"], input_exprs=request["input_exprs"], python=python,
-            cancel_event=cancel, cwd=str(config.root), workspace_root=str(config.root),
-            verify_config=config.verify))
+        report = await loop.run_in_executor(None, run)
         ended = summary_line(report)
     except VerifyError as err:
         ended = str(err)
         services.show("torchlint verify: %s" % err, types.MessageType.Error)
-        return {"error": str(err)}
+        raise
     except asyncio.CancelledError:  # the request was cancelled or the server is stopping: end the probe too
         cancel.set()
         raise
     finally:
         if token is not None:
-            progress.end(token, types.WorkDoneProgressEnd(message=ended))
+            services.progress.end(token, types.WorkDoneProgressEnd(message=ended))
         services.runs.ended(cancel)
-    summary = ended
-    services.deliver(uri, version, text, findings_by_class(report, text, path), request["class_name"] is None)
-    services.note_inputs(uri, inputs_wanted(report))
-    services.log("torchlint verify %s: %s" % (target, summary), types.MessageType.Info)
-    _tell_what_to_do(services, report, target, python,
-                     given_inputs=bool(request["input_shapes"] or request["input_exprs"]))
-    answer: Dict[str, Any] = json.loads(render_json(report))
-    return answer
+    return report
 
 
 def _tell_what_to_do(services: VerifyServices, report: VerifyReport, target: str, python: str,
