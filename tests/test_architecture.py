@@ -126,7 +126,6 @@ LONG_FUNCTIONS = {
     "verify/probe.py::input_candidates",
     "verify/probe_ddp.py::_judge",
     "verify/probe_ddp.py::_rank",
-    "verify/runner.py::verify_file",
 }
 
 

@@ -431,14 +431,8 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = DEFAU
     path = os.path.abspath(path)
     init_kwargs, shapes = parse_init_kwargs(init_kwargs), parse_input_shapes(input_shapes)  # usage errors first
     input_exprs = parse_input_exprs(input_exprs)
-    if not isinstance(device, str) or not is_device(device):
-        raise VerifyError("unknown device %r (use %s or cuda:N)" % (device, ", ".join(DEVICES)))
-    if not timeout or not 0 < timeout < float("inf"):  # NaN or infinity: a wait without a bound
-        raise VerifyError("the timeout must be a positive number of seconds")
     verify_config = verify_config or VerifyConfig()
-    for folder in verify_config.import_roots + verify_config.extra_paths:
-        if not os.path.isdir(folder):
-            raise VerifyError("[tool.torchlint.verify]: %s is not a folder" % folder)
+    _check_usage(device, timeout, verify_config)
     preflight(path, class_name)  # then what the file says, all before torch starts
     python = resolve_python(python)
     workspace_root = workspace_root or cwd
@@ -447,7 +441,6 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = DEFAU
     class_inputs = configured_inputs(verify_config)
     report = VerifyReport(path=path, python=python)
     folder = tempfile.mkdtemp(prefix="torchlint-verify-")
-    tag = processes.Tag(TOKEN_VARIABLE, uuid.uuid4().hex)  # inherited by everything the child starts
     try:
         request = ProbeRequest(
             path=path, result_path=os.path.join(folder, "result.json"), stack_path=os.path.join(folder, "stack.txt"),
@@ -456,49 +449,77 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = DEFAU
             import_target=ImportTarget(plan.module, plan.root) if plan.module else None,
             extra_paths=list(plan.extra_paths), constructors=constructors, input_calls=input_calls,
             class_inputs=class_inputs, feeders=feeders, ddp=ddp)
-        request_path = os.path.join(folder, "request.json")
-        with open(request_path, "w", encoding="utf-8") as handle:
-            handle.write(request.to_json())
-        stdout, stderr = _Output(os.path.join(folder, "stdout")), _Output(os.path.join(folder, "stderr"))
-        try:
-            try:
-                process = processes.start([python, str(PROBE), request_path], env=_child_env(), tag=tag, cwd=cwd,
-                                          stdin=subprocess.DEVNULL, stdout=stdout.handle, stderr=stderr.handle)
-            except OSError as err:
-                report.outcome, report.error = ERROR, "cannot run %s: %s" % (python, err.strerror or err)
-                return report
-            outcome = None
-
-            def trim_outputs() -> None:
-                stdout.trim()
-                stderr.trim()
-
-            try:
-                outcome = WAIT_OUTCOMES[processes.wait(
-                    process, started + timeout, cancelled=cancel_event.is_set if cancel_event is not None else None,
-                    every=trim_outputs)]
-                if outcome == TIMEOUT:
-                    _ask_for_stack(process, request.stack_path)
-            finally:
-                # Also on Ctrl-C in the parent: the child has its own session, so the terminal's
-                # SIGINT never reaches it. Also after a normal exit: what it left running goes too,
-                # with the grace. A hung or cancelled probe gets none: the user's SIGTERM handler
-                # would run on and rewrite the result.
-                processes.end(process, grace=processes.GRACE_S if outcome == COMPLETED else 0, tag=tag)
-        finally:
-            stdout.close()
-            stderr.close()
-        report.exit_code = process.returncode
-        report.stdout_tail, report.stderr_tail = stdout.text(), stderr.text()
-        try:
-            _read_result(report, request, outcome, timeout)
-        except Exception as err:  # noqa: BLE001 - a result the parent cannot make sense of is a report too
-            _garbage(report, "the probe's result could not be read (%s: %s)" % (type(err).__name__, err))
-        place_issues(report)
+        _run_probe(report, request, folder, cwd, started + timeout, timeout, cancel_event)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         report.duration_s = time.monotonic() - started
     return report
+
+
+def _check_usage(device: str, timeout: float, verify_config: VerifyConfig) -> None:
+    """VerifyError for a device, timeout or configured folder that cannot be used."""
+    if not isinstance(device, str) or not is_device(device):
+        raise VerifyError("unknown device %r (use %s or cuda:N)" % (device, ", ".join(DEVICES)))
+    if not timeout or not 0 < timeout < float("inf"):  # NaN or infinity: a wait without a bound
+        raise VerifyError("the timeout must be a positive number of seconds")
+    for folder in verify_config.import_roots + verify_config.extra_paths:
+        if not os.path.isdir(folder):
+            raise VerifyError("[tool.torchlint.verify]: %s is not a folder" % folder)
+
+
+def _run_probe(report: VerifyReport, request: ProbeRequest, folder: str, cwd: Optional[str], deadline: float,
+               timeout: float, cancel_event: Optional[threading.Event]) -> None:
+    """The probe run on ``request`` (written in ``folder``, its outputs there too) until it ends,
+    ``deadline`` (monotonic) or ``cancel_event``; its exit, its outputs' tails, its result and
+    their issues' places go into ``report``."""
+    tag = processes.Tag(TOKEN_VARIABLE, uuid.uuid4().hex)  # inherited by everything the child starts
+    request_path = os.path.join(folder, "request.json")
+    with open(request_path, "w", encoding="utf-8") as handle:
+        handle.write(request.to_json())
+    stdout, stderr = _Output(os.path.join(folder, "stdout")), _Output(os.path.join(folder, "stderr"))
+    try:
+        try:
+            process = processes.start([report.python, str(PROBE), request_path], env=_child_env(), tag=tag, cwd=cwd,
+                                      stdin=subprocess.DEVNULL, stdout=stdout.handle, stderr=stderr.handle)
+        except OSError as err:
+            report.outcome, report.error = ERROR, "cannot run %s: %s" % (report.python, err.strerror or err)
+            return
+        outcome = _wait_and_end(process, tag, request.stack_path, deadline, cancel_event, (stdout, stderr))
+    finally:
+        stdout.close()
+        stderr.close()
+    report.exit_code = process.returncode
+    report.stdout_tail, report.stderr_tail = stdout.text(), stderr.text()
+    try:
+        _read_result(report, request, outcome, timeout)
+    except Exception as err:  # noqa: BLE001 - a result the parent cannot make sense of is a report too
+        _garbage(report, "the probe's result could not be read (%s: %s)" % (type(err).__name__, err))
+    place_issues(report)
+
+
+def _wait_and_end(process: "subprocess.Popen[bytes]", tag: processes.Tag, stack_path: str, deadline: float,
+                  cancel_event: Optional[threading.Event], outputs: Sequence[_Output]) -> str:
+    """How the child's run ended (COMPLETED, TIMEOUT or CANCELLED), its ``outputs`` trimmed while it
+    runs and a hung child's stack asked for; then the child ended, and what it left running."""
+    outcome = None
+
+    def trim_outputs() -> None:
+        for output in outputs:
+            output.trim()
+
+    try:
+        outcome = WAIT_OUTCOMES[processes.wait(
+            process, deadline, cancelled=cancel_event.is_set if cancel_event is not None else None,
+            every=trim_outputs)]
+        if outcome == TIMEOUT:
+            _ask_for_stack(process, stack_path)
+    finally:
+        # Also on Ctrl-C in the parent: the child has its own session, so the terminal's
+        # SIGINT never reaches it. Also after a normal exit: what it left running goes too,
+        # with the grace. A hung or cancelled probe gets none: the user's SIGTERM handler
+        # would run on and rewrite the result.
+        processes.end(process, grace=processes.GRACE_S if outcome == COMPLETED else 0, tag=tag)
+    return outcome
 
 
 # -- reading what the child left ------------------------------------------------------------------
