@@ -124,8 +124,6 @@ LONG_FUNCTIONS = {
     # being split (issue #46)
     "verify/probe.py::main",
     "verify/probe.py::input_candidates",
-    "verify/probe_ddp.py::_judge",
-    "verify/probe_ddp.py::_rank",
 }
 
 

@@ -208,35 +208,11 @@ def _loopback() -> Optional[str]:
 
 def _rank(rank: int, model: nn.Module, inputs: Tuple[Tuple[Any, ...], Dict[str, Any]], run: Run,
           state_of: Callable[[nn.Module], checks.State], store: str, work: str, timeout: float) -> None:
-    import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    # The OpenMP pool of the probe did not survive the fork, and GNU OpenMP hangs when a forked
-    # process uses it: one thread, so torch runs every parallel loop inline.
-    torch.set_num_threads(1)
-    interface = _loopback()
-    if interface:
-        os.environ["GLOO_SOCKET_IFNAME"] = interface  # the ranks are on this machine: no network needed
-    out: JsonObject = {"rank": rank, "steps": 0, "unused": [], "replaced": [], "registered": [], "error": None,
-                       "unused_error": None}
-    grads: List[Dict[str, Optional[torch.Tensor]]] = []
-
-    def save() -> None:
-        torch.save(grads, os.path.join(work, "grads%d.pt" % rank))
-        with open(os.path.join(work, "rank%d.json" % rank), "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(out, default=support.safe_text))
-
-    try:
-        set_level = getattr(dist, "set_debug_level", None)
-        level = getattr(getattr(dist, "DebugLevel", None), "INFO", None)
-        if set_level is not None and level is not None:
-            set_level(level)  # torch's error names the parameters that got no gradient
-    except Exception:  # noqa: BLE001 - an older torch: indices only
-        pass
-    # The group is never destroyed: destroy_process_group() can hang when the other rank has gone
-    # first; the rank's process ends as soon as its file is written (_start), and with it the group.
-    dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=WORLD_SIZE,
-                            timeout=datetime.timedelta(seconds=timeout))
+    _join_group(rank, store, timeout)
+    files = _RankFiles(rank, work)
+    out = files.out
     args, kwargs = inputs
     state = state_of(model)
     watched = {held.path: held.tensor for held in state.held
@@ -251,48 +227,108 @@ def _rank(rank: int, model: nn.Module, inputs: Tuple[Tuple[Any, ...], Dict[str, 
         ddp = run("wrapping the module in DistributedDataParallel", DistributedDataParallel, model)
     except support.UserError as failure:
         out["error"] = {"stage": "wrap", "step": 0, "error": failure.error, "issue": failure.issue}
-        save()
+        files.save()
         return
     optimizer = torch.optim.SGD([p for p in ddp.parameters() if p.requires_grad], lr=checks.LEARNING_RATE)
     projections: Dict[Tuple[int, Tuple[int, ...]], torch.Tensor] = {}
     for step in range(1, STEPS + 1):
-        torch.manual_seed(step)  # dropout: the same masks on both ranks
-        try:
-            with torch.enable_grad():
-                output = run("forward", ddp, *args, **kwargs)
-            tensors = [t for t in checks.output_tensors(output)
-                       if t.requires_grad and (t.is_floating_point() or t.is_complex())]
-            if not tensors:
-                break
-            loss = _rank_loss(tensors, projections, rank)
-            run("backward", loss.backward)
-        except support.UserError as failure:
-            if UNUSED_ERROR in failure.error:
-                # torch's own list: "Parameter indices which did not receive grad for rank 0: 2 3"
-                match = _INDICES.search(str(failure.exception))
-                indices = [int(i) for i in match.group(1).split()] if match else []
-                out["unused_error"] = {"step": step, "error": failure.error, "names": [
-                    registered[i][0] for i in indices if i < len(registered)]}
-            else:
-                out["error"] = {"stage": failure.stage, "step": step, "error": failure.error,
-                                "issue": failure.issue}
+        if not _step(files, ddp, run, inputs, step, projections, registered):
             break
-        current = dict(ddp.module.named_parameters())
-        with torch.no_grad():
-            seen: Dict[str, Optional[torch.Tensor]] = {}
-            for name, p in list(current.items()) + list(watched.items()):
-                if p.requires_grad and name not in seen and name not in ignored:
-                    seen[name] = None if p.grad is None else p.grad.detach().to_dense().clone()
-            grads.append(seen)
-        out["unused"].append([name for name, p in registered if p.grad is None])
-        out["replaced"] += [name for name, p in registered if name in current and current[name] is not p
-                            and name not in out["replaced"]]
-        out["steps"] = step
+        _keep_gradients(files, ddp, watched, registered, ignored, step)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         for tensor in watched.values():
             tensor.grad = None
-    save()
+    files.save()
+
+
+def _join_group(rank: int, store: str, timeout: float) -> None:
+    """Set this forked rank up for the gloo group, and join it."""
+    import torch.distributed as dist
+
+    # The OpenMP pool of the probe did not survive the fork, and GNU OpenMP hangs when a forked
+    # process uses it: one thread, so torch runs every parallel loop inline.
+    torch.set_num_threads(1)
+    interface = _loopback()
+    if interface:
+        os.environ["GLOO_SOCKET_IFNAME"] = interface  # the ranks are on this machine: no network needed
+    try:
+        set_level = getattr(dist, "set_debug_level", None)
+        level = getattr(getattr(dist, "DebugLevel", None), "INFO", None)
+        if set_level is not None and level is not None:
+            set_level(level)  # torch's error names the parameters that got no gradient
+    except Exception:  # noqa: BLE001 - an older torch: indices only
+        pass
+    # The group is never destroyed: destroy_process_group() can hang when the other rank has gone
+    # first; the rank's process ends as soon as its file is written (_start), and with it the group.
+    dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=WORLD_SIZE,
+                            timeout=datetime.timedelta(seconds=timeout))
+
+
+class _RankFiles:
+    """What a rank leaves for the probe (_read): ``out``, what happened (rank<N>.json), and
+    ``grads``, the gradients after each step (grads<N>.pt)."""
+
+    def __init__(self, rank: int, work: str) -> None:
+        self.rank = rank
+        self.work = work
+        self.out: JsonObject = {"rank": rank, "steps": 0, "unused": [], "replaced": [], "registered": [],
+                                "error": None, "unused_error": None}
+        self.grads: List[Dict[str, Optional[torch.Tensor]]] = []
+
+    def save(self) -> None:
+        torch.save(self.grads, os.path.join(self.work, "grads%d.pt" % self.rank))
+        with open(os.path.join(self.work, "rank%d.json" % self.rank), "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(self.out, default=support.safe_text))
+
+
+def _step(files: _RankFiles, ddp: nn.parallel.DistributedDataParallel, run: Run,
+          inputs: Tuple[Tuple[Any, ...], Dict[str, Any]], step: int,
+          projections: Dict[Tuple[int, Tuple[int, ...]], torch.Tensor],
+          registered: List[Tuple[str, nn.Parameter]]) -> bool:
+    """One forward and backward under DDP. False when the steps end here: no output needs a
+    gradient, or the user's code raised (``files.out`` says what)."""
+    args, kwargs = inputs
+    torch.manual_seed(step)  # dropout: the same masks on both ranks
+    try:
+        with torch.enable_grad():
+            output = run("forward", ddp, *args, **kwargs)
+        tensors = [t for t in checks.output_tensors(output)
+                   if t.requires_grad and (t.is_floating_point() or t.is_complex())]
+        if not tensors:
+            return False
+        loss = _rank_loss(tensors, projections, files.rank)
+        run("backward", loss.backward)
+    except support.UserError as failure:
+        if UNUSED_ERROR in failure.error:
+            # torch's own list: "Parameter indices which did not receive grad for rank 0: 2 3"
+            match = _INDICES.search(str(failure.exception))
+            indices = [int(i) for i in match.group(1).split()] if match else []
+            files.out["unused_error"] = {"step": step, "error": failure.error, "names": [
+                registered[i][0] for i in indices if i < len(registered)]}
+        else:
+            files.out["error"] = {"stage": failure.stage, "step": step, "error": failure.error,
+                                  "issue": failure.issue}
+        return False
+    return True
+
+
+def _keep_gradients(files: _RankFiles, ddp: nn.parallel.DistributedDataParallel, watched: Dict[str, torch.Tensor],
+                    registered: List[Tuple[str, nn.Parameter]], ignored: Set[str], step: int) -> None:
+    """After a step's backward: every gradient (of the parameters and the ``watched`` plain
+    tensors), which of DDP's parameters got none, and which forward replaced."""
+    out = files.out
+    current = dict(ddp.module.named_parameters())
+    with torch.no_grad():
+        seen: Dict[str, Optional[torch.Tensor]] = {}
+        for name, p in list(current.items()) + list(watched.items()):
+            if p.requires_grad and name not in seen and name not in ignored:
+                seen[name] = None if p.grad is None else p.grad.detach().to_dense().clone()
+        files.grads.append(seen)
+    out["unused"].append([name for name, p in registered if p.grad is None])
+    out["replaced"] += [name for name, p in registered if name in current and current[name] is not p
+                        and name not in out["replaced"]]
+    out["steps"] = step
 
 
 def _rank_loss(tensors: List[torch.Tensor], projections: Dict[Tuple[int, Tuple[int, ...]], torch.Tensor],
@@ -345,31 +381,16 @@ def _judge(results: List[Optional[Tuple[JsonObject, List[Dict[str, Optional[torc
     ran = min(_number(first.get("steps")), _number(second.get("steps")))
     where = "%s under DistributedDataParallel (2 gloo processes on the CPU, find_unused_parameters=False)" % (
         count(ran, "step") if ran else "no step")
-    for info in (first, second):
-        error = info.get("error")
-        if isinstance(error, dict):
-            issue = dict(error.get("issue") or {}) or new_issue("TL908", SEVERITY_WARNING, "", state.verified)
-            issue["code"], issue["severity"] = "TL908", SEVERITY_WARNING
-            stage = "wrapping the module" if error.get("stage") == "wrap" else "step %s" % error.get("step")
-            issue["message"] = ("under DistributedDataParallel (2 gloo processes on the CPU), %s failed, though it ran "
-                                "outside DDP: %s" % (stage, support.safe_text(error.get("error"))))
-            return [issue], "%s failed under DistributedDataParallel" % stage, False
+    failed = _failed_step(first, second, state)
+    if failed is not None:
+        return failed
     order = [name for name in first.get("registered") or [] if isinstance(name, str)]
     registered = set(order)
     replaced = {name for info in (first, second) for name in info.get("replaced") or [] if name in registered}
     raised = next((info["unused_error"] for info in (first, second) if isinstance(info.get("unused_error"), dict)),
                   None)
-    found: Set[str] = set()
-    for info in (first, second):
-        for names in info.get("unused") or []:
-            found.update(name for name in names if isinstance(name, str))
-    found.update(name for name in (raised or {}).get("names") or [] if isinstance(name, str))
-    unused = [name for name in order if name in found and name not in replaced]
-    differing: Set[str] = set()
-    for step0, step1 in zip(grads0, grads1):
-        for name in set(step0) | set(step1):
-            if name not in ignored and _differs(step0.get(name), step1.get(name)):
-                differing.add(name)
+    unused = _without_gradient(first, second, order, replaced, raised)
+    differing = _differing_gradients(grads0, grads1, ignored)
     # With a parameter DDP waits for in vain, the buckets around it are never reduced: that is
     # the error below, not news about the parameters that share its bucket.
     held = {h.path: h for h in state.held}
@@ -380,31 +401,9 @@ def _judge(results: List[Optional[Tuple[JsonObject, List[Dict[str, Optional[torc
     odd = sorted(name for name in differing if name in registered and name not in replaced and not waiting)
     issues: List[JsonObject] = []
     if created:
-        after = ""
-        first_made = len(issues)
-        if raised is not None and not unused:
-            after = "; and DDP, waiting for the gradients of the parameters it wrapped, raised on step %s: \"%s\"" % (
-                raised.get("step"), _first_sentence(raised))
-        issues += state.issues(
-            "TL908", [(checks.split_path(name), name, "") for name in created], SEVERITY_ERROR,
-            lambda paths, details: "%s %s not among the parameters DistributedDataParallel wrapped (forward creates "
-                                   "or replaces %s): DDP never reduces %s gradient, so each process trains its own "
-                                   "copy and the replicas drift apart%s. Create the parameter once in __init__ "
-                                   "(nn.LazyLinear and the like when its size comes from the input)" % (
-                                       listing(paths), "is" if len(paths) == 1 else "are",
-                                       "it" if len(paths) == 1 else "them", "its" if len(paths) == 1 else "their",
-                                       after),
-            outside_init=True)
-        for issue in issues[first_made:]:
-            issue["in_forward"] = True  # (the parent places it where forward makes it, as TL906)
+        issues += _created_issues(state, created, None if unused else raised)
     if plain:
-        issues += state.issues(
-            "TL908", [(held[name].holder, name, "") for name in plain], SEVERITY_ERROR,
-            lambda paths, details: "%s received a gradient that DistributedDataParallel did not reduce: %s not in "
-                                   "parameters(), and DDP averages only those, so each process keeps its own "
-                                   "gradient and, trained, its own value. Register %s (nn.Parameter, nn.ModuleList)" % (
-                                       listing(paths), "it is" if len(paths) == 1 else "they are",
-                                       "it" if len(paths) == 1 else "them"))
+        issues += _unregistered_issues(state, [(held[name].holder, name, "") for name in plain])
     if unused:
         issues += _unused_issues(state, unused, raised)
     if odd:
@@ -422,6 +421,78 @@ def _judge(results: List[Optional[Tuple[JsonObject, List[Dict[str, Optional[torc
     if created or plain or odd:
         said.append("%s not reduced" % count(len(created) + len(plain) + len(odd), "gradient"))
     return issues, "%s: %s" % (where, "; ".join(said)), False
+
+
+def _failed_step(first: JsonObject, second: JsonObject,
+                 state: checks.State) -> Optional[Tuple[List[JsonObject], str, bool]]:
+    """The check's answer when the user's code raised under DDP on a rank (not DDP's own error
+    about parameters without a gradient); None when neither did."""
+    for info in (first, second):
+        error = info.get("error")
+        if isinstance(error, dict):
+            issue = dict(error.get("issue") or {}) or new_issue("TL908", SEVERITY_WARNING, "", state.verified)
+            issue["code"], issue["severity"] = "TL908", SEVERITY_WARNING
+            stage = "wrapping the module" if error.get("stage") == "wrap" else "step %s" % error.get("step")
+            issue["message"] = ("under DistributedDataParallel (2 gloo processes on the CPU), %s failed, though it ran "
+                                "outside DDP: %s" % (stage, support.safe_text(error.get("error"))))
+            return [issue], "%s failed under DistributedDataParallel" % stage, False
+    return None
+
+
+def _without_gradient(first: JsonObject, second: JsonObject, order: List[str], replaced: Set[str],
+                      raised: Optional[JsonObject]) -> List[str]:
+    """DDP's parameters (in its order) that got no gradient on a rank's step, or that DDP's error
+    named, less those forward replaced."""
+    found: Set[str] = set()
+    for info in (first, second):
+        for names in info.get("unused") or []:
+            found.update(name for name in names if isinstance(name, str))
+    found.update(name for name in (raised or {}).get("names") or [] if isinstance(name, str))
+    return [name for name in order if name in found and name not in replaced]
+
+
+def _differing_gradients(grads0: List[Dict[str, Optional[torch.Tensor]]],
+                         grads1: List[Dict[str, Optional[torch.Tensor]]], ignored: Set[str]) -> Set[str]:
+    """The tensors whose gradient, after some step, differed between the two ranks."""
+    differing: Set[str] = set()
+    for step0, step1 in zip(grads0, grads1):
+        for name in set(step0) | set(step1):
+            if name not in ignored and _differs(step0.get(name), step1.get(name)):
+                differing.add(name)
+    return differing
+
+
+def _created_issues(state: checks.State, created: List[str], raised: Optional[JsonObject]) -> List[JsonObject]:
+    """TL908 for the parameters forward creates or replaces; ``raised``: DDP's error, when no
+    unused parameter explains it (the message adds it)."""
+    after = ""
+    if raised is not None:
+        after = "; and DDP, waiting for the gradients of the parameters it wrapped, raised on step %s: \"%s\"" % (
+            raised.get("step"), _first_sentence(raised))
+    issues = state.issues(
+        "TL908", [(checks.split_path(name), name, "") for name in created], SEVERITY_ERROR,
+        lambda paths, details: "%s %s not among the parameters DistributedDataParallel wrapped (forward creates "
+                               "or replaces %s): DDP never reduces %s gradient, so each process trains its own "
+                               "copy and the replicas drift apart%s. Create the parameter once in __init__ "
+                               "(nn.LazyLinear and the like when its size comes from the input)" % (
+                                   listing(paths), "is" if len(paths) == 1 else "are",
+                                   "it" if len(paths) == 1 else "them", "its" if len(paths) == 1 else "their",
+                                   after),
+        outside_init=True)
+    for issue in issues:
+        issue["in_forward"] = True  # (the parent places it where forward makes it, as TL906)
+    return issues
+
+
+def _unregistered_issues(state: checks.State, entries: List[Tuple[checks.Holder, str, str]]) -> List[JsonObject]:
+    """TL908 for plain tensor attributes that received a gradient DDP never reduces."""
+    return state.issues(
+        "TL908", entries, SEVERITY_ERROR,
+        lambda paths, details: "%s received a gradient that DistributedDataParallel did not reduce: %s not in "
+                               "parameters(), and DDP averages only those, so each process keeps its own "
+                               "gradient and, trained, its own value. Register %s (nn.Parameter, nn.ModuleList)" % (
+                                   listing(paths), "it is" if len(paths) == 1 else "they are",
+                                   "it" if len(paths) == 1 else "them"))
 
 
 def _number(value: object) -> int:
