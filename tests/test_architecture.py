@@ -121,9 +121,6 @@ LONG_FUNCTIONS = {
     # hot loops, one function on purpose (their locals bound once, no call per node or token)
     "analysis/scopes.py::NodeTable.__init__",  # the file index's one walk over the tree
     "inference/parso_parser.py::install",  # the parser loop put in parso's place
-    # being split (issue #46)
-    "verify/probe.py::main",
-    "verify/probe.py::input_candidates",
 }
 
 

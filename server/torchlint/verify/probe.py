@@ -486,6 +486,16 @@ def input_candidates(model: nn.Module, user_module: ModuleType, request: ProbeRe
                              lambda text=text: eval(compile(text, "<%s inputs>" % where, "eval"), namespace))
                          for text in texts)
             return [(args, {}, "%s (from inputs in %s)" % (support.describe(args, {}), where), True)]
+    return _module_inputs(model, user_module, request, built, several_classes, run)
+
+
+def _module_inputs(model: nn.Module, user_module: ModuleType, request: ProbeRequest, built: Built,
+                   several_classes: bool, run: Run) -> List[Candidate]:
+    """input_candidates when nobody gave inputs: those the module's code offers (its construction's
+    call, its own or its file's example inputs), else the guesses (_guessed_inputs)."""
+    import torch
+
+    class_name = type(model).__name__
     if built.inputs is not None:
         args, kwargs = _as_call_arguments(built.inputs)
         return [(args, kwargs, "%s (from %s)" % (support.describe(args, kwargs), built.constructed_with["text"]),
@@ -513,6 +523,18 @@ def input_candidates(model: nn.Module, user_module: ModuleType, request: ProbeRe
             # A factory without a parameter cannot know which class it serves.
             trusted = takes_module or not several_classes
             return [(args, kwargs, "%s (from %s())" % (support.describe(args, kwargs), name), trusted)]
+    return _guessed_inputs(model, request, built)
+
+
+def _guessed_inputs(model: nn.Module, request: ProbeRequest, built: Built) -> List[Candidate]:
+    """input_candidates when nothing offers inputs: the project's calls of the class (trusted when
+    the call's object was built the way this one was), then what forward's code and the built
+    layers suggest."""
+    if TYPE_CHECKING:
+        from . import probe_inputs as inputs
+    else:
+        inputs = sys.modules.get("torchlint_probe_inputs") or _load_sibling("probe_inputs")
+    class_name = type(model).__name__
     found = [(args, kwargs, description, matches) for args, kwargs, description, matches in inputs.code_inputs(
         request.input_calls.get(class_name), built.constructed_with["text"])]
     # Both read forward's source and the built layers (no user code runs); what they cannot
@@ -880,17 +902,7 @@ def main(request_path: str) -> Result:
         request = protocol.ProbeRequest.from_json(handle.read())
     result = Result(request.result_path)
     result.save()
-    stack_file = open(request.stack_path, "w")
-    faulthandler.enable(file=stack_file, all_threads=True)  # os.abort, segfaults: where it was
-    # A hang: the parent sends SIGUSR1 just before the kill, and faulthandler writes where it
-    # is stuck. Where there are no such signals (Windows), a timer does it shortly before the deadline.
-    if hasattr(faulthandler, "register") and hasattr(signal, "SIGUSR1"):
-        faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
-    else:
-        remaining = request.deadline - time.time()
-        margin = min(1.0, max(0.25, 0.1 * remaining))
-        if remaining > margin:
-            faulthandler.dump_traceback_later(remaining - margin, file=stack_file)
+    _dump_stacks(request)
 
     result.phase("torch")
     try:
@@ -919,25 +931,9 @@ def main(request_path: str) -> Result:
     result.data.imported_as = how
 
     class_name = request.class_name
-    if class_name:
-        cls = vars(user_module).get(class_name)
-        if not (inspect.isclass(cls) and issubclass(cls, torch.nn.Module)):
-            what = "no class %s" % class_name if cls is None else "%s is not an nn.Module subclass" % class_name
-            names = [c.__name__ for c in module_classes(user_module, torch)]
-            hint = ": its nn.Module classes are %s" % ", ".join(names) if names else ""
-            result.fail("no_class", "%s in %s%s" % (what, os.path.basename(path), hint))
-            return result
-        classes = [cls]
-    else:
-        classes = module_classes(user_module, torch)
-        if not classes:
-            defined = [value.__name__ for value in list(vars(user_module).values())
-                       if inspect.isclass(value) and getattr(value, "__module__", None) == user_module.__name__]
-            result.fail("no_module_class", (
-                "%s defines no nn.Module subclass%s, so there is nothing to verify: give the file that defines "
-                "your model, or name an imported one with FILE::Class" % (
-                    os.path.basename(path), " (its classes: %s)" % ", ".join(defined) if defined else "")))
-            return result
+    classes = _classes_to_verify(user_module, torch, request, result)
+    if classes is None:
+        return result
     baseline = set(vars(torch.nn.Module()))
     seen = Seen(torch, classes)
     with seen:  # (the runs below may record calls in turn)
@@ -946,71 +942,129 @@ def main(request_path: str) -> Result:
         if class_name and reports[0]["status"] in (PARTLY, "skipped"):
             others = [other for other in module_classes(user_module, torch) if other is not classes[0]]
             feed([classes[0]], others[::-1], request, user_module, device, seen)  # (the top model is often last)
-        # A class whose gradient checks found no inputs, but that another class of the file called
-        # while it was verified (a rotary table inside an attention layer): again, with those inputs.
-        # A class that could not be built, or whose own instance those inputs do not fit (U-Net's
-        # Down blocks): on the instance the parent built and the inputs its forward gave it. Each
-        # such run may record the calls of the classes it holds in turn: until nothing new comes.
-        tried: Set[type] = set()
-        made_up: Set[type] = set()
-        fed_across = fed_other_ways = False
-        while True:
-            for index, cls in enumerate(classes):  # copies nobody needs: their memory back
-                if cls in seen.calls and (cls in tried or reports[index]["status"] not in (PARTLY, "skipped")):
-                    seen.calls[cls].instance = None
-            waiting = [(index, cls) for index, cls in enumerate(classes) if cls not in tried and cls in seen.calls
-                       and reports[index]["status"] in (PARTLY, "skipped")]
-            if not waiting and not fed_other_ways:
-                # A parent of this file built in the other ways its code shows (each factory).
-                fed_other_ways = True
-                unfed = [cls for index, cls in enumerate(classes) if cls not in seen.calls
-                         and reports[index]["status"] in (PARTLY, "skipped")]
-                used = {cls: str((reports[index].get("constructed_with") or {}).get("text") or "")
-                        for index, cls in enumerate(classes) if reports[index]["status"] != "skipped"}
-                if unfed and used:
-                    feed(unfed, [cls for cls in classes[::-1] if cls in used], request, user_module, device, seen,
-                         other_ways=used)
-                    continue
-            if not waiting and not fed_across:
-                # A parent in another file of the project (file A builds this file's class): its
-                # classes are built and run as feed does, recording what they call here.
-                fed_across = True
-                unfed = [cls for index, cls in enumerate(classes) if cls not in seen.calls
-                         and reports[index]["status"] in (PARTLY, "skipped")]
-                if unfed and request.feeders and request.import_target is not None:
-                    feed_from_other_files(unfed, request, device, seen)
-                    continue
-            if not waiting:
-                # What nothing builds nor feeds: arguments made up from its signature. What these
-                # instances call may feed more classes in turn.
-                unbuilt = [(index, cls) for index, cls in enumerate(classes) if cls not in made_up
-                           and reports[index]["status"] == "skipped" and _needs_arguments(reports[index])]
-                if not unbuilt:
-                    break
-                for index, cls in unbuilt:
-                    made_up.add(cls)
-                    reports[index] = made_up_arguments(cls, request, user_module, result, baseline, device,
-                                                       len(classes) > 1, seen, reports[index])
-                continue
-            for index, cls in waiting:
-                tried.add(cls)
-                call = seen.calls[cls]
-                report = reports[index]
-                if report["status"] == PARTLY:
-                    again = verify_one(cls, request, user_module, result, baseline, device, len(classes) > 1, seen,
-                                       replace=report)
-                    if again["status"] != PARTLY or again["issues"]:
-                        report = reports[index] = again
-                    else:
-                        result.data.classes[result.data.classes.index(again)] = report
-                if report["status"] in (PARTLY, "skipped") and call.instance is not None and call.kwargs is not None:
-                    fed = verify_one(cls, request, user_module, result, baseline, device, len(classes) > 1, seen,
-                                     replace=report, fed=call)
-                    if report["status"] == "skipped" or fed["status"] != PARTLY or fed["issues"]:
-                        reports[index] = fed
-                    else:
-                        result.data.classes[result.data.classes.index(fed)] = report
+        _verify_again(classes, reports, request, user_module, result, baseline, device, seen)
     return result
+
+
+def _dump_stacks(request: ProbeRequest) -> None:
+    """Where the probe is, written to the request's stack_path when it crashes or hangs."""
+    stack_file = open(request.stack_path, "w")  # (faulthandler keeps it, and so keeps it open)
+    faulthandler.enable(file=stack_file, all_threads=True)  # os.abort, segfaults: where it was
+    # A hang: the parent sends SIGUSR1 just before the kill, and faulthandler writes where it
+    # is stuck. Where there are no such signals (Windows), a timer does it shortly before the deadline.
+    if hasattr(faulthandler, "register") and hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
+    else:
+        remaining = request.deadline - time.time()
+        margin = min(1.0, max(0.25, 0.1 * remaining))
+        if remaining > margin:
+            faulthandler.dump_traceback_later(remaining - margin, file=stack_file)
+
+
+def _classes_to_verify(user_module: ModuleType, torch: ModuleType, request: ProbeRequest,
+                       result: Result) -> Optional[List[type]]:
+    """The class the request names, else the file's Module classes; None when there is none to
+    verify (the result says why)."""
+    path = request.path
+    class_name = request.class_name
+    if class_name:
+        cls = vars(user_module).get(class_name)
+        if not (inspect.isclass(cls) and issubclass(cls, torch.nn.Module)):
+            what = "no class %s" % class_name if cls is None else "%s is not an nn.Module subclass" % class_name
+            names = [c.__name__ for c in module_classes(user_module, torch)]
+            hint = ": its nn.Module classes are %s" % ", ".join(names) if names else ""
+            result.fail("no_class", "%s in %s%s" % (what, os.path.basename(path), hint))
+            return None
+        return [cls]
+    classes = module_classes(user_module, torch)
+    if not classes:
+        defined = [value.__name__ for value in list(vars(user_module).values())
+                   if inspect.isclass(value) and getattr(value, "__module__", None) == user_module.__name__]
+        result.fail("no_module_class", (
+            "%s defines no nn.Module subclass%s, so there is nothing to verify: give the file that defines "
+            "your model, or name an imported one with FILE::Class" % (
+                os.path.basename(path), " (its classes: %s)" % ", ".join(defined) if defined else "")))
+        return None
+    return classes
+
+
+def _verify_again(classes: List[type], reports: List[JsonObject], request: ProbeRequest, user_module: ModuleType,
+                  result: Result, baseline: Set[str], device: torch.device, seen: Seen) -> None:
+    """After each class's own verification (``reports``, in the order of ``classes``), the
+    classes it left partly verified or skipped, with what the others gave them."""
+    # A class whose gradient checks found no inputs, but that another class of the file called
+    # while it was verified (a rotary table inside an attention layer): again, with those inputs.
+    # A class that could not be built, or whose own instance those inputs do not fit (U-Net's
+    # Down blocks): on the instance the parent built and the inputs its forward gave it. Each
+    # such run may record the calls of the classes it holds in turn: until nothing new comes.
+    tried: Set[type] = set()
+    made_up: Set[type] = set()
+    fed_across = fed_other_ways = False
+    while True:
+        for index, cls in enumerate(classes):  # copies nobody needs: their memory back
+            if cls in seen.calls and (cls in tried or reports[index]["status"] not in (PARTLY, "skipped")):
+                seen.calls[cls].instance = None
+        waiting = [(index, cls) for index, cls in enumerate(classes) if cls not in tried and cls in seen.calls
+                   and reports[index]["status"] in (PARTLY, "skipped")]
+        if not waiting and not fed_other_ways:
+            # A parent of this file built in the other ways its code shows (each factory).
+            fed_other_ways = True
+            unfed = [cls for index, cls in enumerate(classes) if cls not in seen.calls
+                     and reports[index]["status"] in (PARTLY, "skipped")]
+            used = {cls: str((reports[index].get("constructed_with") or {}).get("text") or "")
+                    for index, cls in enumerate(classes) if reports[index]["status"] != "skipped"}
+            if unfed and used:
+                feed(unfed, [cls for cls in classes[::-1] if cls in used], request, user_module, device, seen,
+                     other_ways=used)
+                continue
+        if not waiting and not fed_across:
+            # A parent in another file of the project (file A builds this file's class): its
+            # classes are built and run as feed does, recording what they call here.
+            fed_across = True
+            unfed = [cls for index, cls in enumerate(classes) if cls not in seen.calls
+                     and reports[index]["status"] in (PARTLY, "skipped")]
+            if unfed and request.feeders and request.import_target is not None:
+                feed_from_other_files(unfed, request, device, seen)
+                continue
+        if not waiting:
+            # What nothing builds nor feeds: arguments made up from its signature. What these
+            # instances call may feed more classes in turn.
+            unbuilt = [(index, cls) for index, cls in enumerate(classes) if cls not in made_up
+                       and reports[index]["status"] == "skipped" and _needs_arguments(reports[index])]
+            if not unbuilt:
+                break
+            for index, cls in unbuilt:
+                made_up.add(cls)
+                reports[index] = made_up_arguments(cls, request, user_module, result, baseline, device,
+                                                   len(classes) > 1, seen, reports[index])
+            continue
+        for index, cls in waiting:
+            tried.add(cls)
+            reports[index] = _verify_on_its_call(cls, reports[index], request, user_module, result, baseline,
+                                                 device, len(classes) > 1, seen)
+
+
+def _verify_on_its_call(cls: Type[nn.Module], report: JsonObject, request: ProbeRequest, user_module: ModuleType,
+                        result: Result, baseline: Set[str], device: torch.device, several_classes: bool,
+                        seen: Seen) -> JsonObject:
+    """A class another class of the file called: again with the inputs of that call, when its own
+    run found none that fit; then on the caller's instance and inputs, when it is still partly
+    verified or skipped. The report kept (the new one only when it says more)."""
+    call = seen.calls[cls]
+    if report["status"] == PARTLY:
+        again = verify_one(cls, request, user_module, result, baseline, device, several_classes, seen,
+                           replace=report)
+        if again["status"] != PARTLY or again["issues"]:
+            report = again
+        else:
+            result.data.classes[result.data.classes.index(again)] = report
+    if report["status"] in (PARTLY, "skipped") and call.instance is not None and call.kwargs is not None:
+        fed = verify_one(cls, request, user_module, result, baseline, device, several_classes, seen,
+                         replace=report, fed=call)
+        if report["status"] == "skipped" or fed["status"] != PARTLY or fed["issues"]:
+            return fed
+        result.data.classes[result.data.classes.index(fed)] = report
+    return report
 
 
 PARTLY = "partly verified"
