@@ -80,9 +80,9 @@ def freeze() -> None:
 def freeze_long_lived() -> None:
     """After jedi's first trip into torch: what is alive now (parso's trees of torch, typing and
     builtins, jedi itself) lives as long as the process, and every later full collection would walk
-    it again (about 1 s of the corpus's 5 s of inference in one process): left out of collections
-    from now on. Not collected first, which would cost one such walk: the warm-up's own garbage
-    is about a thousand objects, kept until the next :func:`collect_everything`."""
+    it again: left out of collections from now on. Not collected first, which would cost one such
+    walk: the warm-up's own garbage is small, kept until the next :func:`collect_everything`
+    (figures: benchmarks/README.md#tuned-constants)."""
     gc.freeze()
 
 
@@ -128,10 +128,10 @@ _GIVE_BACK: Callable[[], None] = _MALLOC_TRIM or (lambda: None)
 # The allocator the language server's objects come from, where glibc's can give pages back:
 # Python's own (pymalloc) takes memory from the system in blocks of 1 MiB and returns a block
 # only once nothing in it is alive, and a few objects made while documents were open (a cache
-# entry, a log line, a converter) kept most blocks: twelve large files closed, 62 MB of free
-# pools stayed in the process (58 % of what the files took); on the C library's allocator,
-# which malloc_trim empties page by page, 3 MB (2 %). Chosen at start (PYTHONMALLOC), so the
-# server starts once more for it (see restart_on_system_allocator).
+# entry, a log line, a converter) kept most blocks once the documents closed; the C library's
+# allocator, which malloc_trim empties page by page, gives them back (figures:
+# benchmarks/README.md#tuned-constants). Chosen at start (PYTHONMALLOC), so the server starts
+# once more for it (see restart_on_system_allocator).
 SERVER_ALLOCATOR = "malloc"
 
 

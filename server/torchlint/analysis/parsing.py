@@ -21,9 +21,9 @@ Parsed = Tuple[Optional[ast.Module], Optional[ParseError]]
 # depth mismatch"), and the language server analyses in threads: one parse at a time.
 PARSE_LOCK = threading.Lock()
 # The last few trees: the server's waves, hovers and code actions parse the same text again.
-# Bounded by their texts' size too: a tree takes about 60 bytes per character of text (8 MB for
-# a 3,000-line file), and the older versions of a file being edited are not asked for again
-# (the server's memory with and without the bound: benchmarks/README.md#tuned-constants).
+# Bounded by their texts' size too: a tree's memory grows with its text, and the older versions
+# of a file being edited are not asked for again (a tree's size, and the server's memory with and
+# without the bound: benchmarks/README.md#tuned-constants).
 _RECENT_TREES: "OrderedDict[Tuple[str, str], Parsed]" = OrderedDict()  # (path, text) -> its parse
 _RECENT_LIMIT = 8
 _RECENT_CHARS = 300_000  # characters of the texts kept; the newest tree stays whatever its size
@@ -49,7 +49,7 @@ def parse(text: str, path: str) -> Parsed:
 
 
 def forget(path: str) -> None:
-    """A document was closed: its recent trees go (a 3,000-line file's take about 8 MB)."""
+    """A document was closed: its recent trees go."""
     with PARSE_LOCK:
         for key in [key for key in _RECENT_TREES if key[0] == path]:
             del _RECENT_TREES[key]

@@ -145,7 +145,7 @@ def release(index: Index) -> None:
     """Break the index's reference cycles (a scope and its bindings, a class and its method
     scopes) once a check is over: its objects, and the syntax tree they hold, are then freed at
     once instead of waiting for the cyclic collector, whose passes over tens of thousands of
-    them (20 ms each) would land in the middle of a later keystroke's analysis."""
+    them would land in the middle of a later keystroke's analysis."""
     for scope in index.scopes:
         scope.parent = scope.cls = None
         scope.locals, scope.appends, scope.calls, scope.statements, scope.ordered_locals = {}, {}, [], [], {}
@@ -428,8 +428,9 @@ def _node_kind(cls: type) -> int:
 
 def nodes_by_type(tree: ast.AST) -> Dict[type, List[ast.AST]]:
     """Every node of ``tree`` (itself included, the Load/Store/operator markers left out) by its
-    class, each list in ``ast.walk``'s order: for a tree walked once for a few kinds of node, at
-    half the cost of ``ast.walk`` (no generator per node). See NodeTable for more per node."""
+    class, each list in ``ast.walk``'s order: for a tree walked once for a few kinds of node,
+    cheaper than ``ast.walk`` (no generator per node; benchmarks/README.md#tuned-constants). See
+    NodeTable for more per node."""
     by_type: Dict[type, List[ast.AST]] = {}
     todo = collections.deque([tree])
     popleft, push, fields_of = todo.popleft, todo.append, _child_fields

@@ -90,7 +90,8 @@ _MAX_BYTES_A_CHARACTER = 4  # UTF-8's longest, and GB18030's
 
 def too_large(job: Job) -> str:
     """Why a file of more than ``job.max_file_size`` characters (the editor's limit too) was not
-    checked: parsing and checking it could take minutes and gigabytes (53.6 MB: 289 s, 11.4 GB)."""
+    checked: parsing and checking it could take minutes and gigabytes
+    (benchmarks/README.md#tuned-constants)."""
     flag = flag_name(spec_of("max_file_size"))
     return "larger than %s (%d characters): not checked (exclude it, or give a larger %s)" % (
         flag, job.max_file_size, flag)

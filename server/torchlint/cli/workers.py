@@ -61,7 +61,7 @@ def _in_the_pool(pool: ProcessPoolExecutor, jobs: Sequence[Job],
     """A few files of one folder per task, all queued at once: a worker takes the next batch the
     moment it is free. Files of one folder import the same modules, which the jedi layer then
     reads once for all of them (a worker keeps a few dozen; files handed out one by one in any
-    order made each read them again: a third of the CPU time on transformers' models). Largest
+    order made each read them again: benchmarks/README.md#tuned-constants). Largest
     batches first: a big one started last would keep one worker busy while the others have
     nothing left. Not pool.map: on an interrupt it cancels what is pending, which the pool's own
     thread then trips over when the workers are killed."""

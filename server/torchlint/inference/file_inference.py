@@ -261,7 +261,7 @@ class FileInference:
         question = None if asked is not None and asked in self.project.asked else self._question_text(node)
         if asked is None and question is not None:
             # The same lines beside the same folder get the same answer (`config.num_labels` for
-            # each class of a file that takes the same config: a third of the questions).
+            # each class of a file that takes the same config: benchmarks/README.md#tuned-constants).
             asked = (QUESTION_FILE, os.path.dirname(self.path)) + question
         if asked is not None and asked in self.project.asked:
             value, depended_on = self.project.asked[asked]

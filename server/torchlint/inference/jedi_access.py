@@ -148,7 +148,7 @@ _swept: Set[Optional[Path]] = set()  # the cache paths whose killed writers' tem
 
 def _sweep_once(cache_path: Optional[Path]) -> None:
     """At a process's first load or save of parso's pickles in a folder, delete the temporary
-    files there that a killed writer left (parso never does: 2.3 MB after a kill -9); a live
+    files there that a killed writer left (parso never does); a live
     writer's are seconds old and kept (remove_stale_temporaries). Once: the folder holds a pickle
     per module jedi ever read."""
     if cache_path in _swept:
@@ -164,8 +164,8 @@ def _sweep_once(cache_path: Optional[Path]) -> None:
 def _save_whole(hashed_grammar: str, path: str, item: Any, cache_path: Optional[Path] = None) -> None:
     """parso's pickle of a module's tree, written beside its place and renamed into it. parso
     writes into the place itself, so a worker loading that module meanwhile read half a file and
-    jedi failed the question with EOFError (one to three times a run on transformers' models/
-    with two workers). A pickle that cannot be written (parso lets every error but PermissionError
+    jedi failed the question with EOFError (in runs with two workers:
+    benchmarks/README.md#tuned-constants). A pickle that cannot be written (parso lets every error but PermissionError
     through: a full disk or a read-only folder failed the question, and its finding was lost) only
     costs the next run its parse: the first reason is kept for the owner to say
     (:func:`take_parse_cache_failure`)."""
@@ -561,7 +561,8 @@ _JEDI_MAIN_WITH_PLAIN_FINDERS = (
 def _may_import(dotted_name: str) -> bool:
     """Whether jedi's interpreter may import a compiled module to look into it: the standard
     library's only. A package's extension (torch._C) would run the package's own code first
-    (``import torch``: a second and 200 MB per interpreter); its stubs (.pyi) answer instead."""
+    (``import torch``, in each interpreter: benchmarks/README.md#tuned-constants); its stubs
+    (.pyi) answer instead."""
     return dotted_name.split(".", 1)[0] in STDLIB
 
 
@@ -768,9 +769,9 @@ def forget_parsed(path: Optional[Path]) -> None:
 
 def drop_closed_tree(path: str) -> None:
     """Drop the tree parso keeps for a closed document's file, its nodes unlinked first (each
-    one's parent cleared): the parent links make the tree one large cycle (80,000 objects for a
-    3,000-line file), which only a full collection frees, in one pause that grew with the files
-    closed (15 s for 60 large files); unlinked, its last reference going frees it at once, and the
+    one's parent cleared): the parent links make the tree one large cycle, which only a full
+    collection frees, in one pause that grew with the files closed
+    (benchmarks/README.md#tuned-constants); unlinked, its last reference going frees it at once, and the
     collection after closing walks only what lives on. For a tree no jedi state still uses (the
     language server's scripts do not share states, and a closed document's scripts are gone)."""
     for grammar_cache in list(_parso_cache.parser_cache.values()):

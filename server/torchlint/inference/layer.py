@@ -253,8 +253,8 @@ class JediInference(ProjectFiles):
     def new_script(self, text: str, path: str) -> JediScript:
         """A jedi Script of ``text``. With ``share_states``, on the inference state of the earlier
         scripts whose jedi ``sys.path`` is the same (it depends on the file's folder): torch and
-        the standard library, as jedi understood them for those, are not inferred again (a tenth
-        of the default mode's time on the benchmark corpus). Imports resolve alike for all of
+        the standard library, as jedi understood them for those, are not inferred again
+        (benchmarks/README.md#tuned-constants). Imports resolve alike for all of
         them, as in one Python process. A state serves SCRIPTS_PER_STATE scripts, then a fresh
         one starts: it holds on to every script's tree until then."""
         script: JediScript = self._jedi.Script(code=text, path=path, project=self.project,
@@ -314,8 +314,8 @@ class JediInference(ProjectFiles):
         process (classes, helpers) stay: they are small. True when the caller should collect the
         garbage (the states were dropped). Not again before the process has grown by TRIM_GROWTH
         since: the memory a trim frees is reused, not given back, so the process stays as large
-        (dropping all again at each file past the limit made a run re-read every module: a third
-        of its time on transformers' models)."""
+        (dropping all again at each file past the limit made a run re-read every module:
+        benchmarks/README.md#tuned-constants)."""
         if not self.share_states:
             return False
         resident = resident_memory()

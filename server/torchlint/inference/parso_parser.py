@@ -1,10 +1,10 @@
-"""parso's parser loop, the same steps at three quarters of the cost. jedi parses every module it
-reads with parso, in pure Python: a third of the default mode's cold time on a large project
-(transformers' model folders). parso's loop (``BaseParser._add_token``) looks each token up in
+"""parso's parser loop, the same steps at less cost. jedi parses every module it reads with
+parso, in pure Python: much of the default mode's cold time on a large project (figures:
+benchmarks/README.md#tuned-constants). parso's loop (``BaseParser._add_token``) looks each token up in
 the current grammar state by raising and catching a KeyError at each of the five or so states it
 leaves per token, hashes token types (Enum members) with Enum's Python ``__hash__``, and makes
 each leaf and stack entry through two Python calls. jedi then asks each module for its names
-(``Module.get_used_names``), which walks the whole tree again: a fifth of a parse.
+(``Module.get_used_names``), which walks the whole tree again.
 
 :func:`install` gives ``parso.python.parser.Parser`` a loop that takes the same steps in the same
 order: the same transitions (looked up by identity in per-state tables built on first use), the

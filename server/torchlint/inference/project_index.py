@@ -3,10 +3,10 @@ attribute names their code uses on instances of a class (``self.decoder.conv_s0(
 ``model.head.weight``), and which names they subclass.
 
 Read from each file's text with regular expressions, not parsed: the whole project costs a
-fraction of a second (transformers' 2,900 files: about 0.4 CPU s with reading them), once per
-process. A use of ``name`` on an instance of a class is ``.name`` followed by a call, an
-attribute or an item (a layer is called, or its weights or items are read; ``config.dropout``
-as a value is not one), on any receiver but a bare ``self`` (``self.decoder.conv_s0(x)``,
+fraction of a second (benchmarks/README.md#tuned-constants), once per process. A use of
+``name`` on an instance of a class is ``.name`` followed by a call, an attribute or an item (a
+layer is called, or its weights or items are read; ``config.dropout`` as a value is not one), on
+any receiver but a bare ``self`` (``self.decoder.conv_s0(x)``,
 ``model.head(x)``, ``blocks[0].norm(x)``), in a file that names the class or the module that
 defines it (a word anywhere in its text: a file that builds an instance names it; code handed
 one by a factory or a registry may not, and its uses are not seen), and not on what that file's

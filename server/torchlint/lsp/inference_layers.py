@@ -146,8 +146,8 @@ class InferenceLayers:
         return found
 
     def forget(self, path: Optional[str]) -> None:
-        """A document was closed: jedi's parse of its last text (parso keeps one per file, about
-        2 KB per line) is dropped before the next check, while no thread uses jedi. Any thread."""
+        """A document was closed: jedi's parse of its last text (parso keeps one per file) is
+        dropped before the next check, while no thread uses jedi. Any thread."""
         if path:
             self._closed.add(path)
 
