@@ -22,7 +22,7 @@ import pytest
 
 from torchlint.verify.runner import PROBE
 
-from verify_helpers import line_of, torch_python, write_module
+from verify_helpers import PROBE_CHILD, line_of, torch_python, write_module
 
 MODELS = '''
 import torch
@@ -60,20 +60,9 @@ class AllRegistered(nn.Module):
 '''
 
 # Runs probe.verify_class on the meta device and says what happened to the module it built.
-CHILD = r'''
-import importlib.util, json, sys
-
-probe_path, models_path, result_path = sys.argv[1:4]
-spec = importlib.util.spec_from_file_location("torchlint_probe", probe_path)
-probe = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = probe
-spec.loader.exec_module(probe)
-import torch
-
-checks = probe._load_sibling("probe_checks")
-user_module = probe.load_by_path(models_path)
+CHILD = PROBE_CHILD + r'''
+result_path = sys.argv[3]
 device = torch.device("meta")
-baseline = set(vars(torch.nn.Module()))
 built = {}
 construct = probe.construct
 

@@ -19,7 +19,7 @@ import pytest
 from torchlint.verify import verify_file
 from torchlint.verify.runner import PROBE
 
-from verify_helpers import check, class_report, cuda_available, issues, line_of, torch_python, write_module
+from verify_helpers import PROBE_CHILD, check, class_report, cuda_available, issues, line_of, torch_python, write_module
 
 MODELS = '''
 import torch
@@ -59,19 +59,8 @@ class NeedsTheSourceDevice(nn.Module):
 '''
 
 # Trains nothing: the check reads the module as it is; device and target come from argv.
-CHILD = r'''
-import importlib.util, json, sys
-
-probe_path, models_path, source, target = sys.argv[1:5]
-spec = importlib.util.spec_from_file_location("torchlint_probe", probe_path)
-probe = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = probe
-spec.loader.exec_module(probe)
-import torch
-
-checks = probe._load_sibling("probe_checks")
-user_module = probe.load_by_path(models_path)
-baseline = set(vars(torch.nn.Module()))
+CHILD = PROBE_CHILD + r'''
+source, target = sys.argv[3:5]
 out = {}
 for name in ("Portable", "WrittenDevice", "NeedsTheSourceDevice"):
     cls = getattr(user_module, name)

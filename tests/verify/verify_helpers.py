@@ -58,3 +58,22 @@ def cuda_available() -> bool:
     result = subprocess.run([torch_python(), "-c", "import torch; print(torch.cuda.is_available())"],
                             capture_output=True, text=True, timeout=300)
     return result.stdout.strip().endswith("True")
+
+
+# The start of a child script that drives the probe's functions directly (argv: the probe's path,
+# the user's file, then the script's own): the probe and its siblings loaded as verify loads
+# them, the user's file imported, the attributes every nn.Module has.
+PROBE_CHILD = r'''
+import importlib.util, json, sys
+
+probe_path, models_path = sys.argv[1:3]
+spec = importlib.util.spec_from_file_location("torchlint_probe", probe_path)
+probe = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = probe
+spec.loader.exec_module(probe)
+import torch
+
+checks = probe._load_sibling("probe_checks")
+user_module = probe.load_by_path(models_path)
+baseline = set(vars(torch.nn.Module()))
+'''
