@@ -613,16 +613,57 @@ def verify_class(cls: Type[nn.Module], request: ProbeRequest, user_module: Modul
     rebuilt: Set[str] = set()  # what every forward recomputed from registered parameters
     forward_ran = False
     try:
-        rebuilt, forward_ran = run_gradients(cls, request, user_module, result, report, built, device,
-                                             several_classes, seen, again, run, state_of, add)
+        rebuilt, forward_ran, inputs = run_gradients(cls, request, user_module, result, report, built, device,
+                                                     several_classes, seen, again, run, state_of, add)
         if dtype_standin:
             result.phase("move", name)
             run("moving %s with .to(torch.float64)" % name, model.to, torch.float64)
-            add("TL902", checks.check_device(state_of(model), device, True),
-                "CPU run: model.to(torch.float64) stood in for model.to(device)")
+            left = checks.check_device(state_of(model), device, True)
+            if left and inputs is not None:
+                left = _left_after_forward(model, inputs, left, run, state_of, device, report, state)
+            add("TL902", left, "CPU run: model.to(torch.float64) stood in for model.to(device)")
     finally:
         # What forward showed it rebuilds from registered parameters settles TL901 and TL902.
         checks.settle_rebuilt(report, state, rebuilt, forward_ran)
+
+
+def _left_after_forward(model: nn.Module, inputs: Tuple[Any, Any], left: List[JsonObject], run: Run,
+                        state_of: Callable[[nn.Module], probe_checks.State], device: torch.device,
+                        report: JsonObject, state: probe_checks.State) -> List[JsonObject]:
+    """TL902 after one forward of the moved module on inputs moved likewise: a plain tensor that
+    forward itself replaces with one on its inputs' dtype and device (a cache such as a position
+    table, ``if self.pe.device != x.device: self.pe = self.pe.to(x.device)``) is not left behind,
+    and, not trainable, not a registration bug either (TL901 withdraws it)."""
+    import torch
+
+    if TYPE_CHECKING:
+        checks = probe_checks
+    else:
+        checks = sys.modules["torchlint_probe_checks"]
+    args, kwargs = inputs
+    try:
+        with torch.no_grad():
+            run("forward", model, *_to_float64(args), **_to_float64(kwargs))
+    except UserError:
+        return left  # (a forward that fails on the moved inputs shows what was left behind)
+    after = checks.check_device(state_of(model), device, True)
+    still = {path for issue in after for path in issue.get("paths") or []}
+    followed = {path for issue in left for path in issue.get("paths") or []} - still
+    if followed:
+        checks.settle_followed(report, state, followed)
+    return after
+
+
+def _to_float64(value: Any, depth: int = 0) -> Any:
+    """Inputs as ``model.to(torch.float64)`` would want them: floating tensors converted."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(torch.float64) if value.is_floating_point() else value
+    if depth < 4 and isinstance(value, (list, tuple, dict)):
+        items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+        return _rebuilt(value, [(k, _to_float64(v, depth + 1)) for k, v in items])
+    return value
 
 
 def _injected(issue: JsonObject, fed: Optional[Call]) -> bool:
@@ -635,9 +676,10 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
                   report: JsonObject, built: Built, device: torch.device, several_classes: bool,
                   seen: Optional[Seen], again: bool, run: Run,
                   state_of: Callable[[nn.Module], probe_checks.State],
-                  add: Callable[[str, List[JsonObject], str], None]) -> Tuple[Set[str], bool]:
+                  add: Callable[[str, List[JsonObject], str], None]
+                  ) -> Tuple[Set[str], bool, Optional[Tuple[Any, Any]]]:
     """TL903, TL904, TL906 and TL907 with the first inputs that fit; (the paths of the plain tensor
-    attributes every forward recomputed from registered parameters, whether forward ran)."""
+    attributes every forward recomputed from registered parameters, whether forward ran, its inputs)."""
     if TYPE_CHECKING:
         checks = probe_checks
     else:
@@ -654,12 +696,16 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
             support.describe(call.args, kwargs), call.caller), False))
     if not candidates:
         if _nothing_to_train(model, report):
-            return set(), False
+            return set(), False, None
         reason = "no example inputs: %s" % HOW_TO_GIVE_INPUTS
         skip_gradients(report, reason, "no example inputs", request.ddp)
     else:
         result.phase("forward", name)
         misfits: List[Tuple[str, str, str]] = []  # (the inputs' shapes, what rejected them, the error)
+        # Guessed inputs that fit but leave parameters with all-zero gradients (a sequence of one
+        # through a softmax) are a weak guess: up to MAX_ZERO_RETRIES more guesses that fit decide,
+        # and the one with the fewest such parameters is kept (the first, on a tie).
+        fitted: List[Tuple[probe_checks.GradientRun, Tuple[Any, Any], str, Dict[type, Call], bool]] = []
         for args, kwargs, description, trusted in candidates:
             inputs = (_to_device(args, device), _to_device(kwargs, device))
             gradients = checks.GradientRun(model, state_of, inputs, run, device)
@@ -670,14 +716,28 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
             except UserError as failure:
                 # A device mismatch is the module's state left behind (TL902 showing itself), whatever the inputs.
                 if trusted or failure.stage != forward or failure.always_a_bug or "same device" in failure.error:
+                    if fitted:
+                        break  # a guess that fit already: keep it
                     report["inputs"] = description  # what forward failed with
                     raise
                 # guessed inputs that do not fit
                 misfits.append((support.describe(*inputs), _rejected_by(gradients.model, cls, failure), failure.error))
                 continue
+            recorded: Dict[type, Call] = {}
             if seen is not None:
-                seen.commit()  # the inputs submodules of the file got from a forward that ran
+                recorded = dict(seen.pending or {})
+                seen.end()
+            fitted.append((gradients, inputs, description, recorded, trusted))
+            if trusted or not gradients.all_zero() or len(fitted) > MAX_ZERO_RETRIES:
+                break
+        if fitted:
+            gradients, inputs, description, recorded, trusted = min(fitted, key=lambda item: item[0].all_zero())
+            if seen is not None:
+                seen.pending = recorded
+                seen.commit()  # the inputs submodules of the file got from the forward kept
             report["inputs"] = description
+            # Still all-zero gradients with guessed inputs: verified again if a class of the file calls it.
+            report[WEAK_INPUTS] = bool(gradients.all_zero()) and not trusted
             result.phase("step", name)
             add("TL903", *gradients.tl903())
             add("TL904", *gradients.tl904())
@@ -696,16 +756,18 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
                     add("TL907", found, summary)
             if request.ddp:
                 run_ddp(request, result, report, model, inputs, gradients, run, device, state_of, add)
-            return gradients.rebuilt, True
+            return gradients.rebuilt, True, inputs
         if _nothing_to_train(model, report):
-            return set(), False
+            return set(), False, None
         skip_gradients(report, "the guessed inputs did not fit (see why above)",
                        "the guessed inputs did not fit: %s; %s" % (misfit_summary(misfits), HOW_TO_GIVE_INPUTS),
                        request.ddp)
-    return set(), False
+    return set(), False, None
 
 
 MAX_MISFIT_GROUPS = 3
+MAX_ZERO_RETRIES = 2  # more guesses tried when the inputs that fit leave parameters with all-zero gradients
+WEAK_INPUTS = "weak_inputs"  # a class report's key (never read by the parent): see run_gradients
 MAX_MISFIT_ERROR = 160
 
 
@@ -938,7 +1000,7 @@ def main(request_path: str) -> Result:
                 if cls in seen.calls and (cls in tried or reports[index]["status"] not in (PARTLY, "skipped")):
                     seen.calls[cls].instance = None
             waiting = [(index, cls) for index, cls in enumerate(classes) if cls not in tried and cls in seen.calls
-                       and reports[index]["status"] in (PARTLY, "skipped")]
+                       and (reports[index]["status"] in (PARTLY, "skipped") or reports[index].get(WEAK_INPUTS))]
             if not waiting and not fed_other_ways:
                 # A parent of this file built in the other ways its code shows (each factory).
                 fed_other_ways = True
@@ -975,10 +1037,11 @@ def main(request_path: str) -> Result:
                 tried.add(cls)
                 call = seen.calls[cls]
                 report = reports[index]
-                if report["status"] == PARTLY:
+                if report["status"] == PARTLY or report.get(WEAK_INPUTS):
                     again = verify_one(cls, request, user_module, result, baseline, device, len(classes) > 1, seen,
                                        replace=report)
-                    if again["status"] != PARTLY or again["issues"]:
+                    if (again["status"] != PARTLY or again["issues"]) and not (
+                            report.get(WEAK_INPUTS) and (again["status"] == PARTLY or again.get(WEAK_INPUTS))):
                         report = reports[index] = again
                     else:
                         result.data.classes[result.data.classes.index(again)] = report

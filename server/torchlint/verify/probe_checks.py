@@ -352,6 +352,25 @@ def settle_rebuilt(report: JsonObject, state: State, rebuilt: Container[str], fo
                 entry["summary"] = registration_summary(found, state, rebuilt)
 
 
+def settle_followed(report: JsonObject, state: State, followed: Container[str]) -> None:
+    """TL901 warnings about plain tensors, none of them trainable, that forward itself moves to its
+    inputs' dtype and device (``followed``) are withdrawn: a cache the module keeps, not lost state."""
+    kept = [issue for issue in report["issues"] if not (
+        issue.get("code") == "TL901" and issue.get("severity") == SEVERITY_WARNING and issue.get("paths")
+        and all(path in followed for path in issue["paths"]))]
+    if len(kept) == len(report["issues"]):
+        return
+    report["issues"][:] = kept
+    moved = [path for _, path, _, _, _ in state.unregistered if path in followed]
+    for entry in report["checks"]:
+        if entry["code"] == "TL901":
+            found = [issue for issue in kept if issue.get("code") == "TL901"]
+            entry["status"] = check_status(found)
+            entry["summary"] = registration_summary(found, state) + (
+                "; %s that forward moves to its inputs' dtype and device itself (%s)" % (
+                    count(len(moved), "tensor"), listing(moved, 3)))
+
+
 # -- TL902 ---------------------------------------------------------------------------------------
 
 def tensors_to_move(state: State) -> List[Tuple[Holder, str, torch.Tensor]]:
@@ -739,6 +758,11 @@ class GradientRun:
         with torch.no_grad():
             self.unchanged = [h for h in self.watched if h.path not in self.rebuilt
                               and torch.equal(before[id(h.tensor)], h.tensor.detach())]
+
+    def all_zero(self) -> int:
+        """How many trainable parameters got gradients that were all zero on every step: with
+        guessed inputs, often the guess (a sequence of one, whose softmax is constant), not the module."""
+        return sum(1 for _, p in self.trainable if id(p) in self.got_grad and id(p) not in self.nonzero)
 
     def _plain_attributes(self) -> Dict[str, Tuple[nn.Module, str]]:
         """path -> (module, name) of the unregistered tensors held as plain attributes of a module."""
