@@ -208,6 +208,8 @@ def _plant_in_init(cls: ast.ClassDef, kind: str, source: Source) -> Optional[Pla
             return Plant(kind, cls.name, attribute, *span)
         if kind == "sequential-as-list" and called == "Sequential" and not call.keywords:
             args = call.args
+            if not args:
+                continue  # an empty Sequential is an identity: a plain [] loses nothing to register
             if len(args) == 1 and isinstance(args[0], ast.Starred):
                 new = "list(%s)" % source.segment(args[0].value)
             elif len(args) == 1 and isinstance(args[0], ast.Call) and _name(args[0].func) == "OrderedDict":

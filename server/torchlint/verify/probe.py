@@ -196,6 +196,7 @@ def _construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleT
     init_kwargs = request.init_kwargs
     candidates = request.constructors.get(name) or []
     if synthesized is not None:
+        synthesized = {**_device_defaults(cls), **synthesized}
         text = "%s(%s)" % (name, _kwargs_text(synthesized))
         torch.manual_seed(seed)
         try:
@@ -222,8 +223,10 @@ def _construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleT
     needs_from: Optional[type] = None  # the base that *args / **kwargs reached without the arguments it needs
     if _binds_without_arguments(cls):
         torch.manual_seed(seed)
+        local = _device_defaults(cls)  # (a default of device="cuda" on a machine without CUDA: the CPU)
+        text = "%s(%s)" % (name, _kwargs_text(local))
         try:
-            return Built(run_user("constructing %s()" % name, name, user_path, cls), "defaults", "%s()" % name)
+            return Built(run_user("constructing " + text, name, user_path, cls, **local), "defaults", text)
         except UserError as failure:
             needs_from = _base_missing_arguments(cls, failure.exception)
             if needs_from is None:
@@ -291,6 +294,22 @@ def _unpack_factory(value: object) -> Tuple[object, object]:
     if isinstance(value, (tuple, list)) and len(value) == 2:
         return value[0], value[1]
     return value, None
+
+
+def _device_defaults(cls: type) -> Dict[str, Any]:
+    """{parameter: "cpu"} for each constructor parameter named ``device`` (or ``*_device``) whose
+    default names CUDA, on a machine without CUDA: built as the user would build it there
+    (``UNet(device="cpu")``), not failing on the first tensor it makes."""
+    import torch
+
+    if torch.cuda.is_available():
+        return {}
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: "cpu" for p in parameters if (p.name == "device" or p.name.endswith("_device"))
+            and str(p.default).startswith("cuda") and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
 def _binds_without_arguments(cls: type) -> bool:
@@ -722,6 +741,10 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
                     raise
                 # guessed inputs that do not fit
                 misfits.append((support.describe(*inputs), _rejected_by(gradients.model, cls, failure), failure.error))
+                repaired = _resized(args, kwargs, failure.error) if len(misfits) <= MAX_RESIZED else None
+                if repaired is not None:
+                    candidates.append((*repaired, "%s (resized: %s)" % (support.describe(*repaired), description),
+                                       False))
                 continue
             recorded: Dict[type, Call] = {}
             if seen is not None:
@@ -766,6 +789,42 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
 
 
 MAX_MISFIT_GROUPS = 3
+MAX_RESIZED = 3  # guesses resized to the size an elementwise op asked for (the first misfits only)
+_SIZE_MISMATCH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+
+
+def _resized(args: Tuple[Any, ...], kwargs: Dict[str, Any], error: str
+             ) -> Optional[Tuple[Tuple[Any, ...], Dict[str, Any]]]:
+    """The guessed inputs again with each dimension (but the batch's) of the size an elementwise op
+    rejected given the size it wanted: ``x + self.offsets`` on (2, 8) indices with 2 fields says
+    "The size of tensor a (8) must match the size of tensor b (2)", and (2, 2) fits. None: no such error."""
+    import torch
+
+    match = _SIZE_MISMATCH.search(error)
+    if match is None:
+        return None
+    have, want = int(match.group(1)), int(match.group(2))
+    if have == want or want < 1:
+        return None
+    changed = [False]
+
+    def resize(value: Any) -> Any:
+        if not isinstance(value, torch.Tensor) or value.dim() < 2:
+            return value
+        shape = [value.shape[0]] + [want if size == have else size for size in value.shape[1:]]
+        if list(value.shape) == shape:
+            return value
+        changed[0] = True
+        torch.manual_seed(0)
+        if value.is_floating_point():
+            return torch.randn(*shape, dtype=value.dtype)
+        if value.dtype == torch.bool:
+            return torch.ones(*shape, dtype=torch.bool)
+        low, high = (int(value.min()), int(value.max()) + 1) if value.numel() else (0, 1)
+        return torch.randint(low, max(high, low + 1), tuple(shape), dtype=value.dtype)
+
+    new_args, new_kwargs = tuple(resize(a) for a in args), {k: resize(v) for k, v in kwargs.items()}
+    return (new_args, new_kwargs) if changed[0] else None
 MAX_ZERO_RETRIES = 2  # more guesses tried when the inputs that fit leave parameters with all-zero gradients
 WEAK_INPUTS = "weak_inputs"  # a class report's key (never read by the parent): see run_gradients
 MAX_MISFIT_ERROR = 160

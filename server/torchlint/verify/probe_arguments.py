@@ -34,11 +34,11 @@ _NOTHING = object()  # no value could be made for the parameter
 # Name patterns (whole words of the parameter's snake_case name) -> how to fill it.
 _HEADS = re.compile(r"(^|_)(n_?heads?|num_?heads?|heads|nhead|n_head|num_attention_heads)$")
 _LAYERS = re.compile(r"(^|_)(num_?layers|n_?layers|layers|depths?|num_?blocks|n_?blocks|blocks|repeats?)$")
-_CLASSES = re.compile(r"(^|_)(num_?classes|n_?classes|classes|num_?labels|n_?labels|vocab(_size)?|"
+_CLASSES = re.compile(r"(^|_)(num_?classes|n_?class(es)?|classes|num_?labels|n_?labels|vocab(_size)?|"
                       r"num_?tokens|n_?tokens|num_?embeddings)$")
 _WIDTH = re.compile(r"(channels?|planes|features|dims?|width|hidden|size|units|filters|ch|nc|nf|ngf|ndf|"
                     r"d_model|embed|emb|c_in|c_out|in_c|out_c|inp|oup|hidden_size|latent)$|^(d|c|n_?embd|"
-                    r"n_?feat|nin|nout|n_?hidden)$")
+                    r"n_?feat|nin|nout|n_?hidden|n_?hid)$")
 _KERNEL = re.compile(r"(^|_)(kernel(_size)?|k|ksize)$")
 _ONE = re.compile(r"(^|_)(stride|dilation|groups|expansion|expand|scale_factor|upscale|factor|multiplier)$")
 _PADDING = re.compile(r"(^|_)(padding|pad)$")
@@ -51,6 +51,13 @@ _RATES = re.compile(r"(rates|dilations)$")
 _ZERO_FLOAT = re.compile(r"(drop|dropout|p|prob|rate|noise|_p)$|^p_")
 _EPS = re.compile(r"(^|_)(eps|epsilon)$")
 _REDUCTION = re.compile(r"(^|_)(reduction|squeeze|ratio_reduction|r)$")
+# Without an annotation: a plural of sizes is a list of them (one per layer), a count of fields a
+# small number, an index the first, a coefficient or a bound a float.
+_SIZES = re.compile(r"_(dims|sizes|widths|units)$|(^|_)dropouts$")
+_FEW = re.compile(r"(^|_)(num_?fields|n_?fields|order)$")
+_INDEX = re.compile(r"(^|_)(idx|index)$")
+_COEFFICIENT = re.compile(r"(^|_)(alpha|beta|tau|temperature|sigma|margin|momentum|lr|learning_rate)$|"
+                          r"^(max|min)_(action|value|scale|norm)$")
 
 
 def _snake(name: str) -> str:
@@ -203,11 +210,19 @@ def _value(parameter: inspect.Parameter, hints: Dict[str, Any], size: Tuple[int,
         return build(detail, kwargs)
     if kind == "unknown":
         return _NOTHING
+    if kind == "none" and _SIZES.search(name):
+        return _list_for(name, float if "drop" in name else None, size)
+    if kind == "none" and _FEW.search(name):
+        return 2
+    if kind == "none" and _INDEX.search(name):
+        return 0
     number = _int_for(name, size)
     if kind == "int":
         return number if number is not None else 2
     if number is not None:  # no annotation: the name alone
         return number
+    if _COEFFICIENT.search(name):
+        return _float_for(name)
     if _ZERO_FLOAT.search(name) or "drop" in name:
         return 0.0
     return _NOTHING
