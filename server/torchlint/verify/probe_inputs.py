@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import sys
 import textwrap
 from typing import TYPE_CHECKING, Any, Dict, List, Tuple, cast
@@ -566,6 +567,11 @@ def _lengths(model: nn.Module, need: Need) -> List[int]:
     return lengths[:3]
 
 
+# A later argument that no layer reads, named as diffusion models name the step (or noise level)
+# of each sample: a (batch,) tensor, not one shaped like the first argument.
+TIME_STEP = re.compile(r"^(t|ts|time|times|timesteps?|time_steps?|steps?|sigmas?|noise_levels?|noise_labels?)$")
+
+
 def dataflow_inputs(model: nn.Module) -> List[Guess]:
     """[(args, kwargs, description)] from the first layer forward applies to each tensor argument."""
     found = first_layers(model)
@@ -589,6 +595,9 @@ def dataflow_inputs(model: nn.Module) -> List[Guess]:
                 other_shape, other_kind = (need.shapes(ndim.get(index), _lengths(model, need)) or [(shape, kind)])[0]
                 tensors.append(_make(need, other_shape, other_kind))
                 notes.append("%s for %s" % (need.label, names[index]))
+            elif TIME_STEP.match(names[index]) and shape:  # a diffusion model's step: one per sample
+                tensors.append(torch.randint(0, 1000, (shape[0],)).float())
+                notes.append("%s one time step per sample" % names[index])
             else:  # nothing says: shaped like the first argument
                 tensors.append(_make(first, shape, kind) if kind != "indices" else torch.randn(*shape))
                 notes.append("%s shaped like %s" % (names[index], names[0]))
@@ -625,6 +634,10 @@ def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = 
     if required < 1:
         return []
     three = _unpacks_three(model)
+    # The dimensions forward unpacks from its first argument (``b, c, t = x.shape``), even where the
+    # data flow lost it on the way to a layer (a view, a pad): a convolution then gets that many.
+    flow = first_layers(model)
+    unpacked = flow[3].get(0) if flow is not None else None
     results: List[Guess] = []
     shapes = set(tried)
     for name, layer in all_layers(model):
@@ -637,7 +650,7 @@ def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = 
             # The first convolution is the stem: every size (299: Inception's auxiliary head).
             table = SPATIAL_SIZES if not any("in_channels" in r[2] for r in results) else CANDIDATE_SPATIAL
             assert need.spatial is not None  # (need_of gives channels with spatial)
-            for dims in need.spatial:
+            for dims in ([unpacked - 2] if unpacked and unpacked >= 2 else need.spatial):
                 sizes: List[Shape] = [()] if dims == 0 else table.get(dims, [])
                 options += [((BATCH, need.channels) + size, None) for size in sizes]
         elif need.last is not None and len(need.last) == 1 and three:
