@@ -1,0 +1,202 @@
+"""Verify with no flags on the shapes a fresh set of real model files showed (issue #44, the
+planted-bugs benchmark): a position cache that forward moves to its inputs' device itself, a
+guess that fits but leaves an attention's parameters with all-zero gradients (a sequence of
+one), constructor parameters read by more of their names, a ``device="cuda"`` default on a
+machine without CUDA, a diffusion step argument, a guess an elementwise op resized, and the
+dimensions forward unpacks given to a convolution the data flow cannot reach. The models are
+written here. Each test fails on the code before this work; one child process for the file.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from torchlint.verify import verify_file
+from torchlint.verify.report import COMPLETED
+
+from verify_helpers import check, class_report, cuda_available, line_of, torch_python, write_module
+
+MODELS = '''
+import itertools
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class CachedTable(nn.Module):
+    """A fixed table kept as a plain attribute, that forward moves to its input's dtype and device."""
+
+    def __init__(self, dim=8, length=64):
+        super().__init__()
+        self.table = torch.arange(length * dim, dtype=torch.float32).view(1, length, dim) / 100.0
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        if self.table.dtype != x.dtype or self.table.device != x.device:
+            self.table = self.table.to(dtype=x.dtype, device=x.device)
+        return self.proj(x + self.table[:, :x.size(1)])
+
+
+class StaleTable(nn.Module):
+    def __init__(self, dim=8, length=64):
+        super().__init__()
+        self.table = torch.ones(1, length, dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.proj(x) * self.table[:, :x.size(1)].to(x.dtype)
+
+
+class WindowAttention(nn.Module):
+    """Attends from each query position over a memory of 2 * length - 1 positions."""
+
+    def __init__(self, dim=16):
+        super().__init__()
+        self.dim = dim
+        self.query = nn.Linear(dim, dim)
+        self.key = nn.Linear(dim, dim)
+        self.value = nn.Linear(dim, dim)
+        self.offset = nn.Parameter(torch.randn(dim) * 0.1)
+
+    def forward(self, x, memory):
+        batch = x.size(0)
+        q = self.query(x).view(batch, -1, self.dim) + self.offset
+        k = self.key(memory).view(batch, -1, self.dim)
+        v = self.value(memory).view(batch, -1, self.dim)
+        if k.size(1) != 2 * q.size(1) - 1:
+            raise ValueError("the memory must hold 2 * length - 1 positions")
+        weights = torch.softmax(q @ k.transpose(1, 2) / self.dim ** 0.5, dim=-1)
+        return weights @ v
+
+
+class WindowBlock(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.attention = WindowAttention(dim)
+
+    def forward(self, x):
+        h = self.norm(x)
+        memory = torch.cat([h, h[:, 1:].flip(1)], dim=1)
+        return x + self.attention(h, memory)
+
+
+class Policy(nn.Module):
+    def __init__(self, state_dim, action_dim, max_action):
+        super().__init__()
+        self.body = nn.Linear(state_dim, 64)
+        self.head = nn.Linear(64, action_dim)
+        self.max_action = max_action
+
+    def forward(self, state):
+        return self.max_action * torch.tanh(self.head(torch.relu(self.body(state))))
+
+
+class FieldModel(nn.Module):
+    def __init__(self, field_dims, embed_dim, mlp_dims, dropouts):
+        super().__init__()
+        starts = [0] + list(itertools.accumulate(field_dims))[:-1]
+        self.register_buffer("starts", torch.tensor(starts).unsqueeze(0))
+        self.embedding = nn.Embedding(sum(field_dims), embed_dim)
+        layers = []
+        width = len(field_dims) * embed_dim
+        for size, p in zip(mlp_dims, dropouts):
+            layers += [nn.Linear(width, size), nn.ReLU(), nn.Dropout(p)]
+            width = size
+        layers.append(nn.Linear(width, 1))
+        self.mlp = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.mlp(self.embedding(x + self.starts).flatten(1))
+
+
+class Denoiser(nn.Module):
+    def __init__(self, dim=8, device="cuda"):
+        super().__init__()
+        self.device = device
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x, t):
+        steps = torch.arange(0, 8, 2, device=self.device).float()
+        phases = t.unsqueeze(-1) * steps
+        return self.fc(x) + torch.cat([phases.sin(), phases.cos()], dim=-1)
+
+
+class FoldedConv(nn.Module):
+    """A 1-D signal folded into 2-D by a period, as multi-period audio discriminators do."""
+
+    def __init__(self, period=2):
+        super().__init__()
+        self.period = period
+        self.convs = nn.ModuleList([nn.Conv2d(1, 4, (3, 1), padding=(1, 0)),
+                                    nn.Conv2d(4, 4, (3, 1), padding=(1, 0))])
+
+    def forward(self, x):
+        b, c, t = x.shape
+        if t % self.period:
+            x = F.pad(x, (0, self.period - t % self.period))
+            t = x.shape[-1]
+        x = x.view(b, c, t // self.period, self.period)
+        for conv in self.convs:
+            x = torch.relu(conv(x))
+        return x.flatten(1)
+'''
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    return write_module(tmp_path_factory.mktemp("fresh_set"), "fresh.py", MODELS)
+
+
+@pytest.fixture(scope="module")
+def report(models):
+    result = verify_file(str(models), python=torch_python(), device="cpu", timeout=300)
+    assert result.outcome == COMPLETED, (result.error, result.stderr_tail)
+    return result
+
+
+def test_a_cache_forward_moves_to_its_inputs_device_itself_is_no_finding(report):
+    cls = class_report(report, "CachedTable")
+    assert cls.status == "verified" and cls.issues == [], cls.issues
+    assert "1 tensor that forward moves to its inputs' dtype and device itself (table)" in check(cls, "TL901").summary
+
+
+def test_a_table_forward_does_not_move_is_still_left_behind(report, models):
+    cls = class_report(report, "StaleTable")
+    assert {(i.code, i.severity) for i in cls.issues} == {("TL901", "warning"), ("TL902", "error")}
+    assert {i.line for i in cls.issues} == {line_of(models, "self.table = torch.ones(1, length, dim)")}
+
+
+def test_a_guess_that_leaves_an_attention_with_all_zero_gradients_gives_way_to_its_callers_inputs(report):
+    cls = class_report(report, "WindowAttention")
+    assert cls.status == "verified" and cls.issues == [], cls.issues
+    assert "seen when WindowBlock.forward called it" in cls.inputs, cls.inputs
+    assert class_report(report, "WindowBlock").issues == []
+
+
+def test_constructor_parameters_read_by_more_names(report):
+    policy = class_report(report, "Policy")
+    assert policy.constructed_with["text"] == "Policy(state_dim=32, action_dim=32, max_action=1.0)", policy
+    assert policy.status == "verified" and policy.issues == []
+    fields = class_report(report, "FieldModel")
+    assert re.fullmatch(r"FieldModel\(field_dims=\[(\d+), \1\], embed_dim=\1, mlp_dims=\[\1, \1\], "
+                        r"dropouts=\[0\.0(, 0\.0)*\]\)", fields.constructed_with["text"]), fields
+    assert fields.status == "verified" and fields.issues == [], fields
+    # (2, 8) indices do not broadcast with the two fields' starts: resized to the size asked for
+    assert fields.inputs.startswith("(2, 2) int64 (resized: (2, 8) int64"), fields.inputs
+
+
+def test_a_cuda_default_is_built_on_the_cpu_without_cuda_and_a_step_argument_is_one_per_sample(report):
+    cls = class_report(report, "Denoiser")
+    assert cls.status == "verified" and cls.issues == [], cls
+    if not cuda_available():
+        assert cls.constructed_with["text"] == "Denoiser(device=cpu)", cls.constructed_with
+    assert "(2, 8) float32, (2,) float32" in cls.inputs and "t one time step per sample" in cls.inputs, cls.inputs
+
+
+def test_a_convolution_gets_the_dimensions_forward_unpacks(report):
+    cls = class_report(report, "FoldedConv")
+    assert cls.status == "verified" and cls.issues == [], cls
+    assert cls.inputs.startswith("(2, 1, 64) float32"), cls.inputs
