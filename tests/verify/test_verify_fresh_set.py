@@ -142,6 +142,29 @@ class FoldedConv(nn.Module):
         for conv in self.convs:
             x = torch.relu(conv(x))
         return x.flatten(1)
+
+
+class ConfiguredAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        assert config.n_embd % config.n_head == 0
+        self.qkv = nn.Linear(config.n_embd, 3 * config.n_embd)
+        self.drop = nn.Dropout(config.attn_pdrop)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return self.drop(torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v)
+
+
+class LambdaMixer(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.parts = nn.ModuleDict(dict(inner=nn.Linear(dim, dim), outer=nn.Linear(dim, dim)))
+        parts = self.parts
+        self.mix = lambda x: parts.outer(torch.relu(parts.inner(x)))
+
+    def forward(self, x):
+        return x + self.mix(x)
 '''
 
 
@@ -200,3 +223,16 @@ def test_a_convolution_gets_the_dimensions_forward_unpacks(report):
     cls = class_report(report, "FoldedConv")
     assert cls.status == "verified" and cls.issues == [], cls
     assert cls.inputs.startswith("(2, 1, 64) float32"), cls.inputs
+
+
+def test_a_config_parameter_gets_an_object_whose_attributes_are_made_up_by_name(report):
+    cls = class_report(report, "ConfiguredAttention")
+    assert cls.status == "verified" and cls.issues == [], cls
+    assert cls.constructed_with["text"] == "ConfiguredAttention(config=a config made up by its attribute names)"
+
+
+def test_layers_a_held_lambda_runs_are_used_by_forward(report):
+    cls = class_report(report, "LambdaMixer")
+    assert cls.status == "verified" and cls.issues == [], cls.issues
+    summary = check(cls, "TL903").summary
+    assert "never used" not in summary and "a function it holds, mix, runs its layers" in summary, summary

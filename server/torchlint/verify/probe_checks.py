@@ -7,6 +7,7 @@ Issue dicts are made by ``probe_support.new_issue``; where an attribute lives
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import math
 import re
@@ -629,6 +630,27 @@ def _nonzero(grad: Optional[torch.Tensor]) -> bool:
     return bool(grad.count_nonzero() > 0)
 
 
+def _held_by_functions(copied: nn.Module, original: nn.Module) -> Optional[str]:
+    """The attribute path of a function the copy holds (a lambda, a bound method, a partial) that
+    refers to a module of the original tree: deepcopy shares functions, so the copy's forward would
+    run the original's layers (``self.mlpf = lambda x: m.proj(x)`` with ``m = self.mlp``)."""
+    originals = {id(m) for m in original.modules()}
+    for prefix, module in copied.named_modules():
+        for name, value in list(vars(module).items()):
+            if name.startswith("_") or isinstance(value, (nn.Module, torch.Tensor)) or not callable(value):
+                continue
+            seen: List[object] = [getattr(value, "__self__", None), getattr(value, "func", None)]
+            seen += list(getattr(value, "args", None) or ()) if isinstance(value, functools.partial) else []
+            for cell in getattr(getattr(value, "func", value), "__closure__", None) or ():
+                try:
+                    seen.append(cell.cell_contents)
+                except ValueError:  # an empty cell
+                    continue
+            if any(isinstance(item, nn.Module) and id(item) in originals for item in seen):
+                return prefix + "." + name if prefix else name
+    return None
+
+
 class GradientRun:
     """Training as a loop runs it, on a copy: the optimizer built from the parameters before the
     first forward, then each step a fresh forward, a loss (a random projection of the outputs),
@@ -648,6 +670,12 @@ class GradientRun:
         except BaseException as exc:  # noqa: B902 - user objects may refuse to be copied
             self.model = model
             self.note = " (on the module itself: it cannot be deep-copied: %s)" % support.describe_exception(exc)
+        else:
+            held = _held_by_functions(self.model, model)
+            if held:  # the copy's lambdas would run the original's layers: the copy trains what forward never reads
+                self.model = model
+                self.note = " (on the module itself: a function it holds, %s, runs its layers and is " \
+                            "shared by a copy)" % held
         self.state = state_of(self.model)
         self.inputs = inputs
         self.run = run
