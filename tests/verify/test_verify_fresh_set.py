@@ -2,8 +2,9 @@
 planted-bugs benchmark): a position cache that forward moves to its inputs' device itself, a
 guess that fits but leaves an attention's parameters with all-zero gradients (a sequence of
 one), constructor parameters read by more of their names, a ``device="cuda"`` default on a
-machine without CUDA, a diffusion step argument, a guess an elementwise op resized, and the
-dimensions forward unpacks given to a convolution the data flow cannot reach. The models are
+machine without CUDA, a diffusion step argument, a guess an elementwise op resized, the
+dimensions forward unpacks given to a convolution the data flow cannot reach, a config object,
+a lambda that runs the module's layers, and an image size the constructor states. The models are
 written here. Each test fails on the code before this work; one child process for the file.
 """
 from __future__ import annotations
@@ -165,6 +166,19 @@ class LambdaMixer(nn.Module):
 
     def forward(self, x):
         return x + self.mix(x)
+
+
+class PatchNet(nn.Module):
+    def __init__(self, img_size=16, in_chans=3, patch=4, dim=12):
+        super().__init__()
+        self.patch = patch
+        self.proj = nn.Linear(in_chans * patch * patch, dim)
+        self.pos = nn.Parameter(torch.zeros(1, (img_size // patch) ** 2, dim))
+
+    def forward(self, x):
+        p = self.patch
+        patches = x.unfold(2, p, p).unfold(3, p, p).permute(0, 2, 3, 1, 4, 5).flatten(3).flatten(1, 2)
+        return self.proj(patches) + self.pos
 '''
 
 
@@ -236,3 +250,10 @@ def test_layers_a_held_lambda_runs_are_used_by_forward(report):
     assert cls.status == "verified" and cls.issues == [], cls.issues
     summary = check(cls, "TL903").summary
     assert "never used" not in summary and "a function it holds, mix, runs its layers" in summary, summary
+
+
+def test_an_image_model_without_a_convolution_gets_the_image_its_constructor_states(report):
+    cls = class_report(report, "PatchNet")
+    assert cls.status == "verified" and cls.issues == [], cls
+    assert cls.inputs.startswith("(2, 3, 16, 16) float32 (the image size and channels its constructor states"), \
+        cls.inputs

@@ -628,6 +628,41 @@ def _unpacks_three(model: nn.Module) -> bool:
     return False
 
 
+_IMAGE_SIZE = ("img_size", "image_size", "input_size", "img_res", "image_resolution", "input_resolution")
+_IMAGE_CHANNELS = ("in_chans", "in_channels", "in_c", "in_ch", "input_channels", "num_channels", "n_channels")
+
+
+def stated_image(model: nn.Module) -> Optional[Shape]:
+    """(batch, channels, height, width) when the module's constructor states an image size
+    (``img_size=32``, as the module holds it or as the signature's default), with its channels
+    (``in_chans``, ``in_c``; 3 when it says none): a vision model whose first layer is not a
+    convolution (patches cut by ``unfold``) takes that image. None when no size is stated."""
+    try:
+        defaults = {name: p.default for name, p in inspect.signature(type(model)).parameters.items()
+                    if p.default is not inspect.Parameter.empty}
+    except (TypeError, ValueError):
+        defaults = {}
+    held = vars(model)
+
+    def stated(names: Sequence[str]) -> Any:
+        for name in names:
+            value = held.get(name, defaults.get(name))
+            if value is not None:
+                return value
+        return None
+
+    size = stated(_IMAGE_SIZE)
+    if isinstance(size, int) and not isinstance(size, bool):
+        size = (size, size)
+    if not (isinstance(size, (tuple, list)) and len(size) == 2 and all(
+            isinstance(n, int) and not isinstance(n, bool) and 0 < n <= 1024 for n in size)):
+        return None
+    channels = stated(_IMAGE_CHANNELS)
+    if not (isinstance(channels, int) and not isinstance(channels, bool) and 0 < channels <= 64):
+        channels = 3
+    return (BATCH, channels, size[0], size[1])
+
+
 def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = ()) -> List[Guess]:
     """[(args, kwargs, description)]: every layer's stated input size in turn (not those in ``tried``:
     shapes already tried)."""
@@ -640,6 +675,13 @@ def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = 
     unpacked = flow[3].get(0) if flow is not None else None
     results: List[Guess] = []
     shapes = set(tried)
+    image = stated_image(model)
+    if image is not None and required == 1 and (image, None) not in shapes:
+        shapes.add((image, None))
+        torch.manual_seed(0)
+        args = (torch.randn(*image),)
+        results.append((args, {}, "%s (the image size and channels its constructor states, a candidate)" % (
+            support.describe(args, {}))))
     for name, layer in all_layers(model):
         need = need_of(layer, name)
         if need is None:
