@@ -4,7 +4,7 @@ guess that fits but leaves an attention's parameters with all-zero gradients (a 
 one), constructor parameters read by more of their names, a ``device="cuda"`` default on a
 machine without CUDA, a diffusion step argument, a guess an elementwise op resized, the
 dimensions forward unpacks given to a convolution the data flow cannot reach, a config object,
-a lambda that runs the module's layers, and an image size the constructor states. The models are
+a lambda that runs the module's layers, an image size and a frame size the constructor states. The models are
 written here. Each test fails on the code before this work; one child process for the file.
 """
 from __future__ import annotations
@@ -179,6 +179,18 @@ class PatchNet(nn.Module):
         p = self.patch
         patches = x.unfold(2, p, p).unfold(3, p, p).permute(0, 2, 3, 1, 4, 5).flatten(3).flatten(1, 2)
         return self.proj(patches) + self.pos
+
+
+class FrameEncoder(nn.Module):
+    def __init__(self, input_dim=20, dim=8):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, stride=2)
+        self.proj = nn.Linear(4 * ((input_dim - 3) // 2 + 1), dim)
+
+    def forward(self, inputs, input_lengths):
+        x = self.conv(inputs.unsqueeze(1))
+        b, c, t, f = x.shape
+        return self.proj(x.permute(0, 2, 1, 3).reshape(b, t, c * f)), (input_lengths - 3) // 2 + 1
 '''
 
 
@@ -256,4 +268,11 @@ def test_an_image_model_without_a_convolution_gets_the_image_its_constructor_sta
     cls = class_report(report, "PatchNet")
     assert cls.status == "verified" and cls.issues == [], cls
     assert cls.inputs.startswith("(2, 3, 16, 16) float32 (the image size and channels its constructor states"), \
+        cls.inputs
+
+
+def test_a_speech_encoder_gets_frames_of_the_feature_size_its_constructor_states_and_their_lengths(report):
+    cls = class_report(report, "FrameEncoder")
+    assert cls.status == "verified" and cls.issues == [], cls
+    assert cls.inputs.startswith("(2, 64, 20) float32, (2,) int64 (the feature size its constructor states"), \
         cls.inputs

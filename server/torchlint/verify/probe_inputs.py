@@ -663,6 +663,26 @@ def stated_image(model: nn.Module) -> Optional[Shape]:
     return (BATCH, channels, size[0], size[1])
 
 
+_FEATURE_SIZE = ("input_dim", "idim", "n_mels", "num_mels", "num_mel_bins", "feat_dim", "feature_dim")
+FRAMES = 64  # frames of a (batch, frames, features) sequence: enough that strided front ends leave several
+LENGTHS = re.compile(r"^(\w+_)?(lengths|lens)$")  # a (batch,) tensor of each sequence's length
+
+
+def stated_frames(model: nn.Module) -> Optional[Shape]:
+    """(batch, FRAMES, features) when the constructor states the size of each frame of its input
+    (``input_dim=80`` mel bins, as speech encoders take them), as held or as the default."""
+    try:
+        defaults = {name: p.default for name, p in inspect.signature(type(model)).parameters.items()
+                    if p.default is not inspect.Parameter.empty}
+    except (TypeError, ValueError):
+        defaults = {}
+    for name in _FEATURE_SIZE:
+        value = vars(model).get(name, defaults.get(name))
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 4096:
+            return (BATCH, FRAMES, value)
+    return None
+
+
 def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = ()) -> List[Guess]:
     """[(args, kwargs, description)]: every layer's stated input size in turn (not those in ``tried``:
     shapes already tried)."""
@@ -682,6 +702,17 @@ def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = 
         args = (torch.randn(*image),)
         results.append((args, {}, "%s (the image size and channels its constructor states, a candidate)" % (
             support.describe(args, {}))))
+    frames = stated_frames(model)
+    if frames is not None and (frames, None) not in shapes:
+        shapes.add((frames, None))
+        names = (forward_signature(model) or ([], 0))[0]
+        torch.manual_seed(0)
+        first = torch.randn(*frames)
+        args = (first,) + tuple(
+            torch.full((BATCH,), frames[1], dtype=torch.int64) if LENGTHS.match(name) else torch.randn(*frames)
+            for name in names[1:required])
+        results.append((args, {}, "%s (the feature size its constructor states, over %d frames, a candidate)" % (
+            support.describe(args, {}), frames[1])))
     for name, layer in all_layers(model):
         need = need_of(layer, name)
         if need is None:
