@@ -265,8 +265,8 @@ def _value(parameter: inspect.Parameter, hints: Dict[str, Any], size: Tuple[int,
         return _NOTHING
     if kind in ("none", "unknown") and _CONFIG.search(name):
         return MadeUpConfig(size)
-    if kind == "none" and _SIZES.search(name):
-        return _list_for(name, float if "drop" in name else None, size)
+    if kind == "none" and _SIZES.search(name):  # a width per layer (or a dropout per layer)
+        return [_float_for(name)] * size[2] if "drop" in name else [size[0]] * 2
     if kind == "none" and _FEW.search(name):
         return 2
     if kind == "none" and _INDEX.search(name):
