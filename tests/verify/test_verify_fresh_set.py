@@ -4,7 +4,8 @@ guess that fits but leaves an attention's parameters with all-zero gradients (a 
 one), constructor parameters read by more of their names, a ``device="cuda"`` default on a
 machine without CUDA, a diffusion step argument, a guess an elementwise op resized, the
 dimensions forward unpacks given to a convolution the data flow cannot reach, a config object,
-a lambda that runs the module's layers, an image size and a frame size the constructor states. The models are
+a lambda that runs the module's layers, an image size and a frame size the constructor states, and
+a graph layer's features (its weight's size) with a square adjacency. The models are
 written here. Each test fails on the code before this work; one child process for the file.
 """
 from __future__ import annotations
@@ -191,6 +192,18 @@ class FrameEncoder(nn.Module):
         x = self.conv(inputs.unsqueeze(1))
         b, c, t, f = x.shape
         return self.proj(x.permute(0, 2, 1, 3).reshape(b, t, c * f)), (input_lengths - 3) // 2 + 1
+
+
+class NodeAttention(nn.Module):
+    def __init__(self, in_features=12, out_features=6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_features, out_features) * 0.1)
+        self.bias = nn.Parameter(torch.zeros(out_features))
+
+    def forward(self, h, adj):
+        wh = torch.mm(h, self.weight)
+        scores = (wh @ wh.t()).masked_fill(adj <= 0, -1e9)
+        return torch.softmax(scores, dim=1) @ wh + self.bias
 '''
 
 
@@ -276,3 +289,10 @@ def test_a_speech_encoder_gets_frames_of_the_feature_size_its_constructor_states
     assert cls.status == "verified" and cls.issues == [], cls
     assert cls.inputs.startswith("(2, 64, 20) float32, (2,) int64 (the feature size its constructor states"), \
         cls.inputs
+
+
+def test_a_graph_layer_gets_features_its_weight_takes_and_a_square_adjacency(report):
+    cls = class_report(report, "NodeAttention")
+    assert cls.status == "verified" and not [i for i in cls.issues if i.severity != "info"], cls
+    assert cls.inputs.startswith("(2, 12) float32, (2, 2) float32 (resized: (2, 12) float32, (2, 12) float32 "
+                                 "(guessed from weight (a 12 x 6 parameter forward multiplies by)"), cls.inputs

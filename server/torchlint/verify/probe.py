@@ -741,8 +741,7 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
                     raise
                 # guessed inputs that do not fit
                 misfits.append((support.describe(*inputs), _rejected_by(gradients.model, cls, failure), failure.error))
-                repaired = _resized(args, kwargs, failure.error) if len(misfits) <= MAX_RESIZED else None
-                if repaired is not None:
+                for repaired in _resized(args, kwargs, failure.error) if len(misfits) <= MAX_RESIZED else []:
                     candidates.append((*repaired, "%s (resized: %s)" % (support.describe(*repaired), description),
                                        False))
                 continue
@@ -763,7 +762,9 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
             report[WEAK_INPUTS] = bool(gradients.all_zero()) and not trusted
             result.phase("step", name)
             add("TL903", *gradients.tl903())
-            add("TL904", *gradients.tl904())
+            # All-zero gradients under the only guess that fit may be the guess's: information. Under
+            # two guesses that fit (or inputs meant for it) they are the module's: a warning.
+            add("TL904", *gradients.tl904(guessed=not trusted and len(fitted) < 2))
             add("TL906", *gradients.tl906())
             if gradients.failure is not None:
                 report["issues"].append(gradients.failure)
@@ -789,23 +790,46 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
 
 
 MAX_MISFIT_GROUPS = 3
-MAX_RESIZED = 3  # guesses resized to the size an elementwise op asked for (the first misfits only)
+MAX_RESIZED = 3  # guesses resized to the size an elementwise op asked for (after the first misfits only; per misfit: 1 + this)
 _SIZE_MISMATCH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
 
 
 def _resized(args: Tuple[Any, ...], kwargs: Dict[str, Any], error: str
-             ) -> Optional[Tuple[Tuple[Any, ...], Dict[str, Any]]]:
+             ) -> List[Tuple[Tuple[Any, ...], Dict[str, Any]]]:
     """The guessed inputs again with each dimension (but the batch's) of the size an elementwise op
     rejected given the size it wanted: ``x + self.offsets`` on (2, 8) indices with 2 fields says
-    "The size of tensor a (8) must match the size of tensor b (2)", and (2, 2) fits. None: no such error."""
-    import torch
+    "The size of tensor a (8) must match the size of tensor b (2)", and (2, 2) fits. All the
+    tensors so changed first, then each one alone (a graph's (2, 32) features stay, its adjacency
+    becomes (2, 2)). [] without such an error."""
 
     match = _SIZE_MISMATCH.search(error)
     if match is None:
-        return None
-    have, want = int(match.group(1)), int(match.group(2))
-    if have == want or want < 1:
-        return None
+        return []
+    a, b = int(match.group(1)), int(match.group(2))
+    if a == b or min(a, b) < 1:
+        return []
+    found: List[Tuple[Tuple[Any, ...], Dict[str, Any]]] = []
+    positions: List[object] = [None] + list(range(len(args))) + list(kwargs)
+    for have, want in ((a, b), (b, a)):  # (which of the two is the input's the message does not say)
+        for only in positions:
+            one = _resized_inputs(args, kwargs, have, want, only)
+            if one is not None and not any(_same_shapes(one, other) for other in found):
+                found.append(one)
+    return found[:1 + MAX_RESIZED]
+
+
+def _same_shapes(a: Tuple[Tuple[Any, ...], Dict[str, Any]], b: Tuple[Tuple[Any, ...], Dict[str, Any]]) -> bool:
+    def shapes(inputs: Tuple[Tuple[Any, ...], Dict[str, Any]]) -> List[Any]:
+        return [tuple(getattr(v, "shape", ())) for v in list(inputs[0]) + list(inputs[1].values())]
+    return shapes(a) == shapes(b)
+
+
+def _resized_inputs(args: Tuple[Any, ...], kwargs: Dict[str, Any], have: int, want: int, only: object
+                    ) -> Optional[Tuple[Tuple[Any, ...], Dict[str, Any]]]:
+    """The inputs with ``have``-sized dimensions made ``want``-sized: in every tensor (``only`` None)
+    or in the one at that position or keyword."""
+    import torch
+
     changed = [False]
 
     def resize(value: Any) -> Any:
@@ -823,7 +847,8 @@ def _resized(args: Tuple[Any, ...], kwargs: Dict[str, Any], error: str
         low, high = (int(value.min()), int(value.max()) + 1) if value.numel() else (0, 1)
         return torch.randint(low, max(high, low + 1), tuple(shape), dtype=value.dtype)
 
-    new_args, new_kwargs = tuple(resize(a) for a in args), {k: resize(v) for k, v in kwargs.items()}
+    new_args = tuple(resize(a) if only is None or only == i else a for i, a in enumerate(args))
+    new_kwargs = {k: resize(v) if only is None or only == k else v for k, v in kwargs.items()}
     return (new_args, new_kwargs) if changed[0] else None
 MAX_ZERO_RETRIES = 2  # more guesses tried when the inputs that fit leave parameters with all-zero gradients
 WEAK_INPUTS = "weak_inputs"  # a class report's key (never read by the parent): see run_gradients

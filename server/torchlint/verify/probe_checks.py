@@ -922,7 +922,8 @@ class GradientRun:
             summary = "%s not in parameters() when the optimizer was built" % count(len(self.born), "parameter")
         return issues, summary
 
-    def tl904(self) -> Tuple[List[JsonObject], str]:
+    def tl904(self, guessed: bool = False) -> Tuple[List[JsonObject], str]:
+        """``guessed``: the inputs are torchlint's only guess that fit, not the code's or the user's."""
         state = self.state
         unchanged = [(h.holder, h.path, describe_tensor(h.tensor)) for h in self.unchanged]
         issues = state.issues(
@@ -951,13 +952,17 @@ class GradientRun:
                 no_grad += 1
                 continue
             dead.append((holder, name, id(p) in self.got_grad))
+        # All-zero gradients under the only inputs torchlint could guess may be the guess's (a softmax
+        # over one node or one position): information, not a warning; no gradient at all is the graph's.
         issues += state.issues(
-            "TL904", dead, SEVERITY_WARNING,
-            lambda paths, details: "%s got %s in any of %s, so %s: %s" % (
+            "TL904", dead, lambda details: SEVERITY_INFO if guessed and all(details) else SEVERITY_WARNING,
+            lambda paths, details: "%s got %s in any of %s, so %s: %s%s" % (
                 listing(paths), "only all-zero gradients" if all(details) else "no gradient",
                 count(self.steps, "optimizer step"), "it never trains" if len(paths) == 1 else "they never train",
                 "multiplied by zero, or behind a gate that stays zero?" if all(details) else
-                "not used in forward, or cut from the graph by .detach() / .data?"))
+                "not used in forward, or cut from the graph by .detach() / .data?",
+                " (with inputs torchlint guessed, which may be what leaves them at zero: give inputs to be sure)"
+                if guessed and all(details) else ""))
         issues += state.issues(
             "TL904", [(split_path(expert), expert, names) for expert, names in idle.items()], SEVERITY_INFO,
             lambda paths, details: "%s got no gradient with these inputs: routing sent %s no tokens "

@@ -404,6 +404,8 @@ class Flow:
             return self.call(node)
         if isinstance(node, ast.BinOp):
             left, right = self.visit(node.left), self.visit(node.right)
+            if isinstance(node.op, ast.MatMult) and left is not None:
+                self._times_parameter(left, node.right)
             return left if left is not None else right
         if isinstance(node, ast.IfExp):
             self.visit(node.test)
@@ -441,6 +443,8 @@ class Flow:
                     isinstance(base, ast.Attribute) and base.attr in _TORCH_NAMES):
                 if func.attr in ("cat", "concat", "concatenate") and node.args:
                     return self._concatenated(node)
+                if func.attr in ("mm", "matmul") and len(node.args) == 2 and carried_args[0] is not None:
+                    self._times_parameter(carried_args[0], node.args[1])
                 return first if func.attr in _CARRY_FUNCTIONS else None
             receiver = self.visit(base)
             if receiver is not None:
@@ -450,6 +454,18 @@ class Flow:
             return first
         self.visit(func)
         return None
+
+    def _times_parameter(self, carried: int, other: ast.expr) -> None:
+        """``torch.mm(h, self.W)`` / ``h @ self.W`` with a 2-D parameter of the module: h's last
+        size is the parameter's first (a graph layer's weight, used without nn.Linear)."""
+        if not (isinstance(other, ast.Attribute) and isinstance(other.value, ast.Name)
+                and other.value.id == self.self_name):
+            return
+        weight = vars(self.owner).get("_parameters", {}).get(other.attr) if hasattr(self.owner, "__dict__") else None
+        if isinstance(weight, torch.Tensor) and weight.dim() == 2:
+            label = "%s (a %d x %d parameter forward multiplies by)" % (
+                ".".join(filter(None, (self.path, other.attr))), weight.shape[0], weight.shape[1])
+            self.found.setdefault(carried, Need(label, last=(int(weight.shape[0]),)))
 
     def _concatenated(self, node: ast.Call) -> Optional[int]:
         """torch.cat([cls, x], dim=1): the width of x, unless it concatenates along the last axis."""
