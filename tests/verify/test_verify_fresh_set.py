@@ -200,10 +200,23 @@ class NodeAttention(nn.Module):
         self.weight = nn.Parameter(torch.randn(in_features, out_features) * 0.1)
         self.bias = nn.Parameter(torch.zeros(out_features))
 
-    def forward(self, h, adj):
+    def forward(self, h, links):
         wh = torch.mm(h, self.weight)
-        scores = (wh @ wh.t()).masked_fill(adj <= 0, -1e9)
+        scores = (wh @ wh.t()).masked_fill(links <= 0, -1e9)
         return torch.softmax(scores, dim=1) @ wh + self.bias
+
+
+class EdgeLayer(nn.Module):
+    def __init__(self, in_features=10, out_features=4):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_features, out_features) * 0.1)
+        self.score = nn.Parameter(torch.randn(2 * out_features) * 0.1)
+
+    def forward(self, x, adj):
+        wx = x @ self.weight
+        edges = adj.nonzero().t()
+        weights = torch.exp(-torch.relu(torch.cat([wx[edges[0]], wx[edges[1]]], dim=1) @ self.score))
+        return torch.zeros_like(wx).index_add(0, edges[0], weights.unsqueeze(1) * wx[edges[1]])
 '''
 
 
@@ -296,3 +309,11 @@ def test_a_graph_layer_gets_features_its_weight_takes_and_a_square_adjacency(rep
     assert cls.status == "verified" and not [i for i in cls.issues if i.severity != "info"], cls
     assert cls.inputs.startswith("(2, 12) float32, (2, 2) float32 (resized: (2, 12) float32, (2, 12) float32 "
                                  "(guessed from weight (a 12 x 6 parameter forward multiplies by)"), cls.inputs
+
+
+def test_an_argument_named_adj_is_a_square_adjacency_of_the_nodes(report):
+    cls = class_report(report, "EdgeLayer")
+    assert cls.status == "verified" and cls.issues == [], cls
+    assert cls.inputs.startswith("(2, 10) float32, (2, 2) float32 (guessed from weight (a 10 x 4 parameter "
+                                 "forward multiplies by), the first layer forward applies to x; adj an adjacency "
+                                 "of the 2 nodes)"), cls.inputs

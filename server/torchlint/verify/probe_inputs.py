@@ -588,6 +588,11 @@ def _lengths(model: nn.Module, need: Need) -> List[int]:
 TIME_STEP = re.compile(r"^(t|ts|time|times|timesteps?|time_steps?|steps?|sigmas?|noise_levels?|noise_labels?)$")
 
 
+# A later argument named as graph layers name the adjacency matrix, with node features of
+# (nodes, features) first: (nodes, nodes), every entry positive (each node sees every node).
+ADJACENCY = re.compile(r"^(adj|adjacency|adj_?mat(rix)?|a_hat)$")
+
+
 def dataflow_inputs(model: nn.Module) -> List[Guess]:
     """[(args, kwargs, description)] from the first layer forward applies to each tensor argument."""
     found = first_layers(model)
@@ -614,6 +619,9 @@ def dataflow_inputs(model: nn.Module) -> List[Guess]:
             elif TIME_STEP.match(names[index]) and shape:  # a diffusion model's step: one per sample
                 tensors.append(torch.randint(0, 1000, (shape[0],)).float())
                 notes.append("%s one time step per sample" % names[index])
+            elif ADJACENCY.match(names[index]) and len(shape) == 2:  # a graph's: nodes are the first axis
+                tensors.append(torch.rand(shape[0], shape[0]))
+                notes.append("%s an adjacency of the %d nodes" % (names[index], shape[0]))
             else:  # nothing says: shaped like the first argument
                 tensors.append(_make(first, shape, kind) if kind != "indices" else torch.randn(*shape))
                 notes.append("%s shaped like %s" % (names[index], names[0]))
