@@ -4,8 +4,9 @@ guess that fits but leaves an attention's parameters with all-zero gradients (a 
 one), constructor parameters read by more of their names, a ``device="cuda"`` default on a
 machine without CUDA, a diffusion step argument, a guess an elementwise op resized, the
 dimensions forward unpacks given to a convolution the data flow cannot reach, a config object,
-a lambda that runs the module's layers, an image size and a frame size the constructor states, and
-a graph layer's features (its weight's size) with a square adjacency. The models are
+a lambda that runs the module's layers, an image size and a frame size the constructor states, a graph
+layer's features (its weight's size) with a square adjacency, a residual block's expansion, and
+an argument forward allows to be None. The models are
 written here. Each test fails on the code before this work; one child process for the file.
 """
 from __future__ import annotations
@@ -217,6 +218,32 @@ class EdgeLayer(nn.Module):
         edges = adj.nonzero().t()
         weights = torch.exp(-torch.relu(torch.cat([wx[edges[0]], wx[edges[1]]], dim=1) @ self.score))
         return torch.zeros_like(wx).index_add(0, edges[0], weights.unsqueeze(1) * wx[edges[1]])
+
+
+class WideBottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, inplanes, planes):
+        super().__init__()
+        self.reduce = nn.Conv2d(inplanes, planes, 1)
+        self.expand = nn.Conv2d(planes, planes * self.expansion, 1)
+
+    def forward(self, x):
+        return torch.relu(x + self.expand(torch.relu(self.reduce(x))))
+
+
+class LabelledDenoiser(nn.Module):
+    def __init__(self, dim=8, num_classes=None):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        if num_classes is not None:
+            self.labels = nn.Embedding(num_classes, dim)
+
+    def forward(self, x, t, y):
+        h = self.fc(x) + t.unsqueeze(-1)
+        if y is not None:
+            h = h + self.labels(y)
+        return h
 '''
 
 
@@ -317,3 +344,15 @@ def test_an_argument_named_adj_is_a_square_adjacency_of_the_nodes(report):
     assert cls.inputs.startswith("(2, 10) float32, (2, 2) float32 (guessed from weight (a 10 x 4 parameter "
                                  "forward multiplies by), the first layer forward applies to x; adj an adjacency "
                                  "of the 2 nodes)"), cls.inputs
+
+
+def test_a_residual_block_that_states_its_expansion_gets_matching_made_up_planes(report):
+    cls = class_report(report, "WideBottleneck")
+    assert cls.constructed_with["text"] == "WideBottleneck(inplanes=128, planes=32)", cls.constructed_with
+    assert cls.status == "verified" and cls.issues == [], cls
+
+
+def test_an_argument_forward_tests_against_none_is_also_tried_as_none(report):
+    cls = class_report(report, "LabelledDenoiser")
+    assert cls.status == "verified" and cls.issues == [], cls
+    assert "(2, 8) float32, (2,) float32, NoneType" in cls.inputs and "y None, as forward allows" in cls.inputs

@@ -318,11 +318,28 @@ def synthesize(cls: type, build: Callable[[type, Dict[str, Any]], Any],
             continue
         if not kwargs:
             continue
+        _expanded(cls, kwargs)
         text = repr(sorted(kwargs.items(), key=lambda item: item[0]))
         if text not in texts:
             texts.append(text)
             found.append(kwargs)
     return found
+
+
+_IN_PLANES = ("inplanes", "in_planes", "inp_planes")
+
+
+def _expanded(cls: type, kwargs: Dict[str, Any]) -> None:
+    """A residual block that states an ``expansion`` (ResNet's Bottleneck: 4) adds its input to an
+    output of ``planes * expansion`` channels when nothing downsamples: made-up in-planes match."""
+    expansion = getattr(cls, "expansion", None)
+    planes = kwargs.get("planes")
+    if not (isinstance(expansion, int) and not isinstance(expansion, bool) and expansion > 1
+            and isinstance(planes, int)):
+        return
+    for name in _IN_PLANES:
+        if isinstance(kwargs.get(name), int):
+            kwargs[name] = planes * expansion
 
 
 def unfillable(cls: type, is_module: Callable[[type], bool]) -> List[str]:

@@ -605,6 +605,7 @@ def dataflow_inputs(model: nn.Module) -> List[Guess]:
         return []
     first = needs[0]
     options = first.shapes(ndim.get(0), _lengths(model, first))
+    checked = _none_checked(model)
     results: List[Guess] = []  # (args, kwargs, how they were made)
     for shape, kind in options:
         torch.manual_seed(0)
@@ -627,7 +628,26 @@ def dataflow_inputs(model: nn.Module) -> List[Guess]:
                 notes.append("%s shaped like %s" % (names[index], names[0]))
         args = tuple(tensors)
         results.append((args, {}, "%s (guessed from %s)" % (support.describe(args, {}), "; ".join(notes))))
+        # An argument forward tests against None (``if y is not None: t += self.label_emb(y)``) and
+        # no layer reads: also tried as None (a model built without what it would feed).
+        optional = [index for index in range(1, required) if index not in needs and names[index] in checked]
+        if optional:
+            variant = tuple(None if index in optional else value for index, value in enumerate(args))
+            results.append((variant, {}, "%s (guessed from %s; %s None, as forward allows)" % (
+                support.describe(variant, {}), "; ".join(notes[:1]), ", ".join(names[i] for i in optional))))
     return results
+
+
+def _none_checked(model: nn.Module) -> Set[str]:
+    """The names forward compares with None (``x is None`` / ``x is not None``)."""
+    node = _function_tree(getattr(type(model), "forward", None))
+    found: Set[str] = set()
+    for compare in ast.walk(node) if node is not None else ():
+        if isinstance(compare, ast.Compare) and isinstance(compare.left, ast.Name) and len(compare.ops) == 1 \
+                and isinstance(compare.ops[0], (ast.Is, ast.IsNot)) and isinstance(compare.comparators[0], ast.Constant) \
+                and compare.comparators[0].value is None:
+            found.add(compare.left.id)
+    return found
 
 
 def _unpacks_three(model: nn.Module) -> bool:
