@@ -244,6 +244,16 @@ class LabelledDenoiser(nn.Module):
         if y is not None:
             h = h + self.labels(y)
         return h
+
+
+class Spectrogram(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, stride=2)
+
+    def forward(self, features, feature_lengths):
+        x = self.conv(features.unsqueeze(1))
+        return x.flatten(2).mean(-1), torch.div(feature_lengths, 2, rounding_mode="floor")
 '''
 
 
@@ -356,3 +366,10 @@ def test_an_argument_forward_tests_against_none_is_also_tried_as_none(report):
     cls = class_report(report, "LabelledDenoiser")
     assert cls.status == "verified" and cls.issues == [], cls
     assert "(2, 8) float32, (2,) float32, NoneType" in cls.inputs and "y None, as forward allows" in cls.inputs
+
+
+def test_a_single_channel_convolution_of_an_unsqueezed_argument_takes_one_axis_less(report):
+    cls = class_report(report, "Spectrogram")
+    assert cls.status == "verified" and cls.issues == [], cls
+    assert cls.inputs.startswith("(2, 64, 64) float32, (2,) int64 (guessed from conv = Conv2d(in_channels=1)"), \
+        cls.inputs

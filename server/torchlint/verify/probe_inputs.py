@@ -620,6 +620,9 @@ def dataflow_inputs(model: nn.Module) -> List[Guess]:
             elif TIME_STEP.match(names[index]) and shape:  # a diffusion model's step: one per sample
                 tensors.append(torch.randint(0, 1000, (shape[0],)).float())
                 notes.append("%s one time step per sample" % names[index])
+            elif LENGTHS.match(names[index]) and len(shape) >= 2:  # each sequence's length: all of it
+                tensors.append(torch.full((shape[0],), shape[1], dtype=torch.int64))
+                notes.append("%s the length of each sequence" % names[index])
             elif ADJACENCY.match(names[index]) and len(shape) == 2:  # a graph's: nodes are the first axis
                 tensors.append(torch.rand(shape[0], shape[0]))
                 notes.append("%s an adjacency of the %d nodes" % (names[index], shape[0]))
@@ -636,6 +639,15 @@ def dataflow_inputs(model: nn.Module) -> List[Guess]:
             results.append((variant, {}, "%s (guessed from %s; %s None, as forward allows)" % (
                 support.describe(variant, {}), "; ".join(notes[:1]), ", ".join(names[i] for i in optional))))
     return results
+
+
+def _unsqueezed(model: nn.Module, name: str) -> bool:
+    """Does forward call ``<name>.unsqueeze(1)``?"""
+    node = _function_tree(getattr(type(model), "forward", None))
+    return node is not None and any(
+        isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "unsqueeze"
+        and isinstance(call.func.value, ast.Name) and call.func.value.id == name and len(call.args) == 1
+        and isinstance(call.args[0], ast.Constant) and call.args[0].value == 1 for call in ast.walk(node))
 
 
 def _none_checked(model: nn.Module) -> Set[str]:
@@ -737,6 +749,7 @@ def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = 
     # data flow lost it on the way to a layer (a view, a pad): a convolution then gets that many.
     flow = first_layers(model)
     unpacked = flow[3].get(0) if flow is not None else None
+    names = (forward_signature(model) or ([], 0))[0]
     results: List[Guess] = []
     shapes = set(tried)
     image = stated_image(model)
@@ -749,7 +762,6 @@ def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = 
     frames = stated_frames(model)
     if frames is not None and (frames, None) not in shapes:
         shapes.add((frames, None))
-        names = (forward_signature(model) or ([], 0))[0]
         torch.manual_seed(0)
         first = torch.randn(*frames)
         args = (first,) + tuple(
@@ -770,6 +782,10 @@ def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = 
             for dims in ([unpacked - 2] if unpacked and unpacked >= 2 else need.spatial):
                 sizes: List[Shape] = [()] if dims == 0 else table.get(dims, [])
                 options += [((BATCH, need.channels) + size, None) for size in sizes]
+            if need.channels == 1 and names and _unsqueezed(model, names[0]):
+                # ``self.conv(x.unsqueeze(1))``: the channel axis is added, so x has one axis less
+                # (a (batch, frames, features) spectrogram into a single-channel convolution).
+                options = [((BATCH,) + shape[2:], kind) for shape, kind in options if len(shape) > 2] + options
         elif need.last is not None and len(need.last) == 1 and three:
             options = need.shapes(3, _lengths(model, need)) + need.shapes(2)
         else:
@@ -780,7 +796,9 @@ def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = 
                 continue
             shapes.add(key)
             torch.manual_seed(0)
-            args = tuple(_make(need, shape, kind) for _ in range(required))
+            args = tuple(torch.full((BATCH,), shape[1], dtype=torch.int64)
+                         if index and index < len(names) and LENGTHS.match(names[index]) and len(shape) > 1
+                         else _make(need, shape, kind) for index in range(required))
             results.append((args, {}, "%s (guessed from %s, a candidate)" % (support.describe(args, {}), need.label)))
             if len(results) >= MAX_CANDIDATES:
                 return results
