@@ -639,7 +639,7 @@ def verify_class(cls: Type[nn.Module], request: ProbeRequest, user_module: Modul
             run("moving %s with .to(torch.float64)" % name, model.to, torch.float64)
             left = checks.check_device(state_of(model), device, True)
             if left and inputs is not None:
-                left = _left_after_forward(model, inputs, left, run, state_of, device, report, state)
+                left = _left_after_forward(model, inputs, left, run, state_of, device, report, state, rebuilt)
             add("TL902", left, "CPU run: model.to(torch.float64) stood in for model.to(device)")
     finally:
         # What forward showed it rebuilds from registered parameters settles TL901 and TL902.
@@ -648,11 +648,12 @@ def verify_class(cls: Type[nn.Module], request: ProbeRequest, user_module: Modul
 
 def _left_after_forward(model: nn.Module, inputs: Tuple[Any, Any], left: List[JsonObject], run: Run,
                         state_of: Callable[[nn.Module], probe_checks.State], device: torch.device,
-                        report: JsonObject, state: probe_checks.State) -> List[JsonObject]:
+                        report: JsonObject, state: probe_checks.State, rebuilt: Set[str]) -> List[JsonObject]:
     """TL902 after one forward of the moved module on inputs moved likewise: a plain tensor that
-    forward itself replaces with one on its inputs' dtype and device (a cache such as a position
-    table, ``if self.pe.device != x.device: self.pe = self.pe.to(x.device)``) is not left behind,
-    and, not trainable, not a registration bug either (TL901 withdraws it)."""
+    forward itself replaces with the same values on its inputs' dtype and device (a cache such as
+    a position table, ``if self.pe.device != x.device: self.pe = self.pe.to(x.device)``) is not
+    left behind, and, not trainable, not a registration bug either (TL901 withdraws it). A tensor
+    forward updates (a running memory) is state: still reported. ``rebuilt``: settled elsewhere."""
     import torch
 
     if TYPE_CHECKING:
@@ -660,17 +661,22 @@ def _left_after_forward(model: nn.Module, inputs: Tuple[Any, Any], left: List[Js
     else:
         checks = sys.modules["torchlint_probe_checks"]
     args, kwargs = inputs
+    paths = {path for issue in left for path in issue.get("paths") or []} - set(rebuilt)
+    before = {held.path: held.tensor for held in state_of(model).held if held.path in paths}
     try:
         with torch.no_grad():
             run("forward", model, *_to_float64(args), **_to_float64(kwargs))
     except UserError:
         return left  # (a forward that fails on the moved inputs shows what was left behind)
-    after = checks.check_device(state_of(model), device, True)
-    still = {path for issue in after for path in issue.get("paths") or []}
-    followed = {path for issue in left for path in issue.get("paths") or []} - still
-    if followed:
-        checks.settle_followed(report, state, followed)
-    return after
+    after = {held.path: held.tensor for held in state_of(model).held if held.path in before}
+    # Moved, not changed: the same values on the inputs' dtype (a state forward updates is state).
+    followed = {path for path, old in before.items() if path in after and after[path] is not old
+                and after[path].dtype == torch.float64 and after[path].shape == old.shape
+                and torch.equal(old.detach().to(torch.float64), after[path].detach())}
+    if not followed:
+        return left
+    checks.settle_followed(report, state, followed)
+    return checks.check_device(state_of(model), device, True)
 
 
 def _to_float64(value: Any, depth: int = 0) -> Any:
