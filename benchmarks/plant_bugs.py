@@ -160,6 +160,26 @@ def _parameter_sites(cls: ast.ClassDef) -> List[Tuple[str, ast.stmt, ast.Call]]:
     return sites
 
 
+# What a plain list / dict has: a container plant whose __init__ then calls anything else on it
+# (``self.convs.apply(init_weights)``, ``self.transformer.parameters()``) crashes the construction,
+# a bug no user ships silently: such sites are not planted.
+_PLAIN_METHODS = {"modulelist-as-list": set(dir(list)), "sequential-as-list": set(dir(list)),
+                  "moduledict-as-dict": set(dir(dict))}
+
+
+def _constructs_with(init: ast.FunctionDef, self_name: str, attribute: str, kind: str, after: int) -> bool:
+    """Does __init__, after line ``after``, use self.<attribute> only in ways the plain container allows?"""
+    allowed = _PLAIN_METHODS.get(kind)
+    if allowed is None:
+        return True
+    for node in ast.walk(init):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+                and isinstance(node.value.value, ast.Name) and node.value.value.id == self_name
+                and node.value.attr == attribute and node.lineno > after and node.attr not in allowed):
+            return False
+    return True
+
+
 def _plant_in_init(cls: ast.ClassDef, kind: str, source: Source) -> Optional[Plant]:
     init = _method(cls, "__init__")
     self_name = _self_name(init) if init else None
@@ -199,6 +219,8 @@ def _plant_in_init(cls: ast.ClassDef, kind: str, source: Source) -> Optional[Pla
                 source.replace(call, "(%s).requires_grad_()" % source.segment(call.args[0]))
             return Plant(kind, cls.name, attribute, *span)
         if call.keywords or any(isinstance(arg, ast.Starred) for arg in call.args) and kind != "sequential-as-list":
+            continue
+        if not _constructs_with(init, self_name, attribute, kind, statement.end_lineno or statement.lineno):
             continue
         if kind == "modulelist-as-list" and called == "ModuleList" and len(call.args) <= 1:
             source.replace(call, "list(%s)" % source.segment(call.args[0]) if call.args else "[]")

@@ -91,3 +91,12 @@ def test_the_forward_kinds_rewrap_or_detach_a_parameter_in_forward():
 
 def test_a_file_without_sites_has_no_twin():
     assert plant_bugs.plant("import torch\n\nx = 1\n", "buffer-as-attribute") == ("import torch\n\nx = 1\n", [])
+
+
+def test_a_container_the_constructor_then_uses_as_a_module_is_not_planted():
+    source = SOURCE.replace("        self.heads = nn.ModuleDict",
+                            "        self.layers.apply(lambda m: None)\n        self.heads = nn.ModuleDict")
+    text, plants = plant_bugs.plant(source, "modulelist-as-list")
+    assert plants == [] and text == source  # a plain list has no .apply: the twin would not even build
+    _, plants = plant_bugs.plant(source, "moduledict-as-dict")
+    assert [p.attribute for p in plants] == ["heads"]

@@ -5,8 +5,8 @@ one), constructor parameters read by more of their names, a ``device="cuda"`` de
 machine without CUDA, a diffusion step argument, a guess an elementwise op resized, the
 dimensions forward unpacks given to a convolution the data flow cannot reach, a config object,
 a lambda that runs the module's layers, an image size and a frame size the constructor states, a graph
-layer's features (its weight's size) with a square adjacency, a residual block's expansion, and
-an argument forward allows to be None. The models are
+layer's features (its weight's size) with a square adjacency, a residual block's expansion,
+an argument forward allows to be None, an unsqueezed spectrogram, and a kernel's own size. The models are
 written here. Each test fails on the code before this work; one child process for the file.
 """
 from __future__ import annotations
@@ -254,6 +254,15 @@ class Spectrogram(nn.Module):
     def forward(self, features, feature_lengths):
         x = self.conv(features.unsqueeze(1))
         return x.flatten(2).mean(-1), torch.div(feature_lengths, 2, rounding_mode="floor")
+
+
+class PairKernel(nn.Module):
+    def __init__(self, dim=6):
+        super().__init__()
+        self.kernel = nn.Parameter(torch.randn(dim, dim) * 0.1)
+
+    def forward(self, x):
+        return torch.einsum("bnd,de,bne->bn", x, self.kernel, x)
 '''
 
 
@@ -373,3 +382,9 @@ def test_a_single_channel_convolution_of_an_unsqueezed_argument_takes_one_axis_l
     assert cls.status == "verified" and cls.issues == [], cls
     assert cls.inputs.startswith("(2, 64, 64) float32, (2,) int64 (guessed from conv = Conv2d(in_channels=1)"), \
         cls.inputs
+
+
+def test_a_module_without_layers_gets_the_last_size_of_its_own_parameter(report):
+    cls = class_report(report, "PairKernel")
+    assert cls.status == "verified" and cls.issues == [], cls
+    assert cls.inputs.startswith("(2, 8, 6) float32 (the last size of a parameter of its own"), cls.inputs

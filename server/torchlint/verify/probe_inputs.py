@@ -802,6 +802,19 @@ def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = 
             results.append((args, {}, "%s (guessed from %s, a candidate)" % (support.describe(args, {}), need.label)))
             if len(results) >= MAX_CANDIDATES:
                 return results
+    if not results and not any(need_of(layer, name) for name, layer in all_layers(model)):
+        # No layer says a width: the last size of a parameter of its own that forward may multiply
+        # (a product network's kernel, a bilinear form): (batch, width) and (batch, 8, width).
+        widths = sorted({int(p.shape[-1]) for p in model.parameters(recurse=False) if p.dim() >= 1})[:2]
+        for width in widths:
+            for shape in ((BATCH, width), (BATCH, SEQUENCE, width)):
+                if (shape, None) in shapes:
+                    continue
+                shapes.add((shape, None))
+                torch.manual_seed(0)
+                args = tuple(torch.randn(*shape) for _ in range(required))
+                results.append((args, {}, "%s (the last size of a parameter of its own, a candidate)" % (
+                    support.describe(args, {}))))
     return results
 
 
