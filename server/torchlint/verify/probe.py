@@ -711,7 +711,6 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
         checks = sys.modules["torchlint_probe_checks"]
     name = cls.__name__
     model = built.model
-    forward = "%s.forward" % name
     result.phase("inputs", name)
     candidates = input_candidates(model, user_module, request, built, several_classes, run)
     call = seen.calls.get(cls) if again and seen is not None else None
@@ -727,37 +726,7 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
     else:
         result.phase("forward", name)
         misfits: List[Tuple[str, str, str]] = []  # (the inputs' shapes, what rejected them, the error)
-        # Guessed inputs that fit but leave parameters with all-zero gradients (a sequence of one
-        # through a softmax) are a weak guess: up to MAX_ZERO_RETRIES more guesses that fit decide,
-        # and the one with the fewest such parameters is kept (the first, on a tie).
-        fitted: List[Tuple[probe_checks.GradientRun, Tuple[Any, Any], str, Dict[type, Call], bool]] = []
-        for args, kwargs, description, trusted in candidates:
-            inputs = (_to_device(args, device), _to_device(kwargs, device))
-            gradients = checks.GradientRun(model, state_of, inputs, run, device)
-            if seen is not None:
-                seen.attempt(gradients.model, built.constructed_with["text"])
-            try:
-                gradients.go()
-            except UserError as failure:
-                # A device mismatch is the module's state left behind (TL902 showing itself), whatever the inputs.
-                if trusted or failure.stage != forward or failure.always_a_bug or "same device" in failure.error:
-                    if fitted:
-                        break  # a guess that fit already: keep it
-                    report["inputs"] = description  # what forward failed with
-                    raise
-                # guessed inputs that do not fit
-                misfits.append((support.describe(*inputs), _rejected_by(gradients.model, cls, failure), failure.error))
-                for repaired in _resized(args, kwargs, failure.error) if len(misfits) <= MAX_RESIZED else []:
-                    candidates.append((*repaired, "%s (resized: %s)" % (support.describe(*repaired), description),
-                                       False))
-                continue
-            recorded: Dict[type, Call] = {}
-            if seen is not None:
-                recorded = dict(seen.pending or {})
-                seen.end()
-            fitted.append((gradients, inputs, description, recorded, trusted))
-            if trusted or not gradients.all_zero() or len(fitted) > MAX_ZERO_RETRIES:
-                break
+        fitted = _fit(cls, model, candidates, built, device, seen, run, state_of, report, misfits)
         if fitted:
             gradients, inputs, description, recorded, trusted = min(fitted, key=lambda item: item[0].all_zero())
             if seen is not None:
@@ -793,6 +762,56 @@ def run_gradients(cls: Type[nn.Module], request: ProbeRequest, user_module: Modu
                        "the guessed inputs did not fit: %s; %s" % (misfit_summary(misfits), HOW_TO_GIVE_INPUTS),
                        request.ddp)
     return set(), False, None
+
+
+if TYPE_CHECKING:  # (a gradient run that fitted: the run, its inputs, their description, its calls, trusted)
+    Fitted = Tuple[probe_checks.GradientRun, Tuple[Any, Any], str, Dict[type, "Call"], bool]
+
+
+def _fit(cls: Type[nn.Module], model: nn.Module, candidates: List[Tuple[Any, Dict[str, Any], str, bool]],
+         built: Built, device: torch.device, seen: Optional[Seen], run: Run,
+         state_of: Callable[[nn.Module], probe_checks.State], report: JsonObject,
+         misfits: List[Tuple[str, str, str]]) -> List[Fitted]:
+    """Gradient runs of the candidates in turn, until one fits (appending to ``misfits`` those that
+    do not, and a resized guess after a size mismatch); [(the run, inputs, description, the calls it
+    recorded, trusted)]. A failure that is not a misfit of guessed inputs raises."""
+    if TYPE_CHECKING:
+        checks = probe_checks
+    else:
+        checks = sys.modules["torchlint_probe_checks"]
+    forward = "%s.forward" % cls.__name__
+    # Guessed inputs that fit but leave parameters with all-zero gradients (a sequence of one
+    # through a softmax) are a weak guess: up to MAX_ZERO_RETRIES more guesses that fit decide,
+    # and the one with the fewest such parameters is kept (the first, on a tie).
+    fitted: List[Fitted] = []
+    for args, kwargs, description, trusted in candidates:
+        inputs = (_to_device(args, device), _to_device(kwargs, device))
+        gradients = checks.GradientRun(model, state_of, inputs, run, device)
+        if seen is not None:
+            seen.attempt(gradients.model, built.constructed_with["text"])
+        try:
+            gradients.go()
+        except UserError as failure:
+            # A device mismatch is the module's state left behind (TL902 showing itself), whatever the inputs.
+            if trusted or failure.stage != forward or failure.always_a_bug or "same device" in failure.error:
+                if fitted:
+                    break  # a guess that fit already: keep it
+                report["inputs"] = description  # what forward failed with
+                raise
+            # guessed inputs that do not fit
+            misfits.append((support.describe(*inputs), _rejected_by(gradients.model, cls, failure), failure.error))
+            for repaired in _resized(args, kwargs, failure.error) if len(misfits) <= MAX_RESIZED else []:
+                candidates.append((*repaired, "%s (resized: %s)" % (support.describe(*repaired), description),
+                                   False))
+            continue
+        recorded: Dict[type, Call] = {}
+        if seen is not None:
+            recorded = dict(seen.pending or {})
+            seen.end()
+        fitted.append((gradients, inputs, description, recorded, trusted))
+        if trusted or not gradients.all_zero() or len(fitted) > MAX_ZERO_RETRIES:
+            break
+    return fitted
 
 
 MAX_MISFIT_GROUPS = 3

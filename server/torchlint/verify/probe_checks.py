@@ -647,7 +647,7 @@ def _held_by_functions(copied: nn.Module, original: nn.Module) -> Optional[str]:
                 except ValueError:  # an empty cell
                     continue
             if any(isinstance(item, nn.Module) and id(item) in originals for item in seen):
-                return prefix + "." + name if prefix else name
+                return str(prefix + "." + name if prefix else name)
     return None
 
 

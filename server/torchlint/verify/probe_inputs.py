@@ -756,7 +756,7 @@ def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = 
     if image is not None and required == 1 and (image, None) not in shapes:
         shapes.add((image, None))
         torch.manual_seed(0)
-        args = (torch.randn(*image),)
+        args: Tuple[torch.Tensor, ...] = (torch.randn(*image),)
         results.append((args, {}, "%s (the image size and channels its constructor states, a candidate)" % (
             support.describe(args, {}))))
     frames = stated_frames(model)
