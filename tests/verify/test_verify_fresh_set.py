@@ -263,6 +263,16 @@ class PairKernel(nn.Module):
 
     def forward(self, x):
         return torch.einsum("bnd,de,bne->bn", x, self.kernel, x)
+
+
+class FrozenProjection(nn.Module):
+    def __init__(self, in_features=10, out_features=4):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_features, out_features))
+        self.bias = nn.Parameter(torch.zeros(out_features))
+
+    def forward(self, x):
+        return torch.mm(x, self.weight.detach()) + self.bias
 '''
 
 
@@ -388,3 +398,11 @@ def test_a_module_without_layers_gets_the_last_size_of_its_own_parameter(report)
     cls = class_report(report, "PairKernel")
     assert cls.status == "verified" and cls.issues == [], cls
     assert cls.inputs.startswith("(2, 8, 6) float32 (the last size of a parameter of its own"), cls.inputs
+
+
+def test_an_argument_multiplied_by_a_detached_parameter_still_gets_its_size_and_the_cut_is_found(report, models):
+    cls = class_report(report, "FrozenProjection")
+    assert cls.inputs.startswith("(2, 10) float32 (guessed from weight (a 10 x 4 parameter"), cls.inputs
+    (issue,) = cls.issues
+    assert (issue.code, issue.severity) == ("TL904", "warning") and "no gradient" in issue.message, issue
+    assert issue.line == line_of(models, "self.weight = nn.Parameter(torch.randn(in_features, out_features))")

@@ -458,6 +458,11 @@ class Flow:
     def _times_parameter(self, carried: int, other: ast.expr) -> None:
         """``torch.mm(h, self.W)`` / ``h @ self.W`` with a 2-D parameter of the module: h's last
         size is the parameter's first (a graph layer's weight, used without nn.Linear)."""
+        if isinstance(other, ast.Call) and isinstance(other.func, ast.Attribute) and other.func.attr == "detach" \
+                and not other.args:
+            other = other.func.value  # (self.W.detach(): the same sizes)
+        elif isinstance(other, ast.Attribute) and other.attr == "data" and isinstance(other.value, ast.Attribute):
+            other = other.value  # (self.W.data)
         if not (isinstance(other, ast.Attribute) and isinstance(other.value, ast.Name)
                 and other.value.id == self.self_name):
             return
