@@ -96,7 +96,9 @@ def run(files, python, device, timeout, root=None, reports=None):
                      "partly": [(c.name, c.partial_reason) for c in partly],
                      "unbuilt": [(c.name, c.skip_reason) for c in report.classes if c.status == "skipped"],
                      "unchecked": [c.name for c in built if c not in ran],
-                     "issues": [(i.code, i.severity, i.line, i.message) for i in findings]})
+                     "issues": [(i.code, i.severity, i.line, i.message) for i in findings],
+                     # the largest child process so far (a file that raises it is the one that took it)
+                     "peak_child_mb_so_far": round(peak_child_mb())})
     return rows
 
 
