@@ -129,10 +129,10 @@ class Nested(nn.Module):
 class NoInputs(nn.Module):
     def __init__(self):
         super().__init__()
-        self.weight = nn.Parameter(torch.randn(3, 3))
+        self.weight = nn.Parameter(torch.tensor(2.0))  # (a (3, 3) one would say a width to guess)
 
     def forward(self, x):
-        return x @ self.weight
+        return x * self.weight
 
 
 class GuessedWrong(nn.Module):

@@ -33,12 +33,12 @@ _NOTHING = object()  # no value could be made for the parameter
 
 # Name patterns (whole words of the parameter's snake_case name) -> how to fill it.
 _HEADS = re.compile(r"(^|_)(n_?heads?|num_?heads?|heads|nhead|n_head|num_attention_heads)$")
-_LAYERS = re.compile(r"(^|_)(num_?layers|n_?layers|layers|depths?|num_?blocks|n_?blocks|blocks|repeats?)$")
-_CLASSES = re.compile(r"(^|_)(num_?classes|n_?classes|classes|num_?labels|n_?labels|vocab(_size)?|"
+_LAYERS = re.compile(r"(^|_)(num_?layers|n_?layers?|layers|depths?|num_?blocks|n_?blocks|blocks|repeats?)$")
+_CLASSES = re.compile(r"(^|_)(num_?classes|n_?class(es)?|classes|num_?labels|n_?labels|vocab(_size)?|"
                       r"num_?tokens|n_?tokens|num_?embeddings)$")
 _WIDTH = re.compile(r"(channels?|planes|features|dims?|width|hidden|size|units|filters|ch|nc|nf|ngf|ndf|"
                     r"d_model|embed|emb|c_in|c_out|in_c|out_c|inp|oup|hidden_size|latent)$|^(d|c|n_?embd|"
-                    r"n_?feat|nin|nout|n_?hidden)$")
+                    r"n_?feat|nin|nout|n_?hidden|n_?hid)$")
 _KERNEL = re.compile(r"(^|_)(kernel(_size)?|k|ksize)$")
 _ONE = re.compile(r"(^|_)(stride|dilation|groups|expansion|expand|scale_factor|upscale|factor|multiplier)$")
 _PADDING = re.compile(r"(^|_)(padding|pad)$")
@@ -51,6 +51,66 @@ _RATES = re.compile(r"(rates|dilations)$")
 _ZERO_FLOAT = re.compile(r"(drop|dropout|p|prob|rate|noise|_p)$|^p_")
 _EPS = re.compile(r"(^|_)(eps|epsilon)$")
 _REDUCTION = re.compile(r"(^|_)(reduction|squeeze|ratio_reduction|r)$")
+# Without an annotation: a plural of sizes is a list of them (one per layer), a count of fields a
+# small number, an index the first, a coefficient or a bound a float.
+_SIZES = re.compile(r"_(dims|sizes|widths|units)$|(^|_)dropouts$")
+_FEW = re.compile(r"(^|_)(num_?fields|n_?fields|order)$")
+_INDEX = re.compile(r"(^|_)(idx|index)$")
+_COEFFICIENT = re.compile(r"(^|_)(alpha|beta|tau|temperature|sigma|margin|momentum|lr|learning_rate)$|"
+                          r"^(max|min)_(action|value|scale|norm)$")
+
+
+_CONFIG = re.compile(r"^(config|cfg|conf|args|hparams|hp|h|opt|opts|hyperparameters)$")
+_FLAG = re.compile(r"^(use|is|has|enable|with|do)_")
+
+
+class MadeUpConfig:
+    """For a parameter named ``config`` / ``cfg`` / ``args`` / ``h`` that nothing says more about:
+    an object whose attributes are made up by their names when the constructor reads them
+    (``config.n_embd`` a width, ``config.n_head`` heads, ``config.attn_pdrop`` 0.0,
+    ``config.use_bias`` False, ``h.upsample_rates`` a list); a name that says nothing is None.
+    What the constructor sets on it stays set."""
+
+    def __init__(self, size: Tuple[int, int, int]) -> None:
+        object.__setattr__(self, "_size", size)
+        object.__setattr__(self, "_values", {})
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_size", "_values"):
+            raise AttributeError(name)
+        values = self._values
+        if name not in values:
+            values[name] = _config_value(_snake(name), self._size)
+        return values[name]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._values[name] = value
+
+    def __getitem__(self, name: str) -> Any:
+        return getattr(self, name)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        value = getattr(self, name)
+        return default if value is None else value
+
+    def __repr__(self) -> str:
+        return "a config made up by its attribute names"
+
+
+def _config_value(name: str, size: Tuple[int, int, int]) -> Any:
+    if _FLAG.search(name):
+        return False
+    if _SIZES.search(name) or _RATES.search(name) or name.endswith("_kernel_sizes"):
+        return _list_for(name, float if "drop" in name else None, size)
+    number = _int_for(name, size)
+    if number is not None:
+        return number
+    if _ZERO_FLOAT.search(name) or "drop" in name or _EPS.search(name) or _COEFFICIENT.search(name):
+        return _float_for(name)
+    return None
 
 
 def _snake(name: str) -> str:
@@ -203,11 +263,21 @@ def _value(parameter: inspect.Parameter, hints: Dict[str, Any], size: Tuple[int,
         return build(detail, kwargs)
     if kind == "unknown":
         return _NOTHING
+    if kind in ("none", "unknown") and _CONFIG.search(name):
+        return MadeUpConfig(size)
+    if kind == "none" and _SIZES.search(name):  # a width per layer (or a dropout per layer)
+        return [_float_for(name)] * size[2] if "drop" in name else [size[0]] * 2
+    if kind == "none" and _FEW.search(name):
+        return 2
+    if kind == "none" and _INDEX.search(name):
+        return 0
     number = _int_for(name, size)
     if kind == "int":
         return number if number is not None else 2
     if number is not None:  # no annotation: the name alone
         return number
+    if _COEFFICIENT.search(name):
+        return _float_for(name)
     if _ZERO_FLOAT.search(name) or "drop" in name:
         return 0.0
     return _NOTHING
@@ -248,11 +318,28 @@ def synthesize(cls: type, build: Callable[[type, Dict[str, Any]], Any],
             continue
         if not kwargs:
             continue
+        _expanded(cls, kwargs)
         text = repr(sorted(kwargs.items(), key=lambda item: item[0]))
         if text not in texts:
             texts.append(text)
             found.append(kwargs)
     return found
+
+
+_IN_PLANES = ("inplanes", "in_planes", "inp_planes")
+
+
+def _expanded(cls: type, kwargs: Dict[str, Any]) -> None:
+    """A residual block that states an ``expansion`` (ResNet's Bottleneck: 4) adds its input to an
+    output of ``planes * expansion`` channels when nothing downsamples: made-up in-planes match."""
+    expansion = getattr(cls, "expansion", None)
+    planes = kwargs.get("planes")
+    if not (isinstance(expansion, int) and not isinstance(expansion, bool) and expansion > 1
+            and isinstance(planes, int)):
+        return
+    for name in _IN_PLANES:
+        if isinstance(kwargs.get(name), int):
+            kwargs[name] = planes * expansion
 
 
 def unfillable(cls: type, is_module: Callable[[type], bool]) -> List[str]:

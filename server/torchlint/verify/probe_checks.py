@@ -7,6 +7,7 @@ Issue dicts are made by ``probe_support.new_issue``; where an attribute lives
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import io
 import math
@@ -353,6 +354,25 @@ def settle_rebuilt(report: JsonObject, state: State, rebuilt: Container[str], fo
                 entry["summary"] = registration_summary(found, state, rebuilt)
 
 
+def settle_followed(report: JsonObject, state: State, followed: Container[str]) -> None:
+    """TL901 warnings about plain tensors, none of them trainable, that forward itself moves to its
+    inputs' dtype and device (``followed``) are withdrawn: a cache the module keeps, not lost state."""
+    kept = [issue for issue in report["issues"] if not (
+        issue.get("code") == "TL901" and issue.get("severity") == SEVERITY_WARNING and issue.get("paths")
+        and all(path in followed for path in issue["paths"]))]
+    if len(kept) == len(report["issues"]):
+        return
+    report["issues"][:] = kept
+    moved = [path for _, path, _, _, _ in state.unregistered if path in followed]
+    for entry in report["checks"]:
+        if entry["code"] == "TL901":
+            found = [issue for issue in kept if issue.get("code") == "TL901"]
+            entry["status"] = check_status(found)
+            entry["summary"] = registration_summary(found, state) + (
+                "; %s that forward moves to its inputs' dtype and device itself (%s)" % (
+                    count(len(moved), "tensor"), listing(moved, 3)))
+
+
 # -- TL902 ---------------------------------------------------------------------------------------
 
 def tensors_to_move(state: State) -> List[Tuple[Holder, str, torch.Tensor]]:
@@ -611,6 +631,27 @@ def _nonzero(grad: Optional[torch.Tensor]) -> bool:
     return bool(grad.count_nonzero() > 0)
 
 
+def _held_by_functions(copied: nn.Module, original: nn.Module) -> Optional[str]:
+    """The attribute path of a function the copy holds (a lambda, a bound method, a partial) that
+    refers to a module of the original tree: deepcopy shares functions, so the copy's forward would
+    run the original's layers (``self.mlpf = lambda x: m.proj(x)`` with ``m = self.mlp``)."""
+    originals = {id(m) for m in original.modules()}
+    for prefix, module in copied.named_modules():
+        for name, value in list(vars(module).items()):
+            if name.startswith("_") or isinstance(value, (nn.Module, torch.Tensor)) or not callable(value):
+                continue
+            seen: List[object] = [getattr(value, "__self__", None), getattr(value, "func", None)]
+            seen += list(getattr(value, "args", None) or ()) if isinstance(value, functools.partial) else []
+            for cell in getattr(getattr(value, "func", value), "__closure__", None) or ():
+                try:
+                    seen.append(cell.cell_contents)
+                except ValueError:  # an empty cell
+                    continue
+            if any(isinstance(item, nn.Module) and id(item) in originals for item in seen):
+                return str(prefix + "." + name if prefix else name)
+    return None
+
+
 class GradientRun:
     """Training as a loop runs it, on a copy: the optimizer built from the parameters before the
     first forward, then each step a fresh forward, a loss (a random projection of the outputs),
@@ -630,6 +671,12 @@ class GradientRun:
         except BaseException as exc:  # noqa: B902 - user objects may refuse to be copied
             self.model = model
             self.note = " (on the module itself: it cannot be deep-copied: %s)" % support.describe_exception(exc)
+        else:
+            held = _held_by_functions(self.model, model)
+            if held:  # the copy's lambdas would run the original's layers: the copy trains what forward never reads
+                self.model = model
+                self.note = " (on the module itself: a function it holds, %s, runs its layers and is " \
+                            "shared by a copy)" % held
         self.state = state_of(self.model)
         self.inputs = inputs
         self.run = run
@@ -740,6 +787,11 @@ class GradientRun:
         with torch.no_grad():
             self.unchanged = [h for h in self.watched if h.path not in self.rebuilt
                               and torch.equal(before[id(h.tensor)], h.tensor.detach())]
+
+    def all_zero(self) -> int:
+        """How many trainable parameters got gradients that were all zero on every step: with
+        guessed inputs, often the guess (a sequence of one, whose softmax is constant), not the module."""
+        return sum(1 for _, p in self.trainable if id(p) in self.got_grad and id(p) not in self.nonzero)
 
     def _plain_attributes(self) -> Dict[str, Tuple[nn.Module, str]]:
         """path -> (module, name) of the unregistered tensors held as plain attributes of a module."""
@@ -871,7 +923,8 @@ class GradientRun:
             summary = "%s not in parameters() when the optimizer was built" % count(len(self.born), "parameter")
         return issues, summary
 
-    def tl904(self) -> Tuple[List[JsonObject], str]:
+    def tl904(self, guessed: bool = False) -> Tuple[List[JsonObject], str]:
+        """``guessed``: the inputs are torchlint's only guess that fit, not the code's or the user's."""
         state = self.state
         unchanged = [(h.holder, h.path, describe_tensor(h.tensor)) for h in self.unchanged]
         issues = state.issues(
@@ -900,13 +953,17 @@ class GradientRun:
                 no_grad += 1
                 continue
             dead.append((holder, name, id(p) in self.got_grad))
+        # All-zero gradients under the only inputs torchlint could guess may be the guess's (a softmax
+        # over one node or one position): information, not a warning; no gradient at all is the graph's.
         issues += state.issues(
-            "TL904", dead, SEVERITY_WARNING,
-            lambda paths, details: "%s got %s in any of %s, so %s: %s" % (
+            "TL904", dead, lambda details: SEVERITY_INFO if guessed and all(details) else SEVERITY_WARNING,
+            lambda paths, details: "%s got %s in any of %s, so %s: %s%s" % (
                 listing(paths), "only all-zero gradients" if all(details) else "no gradient",
                 count(self.steps, "optimizer step"), "it never trains" if len(paths) == 1 else "they never train",
                 "multiplied by zero, or behind a gate that stays zero?" if all(details) else
-                "not used in forward, or cut from the graph by .detach() / .data?"))
+                "not used in forward, or cut from the graph by .detach() / .data?",
+                " (with inputs torchlint guessed, which may be what leaves them at zero: give inputs to be sure)"
+                if guessed and all(details) else ""))
         issues += state.issues(
             "TL904", [(split_path(expert), expert, names) for expert, names in idle.items()], SEVERITY_INFO,
             lambda paths, details: "%s got no gradient with these inputs: routing sent %s no tokens "

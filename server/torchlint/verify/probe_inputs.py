@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import sys
 import textwrap
 from typing import TYPE_CHECKING, Any, Dict, List, Tuple, cast
@@ -403,6 +404,8 @@ class Flow:
             return self.call(node)
         if isinstance(node, ast.BinOp):
             left, right = self.visit(node.left), self.visit(node.right)
+            if isinstance(node.op, ast.MatMult) and left is not None:
+                self._times_parameter(left, node.right)
             return left if left is not None else right
         if isinstance(node, ast.IfExp):
             self.visit(node.test)
@@ -440,6 +443,8 @@ class Flow:
                     isinstance(base, ast.Attribute) and base.attr in _TORCH_NAMES):
                 if func.attr in ("cat", "concat", "concatenate") and node.args:
                     return self._concatenated(node)
+                if func.attr in ("mm", "matmul") and len(node.args) == 2 and carried_args[0] is not None:
+                    self._times_parameter(carried_args[0], node.args[1])
                 return first if func.attr in _CARRY_FUNCTIONS else None
             receiver = self.visit(base)
             if receiver is not None:
@@ -449,6 +454,23 @@ class Flow:
             return first
         self.visit(func)
         return None
+
+    def _times_parameter(self, carried: int, other: ast.expr) -> None:
+        """``torch.mm(h, self.W)`` / ``h @ self.W`` with a 2-D parameter of the module: h's last
+        size is the parameter's first (a graph layer's weight, used without nn.Linear)."""
+        if isinstance(other, ast.Call) and isinstance(other.func, ast.Attribute) and other.func.attr == "detach" \
+                and not other.args:
+            other = other.func.value  # (self.W.detach(): the same sizes)
+        elif isinstance(other, ast.Attribute) and other.attr == "data" and isinstance(other.value, ast.Attribute):
+            other = other.value  # (self.W.data)
+        if not (isinstance(other, ast.Attribute) and isinstance(other.value, ast.Name)
+                and other.value.id == self.self_name):
+            return
+        weight = vars(self.owner).get("_parameters", {}).get(other.attr) if hasattr(self.owner, "__dict__") else None
+        if isinstance(weight, torch.Tensor) and weight.dim() == 2:
+            label = "%s (a %d x %d parameter forward multiplies by)" % (
+                ".".join(filter(None, (self.path, other.attr))), weight.shape[0], weight.shape[1])
+            self.found.setdefault(carried, Need(label, last=(int(weight.shape[0]),)))
 
     def _concatenated(self, node: ast.Call) -> Optional[int]:
         """torch.cat([cls, x], dim=1): the width of x, unless it concatenates along the last axis."""
@@ -566,6 +588,16 @@ def _lengths(model: nn.Module, need: Need) -> List[int]:
     return lengths[:3]
 
 
+# A later argument that no layer reads, named as diffusion models name the step (or noise level)
+# of each sample: a (batch,) tensor, not one shaped like the first argument.
+TIME_STEP = re.compile(r"^(t|ts|time|times|timesteps?|time_steps?|steps?|sigmas?|noise_levels?|noise_labels?)$")
+
+
+# A later argument named as graph layers name the adjacency matrix, with node features of
+# (nodes, features) first: (nodes, nodes), every entry positive (each node sees every node).
+ADJACENCY = re.compile(r"^(adj|adjacency|adj_?mat(rix)?|a_hat)$")
+
+
 def dataflow_inputs(model: nn.Module) -> List[Guess]:
     """[(args, kwargs, description)] from the first layer forward applies to each tensor argument."""
     found = first_layers(model)
@@ -578,6 +610,7 @@ def dataflow_inputs(model: nn.Module) -> List[Guess]:
         return []
     first = needs[0]
     options = first.shapes(ndim.get(0), _lengths(model, first))
+    checked = _none_checked(model)
     results: List[Guess] = []  # (args, kwargs, how they were made)
     for shape, kind in options:
         torch.manual_seed(0)
@@ -589,12 +622,49 @@ def dataflow_inputs(model: nn.Module) -> List[Guess]:
                 other_shape, other_kind = (need.shapes(ndim.get(index), _lengths(model, need)) or [(shape, kind)])[0]
                 tensors.append(_make(need, other_shape, other_kind))
                 notes.append("%s for %s" % (need.label, names[index]))
+            elif TIME_STEP.match(names[index]) and shape:  # a diffusion model's step: one per sample
+                tensors.append(torch.randint(0, 1000, (shape[0],)).float())
+                notes.append("%s one time step per sample" % names[index])
+            elif LENGTHS.match(names[index]) and len(shape) >= 2:  # each sequence's length: all of it
+                tensors.append(torch.full((shape[0],), shape[1], dtype=torch.int64))
+                notes.append("%s the length of each sequence" % names[index])
+            elif ADJACENCY.match(names[index]) and len(shape) == 2:  # a graph's: nodes are the first axis
+                tensors.append(torch.rand(shape[0], shape[0]))
+                notes.append("%s an adjacency of the %d nodes" % (names[index], shape[0]))
             else:  # nothing says: shaped like the first argument
                 tensors.append(_make(first, shape, kind) if kind != "indices" else torch.randn(*shape))
                 notes.append("%s shaped like %s" % (names[index], names[0]))
         args = tuple(tensors)
         results.append((args, {}, "%s (guessed from %s)" % (support.describe(args, {}), "; ".join(notes))))
+        # An argument forward tests against None (``if y is not None: t += self.label_emb(y)``) and
+        # no layer reads: also tried as None (a model built without what it would feed).
+        optional = [index for index in range(1, required) if index not in needs and names[index] in checked]
+        if optional:
+            variant = tuple(None if index in optional else value for index, value in enumerate(args))
+            results.append((variant, {}, "%s (guessed from %s; %s None, as forward allows)" % (
+                support.describe(variant, {}), "; ".join(notes[:1]), ", ".join(names[i] for i in optional))))
     return results
+
+
+def _unsqueezed(model: nn.Module, name: str) -> bool:
+    """Does forward call ``<name>.unsqueeze(1)``?"""
+    node = _function_tree(getattr(type(model), "forward", None))
+    return node is not None and any(
+        isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "unsqueeze"
+        and isinstance(call.func.value, ast.Name) and call.func.value.id == name and len(call.args) == 1
+        and isinstance(call.args[0], ast.Constant) and call.args[0].value == 1 for call in ast.walk(node))
+
+
+def _none_checked(model: nn.Module) -> Set[str]:
+    """The names forward compares with None (``x is None`` / ``x is not None``)."""
+    node = _function_tree(getattr(type(model), "forward", None))
+    found: Set[str] = set()
+    for compare in ast.walk(node) if node is not None else ():
+        if isinstance(compare, ast.Compare) and isinstance(compare.left, ast.Name) and len(compare.ops) == 1 \
+                and isinstance(compare.ops[0], (ast.Is, ast.IsNot)) and isinstance(compare.comparators[0], ast.Constant) \
+                and compare.comparators[0].value is None:
+            found.add(compare.left.id)
+    return found
 
 
 def _unpacks_three(model: nn.Module) -> bool:
@@ -619,14 +689,91 @@ def _unpacks_three(model: nn.Module) -> bool:
     return False
 
 
+_IMAGE_SIZE = ("img_size", "image_size", "input_size", "img_res", "image_resolution", "input_resolution")
+_IMAGE_CHANNELS = ("in_chans", "in_channels", "in_c", "in_ch", "input_channels", "num_channels", "n_channels")
+
+
+def stated_image(model: nn.Module) -> Optional[Shape]:
+    """(batch, channels, height, width) when the module's constructor states an image size
+    (``img_size=32``, as the module holds it or as the signature's default), with its channels
+    (``in_chans``, ``in_c``; 3 when it says none): a vision model whose first layer is not a
+    convolution (patches cut by ``unfold``) takes that image. None when no size is stated."""
+    try:
+        defaults = {name: p.default for name, p in inspect.signature(type(model)).parameters.items()
+                    if p.default is not inspect.Parameter.empty}
+    except (TypeError, ValueError):
+        defaults = {}
+    held = vars(model)
+
+    def stated(names: Sequence[str]) -> Any:
+        for name in names:
+            value = held.get(name, defaults.get(name))
+            if value is not None:
+                return value
+        return None
+
+    size = stated(_IMAGE_SIZE)
+    if isinstance(size, int) and not isinstance(size, bool):
+        size = (size, size)
+    if not (isinstance(size, (tuple, list)) and len(size) == 2 and all(
+            isinstance(n, int) and not isinstance(n, bool) and 0 < n <= 1024 for n in size)):
+        return None
+    channels = stated(_IMAGE_CHANNELS)
+    if not (isinstance(channels, int) and not isinstance(channels, bool) and 0 < channels <= 64):
+        channels = 3
+    return (BATCH, channels, size[0], size[1])
+
+
+_FEATURE_SIZE = ("input_dim", "idim", "n_mels", "num_mels", "num_mel_bins", "feat_dim", "feature_dim")
+FRAMES = 64  # frames of a (batch, frames, features) sequence: enough that strided front ends leave several
+LENGTHS = re.compile(r"^(\w+_)?(lengths|lens)$")  # a (batch,) tensor of each sequence's length
+
+
+def stated_frames(model: nn.Module) -> Optional[Shape]:
+    """(batch, FRAMES, features) when the constructor states the size of each frame of its input
+    (``input_dim=80`` mel bins, as speech encoders take them), as held or as the default."""
+    try:
+        defaults = {name: p.default for name, p in inspect.signature(type(model)).parameters.items()
+                    if p.default is not inspect.Parameter.empty}
+    except (TypeError, ValueError):
+        defaults = {}
+    for name in _FEATURE_SIZE:
+        value = vars(model).get(name, defaults.get(name))
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 4096:
+            return (BATCH, FRAMES, value)
+    return None
+
+
 def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = ()) -> List[Guess]:
     """[(args, kwargs, description)]: every layer's stated input size in turn (not those in ``tried``:
     shapes already tried)."""
     if required < 1:
         return []
     three = _unpacks_three(model)
+    # The dimensions forward unpacks from its first argument (``b, c, t = x.shape``), even where the
+    # data flow lost it on the way to a layer (a view, a pad): a convolution then gets that many.
+    flow = first_layers(model)
+    unpacked = flow[3].get(0) if flow is not None else None
+    names = (forward_signature(model) or ([], 0))[0]
     results: List[Guess] = []
     shapes = set(tried)
+    image = stated_image(model)
+    if image is not None and required == 1 and (image, None) not in shapes:
+        shapes.add((image, None))
+        torch.manual_seed(0)
+        args: Tuple[torch.Tensor, ...] = (torch.randn(*image),)
+        results.append((args, {}, "%s (the image size and channels its constructor states, a candidate)" % (
+            support.describe(args, {}))))
+    frames = stated_frames(model)
+    if frames is not None and (frames, None) not in shapes:
+        shapes.add((frames, None))
+        torch.manual_seed(0)
+        first = torch.randn(*frames)
+        args = (first,) + tuple(
+            torch.full((BATCH,), frames[1], dtype=torch.int64) if LENGTHS.match(name) else torch.randn(*frames)
+            for name in names[1:required])
+        results.append((args, {}, "%s (the feature size its constructor states, over %d frames, a candidate)" % (
+            support.describe(args, {}), frames[1])))
     for name, layer in all_layers(model):
         need = need_of(layer, name)
         if need is None:
@@ -637,9 +784,13 @@ def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = 
             # The first convolution is the stem: every size (299: Inception's auxiliary head).
             table = SPATIAL_SIZES if not any("in_channels" in r[2] for r in results) else CANDIDATE_SPATIAL
             assert need.spatial is not None  # (need_of gives channels with spatial)
-            for dims in need.spatial:
+            for dims in ([unpacked - 2] if unpacked and unpacked >= 2 else need.spatial):
                 sizes: List[Shape] = [()] if dims == 0 else table.get(dims, [])
                 options += [((BATCH, need.channels) + size, None) for size in sizes]
+            if need.channels == 1 and names and _unsqueezed(model, names[0]):
+                # ``self.conv(x.unsqueeze(1))``: the channel axis is added, so x has one axis less
+                # (a (batch, frames, features) spectrogram into a single-channel convolution).
+                options = [((BATCH,) + shape[2:], kind) for shape, kind in options if len(shape) > 2] + options
         elif need.last is not None and len(need.last) == 1 and three:
             options = need.shapes(3, _lengths(model, need)) + need.shapes(2)
         else:
@@ -650,10 +801,25 @@ def candidate_inputs(model: nn.Module, required: int, tried: Iterable[Option] = 
                 continue
             shapes.add(key)
             torch.manual_seed(0)
-            args = tuple(_make(need, shape, kind) for _ in range(required))
+            args = tuple(torch.full((BATCH,), shape[1], dtype=torch.int64)
+                         if index and index < len(names) and LENGTHS.match(names[index]) and len(shape) > 1
+                         else _make(need, shape, kind) for index in range(required))
             results.append((args, {}, "%s (guessed from %s, a candidate)" % (support.describe(args, {}), need.label)))
             if len(results) >= MAX_CANDIDATES:
                 return results
+    if not results and not any(need_of(layer, name) for name, layer in all_layers(model)):
+        # No layer says a width: the last size of a parameter of its own that forward may multiply
+        # (a product network's kernel, a bilinear form): (batch, width) and (batch, 8, width).
+        widths = sorted({int(p.shape[-1]) for p in model.parameters(recurse=False) if p.dim() >= 1})[:2]
+        for width in widths:
+            for shape in ((BATCH, width), (BATCH, SEQUENCE, width)):
+                if (shape, None) in shapes:
+                    continue
+                shapes.add((shape, None))
+                torch.manual_seed(0)
+                args = tuple(torch.randn(*shape) for _ in range(required))
+                results.append((args, {}, "%s (the last size of a parameter of its own, a candidate)" % (
+                    support.describe(args, {}))))
     return results
 
 
