@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "server") not in sys.path:
