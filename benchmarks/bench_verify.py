@@ -164,8 +164,7 @@ def fresh_set(args) -> int:
                                         "confirmed": [(i.code, i.severity, i.line) for i in confirming],
                                         "status": status, "class_findings": other})
     total_seconds = time.monotonic() - started
-    total = {key: sum(row[key] for row in rows) for key in
-             ("classes", "built", "gradient_checks", "skipped_no_inputs", "not_built", "findings", "seconds")}
+    total, _ = totals(rows)
     by_kind = {}
     for result in results:
         done, planted = by_kind.get(result["kind"], (0, 0))
@@ -198,13 +197,19 @@ def fresh_set(args) -> int:
     return 0
 
 
-def print_rows(rows) -> None:
+def totals(rows):
+    """The rows' counts summed, and where the inputs of the gradient-checked classes came from."""
     total = {key: sum(row[key] for row in rows) for key in
              ("classes", "built", "gradient_checks", "skipped_no_inputs", "not_built", "findings", "seconds")}
     origins = {}
     for row in rows:
         for key, value in row["inputs_from"].items():
             origins[key] = origins.get(key, 0) + value
+    return total, origins
+
+
+def print_rows(rows) -> None:
+    total, origins = totals(rows)
     header = "%-44s %5s %5s %9s %9s %8s %7s" % (
         "file", "built", "grads", "no inputs", "not built", "findings", "seconds")
     print(header)
@@ -258,12 +263,7 @@ def main(argv=None) -> int:
     if args.fresh_set:
         return fresh_set(args)
     rows = run(model_files(args.package, args.exclude), args.python, args.device, args.timeout, args.root)
-    total = {key: sum(row[key] for row in rows) for key in
-             ("classes", "built", "gradient_checks", "skipped_no_inputs", "not_built", "findings", "seconds")}
-    origins = {}
-    for row in rows:
-        for key, value in row["inputs_from"].items():
-            origins[key] = origins.get(key, 0) + value
+    total, origins = totals(rows)
     if args.json:
         print(json.dumps({"files": rows, "total": total, "inputs_from": origins}, indent=2))
         return 0
