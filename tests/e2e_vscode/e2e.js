@@ -412,7 +412,8 @@ class Picky(nn.Module):
         self.weight = nn.Parameter(torch.randn(37, 5))
 
     def forward(self, x):
-        return x @ self.weight
+        # (einsum: verify guesses x's width from \`x @ self.weight\`, and this class must need inputs)
+        return torch.einsum("bi,ij->bj", x, self.weight)
 `;
 
 async function verifyWithInputs(page) {
