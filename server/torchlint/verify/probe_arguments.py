@@ -117,31 +117,20 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
 
 
+# The counts a name says, in the order they are tried (heads before layers, ... widths last).
+_COUNTS: Tuple[Tuple["re.Pattern[str]", int], ...] = (
+    (_LAYERS, 2), (_CLASSES, 10), (_KERNEL, 3), (_ONE, 1), (_PADDING, 1), (_WINDOW, 4), (_PATCH, 4),
+    (_SHIFT, 0), (_LENGTH, 16), (_REDUCTION, 4))
+
+
 def _int_for(name: str, size: Tuple[int, int, int]) -> Optional[int]:
     """An integer for a parameter of that name, or None when the name says nothing."""
     width, heads, _ = size
     if _HEADS.search(name):
         return heads
-    if _LAYERS.search(name):
-        return 2
-    if _CLASSES.search(name):
-        return 10
-    if _KERNEL.search(name):
-        return 3
-    if _ONE.search(name):
-        return 1
-    if _PADDING.search(name):
-        return 1
-    if _WINDOW.search(name):
-        return 4
-    if _PATCH.search(name):
-        return 4
-    if _SHIFT.search(name):
-        return 0
-    if _LENGTH.search(name):
-        return 16
-    if _REDUCTION.search(name):
-        return 4
+    for pattern, value in _COUNTS:
+        if pattern.search(name):
+            return value
     if _WIDTH.search(name) or "channel" in name or "dim" in name or "feature" in name or "plane" in name:
         return width
     return None
