@@ -273,6 +273,49 @@ class FrozenProjection(nn.Module):
 
     def forward(self, x):
         return torch.mm(x, self.weight.detach()) + self.bias
+
+
+class DilatedBlock(nn.Module):
+    def __init__(self, h, channels, kernel_size=3, dilations=(1, 3, 5)):
+        super().__init__()
+        self.convs = nn.ModuleList(
+            nn.Conv1d(channels, channels, kernel_size, dilation=d, padding=(kernel_size * d - d) // 2)
+            for d in dilations[:3])
+
+    def forward(self, x):
+        for conv in self.convs:
+            x = x + conv(F.leaky_relu(x, 0.1))
+        return x
+
+
+class Upsampler(nn.Module):
+    """Reads its sizes from a config object: per-stage lists zipped together, and per-block
+    dilations as a list of lists."""
+    stages = nn.ModuleList
+
+    def __init__(self, h):
+        super().__init__()
+        self.pre = nn.Conv1d(20, h.initial_channels, 7, padding=3)
+        self.ups = self.stages()
+        self.blocks = nn.ModuleList()
+        for i, (rate, kernel) in enumerate(zip(h.upsample_rates, h.upsample_kernel_sizes)):
+            channels = h.initial_channels // 2 ** (i + 1)
+            self.ups.append(nn.ConvTranspose1d(2 * channels, channels, kernel, rate))
+            for kernel_size, dilations in zip(h.block_kernel_sizes, h.block_dilation_sizes):
+                self.blocks.append(DilatedBlock(h, channels, kernel_size, dilations))
+        self.per_stage = len(h.block_kernel_sizes)
+        self.post = nn.Conv1d(channels, 1, 7, padding=3)
+
+    def forward(self, x):
+        x = self.pre(x)
+        for i in range(len(self.ups)):
+            x = self.ups[i](F.leaky_relu(x, 0.1))
+            x = sum(self.blocks[i * self.per_stage + j](x) for j in range(self.per_stage)) / self.per_stage
+        return torch.tanh(self.post(x))
+
+
+class LeakyUpsampler(Upsampler):
+    stages = list
 '''
 
 
@@ -406,3 +449,19 @@ def test_an_argument_multiplied_by_a_detached_parameter_still_gets_its_size_and_
     (issue,) = cls.issues
     assert (issue.code, issue.severity) == ("TL904", "warning") and "no gradient" in issue.message, issue
     assert issue.line == line_of(models, "self.weight = nn.Parameter(torch.randn(in_features, out_features))")
+
+
+def test_a_config_whose_constructor_indexes_a_made_up_number_gets_that_list_nested(report):
+    """The config's per-block dilations must be a list of lists; the per-stage lists zipped together
+    have one length."""
+    cls = class_report(report, "Upsampler")
+    assert cls.status == "verified" and cls.issues == [], cls
+    assert cls.constructed_with["text"].startswith(
+        "Upsampler(h=a made-up config with nested block_dilat"), cls  # the value cut at 40
+    assert all(c.status == "passed" for c in cls.checks), cls.checks
+
+
+def test_a_plain_list_of_layers_in_a_class_built_from_a_made_up_config_is_found_on_its_line(report, models):
+    cls = class_report(report, "LeakyUpsampler")
+    assert {(i.code, i.line) for i in cls.issues if i.severity in ("warning", "error")} >= {
+        ("TL901", line_of(models, "self.ups = self.stages()"))}, cls.issues

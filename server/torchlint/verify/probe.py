@@ -1284,7 +1284,8 @@ def made_up_arguments(cls: Type[nn.Module], request: ProbeRequest, user_module: 
     best: Optional[JsonObject] = None
     current = skipped
     failures: List[str] = []
-    for kwargs in candidates:
+    retries = 0
+    for kwargs in candidates:  # grows while it is walked: constructions retried with nested lists
         if time.time() > request.deadline:
             break
         report = verify_one(cls, request, user_module, result, baseline, device, several_classes, seen,
@@ -1292,6 +1293,9 @@ def made_up_arguments(cls: Type[nn.Module], request: ProbeRequest, user_module: 
         current = report
         if report["status"] == "skipped":
             failures.append(str(report["skip_reason"]))
+            again = arguments.nested_candidates(kwargs, failures[-1])[:arguments.MAX_NESTED_TRIES - retries]
+            retries += len(again)
+            candidates.extend(again)
         elif report["status"] == "failed":
             failures.append("%s(%s) built, then %s" % (cls.__name__, _kwargs_text(kwargs), "; ".join(
                 str(issue.get("message", ""))[:200] for issue in report["issues"] if issue.get("code") == "TL905")))

@@ -21,13 +21,16 @@ import typing
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Optional, Tuple
+    from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 # Sizes per candidate: (width, heads, list length). The width divides by the heads, so that an
 # attention layer's dim % num_heads check passes; later candidates change the list length (2-D
 # then 3-D windows and patches) and the width.
 CANDIDATES = ((32, 4, 2), (64, 8, 3), (48, 3, 1))
 MAX_DEPTH = 2  # a config object's own arguments, and theirs
+# A list per stage (widths, rates, kernels) has this many: one length for all, so that a config's
+# lists zipped together agree (hifi-gan's upsample rates and kernel sizes, each per upsampling).
+STAGES = 2
 
 _NOTHING = object()  # no value could be made for the parameter
 
@@ -69,18 +72,26 @@ class MadeUpConfig:
     an object whose attributes are made up by their names when the constructor reads them
     (``config.n_embd`` a width, ``config.n_head`` heads, ``config.attn_pdrop`` 0.0,
     ``config.use_bias`` False, ``h.upsample_rates`` a list); a name that says nothing is None.
-    What the constructor sets on it stays set."""
+    What the constructor sets on it stays set. The lists named in ``nested`` are made of lists
+    (see ``nested_candidates``)."""
 
-    def __init__(self, size: Tuple[int, int, int]) -> None:
+    def __init__(self, size: Tuple[int, int, int], nested: FrozenSet[str] = frozenset()) -> None:
         object.__setattr__(self, "_size", size)
         object.__setattr__(self, "_values", {})
+        object.__setattr__(self, "_nested", nested)
+        object.__setattr__(self, "_lists_read", [])  # the lists made up, in the order read
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("_size", "_values"):
+        if name.startswith("__") or name in _CONFIG_SLOTS:
             raise AttributeError(name)
         values = self._values
         if name not in values:
-            values[name] = _config_value(_snake(name), self._size)
+            value = _config_value(_snake(name), self._size)
+            if isinstance(value, list):
+                self._lists_read.append(name)
+                if name in self._nested:
+                    value = [[item] * NESTED_LENGTH for item in value]
+            values[name] = value
         return values[name]
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -97,7 +108,33 @@ class MadeUpConfig:
         return default if value is None else value
 
     def __repr__(self) -> str:
+        if self._nested:
+            return "a made-up config with nested %s" % ", ".join(sorted(self._nested))
         return "a config made up by its attribute names"
+
+
+_CONFIG_SLOTS = ("_size", "_values", "_nested", "_lists_read")
+NESTED_LENGTH = 3  # a nested list's own length: three dilations per residual block
+MAX_NESTED_TRIES = 6  # constructions retried with one more list nested, per class
+# What a constructor says when it indexed, iterated or measured a number it took for a sequence.
+_NUMBER_AS_SEQUENCE = re.compile(r"'int' object is not (subscriptable|iterable)|object of type 'int' has no len\(\)")
+
+
+def nested_candidates(kwargs: Dict[str, Any], failure: str) -> List[Dict[str, Any]]:
+    """After a construction with a made-up config failed using one of its numbers as a sequence
+    (hifi-gan's ``h.resblock_dilation_sizes`` is a list of per-block dilation lists; its name
+    says only "sizes"): the same arguments again, each with one more of the lists that config made
+    up turned into a list of lists, the list read last first (the likeliest to have failed)."""
+    if not _NUMBER_AS_SEQUENCE.search(failure):
+        return []
+    found = []
+    for key, value in kwargs.items():
+        if not isinstance(value, MadeUpConfig):
+            continue
+        for name in reversed(value._lists_read):
+            if name not in value._nested:
+                found.append({**kwargs, key: MadeUpConfig(value._size, value._nested | {name})})
+    return found
 
 
 def _config_value(name: str, size: Tuple[int, int, int]) -> Any:
@@ -149,7 +186,7 @@ def _float_for(name: str) -> float:
 def _list_for(name: str, element: Any, size: Tuple[int, int, int]) -> Any:
     width, _, length = size
     if _RATES.search(name):
-        return [1, 2, 3]
+        return [1, 2][:STAGES]
     if element is float:
         return [_float_for(name)] * length
     value = _int_for(name, size)
@@ -158,7 +195,7 @@ def _list_for(name: str, element: Any, size: Tuple[int, int, int]) -> Any:
     if _WINDOW.search(name) or _PATCH.search(name) or _SHIFT.search(name) or _KERNEL.search(name) \
             or _ONE.search(name) or _PADDING.search(name):
         return [value] * length
-    return [value] * 2  # several stages' sizes
+    return [value] * STAGES
 
 
 def _annotation_kind(annotation: Any) -> Tuple[str, Any]:
@@ -255,7 +292,7 @@ def _value(parameter: inspect.Parameter, hints: Dict[str, Any], size: Tuple[int,
     if kind in ("none", "unknown") and _CONFIG.search(name):
         return MadeUpConfig(size)
     if kind == "none" and _SIZES.search(name):  # a width per layer (or a dropout per layer)
-        return [_float_for(name)] * size[2] if "drop" in name else [size[0]] * 2
+        return [_float_for(name)] * size[2] if "drop" in name else [size[0]] * STAGES
     if kind == "none" and _FEW.search(name):
         return 2
     if kind == "none" and _INDEX.search(name):
