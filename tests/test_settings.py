@@ -59,6 +59,8 @@ def test_the_server_reads_every_editor_setting_it_declares():
             value = {"TL101": "hint"}
         elif spec.name == "verify_device":
             value = "cpu"
+        elif spec.name == "verify_memory_share":
+            value = 0.25
         *parents, last = spec.where.editor.split(".")
         table = raw
         for parent in parents:
@@ -180,6 +182,7 @@ def sample(spec):
         "per_file_ignores": ({"tests/*": ["TL101"]}, (("tests/*", ("TL101",)),)),
         "verify_classes": ({"Net": {"factory": "pkg.models:make"}},
                            (("Net", ClassRecipe(factory="pkg.models:make")),)),
+        "verify_memory_share": (0.25, 0.25),
     }
     if spec.name in special:
         return special[spec.name]

@@ -145,6 +145,13 @@ def device(value: object) -> str:
     return value
 
 
+def share(value: object) -> float:
+    """A share of a whole: more than 0, at most 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise SettingError("expected a share more than 0 and at most 1, got %r" % (value,))
+    return float(value)
+
+
 VERIFY_CLASS_KEYS = ("kwargs", "factory", "inputs", "input-shape")
 _FACTORY = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
 
@@ -381,6 +388,14 @@ class Settings:
         editor="verify.timeout", flag="--timeout", minimum=1,
         cli=(Flag("verify", "kill the run and everything it started after S seconds (default: {default:g})",
                   "S", float),))
+    verify_memory_share: float = setting(
+        0.5, "Share of this machine's memory (of its container's limit, when lower) that a runtime "
+        "verification on the CPU may allocate; past it an allocation fails as out of memory, so that an "
+        "input guessed too large fails that guess instead of swapping the machine. 1: no bound. CUDA "
+        "runs are not bounded (the GPU's own memory is).",
+        editor="verify.memoryShare", flag="--memory-share", check=share,
+        cli=(Flag("verify", "the share of this machine's memory a CPU run may allocate (default: {default:g}; "
+                            "1: no bound)", "SHARE", float),))
     verify_import_roots: Codes = setting(
         (), "Folders to import model files from as package modules.", pyproject="verify.import-roots",
         relative_paths=True)

@@ -22,7 +22,7 @@ FULL_REQUEST = ProbeRequest(
     constructors={"Net": [Constructor("a.py:3, a call site", expression="Net(16)"),
                           Constructor("pyproject.toml", factory="pkg.build:net", before_defaults=True)]},
     input_calls={"Net": [{"args": ["torch.randn(2, 16)"], "kwargs": {}, "origin": "demo.py:9", "built_with": None}]},
-    ddp=True)
+    ddp=True, memory_share=0.25)
 
 
 def test_a_request_reads_back_as_it_was_written():
@@ -35,12 +35,18 @@ def test_the_wire_names():
     data = json.loads(FULL_REQUEST.to_json())
     assert set(data) == {"path", "result_path", "stack_path", "deadline", "class_name", "device", "init_kwargs",
                          "input_shapes", "input_exprs", "import", "extra_paths", "constructors", "input_calls",
-                         "ddp", "class_inputs", "feeders"}
+                         "ddp", "class_inputs", "feeders", "memory_share"}
     assert data["import"] == {"root": "/p", "module": "pkg.model"}
     assert data["input_shapes"][1] == {"shape": [2, 8], "dtype": "int64"}
     assert data["constructors"]["Net"] == [{"origin": "a.py:3, a call site", "expression": "Net(16)"},
                                            {"origin": "pyproject.toml", "factory": "pkg.build:net",
                                             "before_defaults": True}]
+
+
+@pytest.mark.parametrize("given", [0, -1, 1.5, "0.5", True, None])
+def test_a_memory_share_that_is_no_share_reads_as_no_bound(given):
+    data = dict(json.loads(FULL_REQUEST.to_json()), memory_share=given)
+    assert ProbeRequest.from_dict(data).memory_share == 1.0
 
 
 def test_a_result_reads_back_as_it_was_written():

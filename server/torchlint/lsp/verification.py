@@ -433,7 +433,7 @@ async def verify_module(args: Tuple[Any, ...], open_text: Callable[[str], Option
             path, request["class_name"], device, settings.verify_timeout, init_kwargs=request["init_kwargs"],
             input_shapes=request["input_shapes"], input_exprs=request["input_exprs"], python=python,
             cancel_event=cancel, cwd=str(config.root), workspace_root=str(config.root),
-            verify_config=config.verify))
+            verify_config=config.verify, memory_share=settings.verify_memory_share))
     except VerifyError as err:  # shown by _run_tracked
         return {"error": str(err)}
     services.deliver(uri, document.version, text, findings_by_class(report, text, path), request["class_name"] is None)

@@ -83,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
                            timeout=settings.verify_timeout, init_kwargs=args.init_kwargs, input_shapes=shapes,
                            python=settings.interpreter or None,
                            input_exprs=getattr(args, "input_exprs", None), workspace_root=str(config.root),
-                           verify_config=config.verify, ddp=bool(getattr(args, "ddp", False)))
+                           verify_config=config.verify, ddp=bool(getattr(args, "ddp", False)),
+                           memory_share=settings.verify_memory_share)
 
     if len(targets) == 1 and not os.path.isdir(first):
         path, class_name = split_target(targets[0])

@@ -1083,6 +1083,11 @@ def main(request_path: str) -> Result:
     except RuntimeError as err:
         result.fail("no_cuda", str(err))
         return result
+    if device.type == "cpu":
+        bound = support.bound_memory(request.memory_share)
+        if bound is not None:
+            note = "%s; allocations bounded to %.1f GiB (%g of this machine's memory)" % (
+                note, bound / 2 ** 30, request.memory_share)
     result.data.device, result.data.device_name, result.data.device_note = str(device), device_name, note
     _load_sibling("probe_checks")
     _load_sibling("probe_inputs")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import re
 import sys
 import traceback
 from typing import TYPE_CHECKING, Any, Dict, Optional, Set, Tuple
@@ -29,6 +30,55 @@ if TYPE_CHECKING:  # annotations only: never evaluated, so Python 3.8 runs this 
 SEVERITY_ERROR, SEVERITY_WARNING, SEVERITY_INFO = "error", "warning", "info"
 PROBE_FOLDER = os.path.dirname(os.path.abspath(__file__))
 MAX_MESSAGE = 600
+
+
+# -- the memory a run may take -------------------------------------------------------------------
+
+_CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
+def machine_memory() -> Optional[int]:
+    """Bytes of memory this process's machine has: its physical memory, or its container's limit
+    when that is lower (cgroup v2, then v1). None where neither can be read."""
+    try:
+        total: Optional[int] = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        total = None
+    for path in _CGROUP_LIMITS:
+        try:
+            with open(path, encoding="ascii") as handle:
+                text = handle.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and (total is None or int(text) < total):
+            total = int(text)  # v1 says "unlimited" with a huge number: never below the machine's
+    return total
+
+
+def bound_memory(share: float) -> Optional[int]:
+    """Let this process allocate at most ``share`` of the machine's memory (RLIMIT_DATA, which
+    counts the heap and private mappings, not the address space that CUDA reserves): past it
+    malloc fails, and torch raises "not enough memory" where the machine would swap or the kernel
+    kill something else. Returns the bound in bytes, or None when there is none (share 1, no
+    resource limits on this system, a lower one already set)."""
+    total = machine_memory()
+    if share >= 1 or total is None:
+        return None
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return None
+    limit = int(total * share)
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if soft != resource.RLIM_INFINITY and soft <= limit:
+        return None
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    except (OSError, ValueError):
+        return None
+    return limit
 
 
 # -- text that never raises --------------------------------------------------------------------
@@ -78,9 +128,17 @@ def describe_exception(exc: BaseException) -> str:
             return "GeneratorExit raised by the module's code"
         text = safe_text(exc).strip()
         name = type_name(exc)
+        tried = _ALLOCATION.search(text)
+        if tried:  # torch's own words are an assertion's: "[enforce fail at alloc_cpu.cpp:127] err == 0 ..."
+            return ("%s: out of memory: tried to allocate %.1f GiB more, past what this run may take "
+                    "(--memory-share, verify.memoryShare)" % (name, int(tried.group(1)) / 2 ** 30))
         return "%s: %s" % (name, text) if text else name
     except BaseException:  # noqa: B902
         return "an exception that cannot be described"
+
+
+_ALLOCATION = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory): "
+                         r"you tried to allocate (\d+) bytes")
 
 
 def format_traceback(exc: BaseException, tb: Optional[TracebackType]) -> str:

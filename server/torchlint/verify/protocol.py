@@ -46,6 +46,13 @@ def _dicts(value: object) -> List[JsonObject]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
+def _share(value: object) -> float:
+    """A share from JSON: a number above 0 and at most 1, else 1 (the whole)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        return 1.0
+    return float(value)
+
+
 # -- the request ------------------------------------------------------------------------------------
 
 @dataclass
@@ -133,6 +140,7 @@ class ProbeRequest:
     # Other files of the project whose classes build this file's (a parent in file A of a class of
     # file B): {"path", "module", "constructors": {class: [Constructor dicts]}, "input_calls": {...}}.
     feeders: List[JsonObject] = field(default_factory=list)
+    memory_share: float = 1.0  # of the machine's memory, that a CPU run may allocate (1: no bound)
 
     WIRE_NAMES = {"import_target": "import"}  # the JSON key where it differs from the field's name
 
@@ -160,7 +168,8 @@ class ProbeRequest:
             ddp=data.get("ddp") is True,
             class_inputs={name: entry for name, entry in (data.get("class_inputs") or {}).items()
                           if isinstance(entry, dict)},
-            feeders=_dicts(data.get("feeders")))
+            feeders=_dicts(data.get("feeders")),
+            memory_share=_share(data.get("memory_share")))
 
     @classmethod
     def from_json(cls, text: str) -> "ProbeRequest":

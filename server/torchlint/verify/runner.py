@@ -32,7 +32,7 @@ from ..environments import CLI_HINT, RUN, choose_interpreter
 from ..analysis.parsing import parse
 from ..config import VerifyConfig
 from ..files import display_path
-from ..settings import DEFAULT_SETTINGS, DEVICES, is_device
+from ..settings import DEFAULT_SETTINGS, DEVICES, SettingError, is_device, share
 from .findings import place_issues
 from .inputs import find_input_calls
 from .protocol import Constructor, ImportTarget, InputShape, JsonObject, ProbeRequest, ProbeResult
@@ -411,14 +411,16 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = DEFAU
                 python: Optional[str] = None,
                 cancel_event: Optional[threading.Event] = None, cwd: Optional[str] = None,
                 input_exprs: Optional[Sequence[str]] = None, workspace_root: Optional[str] = None,
-                verify_config: Optional[VerifyConfig] = None, ddp: bool = False) -> VerifyReport:
+                verify_config: Optional[VerifyConfig] = None, ddp: bool = False,
+                memory_share: float = DEFAULT_SETTINGS.verify_memory_share) -> VerifyReport:
     """Run the file's nn.Module(s) in a child process and report what happened.
 
     The file is imported as a module of its package when it is in one (``targets.import_plan``),
     and classes that need constructor arguments get the call sites and factories the project
     has (``targets.find_constructors``), after ``init_kwargs``. ``workspace_root``: the project
     (default: ``cwd``); ``verify_config``: its ``[tool.torchlint.verify]``; ``ddp``: also two
-    training steps under DistributedDataParallel in a 2-process gloo group on the CPU (TL908).
+    training steps under DistributedDataParallel in a 2-process gloo group on the CPU (TL908);
+    ``memory_share``: of the machine's memory, what a CPU run may allocate (1: no bound).
 
     Raises VerifyError for bad arguments (bad JSON, bad shapes, bad device, a configured import
     root that does not exist, no interpreter) and for what the file says before torch starts
@@ -432,7 +434,7 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = DEFAU
     init_kwargs, shapes = parse_init_kwargs(init_kwargs), parse_input_shapes(input_shapes)  # usage errors first
     input_exprs = parse_input_exprs(input_exprs)
     verify_config = verify_config or VerifyConfig()
-    _check_usage(device, timeout, verify_config)
+    _check_usage(device, timeout, verify_config, memory_share)
     preflight(path, class_name)  # then what the file says, all before torch starts
     python = resolve_python(python)
     workspace_root = workspace_root or cwd
@@ -448,7 +450,7 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = DEFAU
             device=device, init_kwargs=init_kwargs, input_shapes=shapes, input_exprs=input_exprs,
             import_target=ImportTarget(plan.module, plan.root) if plan.module else None,
             extra_paths=list(plan.extra_paths), constructors=constructors, input_calls=input_calls,
-            class_inputs=class_inputs, feeders=feeders, ddp=ddp)
+            class_inputs=class_inputs, feeders=feeders, ddp=ddp, memory_share=memory_share)
         _run_probe(report, request, folder, cwd, started + timeout, timeout, cancel_event)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -456,12 +458,16 @@ def verify_file(path: str, class_name: Optional[str] = None, device: str = DEFAU
     return report
 
 
-def _check_usage(device: str, timeout: float, verify_config: VerifyConfig) -> None:
-    """VerifyError for a device, timeout or configured folder that cannot be used."""
+def _check_usage(device: str, timeout: float, verify_config: VerifyConfig, memory_share: float) -> None:
+    """VerifyError for a device, timeout, memory share or configured folder that cannot be used."""
     if not isinstance(device, str) or not is_device(device):
         raise VerifyError("unknown device %r (use %s or cuda:N)" % (device, ", ".join(DEVICES)))
     if not timeout or not 0 < timeout < float("inf"):  # NaN or infinity: a wait without a bound
         raise VerifyError("the timeout must be a positive number of seconds")
+    try:
+        share(memory_share)
+    except SettingError as err:
+        raise VerifyError("the memory share: %s" % err) from None
     for folder in verify_config.import_roots + verify_config.extra_paths:
         if not os.path.isdir(folder):
             raise VerifyError("[tool.torchlint.verify]: %s is not a folder" % folder)
