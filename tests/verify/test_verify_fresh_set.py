@@ -316,6 +316,21 @@ class Upsampler(nn.Module):
 
 class LeakyUpsampler(Upsampler):
     stages = list
+
+
+class Critic(nn.Module):
+    """Q(state, action): the action joins the first hidden layer's output."""
+
+    def __init__(self, state_dim, action_dim):
+        super().__init__()
+        self.l1 = nn.Linear(state_dim, 40)
+        self.l2 = nn.Linear(40 + action_dim, 30)
+        self.l3 = nn.Linear(30, 1)
+
+    def forward(self, state, action):
+        q = F.relu(self.l1(state))
+        q = F.relu(self.l2(torch.cat([q, action], 1)))
+        return self.l3(q)
 '''
 
 
@@ -465,3 +480,10 @@ def test_a_plain_list_of_layers_in_a_class_built_from_a_made_up_config_is_found_
     cls = class_report(report, "LeakyUpsampler")
     assert {(i.code, i.line) for i in cls.issues if i.severity in ("warning", "error")} >= {
         ("TL901", line_of(models, "self.ups = self.stages()"))}, cls.issues
+
+
+def test_an_input_concatenated_beside_a_hidden_layer_is_resized_by_what_the_layer_found_too_wide(report):
+    cls = class_report(report, "Critic")
+    assert cls.status == "verified" and cls.issues == [], cls
+    assert cls.constructed_with["text"] == "Critic(state_dim=32, action_dim=32)", cls.constructed_with
+    assert cls.inputs.startswith("(2, 32) float32, (2, 32) float32 (resized: "), cls.inputs

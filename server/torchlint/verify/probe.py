@@ -840,20 +840,41 @@ def _resized(args: Tuple[Any, ...], kwargs: Dict[str, Any], error: str
     tensors so changed first, then each one alone (a graph's (2, 32) features stay, its adjacency
     becomes (2, 2)). [] without such an error."""
 
-    match = _SIZE_MISMATCH.search(error)
-    if match is None:
-        return []
-    a, b = int(match.group(1)), int(match.group(2))
-    if a == b or min(a, b) < 1:
-        return []
     found: List[Tuple[Tuple[Any, ...], Dict[str, Any]]] = []
-    positions: List[object] = [None] + list(range(len(args))) + list(kwargs)
-    for have, want in ((a, b), (b, a)):  # (which of the two is the input's the message does not say)
-        for only in positions:
-            one = _resized_inputs(args, kwargs, have, want, only)
-            if one is not None and not any(_same_shapes(one, other) for other in found):
-                found.append(one)
+    for have, want, only in _resizes(args, kwargs, error):
+        one = _resized_inputs(args, kwargs, have, want, only)
+        if one is not None and not any(_same_shapes(one, other) for other in found):
+            found.append(one)
     return found[:1 + MAX_RESIZED]
+
+
+_MATRICES_MISMATCH = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
+
+
+def _resizes(args: Tuple[Any, ...], kwargs: Dict[str, Any], error: str) -> List[Tuple[int, int, object]]:
+    """(a size the inputs have, the size to give it instead, in which input: None for all) for
+    what the error says. An elementwise op names both sizes, not which is the input's: each way.
+    A linear layer that got ``torch.cat([hidden, action], 1)`` says "(2x832 and 432x300)": the
+    concatenation is 400 too wide, so the input whose last size is 432 should be 32 (an actor-
+    critic's action beside a hidden layer of 400); each input's last size alone."""
+    import torch
+
+    elementwise = _SIZE_MISMATCH.search(error)
+    if elementwise is not None:
+        a, b = int(elementwise.group(1)), int(elementwise.group(2))
+        if a == b or min(a, b) < 1:
+            return []
+        positions: List[object] = [None] + list(range(len(args))) + list(kwargs)
+        return [(have, want, only) for have, want in ((a, b), (b, a)) for only in positions]
+    matrices = _MATRICES_MISMATCH.search(error)
+    if matrices is None:
+        return []
+    excess = int(matrices.group(2)) - int(matrices.group(3))
+    found: List[Tuple[int, int, object]] = []
+    for only, value in list(enumerate(args)) + list(kwargs.items()):
+        if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[-1] - excess >= 1 and excess:
+            found.append((int(value.shape[-1]), int(value.shape[-1]) - excess, only))
+    return found
 
 
 def _same_shapes(a: Tuple[Tuple[Any, ...], Dict[str, Any]], b: Tuple[Tuple[Any, ...], Dict[str, Any]]) -> bool:
