@@ -331,6 +331,49 @@ class Critic(nn.Module):
         q = F.relu(self.l1(state))
         q = F.relu(self.l2(torch.cat([q, action], 1)))
         return self.l3(q)
+
+
+class Residual(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x):
+        return x + self.conv(x)
+
+
+class Backbone(nn.Module):
+    """Takes its block class and a count per stage: only its factories say which."""
+
+    def __init__(self, num_classes, block, layers):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.stages = self.container(*[block(8) for _ in range(sum(layers))])
+        self.head = nn.Linear(8, num_classes)
+
+    container = nn.Sequential
+
+    def forward(self, x):
+        x = self.stem(x)
+        for stage in self.stages:
+            x = stage(x)
+        return self.head(x.mean((2, 3)))
+
+
+class LeakyBackbone(Backbone):
+    container = staticmethod(lambda *blocks: list(blocks))
+
+
+def small_backbone(num_classes, pretrained=True):
+    if pretrained:
+        raise RuntimeError("would download weights")
+    return Backbone(num_classes, Residual, [1, 1])
+
+
+def small_leaky_backbone(num_classes, pretrained=True):
+    if pretrained:
+        raise RuntimeError("would download weights")
+    return LeakyBackbone(num_classes, Residual, [1, 1])
 '''
 
 
@@ -487,3 +530,17 @@ def test_an_input_concatenated_beside_a_hidden_layer_is_resized_by_what_the_laye
     assert cls.status == "verified" and cls.issues == [], cls
     assert cls.constructed_with["text"] == "Critic(state_dim=32, action_dim=32)", cls.constructed_with
     assert cls.inputs.startswith("(2, 32) float32, (2, 32) float32 (resized: "), cls.inputs
+
+
+def test_a_class_only_factories_with_arguments_build_is_built_by_one_with_them_made_up(report):
+    cls = class_report(report, "Backbone")
+    assert cls.status == "verified" and cls.issues == [], cls
+    assert cls.constructed_with["text"] == "small_backbone(num_classes=10, pretrained=False)", cls.constructed_with
+    assert cls.constructed_with["origin"].endswith("factory small_backbone(), its arguments made up"), cls
+
+
+def test_a_plain_list_of_blocks_in_a_class_a_made_up_factory_builds_is_found_on_its_line(report, models):
+    cls = class_report(report, "LeakyBackbone")
+    assert cls.constructed_with["text"] == "small_leaky_backbone(num_classes=10, pretrained=False)", cls
+    assert ("TL901", line_of(models, "self.stages = self.container(")) in {
+        (i.code, i.line) for i in cls.issues if i.severity in ("warning", "error")}, cls.issues

@@ -20,7 +20,8 @@ FULL_REQUEST = ProbeRequest(
     input_shapes=[InputShape([2, 16]), InputShape([2, 8], "int64")], input_exprs=["torch.ones(2, 16)"],
     import_target=ImportTarget("pkg.model", "/p"), extra_paths=["/p/scripts"],
     constructors={"Net": [Constructor("a.py:3, a call site", expression="Net(16)"),
-                          Constructor("pyproject.toml", factory="pkg.build:net", before_defaults=True)]},
+                          Constructor("pyproject.toml", factory="pkg.build:net", before_defaults=True),
+                          Constructor("a.py:9, factory small()", expression="small(pretrained=False)", made_up=True)]},
     input_calls={"Net": [{"args": ["torch.randn(2, 16)"], "kwargs": {}, "origin": "demo.py:9", "built_with": None}]},
     ddp=True, memory_share=0.25)
 
@@ -40,7 +41,9 @@ def test_the_wire_names():
     assert data["input_shapes"][1] == {"shape": [2, 8], "dtype": "int64"}
     assert data["constructors"]["Net"] == [{"origin": "a.py:3, a call site", "expression": "Net(16)"},
                                            {"origin": "pyproject.toml", "factory": "pkg.build:net",
-                                            "before_defaults": True}]
+                                            "before_defaults": True},
+                                           {"origin": "a.py:9, factory small()", "expression": "small(pretrained=False)",
+                                            "made_up": True}]
 
 
 @pytest.mark.parametrize("given", [0, -1, 1.5, "0.5", True, None])

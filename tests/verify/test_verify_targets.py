@@ -29,8 +29,10 @@ def write(root: Path, files: dict) -> None:
         path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
 
 
-def expressions(found, name):
-    return [c.get("expression") or c.get("factory") for c in found[name]]
+def expressions(found, name, made_up=False):
+    """The ways found to build the class; ``made_up``: those of factories the child calls with
+    arguments made up (Constructor.made_up), instead."""
+    return [c.get("expression") or c.get("factory") for c in found[name] if bool(c.get("made_up")) is made_up]
 
 
 # -- import plans ----------------------------------------------------------------------------------
@@ -170,7 +172,7 @@ def test_call_sites_and_factories_in_order(package):
         "ResNet(Bottleneck, [1, 1], num_classes=3, width=8)",  # tests/: SMALL and width carried over
         "ResNet(Bottleneck, layers=[3])",  # through `import pkg.models.resnet as R`
     ]
-    origins = [c["origin"] for c in found["ResNet"]]
+    origins = [c["origin"] for c in found["ResNet"] if not c.get("made_up")]
     assert origins[0] == "pkg/models/resnet.py:%d, the `__main__` block" % line_of(Path(path), "num_classes=n)")
     assert origins[1].startswith("pkg/models/resnet.py:") and "factory resnet26()" in origins[1]
     assert origins[2].startswith("tests/test_models.py:")
@@ -178,6 +180,9 @@ def test_call_sites_and_factories_in_order(package):
     # literals; `from_config(cfg)`: an object's attributes are not either; `unknown_block` comes from
     # a call of something the class's module does not have.
     assert expressions(found, "Head") == ["tiny_head()", "Head(dim=32, classes=2)"]
+    # The file's factories that need arguments, to be called with them made up (at most two per class).
+    assert expressions(found, "ResNet", made_up=True) == ["_resnet()"]
+    assert expressions(found, "Head", made_up=True) == ["head()", "from_config()"]
 
 
 def test_a_factory_elsewhere_in_the_package_is_sent_as_module_function(tmp_path):

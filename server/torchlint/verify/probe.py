@@ -18,6 +18,7 @@ it), "owner_class"/"owner_attribute"/"owner_file"/"owner_line" (the class whose
 """
 from __future__ import annotations
 
+import ast
 import copy
 import faulthandler
 import functools
@@ -69,6 +70,7 @@ CHECK_NAMES = {
 FACTORY_NAMES = ("torchlint_example_inputs", "example_inputs")
 HOW_TO_GIVE_INPUTS = ("give --input-shape (e.g. 2,16) or --input expressions, or define torchlint_example_inputs() "
                       "on the class or example_inputs(module) in the file")
+TRIED_WHAT_THE_CODE_SUGGESTS = "tried what the code suggests: "
 HOW_TO_GIVE_ARGUMENTS = ("in the editor, the \"Verify\" lens above the class asks for them; on the command line, "
                          "give --init-kwargs '{%s}', or set kwargs = {...} or factory = \"pkg.mod:function\" "
                          "under [tool.torchlint.verify.classes.%s] in pyproject.toml")
@@ -218,7 +220,7 @@ def _construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleT
     if configured is not None:
         built, _ = build_candidate(configured, cls, user_module, user_path, seed)  # the user's own: failures are TL905
         return built if isinstance(built, Built) else "%s (from %s)" % (built, configured.origin)
-    guesses = [c for c in candidates if not c.before_defaults]
+    guesses = [c for c in candidates if not c.before_defaults and not c.made_up]
     default_failure: Optional[support.UserError] = None
     needs_from: Optional[type] = None  # the base that *args / **kwargs reached without the arguments it needs
     if _binds_without_arguments(cls):
@@ -251,7 +253,7 @@ def _construct(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleT
     passed_on = ", passed on to %s%s" % (needs_from.__name__, _signature(needs_from)) if needs_from else ""
     reason = "needs arguments %s%s: %s" % (_signature(cls), passed_on, HOW_TO_GIVE_ARGUMENTS % (example, name))
     if tried:
-        reason += "; tried what the code suggests: %s" % "; ".join(tried)
+        reason += "; %s%s" % (TRIED_WHAT_THE_CODE_SUGGESTS, "; ".join(tried))
     return reason
 
 
@@ -1304,26 +1306,34 @@ def made_up_arguments(cls: Type[nn.Module], request: ProbeRequest, user_module: 
         return issubclass(value, torch.nn.Module)
 
     try:
-        candidates = arguments.synthesize(cls, build, is_module)
+        made: List[Dict[str, Any]] = arguments.synthesize(cls, build, is_module)
     except BaseException:  # noqa: B902 - a config object's constructor may raise anything: no candidate
-        candidates = []
+        made = []
+    # Each attempt: made-up arguments of the class, or a factory's call with its own made up.
+    attempts: List[Union[Dict[str, Any], Constructor]] = [*made, *factories_made_up(cls, request, user_module)]
     best: Optional[JsonObject] = None
     current = skipped
     failures: List[str] = []
     retries = 0
-    for kwargs in candidates:  # grows while it is walked: constructions retried with nested lists
+    for attempt in attempts:  # grows while it is walked: constructions retried with nested lists
         if time.time() > request.deadline:
             break
-        report = verify_one(cls, request, user_module, result, baseline, device, several_classes, seen,
-                            replace=current, synthesized=kwargs)
+        if isinstance(attempt, protocol.Constructor):
+            report, what = _verify_built_by(attempt, cls, request, user_module, result, baseline, device,
+                                            several_classes, seen, current), attempt.expression
+        else:
+            report = verify_one(cls, request, user_module, result, baseline, device, several_classes, seen,
+                                replace=current, synthesized=attempt)
+            what = "%s(%s)" % (cls.__name__, _kwargs_text(attempt))
         current = report
         if report["status"] == "skipped":
-            failures.append(str(report["skip_reason"]))
-            again = arguments.nested_candidates(kwargs, failures[-1])[:arguments.MAX_NESTED_TRIES - retries]
-            retries += len(again)
-            candidates.extend(again)
+            failures.append(str(report["skip_reason"]).split(TRIED_WHAT_THE_CODE_SUGGESTS, 1)[-1])
+            if not isinstance(attempt, protocol.Constructor):
+                again = arguments.nested_candidates(attempt, failures[-1])[:arguments.MAX_NESTED_TRIES - retries]
+                retries += len(again)
+                attempts.extend(again)
         elif report["status"] == "failed":
-            failures.append("%s(%s) built, then %s" % (cls.__name__, _kwargs_text(kwargs), "; ".join(
+            failures.append("%s built, then %s" % (what, "; ".join(
                 str(issue.get("message", ""))[:200] for issue in report["issues"] if issue.get("code") == "TL905")))
         elif best is None or _rank(report) > _rank(best):
             best = report
@@ -1343,6 +1353,69 @@ def made_up_arguments(cls: Type[nn.Module], request: ProbeRequest, user_module: 
         classes = result.data.classes
         classes[classes.index(current)] = chosen
     return chosen
+
+
+MAX_FACTORY_SIZES = 2  # the made-up sizes a factory is called with (its count parameters: often one value)
+
+
+def factories_made_up(cls: Type[nn.Module], request: ProbeRequest, user_module: ModuleType) -> List[Constructor]:
+    """The file's factories of the class that need arguments (``def resnet18(num_classes,
+    pretrained=False)``, found by verify.targets), each called with those arguments made up from
+    its own signature as a class's are: ``resnet18(num_classes=10, pretrained=False)``. Only
+    arguments Python can write back as text (numbers, lists, flags), so that the call is shown
+    and built again like any other of the project's."""
+    import torch
+
+    if TYPE_CHECKING:
+        from . import probe_arguments as arguments
+    else:
+        arguments = sys.modules.get("torchlint_probe_arguments") or _load_sibling("probe_arguments")
+    found: List[Constructor] = []
+    for constructor in request.constructors.get(cls.__name__) or []:
+        try:
+            call = ast.parse(constructor.expression or "", mode="eval").body
+            if not (constructor.made_up and isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+                continue
+            given = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+            function = vars(user_module).get(call.func.id)
+            if not inspect.isfunction(function):
+                continue
+            sizes = arguments.synthesize(function, lambda config, kwargs: config(**kwargs),
+                                         lambda value: issubclass(value, torch.nn.Module))
+        except Exception:  # noqa: BLE001 - not such a call, or a config object that would not build
+            continue
+        for kwargs in sizes[:MAX_FACTORY_SIZES]:
+            kwargs = {**kwargs, **given}
+            if not all(_written_back(value) for value in kwargs.values()):
+                continue  # (a made-up config object)
+            text = "%s(%s)" % (call.func.id, ", ".join("%s=%r" % item for item in kwargs.items()))
+            if all(c.expression != text for c in found):
+                found.append(protocol.Constructor("%s, its arguments made up" % constructor.origin, expression=text))
+    return found
+
+
+def _written_back(value: object) -> bool:
+    """Whether repr(value) reads back as the same value (a number, a list of them, a flag)."""
+    try:
+        return bool(ast.literal_eval(repr(value)) == value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+
+
+def _verify_built_by(constructor: Constructor, cls: Type[nn.Module], request: ProbeRequest,
+                     user_module: ModuleType, result: Result, baseline: Set[str], device: torch.device,
+                     several_classes: bool, seen: Seen, current: JsonObject) -> JsonObject:
+    """verify_one with ``constructor`` the only way to build the class, as though the project had it."""
+    name = cls.__name__
+    saved = request.constructors.get(name)
+    request.constructors[name] = [constructor]
+    try:
+        return verify_one(cls, request, user_module, result, baseline, device, several_classes, seen, replace=current)
+    finally:
+        if saved is None:
+            del request.constructors[name]
+        else:
+            request.constructors[name] = saved
 
 
 def _rank(report: JsonObject) -> int:
@@ -1407,7 +1480,7 @@ def feed(wanted: List[type], feeders: List[Type[nn.Module]], request: ProbeReque
             continue
         used = other_ways.get(feeder)
         ways = [c for c in request.constructors.get(feeder.__name__) or []
-                if not c.before_defaults and (c.expression or c.factory) != used][:MAX_OTHER_WAYS]
+                if not c.before_defaults and not c.made_up and (c.expression or c.factory) != used][:MAX_OTHER_WAYS]
         for way in ways:
             if all(cls in seen.calls for cls in wanted) or time.time() > request.deadline:
                 return

@@ -236,7 +236,7 @@ def _annotation_kind(annotation: Any) -> Tuple[str, Any]:
     return "unknown", None
 
 
-def parameters_of(cls: type) -> Optional[List[inspect.Parameter]]:
+def parameters_of(cls: Callable[..., Any]) -> Optional[List[inspect.Parameter]]:
     """The named parameters construction takes (following ``*args, **kwargs`` to the first base
     ``__init__`` that names its own); None when there is no signature to read."""
     try:
@@ -245,7 +245,7 @@ def parameters_of(cls: type) -> Optional[List[inspect.Parameter]]:
         return None
     named = [p for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     passes_on = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters)
-    if passes_on and not any(p.default is p.empty for p in named):
+    if passes_on and isinstance(cls, type) and not any(p.default is p.empty for p in named):
         for base in inspect.getmro(cls)[1:]:
             init = vars(base).get("__init__")
             if init is None or not inspect.isfunction(init):
@@ -261,7 +261,7 @@ def parameters_of(cls: type) -> Optional[List[inspect.Parameter]]:
     return named
 
 
-def _resolved_hints(cls: type) -> Dict[str, Any]:
+def _resolved_hints(cls: Callable[..., Any]) -> Dict[str, Any]:
     init = getattr(cls, "__init__", None)
     try:
         return typing.get_type_hints(init) if init is not None else {}
@@ -309,7 +309,7 @@ def _value(parameter: inspect.Parameter, hints: Dict[str, Any], size: Tuple[int,
     return _NOTHING
 
 
-def synthesize_kwargs(cls: type, size: Tuple[int, int, int], depth: int,
+def synthesize_kwargs(cls: Callable[..., Any], size: Tuple[int, int, int], depth: int,
                       build: Callable[[type, Dict[str, Any]], Any],
                       is_module: Callable[[type], bool]) -> Optional[Dict[str, Any]]:
     """Keyword arguments for every parameter without a default, or None when one cannot be made."""
@@ -330,10 +330,11 @@ def synthesize_kwargs(cls: type, size: Tuple[int, int, int], depth: int,
     return kwargs
 
 
-def synthesize(cls: type, build: Callable[[type, Dict[str, Any]], Any],
+def synthesize(cls: Callable[..., Any], build: Callable[[type, Dict[str, Any]], Any],
                is_module: Callable[[type], bool]) -> List[Dict[str, Any]]:
     """Up to len(CANDIDATES) distinct keyword-argument sets, in the order to try them; [] when a
     required parameter cannot be filled (or none is required: the defaults were tried already).
+    ``cls``: a class, or a factory function of one (its parameters are read the same way).
     ``build(cls, kwargs)`` makes a config object of the user's (the caller guards it)."""
     found: List[Dict[str, Any]] = []
     texts: List[str] = []
@@ -355,7 +356,7 @@ def synthesize(cls: type, build: Callable[[type, Dict[str, Any]], Any],
 _IN_PLANES = ("inplanes", "in_planes", "inp_planes")
 
 
-def _expanded(cls: type, kwargs: Dict[str, Any]) -> None:
+def _expanded(cls: Callable[..., Any], kwargs: Dict[str, Any]) -> None:
     """A residual block that states an ``expansion`` (ResNet's Bottleneck: 4) adds its input to an
     output of ``planes * expansion`` channels when nothing downsamples: made-up in-planes match."""
     expansion = getattr(cls, "expansion", None)

@@ -79,6 +79,10 @@ class Constructor:
     expression: Optional[str] = None
     factory: Optional[str] = None
     before_defaults: bool = False  # the user's configuration: tried before the class's defaults
+    # A factory of the file that needs arguments (``expression``: its call with what is fixed,
+    # ``resnet18(pretrained=False)``): called with the others made up from its signature, only
+    # when nothing else builds the class (probe.made_up_arguments).
+    made_up: bool = False
 
     def to_dict(self) -> JsonObject:
         data: JsonObject = {"origin": self.origin}
@@ -88,12 +92,14 @@ class Constructor:
             data["factory"] = self.factory
         if self.before_defaults:
             data["before_defaults"] = True
+        if self.made_up:
+            data["made_up"] = True
         return data
 
     @classmethod
     def from_dict(cls, data: JsonObject) -> "Constructor":
         return cls(_text(data.get("origin")) or "the request", _text(data.get("expression")),
-                   _text(data.get("factory")), data.get("before_defaults") is True)
+                   _text(data.get("factory")), data.get("before_defaults") is True, data.get("made_up") is True)
 
 
 @dataclass

@@ -35,6 +35,7 @@ from ..files import display_path, read_regular_file
 from .protocol import Constructor, JsonObject
 
 MAX_CANDIDATES = 6  # per class: the child tries them in order, each a construction
+MAX_MADE_UP_FACTORIES = 2  # of them, factories called with made-up arguments (resnet18, resnet34...)
 MAX_SCANNED_FILES = 400  # files looked at (a cheap text test) per verification
 # Besides these counts, a caller may give the scan a deadline (time.monotonic()): files not
 # reached by then are not read (the editor's lens does, so a huge workspace cannot hang it).
@@ -440,6 +441,11 @@ class CandidateFinder:
             if text is not None:
                 self.add(Constructor("%s:%d, the call in factory %s()" % (where, call.lineno, function.name),
                                      expression=text))
+                return
+        made_up = [c for c in self.candidates if c.made_up]
+        if site is self.target and len(made_up) < MAX_MADE_UP_FACTORIES:  # (`def resnet18(num_classes)`)
+            self.add(Constructor(origin, expression="%s(%s)" % (function.name, ", ".join(
+                "%s=%s" % item for item in _without_downloads(function))), made_up=True))
 
     def factories(self, site: ParsedFile, names: Set[str], modules: Set[str]
                  ) -> List[Tuple[ast.FunctionDef, Optional[ast.Call]]]:
