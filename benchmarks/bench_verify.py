@@ -96,7 +96,8 @@ def run(files, python, device, timeout, root=None, reports=None):
                      "partly": [(c.name, c.partial_reason) for c in partly],
                      "unbuilt": [(c.name, c.skip_reason) for c in report.classes if c.status == "skipped"],
                      "unchecked": [c.name for c in built if c not in ran],
-                     "issues": [(i.code, i.severity, i.line, i.message) for i in findings],
+                     # (a finding in another file: a class this file's class holds)
+                     "issues": [(i.code, i.severity, i.line, i.message, i.file) for i in findings],
                      # the largest child process so far (a file that raises it is the one that took it)
                      "peak_child_mb_so_far": round(peak_child_mb())})
     return rows
@@ -236,8 +237,10 @@ def print_rows(rows) -> None:
         for name in row["unchecked"]:
             print("  built, no gradient check: %s %s" % (row["file"], name))
     for row in rows:
-        for code, severity, line, message in row["issues"]:
-            print("  finding: %s:%s %s %s %s" % (row["file"], line, code, severity, message[:300]))
+        for code, severity, line, message, where in row["issues"]:
+            shown = row["file"] if where is None or Path(where).resolve() == (ROOT / row["file"]).resolve() else "%s (in %s's run)" % (
+                where, row["file"])
+            print("  finding: %s:%s %s %s %s" % (shown, line, code, severity, message[:300]))
 
 
 def main(argv=None) -> int:
