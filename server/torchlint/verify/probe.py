@@ -1274,11 +1274,16 @@ def _table_entry(cls: type) -> Optional[str]:
     if TYPE_CHECKING:
         from . import probe_arguments as arguments
     else:
-        arguments = sys.modules.get("torchlint_probe_arguments") or _load_sibling("probe_arguments")
+        arguments = _arguments_module()
     try:
         return arguments.table_entry(cls, lambda value: issubclass(value, torch.nn.Module))
     except Exception:  # noqa: BLE001 - an unreadable signature: the reason alone
         return None
+
+
+def _arguments_module() -> ModuleType:
+    """probe_arguments, loaded by path on first use (as the other siblings are)."""
+    return sys.modules.get("torchlint_probe_arguments") or _load_sibling("probe_arguments")
 
 
 def _needs_arguments(report: JsonObject) -> bool:
@@ -1297,7 +1302,7 @@ def made_up_arguments(cls: Type[nn.Module], request: ProbeRequest, user_module: 
     if TYPE_CHECKING:
         from . import probe_arguments as arguments
     else:
-        arguments = sys.modules.get("torchlint_probe_arguments") or _load_sibling("probe_arguments")
+        arguments = _arguments_module()
 
     def build(config: type, kwargs: Dict[str, Any]) -> Any:
         return config(**kwargs)
@@ -1369,7 +1374,7 @@ def factories_made_up(cls: Type[nn.Module], request: ProbeRequest, user_module: 
     if TYPE_CHECKING:
         from . import probe_arguments as arguments
     else:
-        arguments = sys.modules.get("torchlint_probe_arguments") or _load_sibling("probe_arguments")
+        arguments = _arguments_module()
     found: List[Constructor] = []
     for constructor in request.constructors.get(cls.__name__) or []:
         try:
